@@ -1,0 +1,170 @@
+# vdsmd - one non-recursive Makefile.
+#
+#   make            build build/vdsmd and build/vdsm-client
+#   make run        install missing packages, build, run vdsmd in the foreground
+#   make check      install missing packages, build with -Werror, run every test,
+#                   then the unit tests again under ASan+UBSan, then a short fuzz pass
+#   make bench      benchmarks (codec, end-to-end load, events, pool)
+#   make fuzz       every libFuzzer target for FUZZ_SECONDS each (default 60)
+#   make install    PREFIX=/usr/local DESTDIR=
+#   make deps       install the Debian packages (apt-get, as root)
+#
+# Sources are found by wildcard: a new .c file in a module directory is built
+# without touching this file.  Each tests/unit/test_*.c is one Check program,
+# each tests/fuzz/fuzz_*.c one libFuzzer target, each bench/*.c one program.
+
+PREFIX ?= /usr/local
+DESTDIR ?=
+BUILD ?= build
+PYTHON ?= /usr/bin/python3
+FUZZ_SECONDS ?= 60
+SANFLAGS ?=
+OPT ?= -O2
+
+CC = gcc
+FUZZ_CC = clang
+PKG_CONFIG ?= pkg-config
+
+WITH_MSGPACK := $(shell $(PKG_CONFIG) --exists msgpack 2>/dev/null && echo 1)
+PKGS := yajl openssl libvirt $(if $(WITH_MSGPACK),msgpack)
+
+WARN := -Wall -Wextra -Wstrict-prototypes -Wmissing-prototypes -Wwrite-strings \
+	-Wshadow -Wno-unused-parameter -Werror
+VERSION := 0.1.0
+DEFS := -D_GNU_SOURCE -DVDSMD_VERSION='"$(VERSION)"' $(if $(WITH_MSGPACK),-DWITH_MSGPACK=1)
+PKG_CFLAGS = $(shell $(PKG_CONFIG) --cflags $(PKGS))
+PKG_LIBS = $(shell $(PKG_CONFIG) --libs $(PKGS)) -lev -lpthread -lm
+CHECK_LIBS = $(shell $(PKG_CONFIG) --libs check)
+CFLAGS ?= $(OPT) -g
+ALL_CFLAGS = -std=c11 $(CFLAGS) $(SANFLAGS) $(WARN) $(DEFS) -I. $(PKG_CFLAGS) -MMD -MP
+LDFLAGS ?=
+ALL_LDFLAGS = $(LDFLAGS) $(SANFLAGS)
+
+# --- sources ---------------------------------------------------------------
+MSGPACK_SRCS := $(wildcard codecs/msgpack*.c)
+CORE_SRCS := $(wildcard common/*.c) \
+	$(filter-out $(MSGPACK_SRCS),$(wildcard codecs/*.c)) \
+	$(if $(WITH_MSGPACK),$(MSGPACK_SRCS)) \
+	$(wildcard stomp/*.c) $(wildcard rpc/*.c)
+DAEMON_SRCS := $(filter-out vdsmd/main.c,$(wildcard vdsmd/*.c vdsmd/*/*.c))
+CLIENT_SRCS := $(wildcard client/*.c)
+UNIT_SRCS := $(wildcard tests/unit/test_*.c)
+UNIT_HELPER_SRCS := $(filter-out $(UNIT_SRCS),$(wildcard tests/unit/*.c))
+FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
+BENCH_SRCS := $(wildcard bench/*.c)
+
+obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
+
+CORE_LIB := $(BUILD)/libvdcore.a
+DAEMON_LIB := $(BUILD)/libvdsmd.a
+VDSMD := $(BUILD)/vdsmd
+CLIENT := $(BUILD)/vdsm-client
+UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
+BENCH_BINS := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRCS))
+FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRCS))
+
+.PHONY: all run check unit integration asan-unit bench fuzz fuzz-build \
+	install clean deps ensure-deps tests bench-build
+.DEFAULT_GOAL := all
+
+all: $(VDSMD) $(CLIENT)
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(CORE_LIB): $(call obj,$(CORE_SRCS))
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(DAEMON_LIB): $(call obj,$(DAEMON_SRCS))
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(VDSMD): $(call obj,vdsmd/main.c) $(DAEMON_LIB) $(CORE_LIB)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(PKG_LIBS)
+
+$(CLIENT): $(call obj,$(CLIENT_SRCS)) $(CORE_LIB)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(PKG_LIBS)
+
+$(BUILD)/tests/%: $(call obj,tests/unit/%.c) $(call obj,$(UNIT_HELPER_SRCS)) $(DAEMON_LIB) $(CORE_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(PKG_LIBS) $(CHECK_LIBS)
+
+$(BUILD)/bench/%: $(call obj,bench/%.c) $(DAEMON_LIB) $(CORE_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(PKG_LIBS)
+
+tests: all $(UNIT_BINS)
+bench-build: all $(BENCH_BINS)
+
+# --- running ---------------------------------------------------------------
+ensure-deps:
+	@scripts/deps.sh ensure
+
+deps:
+	scripts/deps.sh install
+
+run: ensure-deps
+	@$(MAKE) --no-print-directory all
+	./$(VDSMD) --config examples/vdsmd-dev.conf
+
+unit: tests
+	@BUILD=$(BUILD) tests/run-unit.sh $(UNIT_BINS)
+
+integration: tests
+	@BUILD=$(BUILD) PYTHON=$(PYTHON) tests/run-integration.sh
+
+# Unit tests once more with AddressSanitizer + UBSan (leaks and UB fail).
+asan-unit:
+	@$(MAKE) --no-print-directory BUILD=$(BUILD)/asan OPT=-O1 \
+		SANFLAGS="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
+		unit
+
+check: ensure-deps
+	@rm -rf $(BUILD)/results $(BUILD)/asan/results
+	@$(MAKE) --no-print-directory tests
+	@$(MAKE) --no-print-directory unit
+	@$(MAKE) --no-print-directory integration
+	@$(MAKE) --no-print-directory asan-unit
+	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(or $(CHECK_FUZZ_SECONDS),5)
+	@tests/summary.sh $(BUILD)
+
+bench: ensure-deps
+	@$(MAKE) --no-print-directory bench-build
+	@BUILD=$(BUILD) PYTHON=$(PYTHON) bench/run.sh
+
+# --- fuzzing (clang libFuzzer, ASan + UBSan) -----------------------------
+FUZZ_CFLAGS = -std=c11 -g -O1 -fsanitize=fuzzer-no-link,address,undefined \
+	-fno-sanitize-recover=all $(DEFS) -DVD_FUZZING=1 -I. $(PKG_CFLAGS) -MMD -MP \
+	-Wall -Wno-unused-parameter
+FUZZ_CORE_OBJS = $(patsubst %.c,$(BUILD)/fuzz-obj/%.o,$(CORE_SRCS) $(DAEMON_SRCS))
+
+$(BUILD)/fuzz-obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -c $< -o $@
+
+$(BUILD)/fuzz/%: $(BUILD)/fuzz-obj/tests/fuzz/%.o $(FUZZ_CORE_OBJS)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) -fsanitize=fuzzer,address,undefined -o $@ $^ $(PKG_LIBS)
+
+fuzz-build: $(FUZZ_BINS)
+
+fuzz: fuzz-build
+	@BUILD=$(BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) tests/run-fuzz.sh $(FUZZ_BINS)
+
+# --- install ---------------------------------------------------------------
+install: all
+	install -d $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(PREFIX)/bin \
+		$(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man8
+	install -m 0755 $(VDSMD) $(DESTDIR)$(PREFIX)/sbin/vdsmd
+	install -m 0755 $(CLIENT) $(DESTDIR)$(PREFIX)/bin/vdsm-client
+	for m in man/*.1; do [ -f "$$m" ] && install -m 0644 $$m $(DESTDIR)$(PREFIX)/share/man/man1/; done; true
+	for m in man/*.8; do [ -f "$$m" ] && install -m 0644 $$m $(DESTDIR)$(PREFIX)/share/man/man8/; done; true
+	if [ -f $(BUILD)/vdsm-client.bash ]; then install -d $(DESTDIR)$(PREFIX)/share/bash-completion/completions && \
+		install -m 0644 $(BUILD)/vdsm-client.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/vdsm-client; fi
+
+clean:
+	rm -rf $(BUILD)
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

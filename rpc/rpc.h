@@ -1,0 +1,181 @@
+/* rpc/rpc.h - JSON-RPC 2.0 engine: verb schema, bindings, dispatch, errors.
+ *
+ * rpc/ knows no sockets and no verb internals.  The daemon (vdsmd/) builds an
+ * engine at startup, binds handler tables to the declared schema, seals it,
+ * and calls rpc_dispatch() for every request body.  The response bytes, fully
+ * encoded by the request's codec, come back through a callback together with
+ * the request id (never re-decoded).
+ *
+ * Schema vs bindings: the declarations (rpc/schema_*.c, one file per family)
+ * are pure data shared with vdsm-client; the handlers live in the daemon and
+ * are bound by name.  rpc_engine_seal() fails, naming the verb, when a
+ * declared verb has no handler or a handler has no declaration. */
+#ifndef VD_RPC_RPC_H
+#define VD_RPC_RPC_H
+
+#include <stdarg.h>
+#include "../codecs/codec.h"
+
+/* ---- parameter schema ------------------------------------------------- */
+
+enum rpc_ptype {
+	RPC_T_ANY,      /* any JSON value */
+	RPC_T_STRING,
+	RPC_T_UUID,     /* string, canonical 36-char UUID (vd_is_uuid) */
+	RPC_T_INT,      /* JSON integer (int or uint) */
+	RPC_T_INTSTR,   /* integer, or a string of decimal digits (VDSM sizes) */
+	RPC_T_NUMBER,   /* integer or double */
+	RPC_T_BOOL,
+	RPC_T_OBJECT,
+	RPC_T_ARRAY,
+};
+
+struct rpc_param {
+	const char *name;
+	enum rpc_ptype type;
+	bool required;
+	const char *def;     /* default as JSON text (e.g. "0", "\"\"", "{}"), or NULL */
+	const char *desc;
+};
+
+enum rpc_verb_flags {
+	RPC_F_BLOCKING = 1u << 0,  /* runs on the worker pool */
+	RPC_F_ALWAYS = 1u << 1,    /* answered even while the agent initializes (code 99) */
+};
+
+#define RPC_MAX_PARAMS 16
+
+struct rpc_verb_decl {
+	const char *name;                /* "Namespace.verb" */
+	const struct rpc_param *params;  /* declared order = positional order */
+	unsigned nparams;
+	unsigned flags;
+	const char *result;              /* result description */
+	const char *desc;
+};
+
+/* The compiled-in schema: a NULL-name-terminated array per family, listed in
+ * rpc_schema_families (rpc/schema.c).  Used by the daemon and vdsm-client. */
+extern const struct rpc_verb_decl *const rpc_schema_families[];
+const struct rpc_verb_decl *rpc_schema_find(const char *name);
+const char *rpc_ptype_name(enum rpc_ptype t);
+
+/* ---- internal error values (mapped to wire codes in rpc/errors.c only) -- */
+
+enum rpc_err {
+	RPC_OK = 0,
+	RPC_E_PARSE,          /* -32700 */
+	RPC_E_INVALID_REQ,    /* -32600 */
+	RPC_E_NO_METHOD,      /* -32601 */
+	RPC_E_PARAMS,         /* -32602 */
+	RPC_E_INTERNAL,       /* -32603 */
+	RPC_E_NO_VM,          /* 1 */
+	RPC_E_VM_EXISTS,      /* 4 */
+	RPC_E_RECOVERING,     /* 99 */
+	RPC_E_GENERAL,        /* 100 */
+	RPC_E_NO_VOLUME,      /* 201 */
+	RPC_E_NO_IMAGE,       /* 268 */
+	RPC_E_NO_DOMAIN,      /* 358 */
+	RPC_E_DOMAIN_EXISTS,  /* 365 */
+	RPC_E_NO_TASK,        /* 401 */
+	RPC_E_TASK_STATE,     /* 411 (task not in a state for the operation) */
+	RPC_E_NO_RESOURCES,   /* 1100 */
+	RPC_E__COUNT
+};
+
+/* Wire code and message prefix for an internal error. */
+int rpc_err_code(enum rpc_err e);
+const char *rpc_err_message(enum rpc_err e);
+
+/* ---- handlers ---------------------------------------------------------- */
+
+struct rpc_call {
+	const struct rpc_verb_decl *verb;
+	/* Arguments by declared position, after validation and defaults; NULL
+	 * for an absent optional parameter without a default. */
+	const struct vd_value *args[RPC_MAX_PARAMS];
+	struct vd_writer *w;      /* write exactly one result value, or nothing → true */
+	struct vd_arena *arena;   /* request lifetime scratch */
+	void *app;                /* the pointer given to rpc_engine_bind() */
+	const char *flow_id;      /* ovirtCorrelationId or NULL */
+	/* set by rpc_fail() */
+	enum rpc_err err;
+	char err_detail[256];
+};
+
+/* Returns 0 on success, or the (negative) value of rpc_fail(). */
+typedef int (*rpc_handler)(struct rpc_call *c);
+
+struct rpc_binding {
+	const char *name;
+	rpc_handler fn;
+};
+
+/* Record an error for the response; returns -1 for `return rpc_fail(...)`.
+ * The wire message is rpc_err_message(e) followed by ": " and the detail. */
+int rpc_fail(struct rpc_call *c, enum rpc_err e, const char *fmt, ...) VD_PRINTF(3, 4);
+
+/* Argument accessors by parameter name (a name not declared by the verb is a
+ * programmer error and aborts). */
+const struct vd_value *rpc_arg(const struct rpc_call *c, const char *name);
+/* String argument (NULL if absent); *len receives the length when non-NULL.
+ * The string is NUL-terminated (the engine copies it when needed). */
+const char *rpc_arg_str(const struct rpc_call *c, const char *name, size_t *len);
+/* Integer argument (RPC_T_INT/INTSTR), or dflt when absent. */
+int64_t rpc_arg_int(const struct rpc_call *c, const char *name, int64_t dflt);
+bool rpc_arg_bool(const struct rpc_call *c, const char *name, bool dflt);
+
+/* ---- engine ------------------------------------------------------------ */
+
+struct rpc_engine;
+
+/* Hook for RPC_F_BLOCKING verbs: run job(arg) on another thread and later call
+ * done(arg) on the dispatching thread.  Returns 0, or VD_EBUSY when the queue
+ * is full (the engine then answers code 1100 at once).  When no hook is set,
+ * blocking verbs run inline. */
+typedef int (*rpc_submit_fn)(void *pool, void (*job)(void *arg),
+			     void (*done)(void *arg), void *arg);
+
+struct rpc_engine *rpc_engine_new(const struct vd_limits *lim);
+void rpc_engine_free(struct rpc_engine *e);
+/* Declare every family of rpc_schema_families (or extra tables, for tests). */
+int rpc_engine_declare(struct rpc_engine *e, const struct rpc_verb_decl *decls);
+/* Bind a NULL-name-terminated handler table; app is passed to each handler. */
+int rpc_engine_bind(struct rpc_engine *e, const struct rpc_binding *b, void *app);
+/* Check that declarations and bindings match one to one and build the lookup
+ * table.  On failure returns VD_EINVAL and writes a reason naming the verb. */
+int rpc_engine_seal(struct rpc_engine *e, char *why, size_t whylen);
+void rpc_engine_set_submit(struct rpc_engine *e, rpc_submit_fn fn, void *pool);
+/* Until set ready, every verb but RPC_F_ALWAYS ones answers code 99. */
+void rpc_engine_set_ready(struct rpc_engine *e, bool ready);
+bool rpc_engine_ready(const struct rpc_engine *e);
+
+/* A finished response.  bytes is NULL/len 0 when nothing is to be sent (all
+ * notifications).  id is the request id value (NULL for a batch or when
+ * unreadable); it and bytes are valid only during the callback. */
+struct rpc_response {
+	const char *bytes;
+	size_t len;
+	const struct vd_codec *codec;
+	const struct vd_value *id;
+};
+
+typedef void (*rpc_reply_fn)(void *ctx, const struct rpc_response *r);
+
+struct rpc_request_info {
+	const struct vd_codec *codec;  /* decodes the body and encodes the reply */
+	const char *flow_id;           /* may be NULL; copied by the engine */
+	const char *transport;         /* "stomp", "http", "broker": for logs/metrics */
+};
+
+/* Dispatch one request body.  The engine copies what it keeps; body may be
+ * freed when this returns.  reply is called exactly once, either before
+ * rpc_dispatch returns or later on the dispatching thread (after the worker
+ * pool's done callback). */
+void rpc_dispatch(struct rpc_engine *e, const struct rpc_request_info *info,
+		  const char *body, size_t len, rpc_reply_fn reply, void *ctx);
+
+/* Prometheus text for requests by verb and result and the latency histogram. */
+void rpc_metrics_format(const struct rpc_engine *e, struct vd_buf *out);
+
+#endif

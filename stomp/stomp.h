@@ -1,0 +1,173 @@
+/* stomp/stomp.h - STOMP 1.2: pure frame parser and writer, the server side
+ * mini-broker (sessions and subscriptions), and a client session.
+ *
+ * No I/O here and no daemon headers: sessions are fed bytes and append their
+ * output to a struct vd_buf the caller owns, so tests and fuzzers drive them
+ * without sockets.  PROTOCOL.md section 2 is the contract. */
+#ifndef VD_STOMP_STOMP_H
+#define VD_STOMP_STOMP_H
+
+#include "../common/buf.h"
+
+enum stomp_cmd {
+	STOMP_NONE = 0,
+	/* client frames */
+	STOMP_CONNECT, STOMP_STOMP, STOMP_SEND, STOMP_SUBSCRIBE, STOMP_UNSUBSCRIBE,
+	STOMP_ACK, STOMP_NACK, STOMP_BEGIN, STOMP_COMMIT, STOMP_ABORT,
+	STOMP_DISCONNECT,
+	/* server frames */
+	STOMP_CONNECTED, STOMP_MESSAGE, STOMP_RECEIPT, STOMP_ERROR,
+};
+
+const char *stomp_cmd_name(enum stomp_cmd c);
+
+struct stomp_limits {
+	size_t max_frame;        /* whole frame, default 16 MiB */
+	unsigned max_headers;    /* default 128 */
+	size_t max_header_line;  /* default 8 KiB */
+};
+
+#define STOMP_LIMITS_DEFAULT { (size_t)16 << 20, 128, 8192 }
+
+struct stomp_header {
+	const char *name;
+	size_t nlen;
+	const char *value;
+	size_t vlen;
+};
+
+/* A parsed frame: slices into the caller's buffer (header values unescaped in
+ * place), valid until the caller consumes those bytes. */
+struct stomp_frame {
+	enum stomp_cmd cmd;
+	struct stomp_header *hdr;   /* caller-provided array of hdr_cap entries */
+	unsigned hdr_cap;
+	unsigned nhdr;
+	char *body;
+	size_t body_len;
+};
+
+/* First occurrence of a header (first wins), or NULL; *vlen set when non-NULL. */
+const char *stomp_frame_get(const struct stomp_frame *f, const char *name, size_t *vlen);
+
+/* Resumable parse state for one stream (a few words; keeps a long body
+ * without content-length from being rescanned from the start). */
+struct stomp_parser {
+	size_t scanned;
+	unsigned flags;
+};
+
+void stomp_parser_init(struct stomp_parser *p);
+
+/* Parse one frame at the start of buf.  Leading heart-beat EOLs are skipped
+ * (and counted in the return value).  Returns:
+ *   > 0       bytes consumed; *f filled when f->cmd != STOMP_NONE (a pure
+ *             heart-beat run yields STOMP_NONE)
+ *   VD_AGAIN  need more bytes (nothing consumed)
+ *   < 0       framing error (VD_EPROTO, VD_ETOOBIG); *why says why
+ * No allocation: f->hdr must hold lim->max_headers entries. */
+long stomp_parse(struct stomp_parser *p, const struct stomp_limits *lim,
+		 char *buf, size_t len, struct stomp_frame *f, const char **why);
+
+/* Append a frame.  Header values are escaped except on CONNECT/CONNECTED;
+ * content-length is added whenever body != NULL (even when empty). */
+void stomp_write_frame(struct vd_buf *out, enum stomp_cmd cmd,
+		       const struct stomp_header *hdr, unsigned nhdr,
+		       const void *body, size_t len);
+
+/* ---- server: the mini-broker ------------------------------------------ */
+
+struct stomp_broker;
+struct stomp_session;
+
+/* What the broker asks of its host (the daemon). */
+struct stomp_broker_ops {
+	/* A SEND to a request destination.  The reply must be delivered with
+	 * stomp_broker_reply() (possibly later, even after the session closed). */
+	void (*request)(void *host, struct stomp_session *s, const char *body, size_t len,
+			const char *content_type, size_t ctlen,
+			const char *reply_to, size_t rtlen,
+			const char *flow_id, size_t flen);
+	/* A session got bytes in its output buffer outside of its own feed
+	 * (routing from another connection): the host should flush it. */
+	void (*output)(void *host, struct stomp_session *s, void *conn);
+	/* Heart-beat negotiated: send every send_ms, expect traffic every
+	 * recv_ms (0 = none). */
+	void (*heartbeat)(void *host, struct stomp_session *s, void *conn,
+			  unsigned send_ms, unsigned recv_ms);
+};
+
+struct stomp_broker_config {
+	struct stomp_limits limits;
+	size_t max_output;          /* per-session output bound for fan-out */
+	const char *server_name;    /* "vdsmd/<version>" */
+};
+
+struct stomp_broker *stomp_broker_new(const struct stomp_broker_config *cfg,
+				      const struct stomp_broker_ops *ops, void *host);
+void stomp_broker_free(struct stomp_broker *b);
+
+/* A session for one connection; out is the connection's output buffer. */
+struct stomp_session *stomp_session_new(struct stomp_broker *b, struct vd_buf *out, void *conn);
+/* Unsubscribes everything and frees the session. */
+void stomp_session_free(struct stomp_session *s);
+
+/* Feed received bytes.  Returns the number of bytes consumed (the caller
+ * drops them from its input buffer), or a negative vd_err after a framing
+ * error: the ERROR frame is already in out and the connection must be closed
+ * once out is flushed.  Check stomp_session_closing() after every call:
+ * true after DISCONNECT (close once flushed). */
+long stomp_session_feed(struct stomp_session *s, char *buf, size_t len);
+bool stomp_session_closing(const struct stomp_session *s);
+
+/* Deliver a response: to the origin session's subscriptions on dest when it
+ * has any (origin may be NULL: gone), else to every subscription on dest.
+ * dest NULL means jms.topic.vdsm_responses.  Returns deliveries made. */
+size_t stomp_broker_reply(struct stomp_broker *b, struct stomp_session *origin,
+			  const char *dest, size_t dlen, const char *content_type,
+			  const char *body, size_t len);
+/* Fan a message out to every subscription on dest (exact match); a session
+ * whose output is over max_output loses it (counted).  Returns deliveries. */
+size_t stomp_broker_publish(struct stomp_broker *b, const char *dest,
+			    const char *content_type, const char *body, size_t len);
+
+/* Sessions call this when one of their requests finishes so a closed
+ * session is not referenced: a pending request holds a reference. */
+void stomp_session_ref(struct stomp_session *s);
+void stomp_session_unref(struct stomp_session *s);
+bool stomp_session_alive(const struct stomp_session *s);
+
+struct stomp_broker_stats {
+	uint64_t frames_in, frames_out, messages_dropped, sessions, subscriptions;
+};
+void stomp_broker_stats(const struct stomp_broker *b, struct stomp_broker_stats *out);
+/* Messages dropped for one session (slow subscriber). */
+uint64_t stomp_session_dropped(const struct stomp_session *s);
+
+/* ---- client session ---------------------------------------------------- */
+
+struct stomp_client {
+	struct vd_buf *out;
+	struct stomp_parser parser;
+	struct stomp_limits limits;
+	struct stomp_header hdr[128];
+	unsigned next_receipt;
+};
+
+void stomp_client_init(struct stomp_client *c, struct vd_buf *out);
+void stomp_client_connect(struct stomp_client *c, const char *host, const char *login,
+			  const char *passcode, unsigned hb_send_ms, unsigned hb_recv_ms);
+void stomp_client_subscribe(struct stomp_client *c, const char *dest, const char *id,
+			    const char *ack);
+/* extra: additional headers (may be NULL/0). */
+void stomp_client_send(struct stomp_client *c, const char *dest, const char *reply_to,
+		       const char *content_type, const struct stomp_header *extra,
+		       unsigned nextra, const void *body, size_t len);
+void stomp_client_ack(struct stomp_client *c, const char *id);
+void stomp_client_disconnect(struct stomp_client *c, const char *receipt);
+/* Parse one incoming frame (CONNECTED, MESSAGE, RECEIPT, ERROR); same
+ * return convention as stomp_parse(). */
+long stomp_client_feed(struct stomp_client *c, char *buf, size_t len,
+		       struct stomp_frame *f, const char **why);
+
+#endif

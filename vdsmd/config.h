@@ -1,0 +1,50 @@
+/* vdsmd/config.h - configuration: embedded defaults, INI file, command-line
+ * flags (key foo_bar is flag --foo-bar; flags win over the file).
+ *
+ * config_load() fills cfg from defaults, then the file, then argv.  On an
+ * unknown key or bad value it returns VD_EINVAL with "file:line: reason" (or
+ * "--flag: reason") in why.  Strings are owned by cfg (config_free()). */
+#ifndef VD_VDSMD_CONFIG_H
+#define VD_VDSMD_CONFIG_H
+
+#include <stdio.h>
+#include "../common/vd.h"
+
+struct vd_config {
+	/* network */
+	char *listen;               /* "::" (falls back to 0.0.0.0) */
+	unsigned port;              /* 54321; 0 = ephemeral */
+	bool tls;                   /* on by default, as VDSM */
+	char *cert_file, *key_file, *ca_file;
+	unsigned max_connections;   /* 10000 */
+	size_t max_frame_size;      /* 16 MiB */
+	unsigned max_headers;       /* 128 */
+	size_t max_header_line;     /* 8 KiB */
+	size_t max_output;          /* per-connection output bound, 64 MiB */
+	unsigned detect_timeout;    /* seconds, 10 */
+	unsigned handshake_timeout; /* seconds, 10 */
+	/* rpc */
+	char *codec;                /* "yajl" */
+	unsigned workers;           /* 4 */
+	unsigned worker_queue;      /* 80 */
+	unsigned max_depth;         /* 64 */
+	/* logging */
+	char *log_level;            /* "info" */
+	char *log_file;             /* "stderr" | "syslog" | path */
+	/* host / virt / storage */
+	unsigned host_sample_interval; /* seconds, 15 */
+	char *libvirt_uri;          /* "qemu:///system" */
+	unsigned vm_sample_interval;   /* seconds, 15 */
+	char *storage_root;         /* "/var/lib/vdsmd/storage" */
+	/* where the file came from, for messages */
+	char *config_file;
+};
+
+/* argv may contain --config FILE (else /etc/vdsmd/vdsmd.conf, used only when
+ * it exists) and --help/--version are handled by the caller before. */
+int config_load(struct vd_config *cfg, int argc, char **argv, char *why, size_t whylen);
+void config_free(struct vd_config *cfg);
+/* Prints every key with its flag, default and description. */
+void config_usage(FILE *out);
+
+#endif

@@ -1,0 +1,38 @@
+/* vdsmd/vdsmd.h - the daemon's one context, built by main() and passed down.
+ * No other globals.  Each subsystem keeps its state behind an opaque pointer
+ * and exposes init/fini plus the handler table it binds into the engine. */
+#ifndef VD_VDSMD_VDSMD_H
+#define VD_VDSMD_VDSMD_H
+
+#include <ev.h>
+#include "config.h"
+#include "../codecs/codec.h"
+
+struct rpc_engine;
+struct event_bus;
+struct vd_pool;
+struct vd_server;
+struct host_state;
+struct virt_state;
+struct storage_state;
+
+struct vdsmd {
+	struct vd_config cfg;
+	struct ev_loop *loop;
+	const struct vd_codec *codec;  /* JSON codec chosen at startup */
+	struct vd_limits limits;
+	struct rpc_engine *rpc;
+	struct event_bus *bus;
+	struct vd_pool *pool;
+	struct vd_server *srv;         /* listener, connections, STOMP broker, HTTP */
+	struct host_state *host;       /* vdsmd/host */
+	struct virt_state *virt;       /* vdsmd/virt */
+	struct storage_state *storage; /* vdsmd/storage */
+	uint64_t start_ms;             /* vd_now_ms() at startup */
+};
+
+/* Called by subsystems when their first sample exists; the engine becomes
+ * ready (code 99 ends, events flow) once host and virt have both reported. */
+void vdsmd_subsystem_ready(struct vdsmd *d, const char *which);
+
+#endif
