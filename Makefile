@@ -105,9 +105,14 @@ ensure-deps:
 deps:
 	scripts/deps.sh install
 
+# The embedded development setup: plaintext on 127.0.0.1:54321, the libvirt
+# test-driver fleet of examples/, storage under build/run/storage.
 run: ensure-deps
 	@$(MAKE) --no-print-directory all
-	./$(VDSMD) --config examples/vdsmd-dev.conf
+	@mkdir -p $(BUILD)/run/storage
+	./$(VDSMD) --config examples/vdsmd-dev.conf \
+		--libvirt-uri test://$(CURDIR)/examples/fleet.xml \
+		--storage-root $(CURDIR)/$(BUILD)/run/storage
 
 unit: tests
 	@BUILD=$(BUILD) tests/run-unit.sh $(UNIT_BINS)
