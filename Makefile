@@ -66,6 +66,9 @@ FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRCS))
 .PHONY: all run check unit integration asan-unit bench fuzz fuzz-build \
 	install clean deps ensure-deps tests bench-build
 .DEFAULT_GOAL := all
+# keep intermediate objects (chained pattern rules) and drop half-written targets
+.SECONDARY:
+.DELETE_ON_ERROR:
 
 all: $(VDSMD) $(CLIENT)
 
