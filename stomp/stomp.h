@@ -36,8 +36,10 @@ struct stomp_header {
 	size_t vlen;
 };
 
-/* A parsed frame: slices into the caller's buffer (header values unescaped in
- * place), valid until the caller consumes those bytes. */
+/* A parsed frame: slices into the caller's buffer (header names and values
+ * unescaped in place and NUL-terminated there; the body is followed by its
+ * NUL terminator, so body[body_len] == '\0'), valid until the caller
+ * consumes those bytes.  STOMP frames, like CONNECT, are not unescaped. */
 struct stomp_frame {
 	enum stomp_cmd cmd;
 	struct stomp_header *hdr;   /* caller-provided array of hdr_cap entries */
@@ -55,6 +57,13 @@ const char *stomp_frame_get(const struct stomp_frame *f, const char *name, size_
 struct stomp_parser {
 	size_t scanned;
 	unsigned flags;
+	/* (added) resumable state of the frame in progress; offsets are from
+	 * the frame's first byte (after any heart-beat EOLs). */
+	size_t line_start;      /* start of the header line being scanned */
+	size_t body_start;      /* first body byte, once the blank line is seen */
+	size_t clen;            /* content-length (valid with STOMP_PF_CLEN) */
+	unsigned lines;         /* header lines seen so far */
+	enum stomp_cmd cmd;     /* command, once the first line is complete */
 };
 
 void stomp_parser_init(struct stomp_parser *p);
@@ -69,8 +78,10 @@ void stomp_parser_init(struct stomp_parser *p);
 long stomp_parse(struct stomp_parser *p, const struct stomp_limits *lim,
 		 char *buf, size_t len, struct stomp_frame *f, const char **why);
 
-/* Append a frame.  Header values are escaped except on CONNECT/CONNECTED;
- * content-length is added whenever body != NULL (even when empty). */
+/* Append a frame.  Header names and values are escaped except on
+ * CONNECT/STOMP/CONNECTED; content-length is added whenever body != NULL
+ * (even when empty) and a caller-supplied content-length is then dropped.
+ * A header whose value is NULL is skipped; nlen 0 means strlen(name). */
 void stomp_write_frame(struct vd_buf *out, enum stomp_cmd cmd,
 		       const struct stomp_header *hdr, unsigned nhdr,
 		       const void *body, size_t len);
