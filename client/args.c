@@ -19,8 +19,8 @@
 int client_usage_error(const char *fmt, ...)
 {
 	va_list ap;
-	client_print_usage(stderr);
-	fputs(CLIENT_PROG ": error: ", stderr);
+	fputs("usage: " CLIENT_PROG " [options] NAMESPACE VERB [name=value ...] "
+	      "(see " CLIENT_PROG " -h)\n" CLIENT_PROG ": error: ", stderr);
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);

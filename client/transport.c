@@ -243,6 +243,14 @@ static int tls_connect(struct client_conn *c, uint64_t deadline_ms)
 		return CLIENT_FAIL;
 	}
 	SSL_CTX_set_min_proto_version(c->ctx, TLS1_2_VERSION);
+	const char *files[3] = { o->cert, o->key, o->cacert };
+	for (int i = 0; i < 3; i++) {
+		if (access(files[i], R_OK) != 0) {
+			fail_msg(c, "Cannot connect to %s:%u with TLS: cannot read %s: %s.",
+				 o->host, o->port, files[i], strerror(errno));
+			return CLIENT_FAIL;
+		}
+	}
 	if (SSL_CTX_use_certificate_chain_file(c->ctx, o->cert) != 1) {
 		fail_msg(c, "Cannot connect to %s:%u with TLS: cannot load certificate %s (%s).",
 			 o->host, o->port, o->cert, ssl_reason());
