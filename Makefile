@@ -66,8 +66,17 @@ FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRCS))
 .PHONY: all run check unit integration asan-unit bench fuzz fuzz-build \
 	install clean deps ensure-deps tests bench-build
 .DEFAULT_GOAL := all
+# keep intermediate objects (chained pattern rules) and drop half-written targets
+.SECONDARY:
+.DELETE_ON_ERROR:
 
 all: $(VDSMD) $(CLIENT)
+
+# vdsm-client's bash completion, generated from the compiled-in verb schema
+# (installed by `make install` when present).
+all: $(BUILD)/vdsm-client.bash
+$(BUILD)/vdsm-client.bash: $(CLIENT)
+	$(CLIENT) --bash-completion > $@.tmp && mv $@.tmp $@
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -105,9 +114,14 @@ ensure-deps:
 deps:
 	scripts/deps.sh install
 
+# The embedded development setup: plaintext on 127.0.0.1:54321, the libvirt
+# test-driver fleet of examples/, storage under build/run/storage.
 run: ensure-deps
 	@$(MAKE) --no-print-directory all
-	./$(VDSMD) --config examples/vdsmd-dev.conf
+	@mkdir -p $(BUILD)/run/storage
+	./$(VDSMD) --config examples/vdsmd-dev.conf \
+		--libvirt-uri test://$(CURDIR)/examples/fleet.xml \
+		--storage-root $(CURDIR)/$(BUILD)/run/storage
 
 unit: tests
 	@BUILD=$(BUILD) tests/run-unit.sh $(UNIT_BINS)

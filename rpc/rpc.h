@@ -140,6 +140,10 @@ struct rpc_engine *rpc_engine_new(const struct vd_limits *lim);
 void rpc_engine_free(struct rpc_engine *e);
 /* Declare every family of rpc_schema_families (or extra tables, for tests). */
 int rpc_engine_declare(struct rpc_engine *e, const struct rpc_verb_decl *decls);
+/* Declare every table of rpc_schema_families (additive convenience). */
+int rpc_engine_declare_schema(struct rpc_engine *e);
+/* The declaration of a verb in a sealed engine, or NULL (O(1)). */
+const struct rpc_verb_decl *rpc_engine_find(const struct rpc_engine *e, const char *name);
 /* Bind a NULL-name-terminated handler table; app is passed to each handler. */
 int rpc_engine_bind(struct rpc_engine *e, const struct rpc_binding *b, void *app);
 /* Check that declarations and bindings match one to one and build the lookup

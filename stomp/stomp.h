@@ -36,8 +36,10 @@ struct stomp_header {
 	size_t vlen;
 };
 
-/* A parsed frame: slices into the caller's buffer (header values unescaped in
- * place), valid until the caller consumes those bytes. */
+/* A parsed frame: slices into the caller's buffer (header names and values
+ * unescaped in place and NUL-terminated there; the body is followed by its
+ * NUL terminator, so body[body_len] == '\0'), valid until the caller
+ * consumes those bytes.  STOMP frames, like CONNECT, are not unescaped. */
 struct stomp_frame {
 	enum stomp_cmd cmd;
 	struct stomp_header *hdr;   /* caller-provided array of hdr_cap entries */
@@ -55,6 +57,13 @@ const char *stomp_frame_get(const struct stomp_frame *f, const char *name, size_
 struct stomp_parser {
 	size_t scanned;
 	unsigned flags;
+	/* (added) resumable state of the frame in progress; offsets are from
+	 * the frame's first byte (after any heart-beat EOLs). */
+	size_t line_start;      /* start of the header line being scanned */
+	size_t body_start;      /* first body byte, once the blank line is seen */
+	size_t clen;            /* content-length (valid with STOMP_PF_CLEN) */
+	unsigned lines;         /* header lines seen so far */
+	enum stomp_cmd cmd;     /* command, once the first line is complete */
 };
 
 void stomp_parser_init(struct stomp_parser *p);
@@ -69,8 +78,10 @@ void stomp_parser_init(struct stomp_parser *p);
 long stomp_parse(struct stomp_parser *p, const struct stomp_limits *lim,
 		 char *buf, size_t len, struct stomp_frame *f, const char **why);
 
-/* Append a frame.  Header values are escaped except on CONNECT/CONNECTED;
- * content-length is added whenever body != NULL (even when empty). */
+/* Append a frame.  Header names and values are escaped except on
+ * CONNECT/STOMP/CONNECTED; content-length is added whenever body != NULL
+ * (even when empty) and a caller-supplied content-length is then dropped.
+ * A header whose value is NULL is skipped; nlen 0 means strlen(name). */
 void stomp_write_frame(struct vd_buf *out, enum stomp_cmd cmd,
 		       const struct stomp_header *hdr, unsigned nhdr,
 		       const void *body, size_t len);
@@ -116,7 +127,22 @@ void stomp_session_free(struct stomp_session *s);
  * drops them from its input buffer), or a negative vd_err after a framing
  * error: the ERROR frame is already in out and the connection must be closed
  * once out is flushed.  Check stomp_session_closing() after every call:
- * true after DISCONNECT (close once flushed). */
+ * true after DISCONNECT (close once flushed); later calls consume and
+ * ignore everything.  Frames are handled as they complete, so a partial
+ * frame stays in the caller's buffer (the parser remembers how far it got).
+ * The buffer is modified in place (unescaping).
+ *
+ * Outcomes (PROTOCOL.md 2): ERROR frames carry a `message` header and, when
+ * the offending frame had `receipt`, a `receipt-id` (no RECEIPT follows
+ * then).  ERROR that keeps the connection open: Version unsupported,
+ * missing destination/id, duplicate subscription id, transactions not
+ * supported, Subscription not available.  ERROR then close (negative
+ * return): framing errors, limits, and a server frame (MESSAGE, ...) sent
+ * by the client.
+ *
+ * Callbacks (ops) run inside feed/reply/publish: they must not free any
+ * session (free at a safe point after the callback returns); a request's
+ * body and header slices are valid only during ops->request. */
 long stomp_session_feed(struct stomp_session *s, char *buf, size_t len);
 bool stomp_session_closing(const struct stomp_session *s);
 
@@ -127,15 +153,34 @@ size_t stomp_broker_reply(struct stomp_broker *b, struct stomp_session *origin,
 			  const char *dest, size_t dlen, const char *content_type,
 			  const char *body, size_t len);
 /* Fan a message out to every subscription on dest (exact match); a session
- * whose output is over max_output loses it (counted).  Returns deliveries. */
+ * whose output is over max_output loses it (counted).  Returns deliveries.
+ * (Forwarded client SENDs obey the same bound; replies do not.)
+ * Every MESSAGE: destination, content-type (when given), subscription,
+ * message-id, content-length, then (forwarded SENDs only) the SEND's own
+ * other headers.  ops->output is called for every session written to except
+ * the one currently inside stomp_session_feed(). */
 size_t stomp_broker_publish(struct stomp_broker *b, const char *dest,
 			    const char *content_type, const char *body, size_t len);
 
 /* Sessions call this when one of their requests finishes so a closed
- * session is not referenced: a pending request holds a reference. */
+ * session is not referenced: a pending request holds a reference.
+ * stomp_session_new() returns a session holding one reference, which
+ * stomp_session_free() drops (after unsubscribing everything and marking it
+ * dead); the memory goes with the last unref.  A dead session is still a
+ * valid `origin` for stomp_broker_reply() (its reply goes to every
+ * subscriber of the destination).  Loop thread only (no atomics). */
 void stomp_session_ref(struct stomp_session *s);
 void stomp_session_unref(struct stomp_session *s);
 bool stomp_session_alive(const struct stomp_session *s);
+
+/* (added) The conn pointer given to stomp_session_new(), NULL once the
+ * session was freed; whether a CONNECT/STOMP was accepted. */
+void *stomp_session_conn(const struct stomp_session *s);
+bool stomp_session_connected(const struct stomp_session *s);
+
+/* (added) Subscriptions one session may hold; past it SUBSCRIBE gets
+ * ERROR "Too many subscriptions" (bounds memory and per-frame work). */
+#define STOMP_MAX_SUBSCRIPTIONS 1024
 
 struct stomp_broker_stats {
 	uint64_t frames_in, frames_out, messages_dropped, sessions, subscriptions;
@@ -152,8 +197,18 @@ struct stomp_client {
 	struct stomp_limits limits;
 	struct stomp_header hdr[128];
 	unsigned next_receipt;
+	/* (added) heart-beat asked for in CONNECT, and the intervals negotiated
+	 * from CONNECTED (STOMP 1.2: max of both sides, 0 when either is 0):
+	 * send a frame or EOL every hb_send_ms, expect traffic every hb_recv_ms. */
+	unsigned hb_want_send, hb_want_recv;
+	unsigned hb_send_ms, hb_recv_ms;
+	bool connected;         /* CONNECTED received */
 };
 
+/* Frames are appended to out (owned by the caller).  Header values are
+ * escaped as STOMP 1.2 requires (not on CONNECT).  NULL optional arguments
+ * leave their header out; subscribe's ack defaults to "auto";
+ * connect always sends accept-version:1.2 and heart-beat. */
 void stomp_client_init(struct stomp_client *c, struct vd_buf *out);
 void stomp_client_connect(struct stomp_client *c, const char *host, const char *login,
 			  const char *passcode, unsigned hb_send_ms, unsigned hb_recv_ms);
@@ -166,7 +221,10 @@ void stomp_client_send(struct stomp_client *c, const char *dest, const char *rep
 void stomp_client_ack(struct stomp_client *c, const char *id);
 void stomp_client_disconnect(struct stomp_client *c, const char *receipt);
 /* Parse one incoming frame (CONNECTED, MESSAGE, RECEIPT, ERROR); same
- * return convention as stomp_parse(). */
+ * return convention as stomp_parse().  f->hdr may be NULL: the client's own
+ * hdr array is used.  A client frame (SEND, ...) from the server is a
+ * framing error (VD_EPROTO).  CONNECTED sets connected and the negotiated
+ * heart-beat.  Header slices point into buf (see struct stomp_frame). */
 long stomp_client_feed(struct stomp_client *c, char *buf, size_t len,
 		       struct stomp_frame *f, const char **why);
 

@@ -1,0 +1,167 @@
+/* codecs/codec_int.h - internals shared by the codecs (not for use outside
+ * codecs/): number conversion, string unescaping and UTF-8 checks, double
+ * formatting, the JSON emitter, and the tree builder every decoder fills.
+ *
+ * Tree builder: a decoder pushes scalars with tb_value(), opens containers
+ * with tb_begin() and closes them with tb_end(); inside an object it pushes
+ * the key with tb_key() before each value.  Children are collected on scratch
+ * stacks (heap, grown geometrically, bounded by the number of values the
+ * input actually contains) and copied into the arena in one exact-size block
+ * when their container closes.  tb_fini() releases the scratch memory. */
+#ifndef VD_CODECS_CODEC_INT_H
+#define VD_CODECS_CODEC_INT_H
+
+#include "codec.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* --- numbers ------------------------------------------------------------ */
+
+/* Scan a strict RFC 8259 number starting at p (< end) and convert it into v
+ * (int64 when it fits, uint64 when positive and fits, double otherwise).
+ * Returns the end of the number, or NULL with *reason set on a grammar error
+ * or a value outside the double range (1e400). */
+const char *cj_number(const char *p, const char *end, struct vd_value *v,
+		      const char **reason);
+
+/* Shortest text that reads back to the same double ("0.1", "1e+300"),
+ * always recognisable as a double ("1.0", never "1").  NaN and infinities
+ * are not JSON: they are written as "null".  buf holds >= 32 bytes; returns
+ * the length (no NUL written). */
+size_t cj_fmt_double(double d, char *buf);
+/* Decimal text of an integer; buf holds >= 21 bytes; returns the length. */
+size_t cj_fmt_u64(uint64_t u, char *buf);
+size_t cj_fmt_i64(int64_t i, char *buf);
+
+/* --- strings ------------------------------------------------------------ */
+
+/* Length of the well-formed UTF-8 sequence starting at p (a byte >= 0x80),
+ * or 0 when it is malformed (overlong, surrogate, > U+10FFFF, truncated). */
+size_t cj_utf8_seq(const unsigned char *p, const unsigned char *end);
+/* Offset of the first byte of s[0..n) that is not well-formed UTF-8, or n. */
+size_t cj_utf8_check(const char *s, size_t n);
+
+/* Decode the body of a JSON string (between the quotes, raw input) that
+ * contains escapes into a fresh arena copy.  Validates escapes, surrogate
+ * pairs (a lone surrogate is an error), control characters and UTF-8.
+ * Returns 0, or VD_EPROTO with *bad (offset into s) and *reason set. */
+int cj_unescape(struct vd_arena *a, const char *s, size_t n,
+		const char **out, size_t *outlen, size_t *bad, const char **reason);
+
+/* --- JSON emitter (codecs/json_emit.c) ------------------------------------ */
+
+void json_writer_init(struct vd_writer *w, struct vd_buf *out);
+
+/* --- tree builder ------------------------------------------------------- */
+
+struct tb_frame {
+	bool is_obj;
+	size_t start;   /* index into vals or mems where this container starts */
+};
+
+#define TB_INLINE 64
+
+struct tree_builder {
+	struct vd_arena *a;
+	unsigned depth, max_depth;
+	bool done;
+	struct vd_value root;
+	struct vd_value *vals;
+	struct vd_member *mems;
+	struct tb_frame *frames;
+	size_t nvals, capvals, nmems, capmems, capframes;
+	struct vd_value vals_in[TB_INLINE];
+	struct vd_member mems_in[TB_INLINE];
+	struct tb_frame frames_in[TB_INLINE];
+};
+
+void tb_init(struct tree_builder *t, struct vd_arena *a, unsigned max_depth);
+void tb_fini(struct tree_builder *t);
+void *tb_grow(void *p, size_t *cap, size_t elsz, const void *inline_buf);
+
+/* Store a finished value in its parent (or as the root).  Returns false when
+ * the document already had a root (a second top-level value). */
+static inline bool tb_value(struct tree_builder *t, const struct vd_value *v)
+{
+	if (VD_UNLIKELY(t->depth == 0)) {
+		if (t->done)
+			return false;
+		t->root = *v;
+		t->done = true;
+		return true;
+	}
+	struct tb_frame *f = &t->frames[t->depth - 1];
+	if (f->is_obj) {
+		t->mems[t->nmems - 1].val = *v;
+	} else {
+		if (VD_UNLIKELY(t->nvals == t->capvals))
+			t->vals = tb_grow(t->vals, &t->capvals, sizeof(*t->vals), t->vals_in);
+		t->vals[t->nvals++] = *v;
+	}
+	return true;
+}
+
+/* Open a container; false when that would pass max_depth. */
+static inline bool tb_begin(struct tree_builder *t, bool is_obj)
+{
+	if (VD_UNLIKELY(t->depth >= t->max_depth))
+		return false;
+	if (VD_UNLIKELY(t->depth == t->capframes))
+		t->frames = tb_grow(t->frames, &t->capframes, sizeof(*t->frames), t->frames_in);
+	struct tb_frame *f = &t->frames[t->depth++];
+	f->is_obj = is_obj;
+	f->start = is_obj ? t->nmems : t->nvals;
+	return true;
+}
+
+static inline void tb_key(struct tree_builder *t, const char *k, size_t n)
+{
+	if (VD_UNLIKELY(t->nmems == t->capmems))
+		t->mems = tb_grow(t->mems, &t->capmems, sizeof(*t->mems), t->mems_in);
+	struct vd_member *m = &t->mems[t->nmems++];
+	m->key = k;
+	m->klen = n;
+	m->val.type = VD_NULL;
+}
+
+/* Close the innermost container and store it in its parent. */
+static inline bool tb_end(struct tree_builder *t)
+{
+	struct tb_frame *f = &t->frames[--t->depth];
+	struct vd_value v;
+	if (f->is_obj) {
+		size_t n = t->nmems - f->start;
+		v.type = VD_OBJECT;
+		v.v.obj.n = n;
+		v.v.obj.members = NULL;
+		if (n) {
+			v.v.obj.members = arena_alloc(t->a, n * sizeof(struct vd_member));
+			memcpy(v.v.obj.members, t->mems + f->start, n * sizeof(struct vd_member));
+		}
+		t->nmems = f->start;
+	} else {
+		size_t n = t->nvals - f->start;
+		v.type = VD_ARRAY;
+		v.v.arr.n = n;
+		v.v.arr.items = NULL;
+		if (n) {
+			v.v.arr.items = arena_alloc(t->a, n * sizeof(struct vd_value));
+			memcpy(v.v.arr.items, t->vals + f->start, n * sizeof(struct vd_value));
+		}
+		t->nvals = f->start;
+	}
+	return tb_value(t, &v);
+}
+
+static inline void cj_set_err(struct vd_codec_error *err, int code, size_t off,
+			      const char *reason)
+{
+	if (err) {
+		err->code = code;
+		err->offset = off;
+		err->reason = reason;
+	}
+}
+
+#endif

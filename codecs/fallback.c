@@ -1,0 +1,260 @@
+/* codecs/fallback.c - our own JSON codec, no dependency: a strict RFC 8259
+ * decoder straight into the arena tree, and the emitter of json_emit.c.
+ *
+ * Rejected: trailing commas, leading zeros, control characters in strings,
+ * bad escapes, lone surrogates, invalid UTF-8, a BOM, anything after the
+ * value but whitespace, numbers beyond the double range (1e400).  The parser
+ * is iterative (an explicit container stack), so depth costs no C stack. */
+#include "codec_int.h"
+
+/* 1 for bytes that end the fast scan of a string body. */
+static const uint8_t str_stop[256] = {
+	1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+	1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+	0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+	0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+	0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+	0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0,
+	0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+	0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+	1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+	1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+	1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+	1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+	1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+	1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+	1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+	1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+};
+
+static inline const char *skip_ws(const char *p, const char *end)
+{
+	while (p < end && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t'))
+		p++;
+	return p;
+}
+
+/* p is just past the opening quote.  Returns the byte after the closing
+ * quote, or NULL with *reason and *errp set. */
+static inline const char *parse_string(struct vd_arena *a, const char *p, const char *end,
+				       const char **s, size_t *n, const char **reason,
+				       const char **errp)
+{
+	const char *start = p;
+	bool esc = false;
+	for (;;) {
+		while (end - p >= 4 && !(str_stop[(uint8_t)p[0]] | str_stop[(uint8_t)p[1]] |
+					 str_stop[(uint8_t)p[2]] | str_stop[(uint8_t)p[3]]))
+			p += 4;
+		while (p < end && !str_stop[(uint8_t)*p])
+			p++;
+		if (VD_UNLIKELY(p >= end))
+			goto unterminated;
+		uint8_t c = (uint8_t)*p;
+		if (c == '"')
+			break;
+		if (c == '\\') {
+			if (end - p < 2)
+				goto unterminated;
+			esc = true;
+			p += 2;
+			continue;
+		}
+		if (c < 0x20) {
+			*reason = "control character in string";
+			*errp = p;
+			return NULL;
+		}
+		size_t k = cj_utf8_seq((const unsigned char *)p, (const unsigned char *)end);
+		if (!k) {
+			*reason = "invalid UTF-8 in string";
+			*errp = p;
+			return NULL;
+		}
+		p += k;
+	}
+	if (!esc) {
+		*s = start;
+		*n = (size_t)(p - start);
+		return p + 1;
+	}
+	size_t bad;
+	if (cj_unescape(a, start, (size_t)(p - start), s, n, &bad, reason) < 0) {
+		*errp = start + bad;
+		return NULL;
+	}
+	return p + 1;
+unterminated:
+	*reason = "unterminated string";
+	*errp = start - 1;
+	return NULL;
+}
+
+static int fb_decode(struct vd_arena *a, const char *bytes, size_t len,
+		     const struct vd_limits *lim, struct vd_value **out,
+		     struct vd_codec_error *err)
+{
+	static const struct vd_limits deflim = VD_LIMITS_DEFAULT;
+	if (!lim)
+		lim = &deflim;
+	if (!bytes)
+		bytes = "";
+	if (len > lim->max_size) {
+		cj_set_err(err, VD_ETOOBIG, lim->max_size, "input larger than the size limit");
+		return VD_ETOOBIG;
+	}
+	struct tree_builder t;
+	tb_init(&t, a, lim->max_depth);
+	const char *p = bytes, *end = bytes + len, *q;
+	const char *reason = NULL;
+	int code = VD_EPROTO;
+	struct vd_value v;
+
+value:
+	p = skip_ws(p, end);
+	if (VD_UNLIKELY(p >= end)) {
+		reason = t.depth ? "unexpected end of input" : "empty input, value expected";
+		goto fail;
+	}
+	switch (*p) {
+	case '"':
+		q = parse_string(a, p + 1, end, &v.v.s.ptr, &v.v.s.len, &reason, &p);
+		if (!q)
+			goto fail;
+		p = q;
+		v.type = VD_STRING;
+		break;
+	case '{':
+		if (!tb_begin(&t, true))
+			goto too_deep;
+		p = skip_ws(p + 1, end);
+		if (p < end && *p == '}') {
+			p++;
+			goto close;
+		}
+		goto key;
+	case '[':
+		if (!tb_begin(&t, false))
+			goto too_deep;
+		p = skip_ws(p + 1, end);
+		if (p < end && *p == ']') {
+			p++;
+			goto close;
+		}
+		goto value;
+	case 't':
+		if (end - p < 4 || memcmp(p, "true", 4) != 0)
+			goto bad_literal;
+		p += 4;
+		v.type = VD_BOOL;
+		v.v.b = true;
+		break;
+	case 'f':
+		if (end - p < 5 || memcmp(p, "false", 5) != 0)
+			goto bad_literal;
+		p += 5;
+		v.type = VD_BOOL;
+		v.v.b = false;
+		break;
+	case 'n':
+		if (end - p < 4 || memcmp(p, "null", 4) != 0)
+			goto bad_literal;
+		p += 4;
+		v.type = VD_NULL;
+		break;
+	default:
+		if (*p != '-' && (unsigned char)(*p - '0') >= 10) {
+			reason = (*p == ']' || *p == '}') ? "value expected (trailing comma?)"
+							  : "unexpected character, value expected";
+			goto fail;
+		}
+		q = cj_number(p, end, &v, &reason);
+		if (!q)
+			goto fail;
+		p = q;
+		break;
+	}
+	tb_value(&t, &v);
+after_value:
+	if (t.depth == 0)
+		goto done;
+	p = skip_ws(p, end);
+	if (VD_UNLIKELY(p >= end)) {
+		reason = "unexpected end of input";
+		goto fail;
+	}
+	if (t.frames[t.depth - 1].is_obj) {
+		if (*p == ',') {
+			p = skip_ws(p + 1, end);
+			goto key;
+		}
+		if (*p == '}') {
+			p++;
+			goto close;
+		}
+		reason = "',' or '}' expected";
+	} else {
+		if (*p == ',') {
+			p++;
+			goto value;
+		}
+		if (*p == ']') {
+			p++;
+			goto close;
+		}
+		reason = "',' or ']' expected";
+	}
+	goto fail;
+close:
+	tb_end(&t);
+	goto after_value;
+key:
+	if (VD_UNLIKELY(p >= end || *p != '"')) {
+		reason = p < end && *p == '}' ? "member expected (trailing comma?)"
+					      : "string key expected";
+		goto fail;
+	}
+	{
+		const char *k;
+		size_t kn;
+		q = parse_string(a, p + 1, end, &k, &kn, &reason, &p);
+		if (!q)
+			goto fail;
+		tb_key(&t, k, kn);
+		p = skip_ws(q, end);
+	}
+	if (VD_UNLIKELY(p >= end || *p != ':')) {
+		reason = "':' expected after key";
+		goto fail;
+	}
+	p++;
+	goto value;
+done:
+	p = skip_ws(p, end);
+	if (p < end) {
+		reason = "trailing characters after the value";
+		goto fail;
+	}
+	*out = arena_alloc(a, sizeof(**out));
+	**out = t.root;
+	tb_fini(&t);
+	return 0;
+bad_literal:
+	reason = "invalid literal";
+	goto fail;
+too_deep:
+	code = VD_EDEPTH;
+	reason = "nesting too deep";
+fail:
+	tb_fini(&t);
+	cj_set_err(err, code, (size_t)(p - bytes), reason);
+	return code;
+}
+
+const struct vd_codec codec_fallback = {
+	.name = "fallback",
+	.content_type = "application/json",
+	.is_json = true,
+	.decode = fb_decode,
+	.writer_init = json_writer_init,
+};

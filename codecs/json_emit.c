@@ -1,0 +1,277 @@
+/* codecs/json_emit.c - our JSON emitter: the streaming writer (struct
+ * vd_writer_ops) shared by the fallback and yajl codecs.
+ *
+ * Output is minified RFC 8259 JSON.  Strings: '"', '\\' and control
+ * characters are escaped (\n, \t, ... or \u00XX); bytes that are not
+ * well-formed UTF-8 are replaced by U+FFFD so the output is always valid.
+ * Doubles use the shortest round-trip text; NaN and infinities become null. */
+#include "codec_int.h"
+
+#define NE_HAS 1   /* the container at this depth has an element */
+#define NE_OBJ 2   /* the container at this depth is an object */
+
+/* 0: copy as is; 1: needs an escape; 2: first byte of a multibyte sequence */
+static const uint8_t esc_class[256] = {
+	1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+	1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+	0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+	0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+	0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+	0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0,
+	0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+	0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+	2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
+	2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
+	2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
+	2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
+	2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
+	2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
+	2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
+	2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
+};
+
+static const char hexdig[] = "0123456789abcdef";
+
+/* Separator before a value.  Returns -1 on misuse (a value where a key is
+ * due), else the number of bytes (0 or 1) written at p. */
+static inline int value_sep(struct vd_writer *w, char *p)
+{
+	if (w->after_key) {
+		w->after_key = false;
+		return 0;
+	}
+	if (w->depth == 0)
+		return 0;
+	uint8_t *ne = &w->nonempty[w->depth];
+	if (VD_UNLIKELY(*ne & NE_OBJ)) {
+		w->error = VD_EINVAL;
+		return -1;
+	}
+	if (*ne & NE_HAS) {
+		*p = ',';
+		return 1;
+	}
+	*ne |= NE_HAS;
+	return 0;
+}
+
+/* Escaped body of s (no quotes) at out->data+len; out has room for n. */
+static void put_escaped(struct vd_buf *out, const char *s, size_t n)
+{
+	const unsigned char *p = (const unsigned char *)s, *end = p + n;
+	/* fast path: find the first byte that is not plain ASCII */
+	const unsigned char *q = p;
+	while (end - q >= 4 && !(esc_class[q[0]] | esc_class[q[1]] | esc_class[q[2]] |
+				 esc_class[q[3]]))
+		q += 4;
+	while (q < end && !esc_class[*q])
+		q++;
+	size_t k = (size_t)(q - p);
+	if (k)
+		memcpy(out->data + out->len, p, k);
+	out->len += k;
+	if (q == end)
+		return;
+	/* slow path: at most 6 output bytes per remaining input byte */
+	buf_reserve(out, 6 * (size_t)(end - q) + 2);
+	char *o = out->data + out->len;
+	while (q < end) {
+		unsigned c = *q;
+		switch (esc_class[c]) {
+		case 0:
+			*o++ = (char)c;
+			q++;
+			break;
+		case 1:
+			*o++ = '\\';
+			switch (c) {
+			case '"': *o++ = '"'; break;
+			case '\\': *o++ = '\\'; break;
+			case '\n': *o++ = 'n'; break;
+			case '\r': *o++ = 'r'; break;
+			case '\t': *o++ = 't'; break;
+			case '\b': *o++ = 'b'; break;
+			case '\f': *o++ = 'f'; break;
+			default:
+				memcpy(o, "u00", 3);
+				o[3] = hexdig[c >> 4];
+				o[4] = hexdig[c & 15];
+				o += 5;
+			}
+			q++;
+			break;
+		default: {
+			size_t l = cj_utf8_seq(q, end);
+			if (l) {
+				memcpy(o, q, l);
+				o += l;
+				q += l;
+			} else {
+				memcpy(o, "\xEF\xBF\xBD", 3);   /* U+FFFD */
+				o += 3;
+				q++;
+			}
+		}
+		}
+	}
+	out->len = (size_t)(o - out->data);
+}
+
+static void j_string(struct vd_writer *w, const char *s, size_t n)
+{
+	struct vd_buf *out = w->out;
+	buf_reserve(out, n + 3);
+	int k = value_sep(w, out->data + out->len);
+	if (k < 0)
+		return;
+	out->data[out->len + (size_t)k] = '"';
+	out->len += (size_t)k + 1;
+	put_escaped(out, s, n);
+	buf_reserve(out, 1);
+	out->data[out->len++] = '"';
+}
+
+static void j_key(struct vd_writer *w, const char *s, size_t n)
+{
+	struct vd_buf *out = w->out;
+	uint8_t *ne = &w->nonempty[w->depth];
+	if (VD_UNLIKELY(w->depth == 0 || !(*ne & NE_OBJ) || w->after_key)) {
+		w->error = VD_EINVAL;
+		return;
+	}
+	buf_reserve(out, n + 4);
+	char *p = out->data + out->len;
+	if (*ne & NE_HAS)
+		*p++ = ',';
+	*ne |= NE_HAS;
+	*p++ = '"';
+	out->len = (size_t)(p - out->data);
+	put_escaped(out, s, n);
+	buf_reserve(out, 2);
+	memcpy(out->data + out->len, "\":", 2);
+	out->len += 2;
+	w->after_key = true;
+}
+
+static void j_begin(struct vd_writer *w, char c, uint8_t kind)
+{
+	struct vd_buf *out = w->out;
+	if (VD_UNLIKELY(w->depth + 1 >= VW_MAX_DEPTH)) {
+		w->error = VD_EINVAL;
+		return;
+	}
+	buf_reserve(out, 2);
+	int k = value_sep(w, out->data + out->len);
+	if (k < 0)
+		return;
+	out->data[out->len + (size_t)k] = c;
+	out->len += (size_t)k + 1;
+	w->nonempty[++w->depth] = kind;
+}
+
+static void j_end(struct vd_writer *w, char c, uint8_t kind)
+{
+	if (VD_UNLIKELY(w->depth == 0 || (w->nonempty[w->depth] & NE_OBJ) != kind ||
+			w->after_key)) {
+		w->error = VD_EINVAL;
+		return;
+	}
+	w->depth--;
+	buf_putc(w->out, c);
+}
+
+static void j_begin_object(struct vd_writer *w) { j_begin(w, '{', NE_OBJ); }
+static void j_end_object(struct vd_writer *w) { j_end(w, '}', NE_OBJ); }
+static void j_begin_array(struct vd_writer *w) { j_begin(w, '[', 0); }
+static void j_end_array(struct vd_writer *w) { j_end(w, ']', 0); }
+
+/* A scalar of at most 32 bytes produced by fmt. */
+static inline void j_put(struct vd_writer *w, const char *s, size_t n)
+{
+	struct vd_buf *out = w->out;
+	buf_reserve(out, n + 1);
+	int k = value_sep(w, out->data + out->len);
+	if (k < 0)
+		return;
+	memcpy(out->data + out->len + (size_t)k, s, n);
+	out->len += (size_t)k + n;
+}
+
+static void j_int64(struct vd_writer *w, int64_t i)
+{
+	struct vd_buf *out = w->out;
+	buf_reserve(out, 24);
+	int k = value_sep(w, out->data + out->len);
+	if (k < 0)
+		return;
+	out->len += (size_t)k;
+	out->len += cj_fmt_i64(i, out->data + out->len);
+}
+
+static void j_uint64(struct vd_writer *w, uint64_t u)
+{
+	struct vd_buf *out = w->out;
+	buf_reserve(out, 24);
+	int k = value_sep(w, out->data + out->len);
+	if (k < 0)
+		return;
+	out->len += (size_t)k;
+	out->len += cj_fmt_u64(u, out->data + out->len);
+}
+
+static void j_double(struct vd_writer *w, double d)
+{
+	char tmp[40];
+	j_put(w, tmp, cj_fmt_double(d, tmp));
+}
+
+static void j_bool(struct vd_writer *w, bool b)
+{
+	if (b)
+		j_put(w, "true", 4);
+	else
+		j_put(w, "false", 5);
+}
+
+static void j_null(struct vd_writer *w)
+{
+	j_put(w, "null", 4);
+}
+
+static void j_raw(struct vd_writer *w, const void *bytes, size_t n)
+{
+	struct vd_buf *out = w->out;
+	buf_reserve(out, n + 1);
+	int k = value_sep(w, out->data + out->len);
+	if (k < 0)
+		return;
+	out->len += (size_t)k;
+	if (n)
+		memcpy(out->data + out->len, bytes, n);
+	out->len += n;
+}
+
+static const struct vd_writer_ops json_ops = {
+	.begin_object = j_begin_object,
+	.end_object = j_end_object,
+	.begin_array = j_begin_array,
+	.end_array = j_end_array,
+	.key = j_key,
+	.string = j_string,
+	.int64 = j_int64,
+	.uint64 = j_uint64,
+	.dbl = j_double,
+	.boolean = j_bool,
+	.null = j_null,
+	.raw = j_raw,
+};
+
+void json_writer_init(struct vd_writer *w, struct vd_buf *out)
+{
+	w->ops = &json_ops;
+	w->out = out;
+	w->depth = 0;
+	w->error = 0;
+	w->after_key = false;
+	w->nonempty[0] = 0;
+}

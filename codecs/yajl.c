@@ -1,0 +1,286 @@
+/* codecs/yajl.c - the default JSON codec: yajl's callback parser builds the
+ * arena tree directly (never yajl_tree_parse); encoding uses our emitter
+ * (json_emit.c), which bench/codec measures faster than yajl_gen.
+ *
+ * Where yajl is more lenient than RFC 8259 we restore the strict rules, so
+ * that yajl and fallback accept the same documents and decode the same
+ * values:
+ *   - numbers reach us as text (yajl_number callback) and are converted by
+ *     the same code as in fallback (int64 / uint64 / double, 1e400 refused);
+ *   - strings with escapes are decoded by us from the raw input (yajl turns
+ *     a lone surrogate into '?' or garbage); unescaped strings point into the
+ *     input and are re-checked for strict UTF-8 (yajl accepts overlong forms,
+ *     encoded surrogates and code points past U+10FFFF);
+ *   - depth is limited in the start_map/start_array callbacks;
+ *   - a raw form feed or vertical tab (yajl's extra whitespace) is refused.
+ * yajl's own memory comes from the request arena (nothing to free, no leak on
+ * any error path). */
+#include "codec_int.h"
+
+#include <yajl/yajl_parse.h>
+
+struct yctx {
+	struct tree_builder t;
+	struct vd_arena *a;
+	const char *base;
+	size_t len;
+	yajl_handle h;
+	int code;
+	size_t off;
+	const char *reason;
+};
+
+/* --- yajl's allocations, from the arena ----------------------------------- */
+
+static void *ya_malloc(void *ctx, size_t sz)
+{
+	size_t *p = arena_alloc(ctx, sz + sizeof(size_t));
+	*p = sz;
+	return p + 1;
+}
+
+static void *ya_realloc(void *ctx, void *old, size_t sz)
+{
+	if (!old)
+		return ya_malloc(ctx, sz);
+	size_t osz = ((size_t *)old)[-1];
+	if (sz <= osz)
+		return old;
+	void *n = ya_malloc(ctx, sz);
+	memcpy(n, old, osz);
+	return n;
+}
+
+static void ya_free(void *ctx, void *p)
+{
+	(void)ctx;
+	(void)p;
+}
+
+/* --- callbacks -------------------------------------------------------- */
+
+static int y_fail(struct yctx *c, int code, size_t off, const char *reason)
+{
+	c->code = code;
+	c->off = off;
+	c->reason = reason;
+	return 0;
+}
+
+static size_t y_offset(struct yctx *c)
+{
+	size_t off = yajl_get_bytes_consumed(c->h);
+	return off > c->len ? c->len : off;
+}
+
+/* A string from yajl as stored in the tree. */
+static bool y_str(struct yctx *c, const unsigned char *us, size_t n, const char **out,
+		  size_t *outlen)
+{
+	const char *s = (const char *)us;
+	if (n == 0) {
+		*out = "";
+		*outlen = 0;
+		return true;
+	}
+	if (s >= c->base && s < c->base + c->len) {
+		/* no escapes: yajl hands us the input itself */
+		size_t bad = cj_utf8_check(s, n);
+		if (bad != n)
+			return !y_fail(c, VD_EPROTO, (size_t)(s - c->base) + bad,
+				       "invalid UTF-8 in string");
+		*out = s;
+		*outlen = n;
+		return true;
+	}
+	/* Escaped: yajl decoded it into its own buffer.  Find the raw token,
+	 * which ends just before the consumed offset, and decode it ourselves.
+	 * Inside a string every '"' is preceded by an odd run of backslashes;
+	 * the opening quote by none. */
+	size_t endoff = yajl_get_bytes_consumed(c->h);
+	if (endoff < 2 || endoff > c->len || c->base[endoff - 1] != '"')
+		return !y_fail(c, VD_EPROTO, y_offset(c), "string token not found");
+	const char *close = c->base + endoff - 1, *q = close;
+	for (;;) {
+		while (q > c->base && *--q != '"')
+			;
+		if (*q != '"')
+			return !y_fail(c, VD_EPROTO, y_offset(c), "string token not found");
+		const char *b = q;
+		while (b > c->base && b[-1] == '\\')
+			b--;
+		if (((q - b) & 1) == 0)
+			break;
+	}
+	size_t bad;
+	const char *reason;
+	if (cj_unescape(c->a, q + 1, (size_t)(close - q - 1), out, outlen, &bad, &reason) < 0)
+		return !y_fail(c, VD_EPROTO, (size_t)(q + 1 - c->base) + bad, reason);
+	return true;
+}
+
+static int y_null(void *ctx)
+{
+	struct yctx *c = ctx;
+	struct vd_value v = { .type = VD_NULL };
+	tb_value(&c->t, &v);
+	return 1;
+}
+
+static int y_bool(void *ctx, int b)
+{
+	struct yctx *c = ctx;
+	struct vd_value v = { .type = VD_BOOL, .v.b = b != 0 };
+	tb_value(&c->t, &v);
+	return 1;
+}
+
+static int y_number(void *ctx, const char *s, size_t n)
+{
+	struct yctx *c = ctx;
+	struct vd_value v;
+	const char *reason = NULL;
+	const char *e = n ? cj_number(s, s + n, &v, &reason) : NULL;
+	if (!e || e != s + n)
+		return y_fail(c, VD_EPROTO, y_offset(c), reason ? reason : "invalid number");
+	tb_value(&c->t, &v);
+	return 1;
+}
+
+static int y_string(void *ctx, const unsigned char *s, size_t n)
+{
+	struct yctx *c = ctx;
+	struct vd_value v;
+	if (!y_str(c, s, n, &v.v.s.ptr, &v.v.s.len))
+		return 0;
+	v.type = VD_STRING;
+	tb_value(&c->t, &v);
+	return 1;
+}
+
+static int y_key(void *ctx, const unsigned char *s, size_t n)
+{
+	struct yctx *c = ctx;
+	const char *k;
+	size_t kn;
+	if (!y_str(c, s, n, &k, &kn))
+		return 0;
+	tb_key(&c->t, k, kn);
+	return 1;
+}
+
+static int y_start_map(void *ctx)
+{
+	struct yctx *c = ctx;
+	if (!tb_begin(&c->t, true))
+		return y_fail(c, VD_EDEPTH, y_offset(c) ? y_offset(c) - 1 : 0, "nesting too deep");
+	return 1;
+}
+
+static int y_start_array(void *ctx)
+{
+	struct yctx *c = ctx;
+	if (!tb_begin(&c->t, false))
+		return y_fail(c, VD_EDEPTH, y_offset(c) ? y_offset(c) - 1 : 0, "nesting too deep");
+	return 1;
+}
+
+static int y_end(void *ctx)
+{
+	struct yctx *c = ctx;
+	tb_end(&c->t);
+	return 1;
+}
+
+static const yajl_callbacks y_callbacks = {
+	.yajl_null = y_null,
+	.yajl_boolean = y_bool,
+	.yajl_number = y_number,
+	.yajl_string = y_string,
+	.yajl_start_map = y_start_map,
+	.yajl_map_key = y_key,
+	.yajl_end_map = y_end,
+	.yajl_start_array = y_start_array,
+	.yajl_end_array = y_end,
+};
+
+/* yajl's message ("parse error: trailing garbage\n...") copied to the arena. */
+static const char *y_message(struct yctx *c)
+{
+	unsigned char *m = yajl_get_error(c->h, 0, NULL, 0);
+	if (!m)
+		return "malformed JSON";
+	size_t n = strlen((char *)m);
+	while (n && (m[n - 1] == '\n' || m[n - 1] == ' '))
+		n--;
+	const char *r = arena_strndup(c->a, (char *)m, n);
+	yajl_free_error(c->h, m);
+	return r;
+}
+
+static int y_decode(struct vd_arena *a, const char *bytes, size_t len,
+		    const struct vd_limits *lim, struct vd_value **out,
+		    struct vd_codec_error *err)
+{
+	static const struct vd_limits deflim = VD_LIMITS_DEFAULT;
+	if (!lim)
+		lim = &deflim;
+	if (len > lim->max_size) {
+		cj_set_err(err, VD_ETOOBIG, lim->max_size, "input larger than the size limit");
+		return VD_ETOOBIG;
+	}
+	/* yajl takes \f and \v for whitespace.  A raw one is never valid JSON
+	 * (not whitespace outside strings, a control character inside). */
+	if (!bytes)
+		bytes = "";
+	const char *ff = len ? memchr(bytes, '\f', len) : NULL;
+	const char *vt = len ? memchr(bytes, '\v', len) : NULL;
+	if (ff || vt) {
+		const char *at = !ff ? vt : !vt ? ff : ff < vt ? ff : vt;
+		cj_set_err(err, VD_EPROTO, (size_t)(at - bytes), "invalid character");
+		return VD_EPROTO;
+	}
+	struct yctx c;
+	yajl_alloc_funcs afs = { ya_malloc, ya_realloc, ya_free, a };
+	tb_init(&c.t, a, lim->max_depth);
+	c.a = a;
+	c.base = bytes;
+	c.len = len;
+	c.code = 0;
+	c.reason = NULL;
+	c.off = 0;
+	c.h = yajl_alloc(&y_callbacks, &afs, &c);
+	yajl_status st = yajl_parse(c.h, (const unsigned char *)bytes, len);
+	if (st == yajl_status_ok)
+		st = yajl_complete_parse(c.h);
+	if (st == yajl_status_ok && !c.t.done) {
+		c.code = VD_EPROTO;
+		c.off = len;
+		c.reason = "empty input, value expected";
+	} else if (st == yajl_status_error) {
+		c.code = VD_EPROTO;
+		c.off = y_offset(&c);
+		c.reason = y_message(&c);
+	} else if (st != yajl_status_ok && !c.code) {
+		c.code = VD_EPROTO;
+		c.off = y_offset(&c);
+		c.reason = "malformed JSON";
+	}
+	yajl_free(c.h);
+	tb_fini(&c.t);
+	if (c.code) {
+		cj_set_err(err, c.code, c.off, c.reason);
+		return c.code;
+	}
+	*out = arena_alloc(a, sizeof(**out));
+	**out = c.t.root;
+	return 0;
+}
+
+const struct vd_codec codec_yajl = {
+	.name = "yajl",
+	.content_type = "application/json",
+	.is_json = true,
+	.decode = y_decode,
+	.writer_init = json_writer_init,
+};

@@ -1,0 +1,109 @@
+/* rpc/errors.c - the one mapping from internal error values to JSON-RPC wire
+ * codes and messages (PROTOCOL.md section 3, error table). */
+#include "rpc_int.h"
+
+#include <stdio.h>
+#include <string.h>
+
+struct err_wire {
+	int code;
+	const char *message;
+};
+
+/* The only place wire codes and message texts live. */
+static struct err_wire err_lookup(enum rpc_err e)
+{
+	switch (e) {
+	case RPC_OK:             return (struct err_wire){ 0, "Done" };
+	case RPC_E_PARSE:        return (struct err_wire){ -32700, "Invalid JSON was received by the server." };
+	case RPC_E_INVALID_REQ:  return (struct err_wire){ -32600, "Invalid request" };
+	case RPC_E_NO_METHOD:    return (struct err_wire){ -32601, "The method does not exist or is not available" };
+	case RPC_E_PARAMS:       return (struct err_wire){ -32602, "Invalid params" };
+	case RPC_E_INTERNAL:     return (struct err_wire){ -32603, "Internal JSON-RPC error" };
+	case RPC_E_NO_VM:        return (struct err_wire){ 1, "Virtual machine does not exist" };
+	case RPC_E_VM_EXISTS:    return (struct err_wire){ 4, "Virtual machine already exists" };
+	case RPC_E_RECOVERING:   return (struct err_wire){ 99, "Recovering from crash or Initializing" };
+	case RPC_E_GENERAL:      return (struct err_wire){ 100, "General Exception" };
+	case RPC_E_NO_VOLUME:    return (struct err_wire){ 201, "Volume does not exist" };
+	case RPC_E_NO_IMAGE:     return (struct err_wire){ 268, "Image does not exist in domain" };
+	case RPC_E_NO_DOMAIN:    return (struct err_wire){ 358, "Storage domain does not exist" };
+	case RPC_E_DOMAIN_EXISTS: return (struct err_wire){ 365, "Storage domain already exists" };
+	case RPC_E_NO_TASK:      return (struct err_wire){ 401, "Task id unknown" };
+	case RPC_E_TASK_STATE:   return (struct err_wire){ 411, "Operation is not allowed in this task state" };
+	case RPC_E_NO_RESOURCES: return (struct err_wire){ 1100, "Not enough resources" };
+	case RPC_E__COUNT:       break;
+	}
+	return (struct err_wire){ -32603, "Internal JSON-RPC error" };
+}
+
+int rpc_err_code(enum rpc_err e)
+{
+	return err_lookup(e).code;
+}
+
+const char *rpc_err_message(enum rpc_err e)
+{
+	return err_lookup(e).message;
+}
+
+enum rpc_err rpc_err_from_vd(int vd_err)
+{
+	switch (vd_err) {
+	case VD_OK: return RPC_OK;
+	case VD_EBUSY: return RPC_E_NO_RESOURCES;
+	case VD_EINVAL: return RPC_E_PARAMS;
+	default: return RPC_E_GENERAL;
+	}
+}
+
+/* Length of s[0..n) without a trailing incomplete UTF-8 sequence (a detail
+ * cut by snprintf must not end the message in the middle of a character). */
+static size_t utf8_trim(const char *s, size_t n)
+{
+	size_t i = n, cont = 0;
+	while (i > 0 && cont < 4 && ((unsigned char)s[i - 1] & 0xC0) == 0x80) {
+		i--;
+		cont++;
+	}
+	if (i == 0)
+		return n;
+	unsigned char lead = (unsigned char)s[i - 1];
+	size_t need = lead >= 0xF0 ? 3 : lead >= 0xE0 ? 2 : lead >= 0xC0 ? 1 : 0;
+	if (lead >= 0xC0 && cont < need)
+		return i - 1;
+	return n;
+}
+
+void rpc_write_error(struct vd_writer *w, enum rpc_err e, const char *detail)
+{
+	struct err_wire ew = err_lookup(e == RPC_OK ? RPC_E_INTERNAL : e);
+	vw_begin_object(w);
+	vw_keyz(w, "code");
+	vw_int(w, ew.code);
+	vw_keyz(w, "message");
+	if (detail && *detail) {
+		char msg[512];
+		int n = snprintf(msg, sizeof(msg), "%s: %s", ew.message, detail);
+		if (n < 0)
+			n = 0;
+		if ((size_t)n >= sizeof(msg))
+			n = (int)sizeof(msg) - 1;
+		vw_string(w, msg, utf8_trim(msg, (size_t)n));
+	} else {
+		vw_strz(w, ew.message);
+	}
+	vw_end_object(w);
+}
+
+int rpc_fail(struct rpc_call *c, enum rpc_err e, const char *fmt, ...)
+{
+	c->err = e == RPC_OK ? RPC_E_INTERNAL : e;
+	c->err_detail[0] = '\0';
+	if (fmt) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(c->err_detail, sizeof(c->err_detail), fmt, ap);
+		va_end(ap);
+	}
+	return -1;
+}

@@ -1,0 +1,249 @@
+/* rpc/params.c - central parameter handling: defaults parsed once when a
+ * verb is declared, positional→named mapping by declared order, type checks
+ * before any handler runs, and the argument accessors handlers use. */
+#include "rpc_int.h"
+#include "../common/log.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct vd_value *rpc_value_clone(struct vd_arena *a, const struct vd_value *v)
+{
+	struct vd_value *out = arena_alloc(a, sizeof(*out));
+	*out = *v;
+	switch (v->type) {
+	case VD_STRING:
+		out->v.s.ptr = arena_strndup(a, v->v.s.ptr ? v->v.s.ptr : "", v->v.s.len);
+		break;
+	case VD_ARRAY:
+		out->v.arr.items = v->v.arr.n ? arena_alloc(a, v->v.arr.n * sizeof(struct vd_value)) : NULL;
+		for (size_t i = 0; i < v->v.arr.n; i++)
+			out->v.arr.items[i] = *rpc_value_clone(a, &v->v.arr.items[i]);
+		break;
+	case VD_OBJECT:
+		out->v.obj.members = v->v.obj.n ? arena_alloc(a, v->v.obj.n * sizeof(struct vd_member)) : NULL;
+		for (size_t i = 0; i < v->v.obj.n; i++) {
+			const struct vd_member *m = &v->v.obj.members[i];
+			struct vd_member *o = &out->v.obj.members[i];
+			o->key = arena_strndup(a, m->key ? m->key : "", m->klen);
+			o->klen = m->klen;
+			o->val = *rpc_value_clone(a, &m->val);
+		}
+		break;
+	default:
+		break;
+	}
+	return out;
+}
+
+/* "a string of decimal digits" that fits int64 */
+static bool digits_int64(const char *s, size_t n, int64_t *out)
+{
+	if (n == 0 || n > 19)
+		return false;
+	uint64_t acc = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return false;
+		acc = acc * 10 + (uint64_t)(s[i] - '0');
+	}
+	if (acc > (uint64_t)INT64_MAX)
+		return false;
+	if (out)
+		*out = (int64_t)acc;
+	return true;
+}
+
+/* NULL when v fits t, else a short reason */
+static const char *type_mismatch(enum rpc_ptype t, const struct vd_value *v)
+{
+	switch (t) {
+	case RPC_T_ANY:
+		return NULL;
+	case RPC_T_STRING:
+		return v->type == VD_STRING ? NULL : "";
+	case RPC_T_UUID:
+		if (v->type != VD_STRING)
+			return "";
+		return vd_is_uuid(v->v.s.ptr, v->v.s.len) ? NULL : "not a canonical UUID";
+	case RPC_T_INT:
+		if (v->type == VD_INT)
+			return NULL;
+		return v->type == VD_UINT ? "out of range" : "";
+	case RPC_T_INTSTR:
+		if (v->type == VD_INT)
+			return NULL;
+		if (v->type == VD_UINT)
+			return "out of range";
+		if (v->type != VD_STRING)
+			return "";
+		return digits_int64(v->v.s.ptr, v->v.s.len, NULL) ? NULL
+			: "not a string of decimal digits within int64";
+	case RPC_T_NUMBER:
+		return v->type == VD_INT || v->type == VD_UINT || v->type == VD_DOUBLE ? NULL : "";
+	case RPC_T_BOOL:
+		return v->type == VD_BOOL ? NULL : "";
+	case RPC_T_OBJECT:
+		return v->type == VD_OBJECT ? NULL : "";
+	case RPC_T_ARRAY:
+		return v->type == VD_ARRAY ? NULL : "";
+	}
+	return "";
+}
+
+static const struct vd_codec *json_codec(void)
+{
+	const struct vd_codec *const *l = codec_list();
+	for (size_t i = 0; l[i]; i++)
+		if (l[i]->is_json)
+			return l[i];
+	return NULL;
+}
+
+int rpc_params_compile(struct rpc_engine *e, struct rpc_verb_rt *v, char *why, size_t whylen)
+{
+	const struct rpc_verb_decl *d = v->decl;
+	if (d->nparams > RPC_MAX_PARAMS || (d->nparams && !d->params)) {
+		snprintf(why, whylen, "verb '%s' declares %u params (max %d)", d->name,
+			 d->nparams, RPC_MAX_PARAMS);
+		return VD_EINVAL;
+	}
+	for (unsigned i = 0; i < d->nparams; i++) {
+		const struct rpc_param *p = &d->params[i];
+		v->defs[i] = NULL;
+		if (!p->name) {
+			snprintf(why, whylen, "verb '%s': param %u has no name", d->name, i);
+			return VD_EINVAL;
+		}
+		for (unsigned j = 0; j < i; j++)
+			if (strcmp(d->params[j].name, p->name) == 0) {
+				snprintf(why, whylen, "verb '%s': param '%s' declared twice",
+					 d->name, p->name);
+				return VD_EINVAL;
+			}
+		if (!p->def)
+			continue;
+		const struct vd_codec *jc = json_codec();
+		if (!jc) {
+			snprintf(why, whylen, "verb '%s': no JSON codec to parse defaults", d->name);
+			return VD_EINVAL;
+		}
+		struct vd_arena tmp;
+		arena_init(&tmp, 1024);
+		struct vd_limits lim = VD_LIMITS_DEFAULT;
+		struct vd_value *val = NULL;
+		struct vd_codec_error cerr = { 0, NULL, 0 };
+		int rc = jc->decode(&tmp, p->def, strlen(p->def), &lim, &val, &cerr);
+		const char *bad = NULL;
+		if (rc < 0 || !val)
+			bad = cerr.reason ? cerr.reason : "does not parse";
+		else if (val->type != VD_NULL && type_mismatch(p->type, val))
+			bad = "does not match the param type";
+		if (bad) {
+			snprintf(why, whylen, "verb '%s': default of param '%s' (%s) %s",
+				 d->name, p->name, p->def, bad);
+			arena_free(&tmp);
+			return VD_EINVAL;
+		}
+		if (val->type != VD_NULL)
+			v->defs[i] = rpc_value_clone(&e->defs_arena, val);
+		arena_free(&tmp);
+	}
+	return 0;
+}
+
+int rpc_params_bind(const struct rpc_verb_rt *v, const struct vd_value *params,
+		    struct rpc_call *c)
+{
+	const struct rpc_verb_decl *d = v->decl;
+	size_t npos = 0;
+	if (params && params->type == VD_ARRAY) {
+		npos = params->v.arr.n;
+		if (npos > d->nparams)
+			return rpc_fail(c, RPC_E_PARAMS, "%s takes %u params, %zu given",
+					d->name, d->nparams, npos);
+	}
+	for (unsigned i = 0; i < d->nparams; i++) {
+		const struct rpc_param *p = &d->params[i];
+		const struct vd_value *a = NULL;
+		if (params && params->type == VD_OBJECT)
+			a = vd_obj_get(params, p->name);
+		else if (i < npos)
+			a = &params->v.arr.items[i];
+		if (a && a->type == VD_NULL && p->type != RPC_T_ANY)
+			a = NULL;  /* an explicit null is an absent value */
+		if (!a) {
+			if (p->required)
+				return rpc_fail(c, RPC_E_PARAMS, "missing required param '%s' of %s",
+						p->name, d->name);
+			c->args[i] = v->defs[i];
+			continue;
+		}
+		const char *bad = type_mismatch(p->type, a);
+		if (bad)
+			return rpc_fail(c, RPC_E_PARAMS, "param '%s' of %s must be %s, got %s%s%s",
+					p->name, d->name, rpc_ptype_name(p->type),
+					vd_type_name(a->type), *bad ? ": " : "", bad);
+		if (a->type == VD_STRING) {
+			/* handlers get NUL-terminated strings (decoded ones may
+			 * point into the request body) */
+			struct vd_value *s = arena_alloc(c->arena, sizeof(*s));
+			s->type = VD_STRING;
+			s->v.s.ptr = arena_strndup(c->arena, a->v.s.ptr ? a->v.s.ptr : "", a->v.s.len);
+			s->v.s.len = a->v.s.len;
+			a = s;
+		}
+		c->args[i] = a;
+	}
+	for (unsigned i = d->nparams; i < RPC_MAX_PARAMS; i++)
+		c->args[i] = NULL;
+	return 0;
+}
+
+/* ---- accessors ------------------------------------------------------------ */
+
+const struct vd_value *rpc_arg(const struct rpc_call *c, const char *name)
+{
+	const struct rpc_verb_decl *d = c->verb;
+	for (unsigned i = 0; i < d->nparams; i++)
+		if (strcmp(d->params[i].name, name) == 0)
+			return c->args[i];
+	log_error("rpc: verb %s has no param '%s' (programmer error)", d->name, name);
+	abort();
+}
+
+const char *rpc_arg_str(const struct rpc_call *c, const char *name, size_t *len)
+{
+	const struct vd_value *v = rpc_arg(c, name);
+	if (!v || v->type != VD_STRING) {
+		if (len)
+			*len = 0;
+		return NULL;
+	}
+	if (len)
+		*len = v->v.s.len;
+	return v->v.s.ptr;
+}
+
+int64_t rpc_arg_int(const struct rpc_call *c, const char *name, int64_t dflt)
+{
+	const struct vd_value *v = rpc_arg(c, name);
+	if (!v)
+		return dflt;
+	int64_t out;
+	switch (v->type) {
+	case VD_INT:
+		return v->v.i;
+	case VD_STRING:
+		return digits_int64(v->v.s.ptr, v->v.s.len, &out) ? out : dflt;
+	default:
+		return dflt;
+	}
+}
+
+bool rpc_arg_bool(const struct rpc_call *c, const char *name, bool dflt)
+{
+	const struct vd_value *v = rpc_arg(c, name);
+	return v && v->type == VD_BOOL ? v->v.b : dflt;
+}

@@ -1,0 +1,346 @@
+/* stomp/broker.c - the mini-broker: destinations (hashed by name),
+ * subscriptions, routing of replies, events and forwarded SENDs, and the
+ * MESSAGE writer.  Per-connection command handling is in session.c.
+ *
+ * Everything here runs on the loop thread; nothing is locked. */
+#include "broker_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define DEFAULT_REPLY_DEST "jms.topic.vdsm_responses"
+
+uint32_t stomp_hash(const char *s, size_t n)
+{
+	uint32_t h = STOMP_HASH_INIT;
+	for (size_t i = 0; i < n; i++)
+		h = stomp_hash_step(h, (unsigned char)s[i]);
+	return h;
+}
+
+struct stomp_broker *stomp_broker_new(const struct stomp_broker_config *cfg,
+				      const struct stomp_broker_ops *ops, void *host)
+{
+	struct stomp_broker *b = xcalloc(1, sizeof(*b));
+	b->cfg = *cfg;
+	if (!b->cfg.limits.max_frame || !b->cfg.limits.max_headers ||
+	    !b->cfg.limits.max_header_line) {
+		struct stomp_limits d = STOMP_LIMITS_DEFAULT;
+		b->cfg.limits = d;
+	}
+	b->server_name = xstrdup(cfg->server_name ? cfg->server_name : "vdsmd");
+	b->cfg.server_name = b->server_name;
+	if (ops)
+		b->ops = *ops;
+	b->host = host;
+	b->nbuckets = 64;
+	b->buckets = xcalloc(b->nbuckets, sizeof(*b->buckets));
+	b->hdr = xcalloc(b->cfg.limits.max_headers, sizeof(*b->hdr));
+	return b;
+}
+
+void stomp_broker_free(struct stomp_broker *b)
+{
+	if (!b)
+		return;
+	/* Sessions should be gone; free what subscriptions remain anyway. */
+	for (size_t i = 0; i < b->nbuckets; i++) {
+		struct stomp_dest *d = b->buckets[i];
+		while (d) {
+			struct stomp_dest *nd = d->next;
+			struct stomp_sub *sub = d->subs;
+			while (sub) {
+				struct stomp_sub *ns = sub->dnext;
+				sub->s->subs = NULL;
+				free(sub);
+				sub = ns;
+			}
+			free(d);
+			d = nd;
+		}
+	}
+	free(b->buckets);
+	free(b->hdr);
+	free(b->server_name);
+	free(b);
+}
+
+void stomp_broker_stats(const struct stomp_broker *b, struct stomp_broker_stats *out)
+{
+	*out = b->st;
+}
+
+/* ---- destinations -------------------------------------------------------- */
+
+struct stomp_dest *stomp_dest_find(struct stomp_broker *b, const char *name, size_t len,
+				   uint32_t hash)
+{
+	for (struct stomp_dest *d = b->buckets[hash & (b->nbuckets - 1)]; d; d = d->next)
+		if (d->hash == hash && d->len == len && !memcmp(d->name, name, len))
+			return d;
+	return NULL;
+}
+
+static void dest_rehash(struct stomp_broker *b, size_t n)
+{
+	struct stomp_dest **nb = xcalloc(n, sizeof(*nb));
+	for (size_t i = 0; i < b->nbuckets; i++) {
+		struct stomp_dest *d = b->buckets[i];
+		while (d) {
+			struct stomp_dest *next = d->next;
+			d->next = nb[d->hash & (n - 1)];
+			nb[d->hash & (n - 1)] = d;
+			d = next;
+		}
+	}
+	free(b->buckets);
+	b->buckets = nb;
+	b->nbuckets = n;
+}
+
+static struct stomp_dest *dest_get(struct stomp_broker *b, const char *name, size_t len)
+{
+	uint32_t h = stomp_hash(name, len);
+	struct stomp_dest *d = stomp_dest_find(b, name, len, h);
+	if (d)
+		return d;
+	if (b->ndests >= b->nbuckets)
+		dest_rehash(b, b->nbuckets * 2);
+	d = xmalloc(sizeof(*d) + len + 1);
+	d->hash = h;
+	d->len = len;
+	d->subs = NULL;
+	d->tail = NULL;
+	memcpy(d->name, name, len);
+	d->name[len] = '\0';
+	struct stomp_dest **slot = &b->buckets[h & (b->nbuckets - 1)];
+	d->next = *slot;
+	*slot = d;
+	b->ndests++;
+	return d;
+}
+
+static void dest_drop(struct stomp_broker *b, struct stomp_dest *d)
+{
+	struct stomp_dest **pp = &b->buckets[d->hash & (b->nbuckets - 1)];
+	while (*pp != d)
+		pp = &(*pp)->next;
+	*pp = d->next;
+	b->ndests--;
+	free(d);
+}
+
+/* ---- subscriptions ------------------------------------------------------- */
+
+struct stomp_sub *stomp_sub_find(struct stomp_session *s, const char *id, size_t idlen)
+{
+	for (struct stomp_sub *sub = s->subs; sub; sub = sub->snext)
+		if (sub->idlen == idlen && !memcmp(sub->id, id, idlen))
+			return sub;
+	return NULL;
+}
+
+void stomp_sub_add(struct stomp_session *s, const char *dest, size_t dlen,
+		   const char *id, size_t idlen, const char *ack, size_t acklen)
+{
+	struct stomp_broker *b = s->b;
+	struct stomp_sub *sub = xcalloc(1, sizeof(*sub) + idlen + 1);
+	memcpy(sub->id, id, idlen);
+	sub->id[idlen] = '\0';
+	sub->idlen = idlen;
+	if (ack) {
+		acklen = VD_MIN(acklen, sizeof(sub->ack) - 1);
+		memcpy(sub->ack, ack, acklen);
+		sub->ack[acklen] = '\0';
+	}
+	sub->s = s;
+	sub->dest = dest_get(b, dest, dlen);
+	/* Append at the tail of the destination list: deliveries follow
+	 * subscription order. */
+	struct stomp_dest *d = sub->dest;
+	sub->dprev = d->tail;
+	if (d->tail)
+		d->tail->dnext = sub;
+	else
+		d->subs = sub;
+	d->tail = sub;
+	/* Session list: also in subscription order (bounded per session). */
+	struct stomp_sub **sp = &s->subs;
+	while (*sp)
+		sp = &(*sp)->snext;
+	*sp = sub;
+	s->nsubs++;
+	b->st.subscriptions++;
+}
+
+void stomp_sub_remove(struct stomp_session *s, struct stomp_sub *sub)
+{
+	struct stomp_broker *b = s->b;
+	struct stomp_sub **sp = &s->subs;
+	while (*sp != sub)
+		sp = &(*sp)->snext;
+	*sp = sub->snext;
+	struct stomp_dest *d = sub->dest;
+	if (sub->dprev)
+		sub->dprev->dnext = sub->dnext;
+	else
+		d->subs = sub->dnext;
+	if (sub->dnext)
+		sub->dnext->dprev = sub->dprev;
+	else
+		d->tail = sub->dprev;
+	s->nsubs--;
+	if (!d->subs)
+		dest_drop(b, d);
+	b->st.subscriptions--;
+	free(sub);
+}
+
+/* ---- output -------------------------------------------------------------- */
+
+static bool skip_extra(const struct stomp_header *h)
+{
+	switch (h->nlen) {
+	case 7:
+		return !memcmp(h->name, "receipt", 7);
+	case 10:
+		return !memcmp(h->name, "message-id", 10);
+	case 11:
+		return !memcmp(h->name, "destination", 11) || !memcmp(h->name, "transaction", 11);
+	case 12:
+		return !memcmp(h->name, "content-type", 12) || !memcmp(h->name, "subscription", 12);
+	case 14:
+		return !memcmp(h->name, "content-length", 14);
+	}
+	return false;
+}
+
+void stomp_deliver(struct stomp_broker *b, struct stomp_sub *sub,
+		   const char *dest, size_t dlen, const char *ct, size_t ctlen,
+		   const struct stomp_header *extra, unsigned nextra,
+		   const char *body, size_t len)
+{
+	struct vd_buf *out = sub->s->out;
+	size_t need = sizeof("MESSAGE\ndestination:\ncontent-type:\nsubscription:\n"
+			     "message-id:\ncontent-length:\n\n") + 40 +
+		      stomp_escaped_max(dlen) + stomp_escaped_max(ctlen) +
+		      stomp_escaped_max(sub->idlen) + len;
+	for (unsigned i = 0; i < nextra; i++)
+		need += stomp_escaped_max(extra[i].nlen) + stomp_escaped_max(extra[i].vlen) + 2;
+	buf_reserve(out, need);
+	char *w = out->data + out->len;
+	w = STOMP_PUT_LIT(w, "MESSAGE\ndestination:");
+	w = stomp_put_escaped(w, dest, dlen, true);
+	if (ct) {
+		w = STOMP_PUT_LIT(w, "\ncontent-type:");
+		w = stomp_put_escaped(w, ct, ctlen, true);
+	}
+	w = STOMP_PUT_LIT(w, "\nsubscription:");
+	w = stomp_put_escaped(w, sub->id, sub->idlen, true);
+	w = STOMP_PUT_LIT(w, "\nmessage-id:");
+	w = stomp_put_u64(w, ++b->msg_seq);
+	w = STOMP_PUT_LIT(w, "\ncontent-length:");
+	w = stomp_put_u64(w, len);
+	*w++ = '\n';
+	for (unsigned i = 0; i < nextra; i++) {
+		const struct stomp_header *h = &extra[i];
+		if (skip_extra(h))
+			continue;
+		w = stomp_put_escaped(w, h->name, h->nlen, true);
+		*w++ = ':';
+		w = stomp_put_escaped(w, h->value, h->vlen, true);
+		*w++ = '\n';
+	}
+	*w++ = '\n';
+	if (len)
+		w = stomp_put(w, body, len);
+	*w++ = '\0';
+	out->len = (size_t)(w - out->data);
+	b->st.frames_out++;
+	if (sub->s != b->feeding && b->ops.output)
+		b->ops.output(b->host, sub->s, sub->s->conn);
+}
+
+/* Session over its output bound: the message is dropped for it (counted). */
+static bool over_bound(struct stomp_broker *b, struct stomp_session *s)
+{
+	if (b->cfg.max_output && s->out->len > b->cfg.max_output) {
+		s->dropped++;
+		b->st.messages_dropped++;
+		return true;
+	}
+	return false;
+}
+
+size_t stomp_forward(struct stomp_broker *b, const char *dest, size_t dlen,
+		     const char *ct, size_t ctlen, const struct stomp_header *extra,
+		     unsigned nextra, const char *body, size_t len)
+{
+	size_t n = 0;
+	uint32_t h = STOMP_HASH_INIT;
+	/* Each dot-separated prefix (and the whole name) is one exact lookup;
+	 * the hash is carried along so a long name costs O(length). */
+	for (size_t i = 0; i <= dlen; i++) {
+		if (i == dlen || dest[i] == '.') {
+			struct stomp_dest *d = b->ndests ? stomp_dest_find(b, dest, i, h) : NULL;
+			for (struct stomp_sub *sub = d ? d->subs : NULL, *next; sub; sub = next) {
+				next = sub->dnext;
+				if (over_bound(b, sub->s))
+					continue;
+				stomp_deliver(b, sub, dest, dlen, ct, ctlen, extra, nextra, body, len);
+				n++;
+			}
+		}
+		if (i < dlen)
+			h = stomp_hash_step(h, (unsigned char)dest[i]);
+	}
+	return n;
+}
+
+size_t stomp_broker_reply(struct stomp_broker *b, struct stomp_session *origin,
+			  const char *dest, size_t dlen, const char *content_type,
+			  const char *body, size_t len)
+{
+	if (!dest) {
+		dest = DEFAULT_REPLY_DEST;
+		dlen = sizeof(DEFAULT_REPLY_DEST) - 1;
+	}
+	struct stomp_dest *d = stomp_dest_find(b, dest, dlen, stomp_hash(dest, dlen));
+	if (!d)
+		return 0;
+	size_t ctlen = content_type ? strlen(content_type) : 0;
+	size_t n = 0;
+	if (origin && origin->alive) {
+		for (struct stomp_sub *sub = origin->subs; sub; sub = sub->snext) {
+			if (sub->dest != d)
+				continue;
+			stomp_deliver(b, sub, dest, dlen, content_type, ctlen, NULL, 0, body, len);
+			n++;
+		}
+		if (n)
+			return n;
+	}
+	for (struct stomp_sub *sub = d->subs; sub; sub = sub->dnext) {
+		stomp_deliver(b, sub, dest, dlen, content_type, ctlen, NULL, 0, body, len);
+		n++;
+	}
+	return n;
+}
+
+size_t stomp_broker_publish(struct stomp_broker *b, const char *dest,
+			    const char *content_type, const char *body, size_t len)
+{
+	size_t dlen = strlen(dest);
+	struct stomp_dest *d = stomp_dest_find(b, dest, dlen, stomp_hash(dest, dlen));
+	if (!d)
+		return 0;
+	size_t ctlen = content_type ? strlen(content_type) : 0;
+	size_t n = 0;
+	for (struct stomp_sub *sub = d->subs; sub; sub = sub->dnext) {
+		if (over_bound(b, sub->s))
+			continue;
+		stomp_deliver(b, sub, dest, dlen, content_type, ctlen, NULL, 0, body, len);
+		n++;
+	}
+	return n;
+}

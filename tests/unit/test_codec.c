@@ -1,0 +1,315 @@
+/* tests/unit/test_codec.c - codec basics: decoding into the value tree,
+ * number rules, escapes, limits with offsets, the streaming writers. */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "codecs/codec.h"
+
+static const char *const json_codecs[] = { "yajl", "fallback" };
+#define NJSON 2
+
+static struct vd_arena arena;
+
+static void setup(void) { arena_init(&arena, 0); }
+static void teardown(void) { arena_free(&arena); }
+
+static int dec(const char *codec, const char *s, struct vd_value **v, struct vd_codec_error *e)
+{
+	const struct vd_codec *c = codec_find(codec);
+	ck_assert_ptr_nonnull(c);
+	struct vd_limits lim = VD_LIMITS_DEFAULT;
+	memset(e, 0, sizeof(*e));
+	return c->decode(&arena, s, strlen(s), &lim, v, e);
+}
+
+/* Encode v with codec into a NUL-terminated arena string. */
+static const char *enc(const char *codec, const struct vd_value *v)
+{
+	const struct vd_codec *c = codec_find(codec);
+	struct vd_buf b = VD_BUF_INIT;
+	struct vd_writer w;
+	c->writer_init(&w, &b);
+	vw_value(&w, v);
+	ck_assert_int_eq(w.error, 0);
+	ck_assert_int_eq(w.depth, 0);
+	const char *r = arena_strndup(&arena, b.data ? b.data : "", b.len);
+	buf_free(&b);
+	return r;
+}
+
+START_TEST(test_decode_object)
+{
+	const char *codec = json_codecs[_i];
+	struct vd_value *v;
+	struct vd_codec_error e;
+	const char *doc = " {\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"VM.getStats\","
+			  "\"params\":{\"vmID\":\"x\",\"l\":[true,false,null,-1.5,\"a\\nb\"]}} ";
+	ck_assert_int_eq(dec(codec, doc, &v, &e), 0);
+	ck_assert_int_eq(v->type, VD_OBJECT);
+	ck_assert_uint_eq(v->v.obj.n, 4);
+	ck_assert(vd_str_eq(vd_obj_get(v, "jsonrpc"), "2.0"));
+	ck_assert_int_eq(vd_obj_get(v, "id")->type, VD_INT);
+	ck_assert_int_eq(vd_obj_get(v, "id")->v.i, 7);
+	const struct vd_value *l = vd_obj_get(vd_obj_get(v, "params"), "l");
+	ck_assert_int_eq(l->type, VD_ARRAY);
+	ck_assert_uint_eq(l->v.arr.n, 5);
+	ck_assert(l->v.arr.items[0].type == VD_BOOL && l->v.arr.items[0].v.b);
+	ck_assert(l->v.arr.items[1].type == VD_BOOL && !l->v.arr.items[1].v.b);
+	ck_assert_int_eq(l->v.arr.items[2].type, VD_NULL);
+	ck_assert(l->v.arr.items[3].type == VD_DOUBLE && l->v.arr.items[3].v.d == -1.5);
+	ck_assert(vd_str_eq(&l->v.arr.items[4], "a\nb"));
+	/* unescaped strings point into the input */
+	const struct vd_value *m = vd_obj_get(v, "method");
+	ck_assert(m->v.s.ptr > doc && m->v.s.ptr < doc + strlen(doc));
+	ck_assert_str_eq(enc(codec, v),
+			 "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"VM.getStats\","
+			 "\"params\":{\"vmID\":\"x\",\"l\":[true,false,null,-1.5,\"a\\nb\"]}}");
+}
+END_TEST
+
+START_TEST(test_numbers)
+{
+	const char *codec = json_codecs[_i];
+	struct vd_value *v;
+	struct vd_codec_error e;
+	static const struct { const char *in; enum vd_type t; const char *out; } cases[] = {
+		{ "0", VD_INT, "0" },
+		{ "-0", VD_INT, "0" },
+		{ "-0.0", VD_DOUBLE, "-0.0" },
+		{ "0.1", VD_DOUBLE, "0.1" },
+		{ "1.0", VD_DOUBLE, "1.0" },
+		{ "1e2", VD_DOUBLE, "100.0" },
+		{ "1E+300", VD_DOUBLE, "1e+300" },
+		{ "2.5e-7", VD_DOUBLE, "2.5e-07" },
+		{ "9223372036854775807", VD_INT, "9223372036854775807" },
+		{ "-9223372036854775808", VD_INT, "-9223372036854775808" },
+		{ "9223372036854775808", VD_UINT, "9223372036854775808" },
+		{ "18446744073709551615", VD_UINT, "18446744073709551615" },
+		{ "18446744073709551616", VD_DOUBLE, "1.8446744073709552e+19" },
+		{ "-9223372036854775809", VD_DOUBLE, "-9.223372036854776e+18" },
+		{ "0.30000000000000004", VD_DOUBLE, "0.30000000000000004" },
+		{ "123456789.123456789", VD_DOUBLE, "123456789.12345679" },
+		{ "1e-400", VD_DOUBLE, "0.0" },
+	};
+	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		ck_assert_msg(dec(codec, cases[k].in, &v, &e) == 0, "%s: %s", codec, cases[k].in);
+		ck_assert_msg(v->type == cases[k].t, "%s: %s type %s", codec, cases[k].in,
+			      vd_type_name(v->type));
+		ck_assert_str_eq(enc(codec, v), cases[k].out);
+	}
+	ck_assert_int_eq(dec(codec, "0.1", &v, &e), 0);
+	ck_assert(v->v.d == 0.1);
+	static const char *const bad[] = { "01", "-", "1.", ".5", "1e", "+1", "1e400", "-1e400",
+					   "0x10", "NaN", "Infinity", "1.5e+" };
+	for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++)
+		ck_assert_msg(dec(codec, bad[k], &v, &e) == VD_EPROTO, "%s accepted %s", codec,
+			      bad[k]);
+}
+END_TEST
+
+START_TEST(test_strings)
+{
+	const char *codec = json_codecs[_i];
+	struct vd_value *v;
+	struct vd_codec_error e;
+	ck_assert_int_eq(dec(codec, "\"\\u00e9\\ud83d\\ude00\\u0000x\\/\"", &v, &e), 0);
+	ck_assert_uint_eq(v->v.s.len, 2 + 4 + 1 + 1 + 1);
+	ck_assert(memcmp(v->v.s.ptr, "\xc3\xa9\xf0\x9f\x98\x80\0x/", 9) == 0);
+	ck_assert_str_eq(enc(codec, v), "\"\xc3\xa9\xf0\x9f\x98\x80\\u0000x/\"");
+	static const char *const bad[] = {
+		"\"\\ud800\"", "\"\\udc00\"", "\"\\ud800\\u0041\"", "\"\\x\"", "\"\\u12\"",
+		"\"a\nb\"", "\"\xc0\x80\"", "\"\xed\xa0\x80\"", "\"\xf4\x90\x80\x80\"", "\"\xff\"",
+		"\"abc", "\"\xc3\"",
+	};
+	for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++)
+		ck_assert_msg(dec(codec, bad[k], &v, &e) == VD_EPROTO, "%s accepted case %zu",
+			      codec, k);
+	/* offset of the offending byte */
+	ck_assert_int_eq(dec(codec, "[\"ok\", \"a\x01\"]", &v, &e), VD_EPROTO);
+	ck_assert_ptr_nonnull(e.reason);
+}
+END_TEST
+
+START_TEST(test_structure_errors)
+{
+	const char *codec = json_codecs[_i];
+	struct vd_value *v;
+	struct vd_codec_error e;
+	static const char *const bad[] = { "", " ", "[1,]", "{\"a\":1,}", "[1 2]", "{\"a\" 1}",
+					   "{1:2}", "[", "]", "{\"a\":1}x", "1 2", "\xef\xbb\xbf{}",
+					   "[tru]", "nul", "{'a':1}", "[1,,2]", "/*c*/1" };
+	for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
+		ck_assert_msg(dec(codec, bad[k], &v, &e) == VD_EPROTO, "%s accepted %s", codec,
+			      bad[k]);
+		ck_assert_int_eq(e.code, VD_EPROTO);
+		ck_assert_ptr_nonnull(e.reason);
+		ck_assert_uint_le(e.offset, strlen(bad[k]));
+	}
+	ck_assert_int_eq(dec(codec, "[1,2,]", &v, &e), VD_EPROTO);
+	ck_assert(e.offset == 5 || e.offset == 6); /* yajl reports the byte after */
+}
+END_TEST
+
+START_TEST(test_limits)
+{
+	const char *codec = json_codecs[_i];
+	const struct vd_codec *c = codec_find(codec);
+	struct vd_value *v;
+	struct vd_codec_error e;
+	char doc[300];
+	/* 64 levels are fine, 65 are not */
+	memset(doc, '[', 64);
+	memset(doc + 64, ']', 64);
+	doc[128] = 0;
+	ck_assert_int_eq(dec(codec, doc, &v, &e), 0);
+	memset(doc, '[', 65);
+	memset(doc + 65, ']', 65);
+	doc[130] = 0;
+	ck_assert_int_eq(dec(codec, doc, &v, &e), VD_EDEPTH);
+	ck_assert_int_eq(e.code, VD_EDEPTH);
+	ck_assert_uint_eq(e.offset, 64);
+	struct vd_limits lim = { 64, 10 };
+	ck_assert_int_eq(c->decode(&arena, "[1,2,3,4,5]", 11, &lim, &v, &e), VD_ETOOBIG);
+	ck_assert_int_eq(e.code, VD_ETOOBIG);
+	lim.max_size = 11;
+	ck_assert_int_eq(c->decode(&arena, "[1,2,3,4,5]", 11, &lim, &v, &e), 0);
+	/* the input is not NUL-terminated: never read past len */
+	ck_assert_int_eq(c->decode(&arena, "123456", 3, &lim, &v, &e), 0);
+	ck_assert_int_eq(v->v.i, 123);
+	ck_assert_int_eq(c->decode(&arena, "\"ab\"", 3, &lim, &v, &e), VD_EPROTO);
+}
+END_TEST
+
+START_TEST(test_writer)
+{
+	const struct vd_codec *c = codec_find(json_codecs[_i]);
+	struct vd_buf b = VD_BUF_INIT;
+	struct vd_writer w;
+	c->writer_init(&w, &b);
+	vw_begin_object(&w);
+	vw_kstr(&w, "a\"b", "q\\\t\x01\xff\xc3\xa9");
+	vw_kint(&w, "i", -42);
+	vw_keyz(&w, "u");
+	vw_uint(&w, UINT64_MAX);
+	vw_keyz(&w, "d");
+	vw_begin_array(&w);
+	vw_double(&w, 0.1);
+	vw_double(&w, 1e21);
+	vw_double(&w, NAN);
+	vw_double(&w, 5.0);
+	vw_end_array(&w);
+	vw_keyz(&w, "r");
+	vw_raw(&w, "[1]", 3);
+	vw_keyz(&w, "e");
+	vw_begin_object(&w);
+	vw_end_object(&w);
+	vw_kstrf(&w, "f", "%d%%", 50);
+	vw_end_object(&w);
+	ck_assert_int_eq(w.error, 0);
+	buf_putc(&b, 0);
+	ck_assert_str_eq(b.data, "{\"a\\\"b\":\"q\\\\\\t\\u0001\xef\xbf\xbd\xc3\xa9\",\"i\":-42,"
+			 "\"u\":18446744073709551615,\"d\":[0.1,1e+21,null,5.0],\"r\":[1],"
+			 "\"e\":{},\"f\":\"50%\"}");
+	/* misuse: a value where a key is due */
+	c->writer_init(&w, &b);
+	vw_begin_object(&w);
+	vw_int(&w, 1);
+	ck_assert_int_eq(w.error, VD_EINVAL);
+	c->writer_init(&w, &b);
+	vw_end_array(&w);
+	ck_assert_int_eq(w.error, VD_EINVAL);
+	buf_free(&b);
+}
+END_TEST
+
+#ifdef WITH_MSGPACK
+START_TEST(test_msgpack)
+{
+	const struct vd_codec *mp = codec_find("msgpack");
+	ck_assert_ptr_nonnull(mp);
+	ck_assert_ptr_eq(codec_find_content_type("application/msgpack", 19), mp);
+	struct vd_value *v, *back;
+	struct vd_codec_error e;
+	const char *doc = "{\"a\":[1,-1,-200,300,70000,-70000,5000000000,9223372036854775808,"
+			  "0.5,true,false,null,\"\",\"x\\u00e9\"],\"big\":{\"k1\":1,\"k2\":2,\"k3\":3,"
+			  "\"k4\":4,\"k5\":5,\"k6\":6,\"k7\":7,\"k8\":8,\"k9\":9,\"k10\":10,\"k11\":11,"
+			  "\"k12\":12,\"k13\":13,\"k14\":14,\"k15\":15,\"k16\":16},\"e\":[]}";
+	ck_assert_int_eq(dec("fallback", doc, &v, &e), 0);
+	struct vd_buf b = VD_BUF_INIT;
+	struct vd_writer w;
+	mp->writer_init(&w, &b);
+	vw_value(&w, v);
+	ck_assert_int_eq(w.error, 0);
+	struct vd_limits lim = VD_LIMITS_DEFAULT;
+	ck_assert_int_eq(mp->decode(&arena, b.data, b.len, &lim, &back, &e), 0);
+	ck_assert(vd_value_equal(v, back));
+	/* a claimed count larger than the input is refused before allocating */
+	ck_assert_int_eq(mp->decode(&arena, "\xdd\xff\xff\xff\xff", 5, &lim, &back, &e),
+			 VD_EPROTO);
+	ck_assert_uint_eq(e.offset, 0);
+	ck_assert_int_eq(mp->decode(&arena, "\x81\x01\x02", 3, &lim, &back, &e), VD_EPROTO);
+	ck_assert_int_eq(mp->decode(&arena, "\xc1", 1, &lim, &back, &e), VD_EPROTO);
+	ck_assert_int_eq(mp->decode(&arena, "\x01\x02", 2, &lim, &back, &e), VD_EPROTO);
+	ck_assert_int_eq(mp->decode(&arena, "\xa2\xc0\x80", 3, &lim, &back, &e), VD_EPROTO);
+	static const struct { const char *in; size_t len; int rc; } cases[] = {
+		{ "\xc4\x01x", 3, VD_EPROTO },                 /* bin8 */
+		{ "\xd4\x01\x02", 3, VD_EPROTO },             /* fixext1 */
+		{ "\xcb\x7f\xf8\0\0\0\0\0\0", 9, VD_EPROTO }, /* NaN */
+		{ "\xca\x7f\x80\0\0", 5, VD_EPROTO },         /* float32 inf */
+		{ "\x81\xa1\xff\x01", 4, VD_EPROTO },         /* key not UTF-8 */
+		{ "\xdb\0\0\0\x05" "ab", 7, VD_EPROTO },        /* str32 truncated */
+		{ "\xdf\x80\0\0\0", 5, VD_EPROTO },          /* map count > input */
+		{ "\xcd\x01", 2, VD_EPROTO },                 /* uint16 truncated */
+		{ "", 0, VD_EPROTO },
+		{ "\xca\x3f\xc0\0\0", 5, 0 },                 /* float32 1.5 */
+		{ "\xd3\x80\0\0\0\0\0\0\0", 9, 0 },          /* int64 min */
+		{ "\xcf\xff\xff\xff\xff\xff\xff\xff\xff", 9, 0 }, /* uint64 max */
+	};
+	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++)
+		ck_assert_msg(mp->decode(&arena, cases[k].in, cases[k].len, &lim, &back, &e) ==
+			      cases[k].rc, "msgpack case %zu", k);
+	ck_assert_int_eq(mp->decode(&arena, "\xca\x3f\xc0\0\0", 5, &lim, &back, &e), 0);
+	ck_assert(back->type == VD_DOUBLE && back->v.d == 1.5);
+	ck_assert_int_eq(mp->decode(&arena, "\xcf\xff\xff\xff\xff\xff\xff\xff\xff", 9, &lim,
+					&back, &e), 0);
+	ck_assert(back->type == VD_UINT && back->v.u == UINT64_MAX);
+	/* depth: 64 nested arrays decode, 65 do not */
+	char deep[66];
+	memset(deep, 0x91, 65);
+	deep[65] = (char)0xc0;
+	ck_assert_int_eq(mp->decode(&arena, deep + 1, 65, &lim, &back, &e), 0);
+	ck_assert_int_eq(mp->decode(&arena, deep, 66, &lim, &back, &e), VD_EDEPTH);
+	ck_assert_uint_eq(e.offset, 64);
+	buf_free(&b);
+}
+END_TEST
+#endif
+
+static Suite *codec_suite(void)
+{
+	Suite *s = suite_create("codec");
+	TCase *tc = tcase_create("core");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_loop_test(tc, test_decode_object, 0, NJSON);
+	tcase_add_loop_test(tc, test_numbers, 0, NJSON);
+	tcase_add_loop_test(tc, test_strings, 0, NJSON);
+	tcase_add_loop_test(tc, test_structure_errors, 0, NJSON);
+	tcase_add_loop_test(tc, test_limits, 0, NJSON);
+	tcase_add_loop_test(tc, test_writer, 0, NJSON);
+#ifdef WITH_MSGPACK
+	tcase_add_test(tc, test_msgpack);
+#endif
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(codec_suite());
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}

@@ -1,0 +1,122 @@
+/* tests/unit/test_common.c - byte buffer, arena, UUID helpers, log levels. */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/arena.h"
+#include "common/buf.h"
+#include "common/log.h"
+#include "common/vd.h"
+
+START_TEST(buf_append_consume)
+{
+	struct vd_buf b = VD_BUF_INIT;
+	for (int i = 0; i < 1000; i++)
+		buf_append(&b, "abcd", 4);
+	ck_assert_uint_eq(b.len, 4000);
+	ck_assert(b.cap >= 4000);
+	buf_consume(&b, 3998);
+	ck_assert_uint_eq(b.len, 2);
+	ck_assert_int_eq(memcmp(b.data, "cd", 2), 0);
+	buf_printf(&b, "%d-%s", 42, "x");
+	ck_assert_uint_eq(b.len, 6);
+	ck_assert_int_eq(memcmp(b.data, "cd42-x", 6), 0);
+	buf_consume(&b, 100);
+	ck_assert_uint_eq(b.len, 0);
+	buf_shrink(&b);
+	ck_assert_uint_eq(b.cap, 0);
+	ck_assert_ptr_null(b.data);
+	buf_free(&b);
+}
+END_TEST
+
+START_TEST(buf_printf_long)
+{
+	struct vd_buf b = VD_BUF_INIT;
+	char big[5000];
+	memset(big, 'q', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	buf_putc(&b, '<');
+	buf_printf(&b, "%s>", big);
+	ck_assert_uint_eq(b.len, 5001);
+	ck_assert_int_eq(b.data[0], '<');
+	ck_assert_int_eq(b.data[5000], '>');
+	buf_free(&b);
+}
+END_TEST
+
+START_TEST(arena_alloc_reset)
+{
+	struct vd_arena a;
+	arena_init(&a, 64);
+	char *first = arena_alloc(&a, 10);
+	ck_assert(((uintptr_t)first & 7u) == 0);
+	memset(first, 1, 10);
+	/* larger than the first block: a new block is added */
+	char *big = arena_alloc(&a, 10000);
+	memset(big, 2, 10000);
+	char *s = arena_strndup(&a, "hello world", 5);
+	ck_assert_str_eq(s, "hello");
+	ck_assert_uint_ge(a.total, 10016);
+	arena_reset(&a);
+	ck_assert_uint_eq(a.total, 0);
+	char *again = arena_alloc(&a, 8);
+	ck_assert_ptr_nonnull(again);
+	arena_free(&a);
+}
+END_TEST
+
+START_TEST(uuid_check_and_generate)
+{
+	ck_assert(vd_is_uuid("1f3b7bd9-86a7-4b8f-9f2c-0a2b3c4d5e6f", 36));
+	ck_assert(vd_is_uuid("1F3B7BD9-86A7-4B8F-9F2C-0A2B3C4D5E6F", 36));
+	ck_assert(!vd_is_uuid("1f3b7bd9-86a7-4b8f-9f2c-0a2b3c4d5e6", 35));
+	ck_assert(!vd_is_uuid("1f3b7bd9_86a7-4b8f-9f2c-0a2b3c4d5e6f", 36));
+	ck_assert(!vd_is_uuid("../../etc/passwd-aaaa-bbbb-cccccccccccc", 36));
+	ck_assert(!vd_is_uuid(NULL, 36));
+	char u1[37], u2[37];
+	vd_uuid_generate(u1);
+	vd_uuid_generate(u2);
+	ck_assert(vd_is_uuid(u1, strlen(u1)));
+	ck_assert_int_eq(u1[14], '4');
+	ck_assert_str_ne(u1, u2);
+}
+END_TEST
+
+START_TEST(log_levels)
+{
+	enum vd_log_level l;
+	ck_assert_int_eq(log_level_parse("debug", &l), 0);
+	ck_assert_int_eq(l, VD_LOG_DEBUG);
+	ck_assert_int_eq(log_level_parse("WARNING", &l), 0);
+	ck_assert_int_eq(l, VD_LOG_WARN);
+	ck_assert_int_eq(log_level_parse("loud", &l), VD_EINVAL);
+	ck_assert_str_eq(vd_strerror(VD_ETOOBIG), "over the size limit");
+}
+END_TEST
+
+START_TEST(clock_monotonic)
+{
+	uint64_t a = vd_now_ns(), b = vd_now_ns();
+	ck_assert_uint_ge(b, a);
+	ck_assert_uint_gt(vd_now_ms(), 0);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("common");
+	TCase *tc = tcase_create("core");
+	tcase_add_test(tc, buf_append_consume);
+	tcase_add_test(tc, buf_printf_long);
+	tcase_add_test(tc, arena_alloc_reset);
+	tcase_add_test(tc, uuid_check_and_generate);
+	tcase_add_test(tc, log_levels);
+	tcase_add_test(tc, clock_monotonic);
+	suite_add_tcase(s, tc);
+	SRunner *sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

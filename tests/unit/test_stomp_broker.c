@@ -1,0 +1,761 @@
+/* tests/unit/test_stomp_broker.c - the STOMP mini-broker driven without
+ * sockets: every command outcome of PROTOCOL.md section 2. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/buf.h"
+#include "stomp/stomp.h"
+
+#define S(lit) lit, sizeof(lit) - 1
+
+/* ---- a fake host --------------------------------------------------------- */
+
+struct host {
+	struct stomp_broker *b;
+	int nreq;
+	struct stomp_session *req_s;
+	char body[256], ct[64], rt[64], flow[64];
+	size_t body_len;
+	bool has_ct, has_rt, has_flow;
+	bool reply_inline;   /* answer each request from inside the callback */
+	int noutput;
+	void *output_conn;
+	int nhb;
+	unsigned hb_send, hb_recv;
+};
+
+static void copy_opt(char *dst, size_t cap, bool *has, const char *v, size_t n)
+{
+	*has = v != NULL;
+	dst[0] = '\0';
+	if (v) {
+		ck_assert_uint_lt(n, cap);
+		memcpy(dst, v, n);
+		dst[n] = '\0';
+	}
+}
+
+static void h_request(void *hp, struct stomp_session *s, const char *body, size_t len,
+		      const char *ct, size_t ctlen, const char *rt, size_t rtlen,
+		      const char *flow, size_t flen)
+{
+	struct host *h = hp;
+	h->nreq++;
+	h->req_s = s;
+	h->body_len = len;
+	memcpy(h->body, body, VD_MIN(len, sizeof(h->body)));
+	copy_opt(h->ct, sizeof(h->ct), &h->has_ct, ct, ctlen);
+	copy_opt(h->rt, sizeof(h->rt), &h->has_rt, rt, rtlen);
+	copy_opt(h->flow, sizeof(h->flow), &h->has_flow, flow, flen);
+	if (h->reply_inline)
+		stomp_broker_reply(h->b, s, rt, rtlen, "application/json", body, len);
+}
+
+static void h_output(void *hp, struct stomp_session *s, void *conn)
+{
+	struct host *h = hp;
+	h->noutput++;
+	h->output_conn = conn;
+}
+
+static void h_heartbeat(void *hp, struct stomp_session *s, void *conn, unsigned send_ms,
+			unsigned recv_ms)
+{
+	struct host *h = hp;
+	h->nhb++;
+	h->hb_send = send_ms;
+	h->hb_recv = recv_ms;
+}
+
+static const struct stomp_broker_ops ops = { h_request, h_output, h_heartbeat };
+
+/* A connection: input and output buffers and a reader for what was sent. */
+struct peer {
+	struct stomp_session *s;
+	struct vd_buf in, out;
+	size_t rpos;
+	struct stomp_parser p;
+	struct stomp_header hdr[64];
+	struct stomp_frame f;
+	int conn_tag;
+};
+
+static struct host H;
+static struct peer A, B;
+
+static void peer_open(struct peer *p, int tag)
+{
+	memset(p, 0, sizeof(*p));
+	p->conn_tag = tag;
+	p->s = stomp_session_new(H.b, &p->out, &p->conn_tag);
+	stomp_parser_init(&p->p);
+	p->f.hdr = p->hdr;
+	p->f.hdr_cap = 64;
+}
+
+static void peer_close(struct peer *p)
+{
+	if (p->s)
+		stomp_session_free(p->s);
+	p->s = NULL;
+	buf_free(&p->in);
+	buf_free(&p->out);
+}
+
+static void setup_cfg(size_t max_output, struct stomp_limits lim)
+{
+	memset(&H, 0, sizeof(H));
+	struct stomp_broker_config cfg = { lim, max_output, "vdsmd/test" };
+	H.b = stomp_broker_new(&cfg, &ops, &H);
+	peer_open(&A, 1);
+	peer_open(&B, 2);
+}
+
+static void setup(void)
+{
+	struct stomp_limits lim = STOMP_LIMITS_DEFAULT;
+	setup_cfg(0, lim);
+}
+
+static void teardown(void)
+{
+	peer_close(&A);
+	peer_close(&B);
+	stomp_broker_free(H.b);
+}
+
+static long feed(struct peer *p, const char *data, size_t len)
+{
+	buf_append(&p->in, data, len);
+	long r = stomp_session_feed(p->s, p->in.data, p->in.len);
+	if (r > 0)
+		buf_consume(&p->in, (size_t)r);
+	return r;
+}
+
+#define FEED(p, lit) feed((p), lit, sizeof(lit) - 1)
+
+/* Next frame the peer received, or NULL. */
+static struct stomp_frame *next(struct peer *p)
+{
+	struct stomp_limits lim = STOMP_LIMITS_DEFAULT;
+	while (p->rpos < p->out.len) {
+		long r = stomp_parse(&p->p, &lim, p->out.data + p->rpos, p->out.len - p->rpos,
+				     &p->f, NULL);
+		ck_assert_int_gt(r, 0);
+		p->rpos += (size_t)r;
+		if (p->f.cmd != STOMP_NONE)
+			return &p->f;
+	}
+	return NULL;
+}
+
+static const char *hdr(const struct stomp_frame *f, const char *name)
+{
+	return stomp_frame_get(f, name, NULL);
+}
+
+static void expect_none(struct peer *p)
+{
+	struct stomp_frame *f = next(p);
+	if (f)
+		ck_abort_msg("unexpected %s frame", stomp_cmd_name(f->cmd));
+}
+
+static struct stomp_frame *expect(struct peer *p, enum stomp_cmd cmd)
+{
+	struct stomp_frame *f = next(p);
+	ck_assert_ptr_nonnull(f);
+	if (f->cmd != cmd)
+		ck_abort_msg("got %s (message=%s receipt-id=%s), expected %s",
+			     stomp_cmd_name(f->cmd), hdr(f, "message") ? hdr(f, "message") : "",
+			     hdr(f, "receipt-id") ? hdr(f, "receipt-id") : "", stomp_cmd_name(cmd));
+	return f;
+}
+
+static void expect_error(struct peer *p, const char *msg)
+{
+	struct stomp_frame *f = expect(p, STOMP_ERROR);
+	ck_assert_str_eq(hdr(f, "message"), msg);
+}
+
+static void expect_receipt(struct peer *p, const char *id)
+{
+	struct stomp_frame *f = expect(p, STOMP_RECEIPT);
+	ck_assert_str_eq(hdr(f, "receipt-id"), id);
+}
+
+/* ---- CONNECT ------------------------------------------------------------- */
+
+START_TEST(test_connect)
+{
+	ck_assert_int_gt(FEED(&A, "CONNECT\naccept-version:1.2\nhost:[::1]:54321\n\n\0"), 0);
+	struct stomp_frame *f = expect(&A, STOMP_CONNECTED);
+	ck_assert_str_eq(hdr(f, "version"), "1.2");
+	ck_assert_str_eq(hdr(f, "heart-beat"), "0,0");
+	ck_assert_str_eq(hdr(f, "server"), "vdsmd/test");
+	ck_assert_uint_eq(strlen(hdr(f, "session")), 36);
+	ck_assert_str_eq(f->hdr[0].name, "version");
+	ck_assert_int_eq(H.nhb, 1);
+	ck_assert_uint_eq(H.hb_send, 0);
+	ck_assert_uint_eq(H.hb_recv, 0);
+	ck_assert(stomp_session_connected(A.s));
+	ck_assert(!stomp_session_closing(A.s));
+	ck_assert_ptr_eq(stomp_session_conn(A.s), &A.conn_tag);
+	expect_none(&A);
+
+	/* STOMP works too, with a version list */
+	FEED(&B, "STOMP\naccept-version:1.0,1.1,1.2\n\n\0");
+	expect(&B, STOMP_CONNECTED);
+	expect_none(&B);
+}
+END_TEST
+
+START_TEST(test_connect_version)
+{
+	static const char *const bad[] = {
+		"CONNECT\naccept-version:1.0,1.1\n\n",
+		"CONNECT\n\n",
+		"CONNECT\naccept-version:1.20\n\n",
+		"CONNECT\naccept-version:\n\n",
+	};
+	for (size_t i = 0; i < 4; i++) {
+		ck_assert_int_gt(feed(&A, bad[i], strlen(bad[i]) + 1), 0);
+		struct stomp_frame *f = expect(&A, STOMP_ERROR);
+		ck_assert_str_eq(hdr(f, "message"), "Version unsupported");
+		ck_assert(!stomp_session_closing(A.s));
+		ck_assert(!stomp_session_connected(A.s));
+	}
+	/* the error carries the receipt; the connection stays usable */
+	FEED(&A, "CONNECT\naccept-version:1.1\nreceipt:r1\n\n\0");
+	struct stomp_frame *f = expect(&A, STOMP_ERROR);
+	ck_assert_str_eq(hdr(f, "receipt-id"), "r1");
+	expect_none(&A);
+	FEED(&A, "CONNECT\naccept-version:1.1, 1.2\nreceipt:r2\n\n\0");
+	expect(&A, STOMP_CONNECTED);
+	expect_receipt(&A, "r2");
+	expect_none(&A);
+	ck_assert_int_eq(H.nhb, 1);
+}
+END_TEST
+
+struct hb_case {
+	const char *in;
+	const char *reply;
+	unsigned send, recv;
+};
+
+static const struct hb_case hb_cases[] = {
+	{ "heart-beat:0,15000\n", "15000,0", 15000, 0 },
+	{ "heart-beat:0,500\n", "1000,0", 1000, 0 },
+	{ "heart-beat:6000,5000\n", "5000,6000", 5000, 6000 },
+	{ "", "0,0", 0, 0 },
+	{ "heart-beat:0,0\n", "0,0", 0, 0 },
+	{ "heart-beat:1,1\n", "1000,1000", 1000, 1000 },
+	{ "heart-beat:10000,0\n", "0,10000", 0, 10000 },
+	{ "heart-beat:junk\n", "0,0", 0, 0 },
+};
+
+START_TEST(test_heartbeat_table)
+{
+	const struct hb_case *c = &hb_cases[_i];
+	char frame[128];
+	int n = snprintf(frame, sizeof(frame), "CONNECT\naccept-version:1.2\n%s\n", c->in);
+	feed(&A, frame, (size_t)n + 1);
+	struct stomp_frame *f = expect(&A, STOMP_CONNECTED);
+	ck_assert_str_eq(hdr(f, "heart-beat"), c->reply);
+	ck_assert_int_eq(H.nhb, 1);
+	ck_assert_uint_eq(H.hb_send, c->send);
+	ck_assert_uint_eq(H.hb_recv, c->recv);
+}
+END_TEST
+
+/* ---- SUBSCRIBE / UNSUBSCRIBE -------------------------------------------- */
+
+START_TEST(test_subscribe_before_connect)
+{
+	/* the engine may queue SUBSCRIBE and SEND ahead of CONNECT */
+	FEED(&A, "SUBSCRIBE\ndestination:jms.topic.vdsm_responses\nid:s1\nack:client\n\n\0"
+		 "SEND\ndestination:jms.topic.vdsm_requests\n\n{}\0"
+		 "CONNECT\naccept-version:1.2\n\n\0");
+	ck_assert_int_eq(H.nreq, 1);
+	expect(&A, STOMP_CONNECTED);
+	expect_none(&A);
+	ck_assert_uint_eq(stomp_broker_reply(H.b, A.s, NULL, 0, "application/json", S("{}")), 1);
+	struct stomp_frame *f = expect(&A, STOMP_MESSAGE);
+	ck_assert_str_eq(hdr(f, "subscription"), "s1");
+}
+END_TEST
+
+START_TEST(test_subscribe_errors)
+{
+	FEED(&A, "SUBSCRIBE\nid:1\n\n\0");
+	expect_error(&A, "Missing destination header");
+	FEED(&A, "SUBSCRIBE\ndestination:x\nreceipt:r\n\n\0");
+	struct stomp_frame *f = expect(&A, STOMP_ERROR);
+	ck_assert_str_eq(hdr(f, "message"), "Missing id header");
+	ck_assert_str_eq(hdr(f, "receipt-id"), "r");
+	FEED(&A, "SUBSCRIBE\ndestination:x\nid:1\n\n\0");
+	expect_none(&A);
+	FEED(&A, "SUBSCRIBE\ndestination:y\nid:1\n\n\0");
+	expect_error(&A, "Subscription id already in use");
+	/* the same id on another connection is fine */
+	FEED(&B, "SUBSCRIBE\ndestination:y\nid:1\n\n\0");
+	expect_none(&B);
+	ck_assert(!stomp_session_closing(A.s));
+	FEED(&A, "UNSUBSCRIBE\nreceipt:u\n\n\0");
+	f = expect(&A, STOMP_ERROR);
+	ck_assert_str_eq(hdr(f, "message"), "Missing id header");
+	ck_assert_str_eq(hdr(f, "receipt-id"), "u");
+	expect_none(&A);
+	struct stomp_broker_stats st;
+	stomp_broker_stats(H.b, &st);
+	ck_assert_uint_eq(st.subscriptions, 2);
+	ck_assert_uint_eq(st.sessions, 2);
+}
+END_TEST
+
+START_TEST(test_unsubscribe)
+{
+	FEED(&A, "SUBSCRIBE\ndestination:x.y\nid:1\n\n\0");
+	FEED(&B, "SEND\ndestination:x.y\n\nhi\0");
+	expect(&A, STOMP_MESSAGE);
+	expect_none(&B);
+	FEED(&A, "UNSUBSCRIBE\nid:nope\nreceipt:a\n\n\0UNSUBSCRIBE\nid:1\nreceipt:b\n\n\0");
+	expect_receipt(&A, "a");
+	expect_receipt(&A, "b");
+	FEED(&B, "SEND\ndestination:x.y\n\nhi\0");
+	expect_error(&B, "Subscription not available");
+	expect_none(&A);
+	/* the id can be reused after UNSUBSCRIBE */
+	FEED(&A, "SUBSCRIBE\ndestination:x\nid:1\n\n\0");
+	expect_none(&A);
+	FEED(&B, "SEND\ndestination:x.y\n\nhi\0");
+	struct stomp_frame *f = expect(&A, STOMP_MESSAGE);
+	ck_assert_str_eq(hdr(f, "destination"), "x.y");
+	struct stomp_broker_stats st;
+	stomp_broker_stats(H.b, &st);
+	ck_assert_uint_eq(st.subscriptions, 1);
+}
+END_TEST
+
+/* ---- other commands ------------------------------------------------------ */
+
+START_TEST(test_ack_nack_transactions)
+{
+	FEED(&A, "ACK\nid:1\n\n\0NACK\nid:2\n\n\0ACK\nid:3\nreceipt:k\n\n\0");
+	expect_receipt(&A, "k");
+	expect_none(&A);
+	ck_assert(!stomp_session_closing(A.s));
+	FEED(&A, "BEGIN\ntransaction:t\n\n\0COMMIT\ntransaction:t\n\n\0"
+		 "ABORT\ntransaction:t\nreceipt:z\n\n\0");
+	expect_error(&A, "transactions not supported");
+	expect_error(&A, "transactions not supported");
+	struct stomp_frame *f = expect(&A, STOMP_ERROR);
+	ck_assert_str_eq(hdr(f, "message"), "transactions not supported");
+	ck_assert_str_eq(hdr(f, "receipt-id"), "z");
+	expect_none(&A);
+	ck_assert(!stomp_session_closing(A.s));
+	FEED(&A, "CONNECT\naccept-version:1.2\n\n\0");
+	expect(&A, STOMP_CONNECTED);
+}
+END_TEST
+
+START_TEST(test_disconnect)
+{
+	FEED(&A, "CONNECT\naccept-version:1.2\n\n\0");
+	expect(&A, STOMP_CONNECTED);
+	const char in[] = "DISCONNECT\nreceipt:77\n\n\0SEND\ndestination:jms.topic.vdsm_requests\n\n{}\0";
+	ck_assert_int_eq(feed(&A, in, sizeof(in) - 1), (long)sizeof("DISCONNECT\nreceipt:77\n\n"));
+	expect_receipt(&A, "77");
+	expect_none(&A);
+	ck_assert(stomp_session_closing(A.s));
+	ck_assert_int_eq(H.nreq, 0);  /* nothing after DISCONNECT is handled */
+	/* further input is swallowed */
+	long want = (long)A.in.len + (long)sizeof("SEND\n\n");
+	ck_assert_int_eq(FEED(&A, "SEND\n\n\0"), want);
+
+	FEED(&B, "DISCONNECT\n\n\0");
+	expect_none(&B);
+	ck_assert(stomp_session_closing(B.s));
+}
+END_TEST
+
+START_TEST(test_receipts)
+{
+	FEED(&A, "CONNECT\naccept-version:1.2\nreceipt:c\n\n\0"
+		 "SUBSCRIBE\ndestination:d\nid:1\nreceipt:s\n\n\0"
+		 "SEND\ndestination:d\nreceipt:m\n\nx\0"
+		 "SEND\ndestination:jms.topic.vdsm_requests\nreceipt:r\n\n{}\0");
+	expect(&A, STOMP_CONNECTED);
+	expect_receipt(&A, "c");
+	expect_receipt(&A, "s");
+	struct stomp_frame *f = expect(&A, STOMP_MESSAGE);  /* own subscription */
+	ck_assert_ptr_null(hdr(f, "receipt"));
+	expect_receipt(&A, "m");
+	expect_receipt(&A, "r");
+	expect_none(&A);
+	ck_assert_int_eq(H.nreq, 1);
+	/* escaped receipt value round-trips */
+	FEED(&A, "ACK\nreceipt:a\\cb\\\\c\n\n\0");
+	expect_receipt(&A, "a:b\\c");
+}
+END_TEST
+
+/* ---- requests and replies ------------------------------------------------ */
+
+START_TEST(test_request_destinations)
+{
+	FEED(&A, "SEND\ndestination:jms.topic.vdsm_requests\ncontent-type:application/json\n"
+		 "reply-to:jms.topic.mine\novirtCorrelationId:flow-1\n\n{\"id\":1}\0");
+	ck_assert_int_eq(H.nreq, 1);
+	ck_assert_ptr_eq(H.req_s, A.s);
+	ck_assert_uint_eq(H.body_len, 8);
+	ck_assert_mem_eq(H.body, "{\"id\":1}", 8);
+	ck_assert_str_eq(H.ct, "application/json");
+	ck_assert_str_eq(H.rt, "jms.topic.mine");
+	ck_assert_str_eq(H.flow, "flow-1");
+	FEED(&A, "SEND\ndestination:jms.topic.vdsm_irs_requests\n\n[]\0");
+	ck_assert_int_eq(H.nreq, 2);
+	ck_assert(!H.has_ct && !H.has_rt && !H.has_flow);
+	FEED(&A, "SEND\ndestination:jms.topic.vdsm_requests.host1\n\n{}\0"
+		 "SEND\ndestination:jms.topic.vdsm_irs_requests.a.b\n\n{}\0");
+	ck_assert_int_eq(H.nreq, 4);
+	expect_none(&A);
+	/* look-alikes are not request destinations */
+	FEED(&A, "SEND\ndestination:jms.topic.vdsm_requestsX\n\n{}\0");
+	expect_error(&A, "Subscription not available");
+	FEED(&A, "SEND\ndestination:jms.topic.vdsm_request\n\n{}\0");
+	expect_error(&A, "Subscription not available");
+	FEED(&A, "SEND\n\n{}\0");
+	expect_error(&A, "Missing destination header");
+	ck_assert_int_eq(H.nreq, 4);
+	ck_assert(!stomp_session_closing(A.s));
+}
+END_TEST
+
+START_TEST(test_reply_routing)
+{
+	FEED(&A, "SUBSCRIBE\ndestination:jms.topic.vdsm_responses\nid:a1\n\n\0");
+	FEED(&B, "SUBSCRIBE\ndestination:jms.topic.vdsm_responses\nid:b1\n\n\0");
+	/* origin has a subscription on the destination: only origin */
+	H.noutput = 0;
+	ck_assert_uint_eq(stomp_broker_reply(H.b, A.s, NULL, 0, "application/json", S("{\"r\":1}")), 1);
+	struct stomp_frame *f = expect(&A, STOMP_MESSAGE);
+	ck_assert_str_eq(f->hdr[0].name, "destination");
+	ck_assert_str_eq(f->hdr[0].value, "jms.topic.vdsm_responses");
+	ck_assert_str_eq(f->hdr[1].name, "content-type");
+	ck_assert_str_eq(f->hdr[1].value, "application/json");
+	ck_assert_str_eq(f->hdr[2].name, "subscription");
+	ck_assert_str_eq(f->hdr[2].value, "a1");
+	ck_assert_str_eq(f->hdr[3].name, "message-id");
+	ck_assert_str_eq(f->hdr[4].name, "content-length");
+	ck_assert_str_eq(f->hdr[4].value, "7");
+	ck_assert_uint_eq(f->nhdr, 5);
+	ck_assert_mem_eq(f->body, "{\"r\":1}", 7);
+	expect_none(&B);
+	ck_assert_int_eq(H.noutput, 1);  /* outside feed: the host is told */
+	ck_assert_ptr_eq(H.output_conn, &A.conn_tag);
+
+	/* origin listens elsewhere: every subscriber of the reply-to gets it */
+	FEED(&B, "SUBSCRIBE\ndestination:jms.topic.other\nid:b2\n\n\0");
+	ck_assert_uint_eq(stomp_broker_reply(H.b, A.s, S("jms.topic.other"), NULL, S("x")), 1);
+	f = expect(&B, STOMP_MESSAGE);
+	ck_assert_str_eq(hdr(f, "subscription"), "b2");
+	ck_assert_ptr_null(hdr(f, "content-type"));
+	expect_none(&A);
+
+	/* no subscriber at all: nothing delivered */
+	ck_assert_uint_eq(stomp_broker_reply(H.b, A.s, S("jms.topic.none"), NULL, S("x")), 0);
+
+	/* origin closed while its request was pending: every subscriber */
+	stomp_session_ref(A.s);
+	struct stomp_session *old = A.s;
+	stomp_session_free(A.s);
+	ck_assert(!stomp_session_alive(old));
+	ck_assert_ptr_null(stomp_session_conn(old));
+	buf_free(&A.out);
+	buf_free(&A.in);
+	peer_open(&A, 3);
+	FEED(&A, "SUBSCRIBE\ndestination:jms.topic.vdsm_responses\nid:a9\n\n\0");
+	ck_assert_uint_eq(stomp_broker_reply(H.b, old, NULL, 0, "application/json", S("{}")), 2);
+	stomp_session_unref(old);
+	f = expect(&B, STOMP_MESSAGE);
+	ck_assert_str_eq(hdr(f, "subscription"), "b1");
+	f = expect(&A, STOMP_MESSAGE);
+	ck_assert_str_eq(hdr(f, "subscription"), "a9");
+	/* origin NULL: every subscriber as well */
+	ck_assert_uint_eq(stomp_broker_reply(H.b, NULL, NULL, 0, NULL, S("{}")), 2);
+}
+END_TEST
+
+START_TEST(test_reply_between_sessions)
+{
+	/* A sends requests, B listens on the reply-to; inline answers */
+	H.reply_inline = true;
+	FEED(&B, "CONNECT\naccept-version:1.2\n\n\0SUBSCRIBE\ndestination:jms.topic.b\nid:x\n\n\0");
+	expect(&B, STOMP_CONNECTED);
+	FEED(&A, "CONNECT\naccept-version:1.2\n\n\0"
+		 "SEND\ndestination:jms.topic.vdsm_requests\nreply-to:jms.topic.b\n\n{\"id\":7}\0");
+	expect(&A, STOMP_CONNECTED);
+	expect_none(&A);
+	struct stomp_frame *f = expect(&B, STOMP_MESSAGE);
+	ck_assert_str_eq(hdr(f, "destination"), "jms.topic.b");
+	ck_assert_mem_eq(f->body, "{\"id\":7}", 8);
+	/* default reply destination when there is no reply-to */
+	FEED(&B, "SUBSCRIBE\ndestination:jms.topic.vdsm_responses\nid:y\n\n\0");
+	FEED(&A, "SEND\ndestination:jms.topic.vdsm_requests\n\n{\"id\":8}\0");
+	f = expect(&B, STOMP_MESSAGE);
+	ck_assert_str_eq(hdr(f, "destination"), "jms.topic.vdsm_responses");
+	ck_assert_str_eq(hdr(f, "subscription"), "y");
+}
+END_TEST
+
+START_TEST(test_prefix_forwarding)
+{
+	FEED(&B, "SUBSCRIBE\ndestination:jms\nid:1\n\n\0"
+		 "SUBSCRIBE\ndestination:jms.topic\nid:2\n\n\0"
+		 "SUBSCRIBE\ndestination:jms.top\nid:3\n\n\0"
+		 "SUBSCRIBE\ndestination:jms.topic.x\nid:4\n\n\0"
+		 "SUBSCRIBE\ndestination:jms.topic.x.y\nid:5\n\n\0"
+		 "SUBSCRIBE\ndestination:other\nid:6\n\n\0");
+	expect_none(&B);
+	H.noutput = 0;
+	FEED(&A, "SEND\ndestination:jms.topic.x\ncontent-type:text/plain\ncustom:v\\c1\n"
+		 "receipt:r\ncontent-length:2\n\nhi\0");
+	expect_receipt(&A, "r");
+	expect_none(&A);
+	const char *subs[] = { "1", "2", "4" };
+	for (int i = 0; i < 3; i++) {
+		struct stomp_frame *f = expect(&B, STOMP_MESSAGE);
+		ck_assert_str_eq(f->hdr[0].value, "jms.topic.x");
+		ck_assert_str_eq(f->hdr[1].name, "content-type");
+		ck_assert_str_eq(f->hdr[1].value, "text/plain");
+		ck_assert_str_eq(f->hdr[2].name, "subscription");
+		ck_assert_str_eq(f->hdr[2].value, subs[i]);
+		ck_assert_str_eq(f->hdr[3].name, "message-id");
+		ck_assert_str_eq(f->hdr[4].name, "content-length");
+		ck_assert_str_eq(f->hdr[5].name, "custom");    /* the SEND's own header */
+		ck_assert_str_eq(f->hdr[5].value, "v:1");
+		ck_assert_uint_eq(f->nhdr, 6);                 /* no receipt, no duplicates */
+		ck_assert_uint_eq(f->body_len, 2);
+	}
+	expect_none(&B);
+	ck_assert_int_eq(H.noutput, 3);
+	ck_assert_ptr_eq(H.output_conn, &B.conn_tag);
+	/* message ids differ */
+	FEED(&A, "SEND\ndestination:other\n\n\0SEND\ndestination:other\n\n\0");
+	struct stomp_frame *f = expect(&B, STOMP_MESSAGE);
+	char id1[32];
+	snprintf(id1, sizeof(id1), "%s", hdr(f, "message-id"));
+	f = expect(&B, STOMP_MESSAGE);
+	ck_assert_str_ne(id1, hdr(f, "message-id"));
+	/* no match at all */
+	FEED(&A, "SEND\ndestination:jm\n\n\0SEND\ndestination:jmsx.topic\nreceipt:q\n\n\0");
+	expect_error(&A, "Subscription not available");
+	f = expect(&A, STOMP_ERROR);
+	ck_assert_str_eq(hdr(f, "receipt-id"), "q");
+	expect_none(&A);
+	expect_none(&B);
+}
+END_TEST
+
+/* ---- framing errors ------------------------------------------------------ */
+
+static const char *const framing[] = {
+	"SEND\ndestination:x\\t\n\n\0",
+	"BOGUS\n\n\0",
+	"SEND\ncontent-length:1\n\nab\0",
+	"MESSAGE\ndestination:x\n\n\0",
+	"CONNECTED\n\n\0",
+};
+
+START_TEST(test_framing_errors)
+{
+	const char *in = framing[_i];
+	size_t len = strlen(in) + 1;
+	long r = feed(&A, in, len);
+	ck_assert_int_lt(r, 0);
+	struct stomp_frame *f = expect(&A, STOMP_ERROR);
+	ck_assert_ptr_nonnull(hdr(f, "message"));
+	ck_assert_uint_gt(strlen(hdr(f, "message")), 0);
+	expect_none(&A);
+	ck_assert(stomp_session_closing(A.s));
+}
+END_TEST
+
+START_TEST(test_limits)
+{
+	teardown();
+	struct stomp_limits lim = { 256, 4, 64 };
+	setup_cfg(0, lim);
+	/* within limits */
+	FEED(&A, "SEND\ndestination:jms.topic.vdsm_requests\na:1\nb:2\nc:3\n\n{}\0");
+	ck_assert_int_eq(H.nreq, 1);
+	/* too many headers: ERROR then close, before the frame ends */
+	ck_assert_int_lt(FEED(&A, "SEND\na:1\nb:2\nc:3\nd:4\ne:5\n"), 0);
+	struct stomp_frame *f = expect(&A, STOMP_ERROR);
+	ck_assert_str_eq(hdr(f, "message"), "Too many headers");
+	ck_assert(stomp_session_closing(A.s));
+	/* header line */
+	char line[200];
+	memset(line, 'x', sizeof(line));
+	FEED(&B, "SEND\nk:");
+	ck_assert_int_lt(feed(&B, line, 100), 0);
+	f = expect(&B, STOMP_ERROR);
+	ck_assert_str_eq(hdr(f, "message"), "Header line too long");
+	peer_close(&B);
+	peer_open(&B, 2);
+	/* frame size via content-length: refused at once */
+	ck_assert_int_lt(FEED(&B, "SEND\ncontent-length:1000\n\n"), 0);
+	f = expect(&B, STOMP_ERROR);
+	ck_assert_str_eq(hdr(f, "message"), "Frame too large");
+}
+END_TEST
+
+/* ---- throughput shape ---------------------------------------------------- */
+
+START_TEST(test_pipelined_sends)
+{
+	H.reply_inline = true;
+	FEED(&A, "CONNECT\naccept-version:1.2\n\n\0"
+		 "SUBSCRIBE\ndestination:jms.topic.vdsm_responses\nid:1\n\n\0");
+	expect(&A, STOMP_CONNECTED);
+	struct vd_buf in = VD_BUF_INIT;
+	for (int i = 0; i < 1000; i++)
+		buf_printf(&in, "SEND\ndestination:jms.topic.vdsm_requests\ncontent-length:%d\n\n"
+				"{\"id\":%04d}%c\n", 11, i, '\0');
+	ck_assert_int_eq(feed(&A, in.data, in.len), (long)in.len);
+	buf_free(&in);
+	ck_assert_int_eq(H.nreq, 1000);
+	for (int i = 0; i < 1000; i++) {
+		struct stomp_frame *f = expect(&A, STOMP_MESSAGE);
+		char want[32];
+		snprintf(want, sizeof(want), "{\"id\":%04d}", i);
+		ck_assert_uint_eq(f->body_len, 11);
+		ck_assert_mem_eq(f->body, want, 11);
+	}
+	expect_none(&A);
+	ck_assert_int_eq(H.noutput, 0);  /* own replies during feed: no callback */
+	struct stomp_broker_stats st;
+	stomp_broker_stats(H.b, &st);
+	ck_assert_uint_eq(st.frames_in, 1002);
+	ck_assert_uint_eq(st.frames_out, 1001);
+}
+END_TEST
+
+START_TEST(test_split_feed)
+{
+	/* a frame arriving in pieces across feeds */
+	const char in[] = "\r\nSUBSCRIBE\r\ndestination:q\r\nid:1\r\n\r\n\0\n"
+			  "SEND\ndestination:q\ncontent-length:3\n\na\0b\0";
+	for (size_t i = 0; i < sizeof(in) - 1; i++)
+		ck_assert_int_ge(feed(&A, in + i, 1), 0);
+	ck_assert_uint_eq(A.in.len, 0);
+	struct stomp_frame *f = expect(&A, STOMP_MESSAGE);
+	ck_assert_uint_eq(f->body_len, 3);
+	ck_assert_mem_eq(f->body, "a\0b", 3);
+	expect_none(&A);
+}
+END_TEST
+
+START_TEST(test_publish_and_drop)
+{
+	teardown();
+	struct stomp_limits lim = STOMP_LIMITS_DEFAULT;
+	setup_cfg(200, lim);
+	FEED(&A, "SUBSCRIBE\ndestination:jms.queue.events\nid:e\n\n\0");
+	FEED(&B, "SUBSCRIBE\ndestination:jms.queue.events\nid:e\n\n\0");
+	ck_assert_uint_eq(stomp_broker_publish(H.b, "jms.queue.events", "application/json",
+					       S("{\"ev\":1}")), 2);
+	ck_assert_uint_eq(stomp_broker_publish(H.b, "jms.queue.nothing", NULL, S("x")), 0);
+	/* A does not flush: once over max_output it loses events; B reads */
+	for (int i = 0; i < 10; i++) {
+		stomp_broker_publish(H.b, "jms.queue.events", "application/json", S("{\"ev\":2}"));
+		while (next(&B))
+			;
+		buf_reset(&B.out);
+		B.rpos = 0;
+	}
+	ck_assert_uint_gt(stomp_session_dropped(A.s), 0);
+	ck_assert_uint_eq(stomp_session_dropped(B.s), 0);
+	struct stomp_broker_stats st;
+	stomp_broker_stats(H.b, &st);
+	ck_assert_uint_eq(st.messages_dropped, stomp_session_dropped(A.s));
+	ck_assert_uint_le(A.out.len, 200 + 200);
+	/* what A got is well-formed */
+	struct stomp_frame *f = expect(&A, STOMP_MESSAGE);
+	ck_assert_str_eq(hdr(f, "destination"), "jms.queue.events");
+	ck_assert_str_eq(hdr(f, "content-type"), "application/json");
+}
+END_TEST
+
+START_TEST(test_many_sessions)
+{
+	/* many sessions on one destination; the destination table grows */
+	enum { N = 300 };
+	static struct peer p[N];
+	for (int i = 0; i < N; i++) {
+		peer_open(&p[i], 100 + i);
+		char sub[96];
+		int n = snprintf(sub, sizeof(sub), "SUBSCRIBE\ndestination:d.%d\nid:1\n\n%c"
+				 "SUBSCRIBE\ndestination:all\nid:2\n\n", i, '\0');
+		feed(&p[i], sub, (size_t)n + 1);
+	}
+	ck_assert_uint_eq(stomp_broker_publish(H.b, "all", NULL, S("x")), N);
+	for (int i = 0; i < N; i++) {
+		char d[16];
+		snprintf(d, sizeof(d), "d.%d", i);
+		ck_assert_uint_eq(stomp_broker_publish(H.b, d, NULL, S("y")), 1);
+	}
+	for (int i = 0; i < N; i += 2)
+		peer_close(&p[i]);
+	ck_assert_uint_eq(stomp_broker_publish(H.b, "all", NULL, S("x")), N / 2);
+	ck_assert_uint_eq(stomp_broker_publish(H.b, "d.0", NULL, S("y")), 0);
+	for (int i = 1; i < N; i += 2)
+		peer_close(&p[i]);
+	struct stomp_broker_stats st;
+	stomp_broker_stats(H.b, &st);
+	ck_assert_uint_eq(st.subscriptions, 0);
+	ck_assert_uint_eq(st.sessions, 2);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("stomp_broker");
+	TCase *tc = tcase_create("broker");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_connect);
+	tcase_add_test(tc, test_connect_version);
+	tcase_add_loop_test(tc, test_heartbeat_table, 0, (int)VD_ARRAY_SIZE(hb_cases));
+	tcase_add_test(tc, test_subscribe_before_connect);
+	tcase_add_test(tc, test_subscribe_errors);
+	tcase_add_test(tc, test_unsubscribe);
+	tcase_add_test(tc, test_ack_nack_transactions);
+	tcase_add_test(tc, test_disconnect);
+	tcase_add_test(tc, test_receipts);
+	tcase_add_test(tc, test_request_destinations);
+	tcase_add_test(tc, test_reply_routing);
+	tcase_add_test(tc, test_reply_between_sessions);
+	tcase_add_test(tc, test_prefix_forwarding);
+	tcase_add_loop_test(tc, test_framing_errors, 0, (int)VD_ARRAY_SIZE(framing));
+	tcase_add_test(tc, test_limits);
+	tcase_add_test(tc, test_pipelined_sends);
+	tcase_add_test(tc, test_split_feed);
+	tcase_add_test(tc, test_publish_and_drop);
+	tcase_add_test(tc, test_many_sessions);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(suite());
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

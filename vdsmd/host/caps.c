@@ -1,0 +1,274 @@
+/* vdsmd/host/caps.c - Host.getCapabilities: gathered once at startup from
+ * /proc/cpuinfo, /proc/meminfo, uname, the OS release files and the machine
+ * id, then encoded once per codec (lazily, the first time a codec asks) and
+ * served with vw_raw.  Field names, value types and string-ness follow
+ * VDSM's VdsmCapabilities (vdsm-api.yml): counts and sizes are strings. */
+#include "host_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#define MAX_CPUINFO (16u << 20)
+#define MAX_SMALL (64u << 10)
+#define MAX_ONLINE_CPUS 8192
+
+static int read_rel(const char *root, const char *rel, size_t max, struct vd_buf *b)
+{
+	char path[HOST_ROOT_MAX + 128];
+	snprintf(path, sizeof(path), "%s%s", root, rel);
+	return host_read_file(path, max, b);
+}
+
+static bool exists_rel(const char *root, const char *rel)
+{
+	char path[HOST_ROOT_MAX + 128];
+	snprintf(path, sizeof(path), "%s%s", root, rel);
+	return access(path, F_OK) == 0;
+}
+
+/* First line of a file, trimmed, into out; false when unreadable/empty. */
+static bool first_line(const char *root, const char *rel, struct vd_buf *b,
+		       char *out, size_t outlen)
+{
+	if (read_rel(root, rel, MAX_SMALL, b) != 0 || b->len == 0)
+		return false;
+	size_t n = strcspn(b->data, "\r\n");
+	while (n > 0 && (b->data[n - 1] == ' ' || b->data[n - 1] == '\t'))
+		n--;
+	if (n == 0)
+		return false;
+	n = VD_MIN(n, outlen - 1);
+	memcpy(out, b->data, n);
+	out[n] = '\0';
+	return true;
+}
+
+/* "0-3,8,10-11" → "0,1,2,3,8,10,11" (bounded); NULL when unparsable. */
+static char *expand_cpu_list(const char *s)
+{
+	struct vd_buf out = VD_BUF_INIT;
+	unsigned count = 0;
+	const char *p = s;
+	while (*p && *p != '\n') {
+		char *e;
+		long a = strtol(p, &e, 10), b;
+		if (e == p || a < 0)
+			goto bad;
+		p = e;
+		b = a;
+		if (*p == '-') {
+			p++;
+			b = strtol(p, &e, 10);
+			if (e == p || b < a)
+				goto bad;
+			p = e;
+		}
+		for (long i = a; i <= b; i++) {
+			if (++count > MAX_ONLINE_CPUS)
+				goto bad;
+			buf_printf(&out, "%s%ld", out.len ? "," : "", i);
+		}
+		if (*p == ',')
+			p++;
+		else if (*p && *p != '\n')
+			goto bad;
+	}
+	if (!out.len)
+		goto bad;
+	return out.data;
+bad:
+	buf_free(&out);
+	return NULL;
+}
+
+/* VDSM's osinfo.version(): name from which release file exists; Debian's
+ * version is /etc/debian_version, others use os-release's VERSION_ID. */
+static void os_info(struct host_caps *c, const char *root, struct vd_buf *b)
+{
+	char osr_name[64] = "", osr_ver[64] = "";
+	if (read_rel(root, "/etc/os-release", MAX_SMALL, b) == 0 ||
+	    read_rel(root, "/usr/lib/os-release", MAX_SMALL, b) == 0) {
+		host_parse_keyval(b->data, b->len, "PRETTY_NAME", c->os_pretty, sizeof(c->os_pretty));
+		host_parse_keyval(b->data, b->len, "NAME", osr_name, sizeof(osr_name));
+		host_parse_keyval(b->data, b->len, "VERSION_ID", osr_ver, sizeof(osr_ver));
+	}
+	if (exists_rel(root, "/etc/fedora-release")) {
+		snprintf(c->os_name, sizeof(c->os_name), "Fedora");
+		snprintf(c->os_version, sizeof(c->os_version), "%s", osr_ver);
+	} else if (exists_rel(root, "/etc/redhat-release")) {
+		snprintf(c->os_name, sizeof(c->os_name), "RHEL");
+		snprintf(c->os_version, sizeof(c->os_version), "%s", osr_ver);
+	} else if (exists_rel(root, "/etc/debian_version")) {
+		snprintf(c->os_name, sizeof(c->os_name), "Debian");
+		if (!first_line(root, "/etc/debian_version", b, c->os_version, sizeof(c->os_version)))
+			snprintf(c->os_version, sizeof(c->os_version), "%s", osr_ver);
+	} else {
+		snprintf(c->os_name, sizeof(c->os_name), "%s", osr_name[0] ? osr_name : "unknown");
+		snprintf(c->os_version, sizeof(c->os_version), "%s", osr_ver);
+	}
+	c->os_release[0] = '\0';   /* Debian has only a version (as VDSM) */
+}
+
+/* The host UUID: the DMI product UUID when readable, else /etc/machine-id
+ * written as a UUID. */
+static void host_uuid(struct host_caps *c, const char *root, struct vd_buf *b)
+{
+	char v[128];
+	if (first_line(root, "/sys/class/dmi/id/product_uuid", b, v, sizeof(v)) &&
+	    vd_is_uuid(v, strlen(v))) {
+		for (char *p = v; *p; p++)
+			if (*p >= 'A' && *p <= 'F')
+				*p = (char)(*p - 'A' + 'a');
+		snprintf(c->uuid, sizeof(c->uuid), "%.36s", v);
+		return;
+	}
+	if (first_line(root, "/etc/machine-id", b, v, sizeof(v)) && strlen(v) == 32 &&
+	    strspn(v, "0123456789abcdefABCDEF") == 32) {
+		snprintf(c->uuid, sizeof(c->uuid), "%.8s-%.4s-%.4s-%.4s-%.12s",
+			 v, v + 8, v + 12, v + 16, v + 20);
+		return;
+	}
+	c->uuid[0] = '\0';
+}
+
+struct host_caps *host_caps_new(const char *root)
+{
+	struct host_caps *c = xcalloc(1, sizeof(*c));
+	struct vd_buf b = VD_BUF_INIT;
+	pthread_mutex_init(&c->enc_lock, NULL);
+	atomic_init(&c->nenc, 0);
+
+	if (read_rel(root, "/proc/cpuinfo", MAX_CPUINFO, &b) == 0)
+		host_parse_cpuinfo(b.data, b.len, &c->cpu);
+	else
+		host_parse_cpuinfo("", 0, &c->cpu);
+	/* cpuFlags: comma-joined (VDSM), no empty items */
+	struct vd_buf f = VD_BUF_INIT;
+	if (c->cpu.flags) {
+		const char *p = c->cpu.flags;
+		while (*p) {
+			size_t n = strcspn(p, " \t");
+			if (n) {
+				if (f.len)
+					buf_putc(&f, ',');
+				buf_append(&f, p, n);
+			}
+			p += n;
+			p += strspn(p, " \t");
+		}
+	}
+	buf_putc(&f, '\0');
+	c->cpu_flags_csv = f.data;
+
+	char online[4096];
+	if (first_line(root, "/sys/devices/system/cpu/online", &b, online, sizeof(online)))
+		c->online_cpus = expand_cpu_list(online);
+	if (!c->online_cpus) {
+		struct vd_buf o = VD_BUF_INIT;
+		for (unsigned i = 0; i < c->cpu.threads && i < MAX_ONLINE_CPUS; i++)
+			buf_printf(&o, "%s%u", i ? "," : "", i);
+		buf_putc(&o, '\0');
+		c->online_cpus = o.data;
+	}
+
+	struct host_meminfo m;
+	if (read_rel(root, "/proc/meminfo", MAX_SMALL, &b) == 0 &&
+	    host_parse_meminfo(b.data, b.len, &m) == 0)
+		c->mem_size_mib = m.total_kb / 1024;
+
+	c->kvm = exists_rel(root, "/dev/kvm");
+	os_info(c, root, &b);
+	host_uuid(c, root, &b);
+
+	struct utsname u;
+	if (uname(&u) == 0) {
+		snprintf(c->hostname, sizeof(c->hostname), "%s", u.nodename);
+		/* "6.1.0-18-amd64" → version "6.1.0", release "18-amd64" */
+		const char *dash = strchr(u.release, '-');
+		if (dash) {
+			snprintf(c->kernel_version, sizeof(c->kernel_version), "%.*s",
+				 (int)(dash - u.release), u.release);
+			snprintf(c->kernel_release, sizeof(c->kernel_release), "%s", dash + 1);
+		} else {
+			snprintf(c->kernel_version, sizeof(c->kernel_version), "%s", u.release);
+			snprintf(c->kernel_release, sizeof(c->kernel_release), "0");
+		}
+	}
+	first_line(root, "/proc/cmdline", &b, c->kernel_args, sizeof(c->kernel_args));
+	buf_free(&b);
+	return c;
+}
+
+void host_caps_free(struct host_caps *c)
+{
+	if (!c)
+		return;
+	unsigned n = atomic_load(&c->nenc);
+	for (unsigned i = 0; i < n; i++)
+		free(c->enc[i].bytes);
+	host_cpuinfo_free(&c->cpu);
+	free(c->cpu_flags_csv);
+	free(c->online_cpus);
+	pthread_mutex_destroy(&c->enc_lock);
+	free(c);
+}
+
+/* Engine versions VDSM 4.50 reports. */
+static const char *const cluster_levels[] = { "4.2", "4.3", "4.4", "4.5", "4.6", "4.7" };
+
+static void str_array(struct vd_writer *w, const char *const *v, size_t n)
+{
+	vw_begin_array(w);
+	for (size_t i = 0; i < n; i++)
+		vw_strz(w, v[i]);
+	vw_end_array(w);
+}
+
+void host_caps_encode(const struct host_caps *c, struct vd_writer *w)
+{
+	vw_begin_object(w);
+	vw_kstr(w, "cpuModel", c->cpu.model);
+	vw_kstrf(w, "cpuCores", "%u", c->cpu.cores);
+	vw_kstrf(w, "cpuSockets", "%u", c->cpu.sockets);
+	vw_kstrf(w, "cpuThreads", "%u", c->cpu.threads);
+	vw_kstr(w, "cpuSpeed", c->cpu.speed);
+	vw_kstr(w, "cpuFlags", c->cpu_flags_csv);
+	vw_kstr(w, "onlineCpus", c->online_cpus);
+	vw_kstrf(w, "memSize", "%llu", (unsigned long long)c->mem_size_mib);
+	vw_kstr(w, "kvmEnabled", c->kvm ? "true" : "false");
+	vw_keyz(w, "operatingSystem");
+	vw_begin_object(w);
+	vw_kstr(w, "release", c->os_release);
+	vw_kstr(w, "version", c->os_version);
+	vw_kstr(w, "name", c->os_name);
+	vw_kstr(w, "pretty_name", c->os_pretty);
+	vw_end_object(w);
+	vw_kstr(w, "software_version", VDSMD_VERSION);
+	vw_kstr(w, "software_revision", "0");
+	vw_kstr(w, "version_name", "vdsmd");
+	vw_keyz(w, "supportedENGINEs");
+	str_array(w, cluster_levels, VD_ARRAY_SIZE(cluster_levels));
+	vw_keyz(w, "clusterLevels");
+	str_array(w, cluster_levels, VD_ARRAY_SIZE(cluster_levels));
+	vw_kstr(w, "uuid", c->uuid);
+	vw_kstr(w, "hostname", c->hostname);
+	vw_keyz(w, "vmTypes");
+	static const char *const kvm[] = { "kvm" };
+	str_array(w, kvm, 1);
+	vw_keyz(w, "packages2");
+	vw_begin_object(w);
+	vw_keyz(w, "kernel");
+	vw_begin_object(w);
+	vw_kstr(w, "version", c->kernel_version);
+	vw_kstr(w, "release", c->kernel_release);
+	vw_end_object(w);
+	vw_end_object(w);
+	vw_kstr(w, "kernelArgs", c->kernel_args);
+	vw_kstr(w, "liveSnapshot", "true");
+	vw_kstr(w, "liveMerge", "true");
+	vw_kstr(w, "netConfigDirty", "False");
+	vw_end_object(w);
+}

@@ -1,0 +1,220 @@
+/* vdsmd/host/host_int.h - internals of the host backend, shared by its files
+ * (procfs.c parsers, sample.c sampler + snapshots, caps.c capabilities,
+ * verbs.c handlers, host.c init/fini).  Not for use outside vdsmd/host/ and
+ * its unit tests.
+ *
+ * Parsers take text (pointer + length, not necessarily NUL-terminated) so
+ * tests can feed crafted input; they never read past len, never fail on
+ * unknown lines, and leave fields they did not find at zero.  They return 0,
+ * or VD_EPROTO when the one thing they exist for is missing.
+ *
+ * Snapshots are immutable once published and reference counted: the sampler
+ * builds one, swaps the published pointer under a tiny mutex (which also
+ * covers a reader's load + reference), and drops its own reference.  The last
+ * host_snapshot_put() frees it.  Readers never wait for a sample. */
+#ifndef VD_VDSMD_HOST_INT_H
+#define VD_VDSMD_HOST_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include "host.h"
+
+/* ---- bounded file reads ------------------------------------------------ */
+
+/* Read at most max bytes of path into out (reset first; NUL-terminated past
+ * len).  A longer file is truncated at max.  0 or VD_EIO / VD_ENOENT. */
+int host_read_file(const char *path, size_t max, struct vd_buf *out);
+
+/* ---- /proc parsers ----------------------------------------------------- */
+
+struct host_cpu_times {
+	uint64_t user, nice, system, idle, iowait, irq, softirq, steal;
+};
+
+/* Sum of every field (jiffies). */
+uint64_t host_cpu_total(const struct host_cpu_times *t);
+
+/* /proc/stat: the aggregate "cpu " line and "btime" (0 when absent).
+ * VD_EPROTO without a "cpu " line. */
+int host_parse_stat(const char *text, size_t len, struct host_cpu_times *cpu,
+		    uint64_t *btime);
+
+struct host_meminfo {
+	uint64_t total_kb, free_kb, buffers_kb, cached_kb, sreclaimable_kb;
+	uint64_t swap_total_kb, swap_free_kb, anon_huge_kb;
+};
+
+/* /proc/meminfo.  VD_EPROTO without a positive MemTotal. */
+int host_parse_meminfo(const char *text, size_t len, struct host_meminfo *m);
+
+/* /proc/loadavg: the three averages.  VD_EPROTO unless all three parse. */
+int host_parse_loadavg(const char *text, size_t len, double load[3]);
+
+/* /proc/uptime: seconds since boot (first field).  VD_EPROTO if absent. */
+int host_parse_uptime(const char *text, size_t len, double *uptime);
+
+/* /proc/<pid>/stat: utime and stime (clock ticks).  Copes with any comm
+ * (spaces, parentheses).  VD_EPROTO when the fields are missing. */
+int host_parse_pid_stat(const char *text, size_t len, uint64_t *utime, uint64_t *stime);
+
+#define HOST_IFNAME_MAX 32      /* IFNAMSIZ is 16; be generous, truncate beyond */
+#define HOST_MAX_IFACES 1024
+
+struct host_netdev {
+	char name[HOST_IFNAME_MAX];
+	uint64_t rx_bytes, rx_packets, rx_errs, rx_drop;
+	uint64_t tx_bytes, tx_packets, tx_errs, tx_drop;
+};
+
+/* /proc/net/dev: up to max interfaces into out; returns the count (>= 0).
+ * Lines without "name:" or with fewer than 16 counters are skipped. */
+int host_parse_netdev(const char *text, size_t len, struct host_netdev *out, size_t max);
+
+/* /proc/cpuinfo summary (x86 keys, with the aarch64/s390/ppc alternatives
+ * VDSM knows). */
+struct host_cpuinfo {
+	char model[256];        /* "model name" (or CPU part / cpu) */
+	char speed[32];         /* "cpu MHz" as written, "unavailable" if none */
+	char *flags;            /* heap, space-separated as in the file; may be NULL */
+	unsigned threads;       /* processor entries */
+	unsigned cores;         /* distinct (physical id, core id); threads if unknown */
+	unsigned sockets;       /* distinct physical id; 1 if unknown */
+};
+
+int host_parse_cpuinfo(const char *text, size_t len, struct host_cpuinfo *ci);
+void host_cpuinfo_free(struct host_cpuinfo *ci);
+
+/* KEY=value / KEY="value" file (os-release): copies the value of key into out
+ * (quotes stripped).  0, or VD_ENOENT when absent. */
+int host_parse_keyval(const char *text, size_t len, const char *key, char *out, size_t outlen);
+
+/* ---- raw samples and snapshots ---------------------------------------- */
+
+/* Where the sampler reads from ("" = the real root; tests use a directory
+ * holding proc/ and sys/ trees). */
+#define HOST_ROOT_MAX 256
+
+struct host_raw {
+	uint64_t mono_ns;
+	double wall;                    /* seconds since the epoch */
+	bool cpu_ok, mem_ok, load_ok, self_ok;
+	struct host_cpu_times cpu;
+	uint64_t btime;
+	double uptime;
+	struct host_meminfo mem;
+	double load[3];
+	uint64_t self_utime, self_stime;
+	size_t nif;
+	struct host_netdev *ifs;        /* heap, HOST_MAX_IFACES entries */
+};
+
+struct host_iface {
+	char name[HOST_IFNAME_MAX];
+	char state[8];                  /* "up", "down", "unknown" */
+	unsigned speed;                 /* Mb/s; 1000 when unknown (as VDSM) */
+	uint64_t rx, tx, rx_dropped, tx_dropped, rx_errors, tx_errors;
+};
+
+struct host_snapshot {
+	atomic_uint refs;
+	double cpu_user, cpu_sys, cpu_idle;        /* % of all CPUs */
+	double cpu_user_vdsmd, cpu_sys_vdsmd;      /* % of one CPU */
+	double cpu_load;                           /* 5 minute load average */
+	int mem_used;                              /* % */
+	uint64_t mem_free_mib, swap_total_mib, swap_free_mib, anon_huge_mib;
+	uint64_t boot_time;                        /* seconds since the epoch */
+	double sample_time;                        /* wall clock of the sample */
+	uint64_t rx_dropped, tx_dropped;           /* sums over interfaces */
+	char thp_state[16];
+	size_t nif;
+	struct host_iface ifs[];
+};
+
+/* Compute a snapshot from two raw samples (prev may equal cur: zero CPU
+ * interval gives 0/0/100).  Interface state/speed come from root's
+ * sys/class/net.  Returns a snapshot with one reference. */
+struct host_snapshot *host_snapshot_build(const struct host_raw *prev,
+					  const struct host_raw *cur,
+					  const char *root, long clk_tck);
+void host_snapshot_put(struct host_snapshot *s);
+
+/* ---- capabilities ------------------------------------------------------ */
+
+#define HOST_CAPS_CODECS 8
+
+struct host_caps_enc {
+	const struct vd_writer_ops *ops;   /* identifies the codec */
+	char *bytes;
+	size_t len;
+};
+
+struct host_caps {
+	struct host_cpuinfo cpu;
+	char *cpu_flags_csv;               /* comma-joined */
+	char *online_cpus;                 /* "0,1,2,3" */
+	uint64_t mem_size_mib;
+	bool kvm;
+	char os_name[64], os_version[64], os_release[64], os_pretty[128];
+	char kernel_version[80], kernel_release[80];
+	char uuid[64];
+	char hostname[256];
+	char kernel_args[1024];
+	/* encodings, published by an atomic count; writers hold enc_lock */
+	pthread_mutex_t enc_lock;
+	atomic_uint nenc;
+	struct host_caps_enc enc[HOST_CAPS_CODECS];
+};
+
+/* Gather capabilities from root ("" = /).  Never fails: missing sources give
+ * empty/zero fields. */
+struct host_caps *host_caps_new(const char *root);
+void host_caps_free(struct host_caps *c);
+/* (verbs.c) Write the capabilities object through w (encoded once per codec, then
+ * copied with vw_raw).  Thread-safe. */
+void host_caps_write(struct host_caps *c, struct vd_writer *w);
+/* Write the object field by field (used to build the cached encoding). */
+void host_caps_encode(const struct host_caps *c, struct vd_writer *w);
+
+/* ---- the backend's state ----------------------------------------------- */
+
+struct host_state {
+	struct vdsmd *d;
+	char root[HOST_ROOT_MAX];
+	unsigned interval_ms;
+	long clk_tck;
+	/* published snapshot */
+	pthread_mutex_t snap_lock;
+	struct host_snapshot *snap;
+	/* sampler thread */
+	struct host_raw prev;                 /* sampler-owned */
+	struct vd_buf scratch;                /* sampler-owned file buffer */
+	pthread_t thread;
+	bool thread_started;
+	pthread_mutex_t stop_lock;
+	pthread_cond_t stop_cond;
+	bool stop;
+	atomic_ulong samples;                 /* count, for tests */
+	struct host_caps *caps;
+	uint64_t start_ms;                    /* vd_now_ms() at creation */
+};
+
+struct host_opts {
+	const char *root;          /* NULL or "" = real / */
+	unsigned interval_ms;      /* between samples */
+	unsigned first_ms;         /* first CPU interval (~150 ms) */
+	bool start_thread;         /* false: only the first sample (tests) */
+};
+
+/* Create the state and take the first sample (blocks first_ms).  Never
+ * returns NULL. */
+struct host_state *host_state_new(struct vdsmd *d, const struct host_opts *o);
+void host_state_free(struct host_state *h);
+/* Take one sample now and publish it (the sampler thread's step). */
+void host_sample_now(struct host_state *h);
+/* Latest snapshot with a reference (never NULL after host_state_new). */
+struct host_snapshot *host_snapshot_get(struct host_state *h);
+
+/* Read the raw counters from h->root into r (r->ifs must be allocated). */
+void host_raw_read(const char *root, struct vd_buf *scratch, struct host_raw *r);
+
+#endif
