@@ -72,6 +72,12 @@ FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRCS))
 
 all: $(VDSMD) $(CLIENT)
 
+# vdsm-client's bash completion, generated from the compiled-in verb schema
+# (installed by `make install` when present).
+all: $(BUILD)/vdsm-client.bash
+$(BUILD)/vdsm-client.bash: $(CLIENT)
+	$(CLIENT) --bash-completion > $@.tmp && mv $@.tmp $@
+
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
