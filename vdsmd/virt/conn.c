@@ -84,8 +84,9 @@ static virConnectPtr try_connect(struct virt_state *s)
 	const char *uri = s->d->cfg.libvirt_uri ? s->d->cfg.libvirt_uri : "qemu:///system";
 	virConnectPtr c = virConnectOpen(uri);
 	if (!c) {
+		s->backoff_s = s->backoff_s ? VD_MIN(s->backoff_s * 2, BACKOFF_MAX_S) : 1;
 		log_warn("virt: cannot connect to libvirt at %s: %s (retry in %u s)", uri,
-			 virt_last_error(), s->backoff_s ? s->backoff_s : 1);
+			 virt_last_error(), s->backoff_s);
 		return NULL;
 	}
 	if (!s->ever_connected)
@@ -179,10 +180,8 @@ static void sample_once(struct virt_state *s)
 	virConnectPtr c = virt_conn_get(s);
 	if (!c) {
 		c = try_connect(s);
-		if (!c) {
-			s->backoff_s = s->backoff_s ? VD_MIN(s->backoff_s * 2, BACKOFF_MAX_S) : 1;
+		if (!c)
 			return;
-		}
 		virConnectRef(c);
 	}
 	s->backoff_s = 0;

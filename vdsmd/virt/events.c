@@ -26,7 +26,7 @@ void virt_publish_status(struct virt_state *s, const char *uuid, enum virt_statu
 	vw_keyz(w, uuid);
 	vw_begin_object(w);
 	vw_kstr(w, "status", virt_status_name(st));
-	vw_kstrf(w, "statusTime", "%llu", 2147483647ull + (unsigned long long)vd_now_ms());
+	vw_kstrf(w, "statusTime", "%llu", (unsigned long long)vd_now_ms());
 	if (st == VS_PAUSED)
 		vw_kstr(w, "pauseCode", "NOERR");
 	if (st == VS_DOWN && down) {

@@ -415,7 +415,7 @@ int virt_verb_create(struct rpc_call *c)
 	vw_kstr(c->w, "vmId", id);
 	vw_kstr(c->w, "vmName", name);
 	vw_kstr(c->w, "status", virt_status_name(VS_WAIT_FOR_LAUNCH));
-	vw_kstrf(c->w, "statusTime", "%llu", 2147483647ull + (unsigned long long)vd_now_ms());
+	vw_kstrf(c->w, "statusTime", "%llu", (unsigned long long)vd_now_ms());
 	vw_kint(c->w, "memSize", mem);
 	vw_kstrf(c->w, "smp", "%lld", (long long)smp);
 	vw_kstr(c->w, "vmType", "kvm");

@@ -703,7 +703,7 @@ struct virt_snapshot *virt_sample(struct virt_state *s, virConnectPtr c)
 	uint64_t now_ms = vd_now_ms();
 	struct virt_snapshot *snap = snapshot_new();
 	snap->taken_ms = now_ms;
-	snap->status_time = 2147483647ull + now_ms;
+	snap->status_time = now_ms;  /* the clock of notify_time (rpc_event_publish) */
 	snap->connected = true;
 	const char *uri = s->d->cfg.libvirt_uri;
 	bool is_qemu = uri && strncmp(uri, "qemu", 4) == 0;

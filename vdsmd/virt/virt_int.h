@@ -141,7 +141,7 @@ struct virt_snapshot {
 	atomic_uint ref;
 	uint64_t gen;          /* 1, 2, ... */
 	uint64_t taken_ms;     /* vd_now_ms() at sample time */
-	uint64_t status_time;  /* statusTime value: 2^31-1 + taken_ms */
+	uint64_t status_time;  /* statusTime: monotonic ms, the clock of notify_time */
 	bool connected;        /* false: libvirt unreachable, VMs are the last known */
 	struct virt_vm *vms;   /* sorted by uuid */
 	unsigned nvms;
