@@ -19,7 +19,7 @@
 static void publish_task(void *ctx, const struct st_task_status *st)
 {
 	struct vdsmd *d = ctx;
-	if (!d->bus)
+	if (!d->bus || !event_bus_enabled(d->bus))
 		return;
 	struct rpc_event ev;
 	struct vd_writer *w = rpc_event_begin(&ev, d->bus, "|jobs|status|%s", st->id);
