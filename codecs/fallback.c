@@ -97,6 +97,8 @@ static int fb_decode(struct vd_arena *a, const char *bytes, size_t len,
 	static const struct vd_limits deflim = VD_LIMITS_DEFAULT;
 	if (!lim)
 		lim = &deflim;
+	if (!bytes)
+		bytes = "";
 	if (len > lim->max_size) {
 		cj_set_err(err, VD_ETOOBIG, lim->max_size, "input larger than the size limit");
 		return VD_ETOOBIG;

@@ -2,6 +2,7 @@
  * unescaping and the tree builder's scratch stacks, shared by the codecs. */
 #include "codec_int.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 
@@ -225,7 +226,11 @@ size_t cj_fmt_double(double d, char *buf)
 		return n + 2;
 	}
 	int n = 0;
-	for (int prec = 15; prec <= 17; prec++) {
+	/* A normal double carries more than 15 significant digits, so when 15
+	 * digits read back, %.15g (which drops trailing zeros) is the shortest
+	 * form; 16 or 17 digits otherwise.  Subnormals have fewer digits of
+	 * precision: search from 1. */
+	for (int prec = fabs(d) < DBL_MIN ? 1 : 15; prec <= 17; prec++) {
 		n = snprintf(buf, 32, "%.*g", prec, d);
 		if (prec == 17 || strtod(buf, NULL) == d)
 			break;

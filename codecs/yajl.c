@@ -11,7 +11,8 @@
  *     a lone surrogate into '?' or garbage); unescaped strings point into the
  *     input and are re-checked for strict UTF-8 (yajl accepts overlong forms,
  *     encoded surrogates and code points past U+10FFFF);
- *   - depth is limited in the start_map/start_array callbacks.
+ *   - depth is limited in the start_map/start_array callbacks;
+ *   - a raw form feed or vertical tab (yajl's extra whitespace) is refused.
  * yajl's own memory comes from the request arena (nothing to free, no leak on
  * any error path). */
 #include "codec_int.h"
@@ -227,6 +228,17 @@ static int y_decode(struct vd_arena *a, const char *bytes, size_t len,
 	if (len > lim->max_size) {
 		cj_set_err(err, VD_ETOOBIG, lim->max_size, "input larger than the size limit");
 		return VD_ETOOBIG;
+	}
+	/* yajl takes \f and \v for whitespace.  A raw one is never valid JSON
+	 * (not whitespace outside strings, a control character inside). */
+	if (!bytes)
+		bytes = "";
+	const char *ff = len ? memchr(bytes, '\f', len) : NULL;
+	const char *vt = len ? memchr(bytes, '\v', len) : NULL;
+	if (ff || vt) {
+		const char *at = !ff ? vt : !vt ? ff : ff < vt ? ff : vt;
+		cj_set_err(err, VD_EPROTO, (size_t)(at - bytes), "invalid character");
+		return VD_EPROTO;
 	}
 	struct yctx c;
 	yajl_alloc_funcs afs = { ya_malloc, ya_realloc, ya_free, a };

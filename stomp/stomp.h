@@ -197,8 +197,18 @@ struct stomp_client {
 	struct stomp_limits limits;
 	struct stomp_header hdr[128];
 	unsigned next_receipt;
+	/* (added) heart-beat asked for in CONNECT, and the intervals negotiated
+	 * from CONNECTED (STOMP 1.2: max of both sides, 0 when either is 0):
+	 * send a frame or EOL every hb_send_ms, expect traffic every hb_recv_ms. */
+	unsigned hb_want_send, hb_want_recv;
+	unsigned hb_send_ms, hb_recv_ms;
+	bool connected;         /* CONNECTED received */
 };
 
+/* Frames are appended to out (owned by the caller).  Header values are
+ * escaped as STOMP 1.2 requires (not on CONNECT).  NULL optional arguments
+ * leave their header out; subscribe's ack defaults to "auto";
+ * connect always sends accept-version:1.2 and heart-beat. */
 void stomp_client_init(struct stomp_client *c, struct vd_buf *out);
 void stomp_client_connect(struct stomp_client *c, const char *host, const char *login,
 			  const char *passcode, unsigned hb_send_ms, unsigned hb_recv_ms);
@@ -211,7 +221,10 @@ void stomp_client_send(struct stomp_client *c, const char *dest, const char *rep
 void stomp_client_ack(struct stomp_client *c, const char *id);
 void stomp_client_disconnect(struct stomp_client *c, const char *receipt);
 /* Parse one incoming frame (CONNECTED, MESSAGE, RECEIPT, ERROR); same
- * return convention as stomp_parse(). */
+ * return convention as stomp_parse().  f->hdr may be NULL: the client's own
+ * hdr array is used.  A client frame (SEND, ...) from the server is a
+ * framing error (VD_EPROTO).  CONNECTED sets connected and the negotiated
+ * heart-beat.  Header slices point into buf (see struct stomp_frame). */
 long stomp_client_feed(struct stomp_client *c, char *buf, size_t len,
 		       struct stomp_frame *f, const char **why);
 

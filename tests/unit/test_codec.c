@@ -253,6 +253,35 @@ START_TEST(test_msgpack)
 	ck_assert_int_eq(mp->decode(&arena, "\xc1", 1, &lim, &back, &e), VD_EPROTO);
 	ck_assert_int_eq(mp->decode(&arena, "\x01\x02", 2, &lim, &back, &e), VD_EPROTO);
 	ck_assert_int_eq(mp->decode(&arena, "\xa2\xc0\x80", 3, &lim, &back, &e), VD_EPROTO);
+	static const struct { const char *in; size_t len; int rc; } cases[] = {
+		{ "\xc4\x01x", 3, VD_EPROTO },                 /* bin8 */
+		{ "\xd4\x01\x02", 3, VD_EPROTO },             /* fixext1 */
+		{ "\xcb\x7f\xf8\0\0\0\0\0\0", 9, VD_EPROTO }, /* NaN */
+		{ "\xca\x7f\x80\0\0", 5, VD_EPROTO },         /* float32 inf */
+		{ "\x81\xa1\xff\x01", 4, VD_EPROTO },         /* key not UTF-8 */
+		{ "\xdb\0\0\0\x05" "ab", 7, VD_EPROTO },        /* str32 truncated */
+		{ "\xdf\x80\0\0\0", 5, VD_EPROTO },          /* map count > input */
+		{ "\xcd\x01", 2, VD_EPROTO },                 /* uint16 truncated */
+		{ "", 0, VD_EPROTO },
+		{ "\xca\x3f\xc0\0\0", 5, 0 },                 /* float32 1.5 */
+		{ "\xd3\x80\0\0\0\0\0\0\0", 9, 0 },          /* int64 min */
+		{ "\xcf\xff\xff\xff\xff\xff\xff\xff\xff", 9, 0 }, /* uint64 max */
+	};
+	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++)
+		ck_assert_msg(mp->decode(&arena, cases[k].in, cases[k].len, &lim, &back, &e) ==
+			      cases[k].rc, "msgpack case %zu", k);
+	ck_assert_int_eq(mp->decode(&arena, "\xca\x3f\xc0\0\0", 5, &lim, &back, &e), 0);
+	ck_assert(back->type == VD_DOUBLE && back->v.d == 1.5);
+	ck_assert_int_eq(mp->decode(&arena, "\xcf\xff\xff\xff\xff\xff\xff\xff\xff", 9, &lim,
+					&back, &e), 0);
+	ck_assert(back->type == VD_UINT && back->v.u == UINT64_MAX);
+	/* depth: 64 nested arrays decode, 65 do not */
+	char deep[66];
+	memset(deep, 0x91, 65);
+	deep[65] = (char)0xc0;
+	ck_assert_int_eq(mp->decode(&arena, deep + 1, 65, &lim, &back, &e), 0);
+	ck_assert_int_eq(mp->decode(&arena, deep, 66, &lim, &back, &e), VD_EDEPTH);
+	ck_assert_uint_eq(e.offset, 64);
 	buf_free(&b);
 }
 END_TEST
