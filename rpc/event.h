@@ -32,6 +32,12 @@ void event_bus_free(struct event_bus *bus);
 void event_bus_set_wake(struct event_bus *bus, void (*wake)(void *ctx), void *ctx);
 /* Events are published only while enabled (the agent is ready). */
 void event_bus_set_enabled(struct event_bus *bus, bool enabled);
+/* Whether publishing is enabled now (lets a publisher skip building an
+ * event that would be dropped; additive). */
+bool event_bus_enabled(struct event_bus *bus);
+/* The clock of notify_time: monotonic milliseconds (vd_now_ms), exported so
+ * VM statusTime values compare with event times (additive). */
+uint64_t rpc_event_time_ms(void);
 
 struct vd_writer *rpc_event_begin(struct rpc_event *ev, struct event_bus *bus,
 				  const char *method_fmt, ...) VD_PRINTF(3, 4);
@@ -47,6 +53,7 @@ size_t event_bus_drain(struct event_bus *bus,
 struct event_bus_stats {
 	uint64_t published;   /* accepted into the queue */
 	uint64_t dropped;     /* dropped at the bus (queue full or not ready) */
+	size_t queued;        /* waiting for the loop thread now (additive) */
 };
 void event_bus_stats(const struct event_bus *bus, struct event_bus_stats *out);
 

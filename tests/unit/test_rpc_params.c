@@ -196,7 +196,7 @@ END_TEST
 START_TEST(too_many_params)
 {
 	static struct rpc_param p[RPC_MAX_PARAMS + 1];
-	static char names[RPC_MAX_PARAMS + 1][8];
+	static char names[RPC_MAX_PARAMS + 1][16];
 	for (int i = 0; i <= RPC_MAX_PARAMS; i++) {
 		snprintf(names[i], sizeof(names[i]), "p%d", i);
 		p[i] = (struct rpc_param){ names[i], RPC_T_ANY, false, NULL, NULL };

@@ -1,0 +1,481 @@
+/* vdsmd/storage/st_domain.c - storage domains, the registry of known domains
+ * under storage_root, the single-host storage pool, and st_open/st_close.
+ *
+ * On disk:
+ *   <storage_root>/domains.reg       key=value: sdUUID=<base directory>
+ *   <storage_root>/pool.meta         the pool (this host is always SPM)
+ *   <storage_root>/tasks/<id>.task   task records (st_task.c)
+ *   <base>/<sdUUID>/dom_md/metadata  the domain's key=value metadata
+ *   <base>/<sdUUID>/images/<imgUUID>/<volUUID>{,.meta}
+ * Every file is replaced atomically (st_write_atomic). */
+#include "st.h"
+#include "../../common/log.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const struct { int v; const char *name; } domtypes[] = {
+	{ ST_DT_NFS, "NFS" }, { ST_DT_LOCALFS, "LOCALFS" }, { ST_DT_POSIXFS, "POSIXFS" },
+};
+
+const char *st_domtype_name(int type)
+{
+	for (size_t i = 0; i < VD_ARRAY_SIZE(domtypes); i++)
+		if (domtypes[i].v == type)
+			return domtypes[i].name;
+	return NULL;
+}
+
+static int domtype_parse(const char *s)
+{
+	for (size_t i = 0; s && i < VD_ARRAY_SIZE(domtypes); i++)
+		if (strcmp(domtypes[i].name, s) == 0)
+			return domtypes[i].v;
+	return 0;
+}
+
+const char *st_domclass_name(int dclass)
+{
+	switch (dclass) {
+	case ST_DC_DATA: return "Data";
+	case ST_DC_ISO: return "Iso";
+	case ST_DC_BACKUP: return "Backup";
+	}
+	return NULL;
+}
+
+int st_domclass_parse(const char *s)
+{
+	if (!s)
+		return 0;
+	if (strcasecmp(s, "Data") == 0 || strcmp(s, "1") == 0)
+		return ST_DC_DATA;
+	if (strcasecmp(s, "Iso") == 0 || strcmp(s, "2") == 0)
+		return ST_DC_ISO;
+	if (strcasecmp(s, "Backup") == 0 || strcmp(s, "3") == 0)
+		return ST_DC_BACKUP;
+	return 0;
+}
+
+struct st_domain *st_domain_get(struct storage_state *s, const char *sd, struct st_err *e)
+{
+	struct st_domain *d = st_is_uuid(sd) ? map_get(&s->domains, sd) : NULL;
+	if (!d || d->formatting) {
+		st_fail(e, RPC_E_NO_DOMAIN, "%s", st_is_uuid(sd) ? sd : "invalid id");
+		return NULL;
+	}
+	return d;
+}
+
+/* ---- metadata ------------------------------------------------------------ */
+
+static void dom_to_kv(const struct st_domain *d, struct st_kv *kv)
+{
+	kv_init(kv);
+	kv_set(kv, "SDUUID", d->uuid);
+	kv_set(kv, "TYPE", st_domtype_name(d->type));
+	kv_set(kv, "CLASS", st_domclass_name(d->dclass));
+	kv_set(kv, "DESCRIPTION", d->name);
+	kv_set(kv, "REMOTE_PATH", d->remote);
+	kv_setf(kv, "VERSION", "%d", d->version);
+	kv_set(kv, "POOL_UUID", d->pool);
+	kv_set(kv, "ROLE", d->master ? "Master" : "Regular");
+	kv_set(kv, "BLOCK_SIZE", "512");
+	kv_set(kv, "ALIGNMENT", "1048576");
+}
+
+int st_domain_write_meta(struct storage_state *s, struct st_domain *d)
+{
+	struct st_kv kv;
+	pthread_mutex_lock(&s->lock);
+	dom_to_kv(d, &kv);
+	char *path = st_pathf("%s/dom_md/metadata", d->dir);
+	pthread_mutex_unlock(&s->lock);
+	int rc = kv_write_file(&kv, path);
+	kv_free(&kv);
+	free(path);
+	return rc;
+}
+
+static int dom_load(struct st_domain *d, const char *base)
+{
+	struct st_kv kv;
+	d->base = xstrdup(base);
+	d->dir = st_path(base, d->uuid);
+	char *path = st_pathf("%s/dom_md/metadata", d->dir);
+	int rc = kv_read_file(&kv, path);
+	free(path);
+	if (rc)
+		return rc;
+	const char *u = kv_get(&kv, "SDUUID");
+	d->type = domtype_parse(kv_get(&kv, "TYPE"));
+	d->dclass = st_domclass_parse(kv_get(&kv, "CLASS"));
+	if (!u || strcmp(u, d->uuid) != 0 || !d->type || !d->dclass) {
+		kv_free(&kv);
+		return VD_EPROTO;
+	}
+	d->name = xstrdup(kv_get(&kv, "DESCRIPTION") ? kv_get(&kv, "DESCRIPTION") : "");
+	d->remote = xstrdup(kv_get(&kv, "REMOTE_PATH") ? kv_get(&kv, "REMOTE_PATH") : "");
+	d->version = (int)kv_get_int(&kv, "VERSION", 5);
+	const char *p = kv_get(&kv, "POOL_UUID");
+	snprintf(d->pool, sizeof(d->pool), "%.36s", p && st_is_uuid(p) ? p : "");
+	d->master = kv_get(&kv, "ROLE") && strcmp(kv_get(&kv, "ROLE"), "Master") == 0;
+	kv_free(&kv);
+	return 0;
+}
+
+/* Caller holds the lock; the registry write itself is small and atomic. */
+int st_registry_save(struct storage_state *s)
+{
+	struct st_kv kv;
+	kv_init(&kv);
+	for (struct st_map_ent *e = map_first(&s->domains); e; e = map_next(&s->domains, e)) {
+		struct st_domain *d = map_val(e);
+		if (!d->formatting)
+			kv_set(&kv, d->uuid, d->base);
+	}
+	char *path = st_path(s->root, "domains.reg");
+	int rc = kv_write_file(&kv, path);
+	free(path);
+	kv_free(&kv);
+	return rc;
+}
+
+/* ---- create / format ----------------------------------------------------- */
+
+/* The directory that holds <sdUUID>/ for typeArgs. */
+static char *resolve_base(struct storage_state *s, const char *type_args, struct st_err *e)
+{
+	if (!type_args || !*type_args)
+		return xstrdup(s->root);
+	if (type_args[0] == '/') {
+		if (strstr(type_args, "/../") || strstr(type_args, "/./") ||
+		    (strlen(type_args) >= 3 && strcmp(type_args + strlen(type_args) - 3, "/..") == 0)) {
+			st_fail(e, RPC_E_PARAMS, "typeArgs: path must be canonical");
+			return NULL;
+		}
+		return xstrdup(type_args);
+	}
+	/* "server:/export": the mount VDSM would have made, under
+	 * <storage_root>/mnt/<server:_export> (vdsmd does not mount). */
+	char *m = xstrdup(type_args);
+	for (char *p = m; *p; p++)
+		if (*p == '/')
+			*p = '_';
+	if (strcmp(m, ".") == 0 || strcmp(m, "..") == 0) {
+		free(m);
+		st_fail(e, RPC_E_PARAMS, "typeArgs: invalid remote path");
+		return NULL;
+	}
+	char *b = st_pathf("%s/mnt/%s", s->root, m);
+	free(m);
+	return b;
+}
+
+int st_domain_create(struct storage_state *s, const char *sd, int type, const char *type_args,
+		     const char *name, int dclass, int version, struct st_err *e)
+{
+	if (!st_is_uuid(sd))
+		return st_fail(e, RPC_E_PARAMS, "storagedomainID: not a UUID");
+	if (!st_domtype_name(type))
+		return st_fail(e, RPC_E_PARAMS, "domainType: unsupported storage type %d "
+			       "(file domains: 1 NFS, 4 LOCALFS, 6 POSIXFS)", type);
+	if (!st_domclass_name(dclass))
+		return st_fail(e, RPC_E_PARAMS, "domainClass: unknown class %d", dclass);
+	if (version == 0)
+		version = 5;
+	if (version < 0 || version > 5)
+		return st_fail(e, RPC_E_PARAMS, "version: unsupported domain version %d", version);
+	char *base = resolve_base(s, type_args, e);
+	if (!base)
+		return -1;
+	struct stat st;
+	if (stat(base, &st) < 0 || !S_ISDIR(st.st_mode)) {
+		st_fail(e, RPC_E_GENERAL, "storage path %s is not an accessible directory", base);
+		free(base);
+		return -1;
+	}
+	struct st_domain *d = dom_new(sd);
+	d->type = type;
+	d->dclass = dclass;
+	d->version = version;
+	d->name = st_clean_text(name, ST_NAME_MAX);
+	d->remote = st_clean_text(type_args, 4096);
+	d->base = base;
+	d->dir = st_path(base, sd);
+	d->formatting = true;   /* invisible until complete */
+	pthread_mutex_lock(&s->lock);
+	if (map_get(&s->domains, sd)) {
+		pthread_mutex_unlock(&s->lock);
+		dom_free(d);
+		return st_fail(e, RPC_E_DOMAIN_EXISTS, "%s", sd);
+	}
+	map_put(&s->domains, d->uuid, d);
+	pthread_mutex_unlock(&s->lock);
+
+	int rc = 0;
+	char *md = st_path(d->dir, "dom_md"), *im = st_path(d->dir, "images");
+	if (mkdir(d->dir, 0755) < 0) {
+		rc = -errno;
+		if (errno == EEXIST)
+			st_fail(e, RPC_E_DOMAIN_EXISTS, "%s already exists in %s", sd, base);
+		else
+			st_fail(e, RPC_E_GENERAL, "cannot create %s: %s", d->dir, strerror(-rc));
+		goto fail;
+	}
+	if (mkdir(md, 0755) < 0 || mkdir(im, 0755) < 0) {
+		rc = -errno;
+		st_fail(e, RPC_E_GENERAL, "cannot create domain layout: %s", strerror(-rc));
+		st_rmtree(d->dir);
+		goto fail;
+	}
+	if ((rc = st_domain_write_meta(s, d)) < 0 || (rc = st_fsync_dir(d->dir)) < 0 ||
+	    (rc = st_fsync_dir(base)) < 0) {
+		st_fail(e, RPC_E_GENERAL, "cannot write domain metadata: %s", strerror(-rc));
+		st_rmtree(d->dir);
+		goto fail;
+	}
+	pthread_mutex_lock(&s->lock);
+	d->formatting = false;
+	rc = st_registry_save(s);
+	if (rc < 0) {
+		d->formatting = true;
+		pthread_mutex_unlock(&s->lock);
+		st_fail(e, RPC_E_GENERAL, "cannot update the domain registry: %s", strerror(-rc));
+		st_rmtree(d->dir);
+		goto fail;
+	}
+	pthread_mutex_unlock(&s->lock);
+	free(md);
+	free(im);
+	log_info("storage: created domain %s (%s) at %s", sd, st_domtype_name(type), d->dir);
+	st_monitor_once(s);
+	return 0;
+fail:
+	pthread_mutex_lock(&s->lock);
+	map_del(&s->domains, sd);
+	pthread_mutex_unlock(&s->lock);
+	dom_free(d);
+	free(md);
+	free(im);
+	return -1;
+}
+
+int st_domain_format(struct storage_state *s, const char *sd, struct st_err *e)
+{
+	pthread_mutex_lock(&s->lock);
+	struct st_domain *d = st_domain_get(s, sd, e);
+	if (!d) {
+		pthread_mutex_unlock(&s->lock);
+		return -1;
+	}
+	if (d->busy) {
+		pthread_mutex_unlock(&s->lock);
+		return st_fail(e, RPC_E_GENERAL, "storage domain %s has operations in progress", sd);
+	}
+	d->formatting = true;   /* no new operation can find it */
+	int rc = st_registry_save(s);
+	if (rc < 0) {
+		d->formatting = false;
+		pthread_mutex_unlock(&s->lock);
+		return st_fail(e, RPC_E_GENERAL, "cannot update the domain registry: %s", strerror(-rc));
+	}
+	if (strcmp(s->pool_master, sd) == 0)
+		s->pool_master[0] = '\0';
+	pthread_mutex_unlock(&s->lock);
+	/* Unregistered first: a crash midway leaves an unknown directory,
+	 * never a half-removed domain that is still served. */
+	rc = st_rmtree(d->dir);
+	if (rc < 0)
+		log_warn("storage: format %s: removing %s: %s", sd, d->dir, strerror(-rc));
+	pthread_mutex_lock(&s->lock);
+	map_del(&s->domains, sd);
+	pthread_mutex_unlock(&s->lock);
+	log_info("storage: formatted domain %s", sd);
+	dom_free(d);
+	return 0;
+}
+
+/* ---- pool ---------------------------------------------------------------- */
+
+static int pool_save(struct storage_state *s)
+{
+	struct st_kv kv;
+	kv_init(&kv);
+	kv_set(&kv, "POOL_UUID", s->pool_uuid);
+	kv_set(&kv, "NAME", s->pool_name ? s->pool_name : "");
+	kv_set(&kv, "MASTER_SDUUID", s->pool_master);
+	kv_setf(&kv, "MASTER_VERSION", "%d", s->pool_master_ver);
+	kv_set(&kv, "CONNECTED", s->pool_connected ? "1" : "0");
+	char *path = st_path(s->root, "pool.meta");
+	int rc = kv_write_file(&kv, path);
+	free(path);
+	kv_free(&kv);
+	return rc;
+}
+
+static void pool_load(struct storage_state *s)
+{
+	struct st_kv kv;
+	char *path = st_path(s->root, "pool.meta");
+	if (kv_read_file(&kv, path) == 0) {
+		const char *u = kv_get(&kv, "POOL_UUID"), *m = kv_get(&kv, "MASTER_SDUUID");
+		if (st_is_uuid(u)) {
+			snprintf(s->pool_uuid, sizeof(s->pool_uuid), "%.36s", u);
+			s->pool_name = xstrdup(kv_get(&kv, "NAME") ? kv_get(&kv, "NAME") : "");
+			snprintf(s->pool_master, sizeof(s->pool_master), "%.36s", st_is_uuid(m) ? m : "");
+			s->pool_master_ver = (int)kv_get_int(&kv, "MASTER_VERSION", 0);
+			s->pool_connected = kv_get_int(&kv, "CONNECTED", 0) == 1;
+		}
+		kv_free(&kv);
+	}
+	free(path);
+}
+
+int st_pool_create(struct storage_state *s, const char *sp, const char *name, const char *master,
+		   int master_ver, const char *const *doms, size_t ndoms, struct st_err *e)
+{
+	if (!st_is_uuid(sp) || !st_is_uuid(master))
+		return st_fail(e, RPC_E_PARAMS, "storagepoolID/masterSdUUID: not a UUID");
+	bool master_listed = false;
+	pthread_mutex_lock(&s->lock);
+	if (s->pool_uuid[0] && strcmp(s->pool_uuid, sp) != 0) {
+		pthread_mutex_unlock(&s->lock);
+		return st_fail(e, RPC_E_GENERAL, "this host already has storage pool %s", s->pool_uuid);
+	}
+	for (size_t i = 0; i < ndoms; i++) {
+		if (!st_domain_get(s, doms[i], e)) {
+			pthread_mutex_unlock(&s->lock);
+			return -1;
+		}
+		if (strcmp(doms[i], master) == 0)
+			master_listed = true;
+	}
+	if (!master_listed || !st_domain_get(s, master, e)) {
+		pthread_mutex_unlock(&s->lock);
+		if (!master_listed)
+			return st_fail(e, RPC_E_PARAMS, "masterSdUUID: not in domainList");
+		return -1;
+	}
+	struct st_domain **list = xcalloc(ndoms, sizeof(*list));
+	for (size_t i = 0; i < ndoms; i++) {
+		list[i] = map_get(&s->domains, doms[i]);
+		snprintf(list[i]->pool, sizeof(list[i]->pool), "%.36s", sp);
+		list[i]->master = strcmp(doms[i], master) == 0;
+		list[i]->busy++;
+	}
+	snprintf(s->pool_uuid, sizeof(s->pool_uuid), "%.36s", sp);
+	free(s->pool_name);
+	s->pool_name = st_clean_text(name, ST_NAME_MAX);
+	snprintf(s->pool_master, sizeof(s->pool_master), "%.36s", master);
+	s->pool_master_ver = master_ver;
+	s->pool_connected = true;
+	int rc = pool_save(s);
+	pthread_mutex_unlock(&s->lock);
+	for (size_t i = 0; i < ndoms; i++) {
+		int r = st_domain_write_meta(s, list[i]);
+		if (r < 0 && rc == 0)
+			rc = r;
+		pthread_mutex_lock(&s->lock);
+		list[i]->busy--;
+		pthread_mutex_unlock(&s->lock);
+	}
+	free(list);
+	if (rc < 0)
+		return st_fail(e, RPC_E_GENERAL, "cannot write pool metadata: %s", strerror(-rc));
+	return 0;
+}
+
+int st_pool_connect(struct storage_state *s, const char *sp, bool connect, struct st_err *e)
+{
+	pthread_mutex_lock(&s->lock);
+	if (!s->pool_uuid[0] || strcmp(s->pool_uuid, sp) != 0) {
+		pthread_mutex_unlock(&s->lock);
+		return st_fail(e, RPC_E_GENERAL, "Unknown pool id, pool not connected: %s", sp);
+	}
+	s->pool_connected = connect;
+	int rc = pool_save(s);
+	pthread_mutex_unlock(&s->lock);
+	if (rc < 0)
+		return st_fail(e, RPC_E_GENERAL, "cannot write pool metadata: %s", strerror(-rc));
+	return 0;
+}
+
+/* ---- open / close -------------------------------------------------------- */
+
+struct storage_state *st_open(const char *root, char *why, size_t whylen)
+{
+	char *tasks = st_path(root, "tasks");
+	int rc = st_mkdir_p(root, 0755);
+	if (rc == 0)
+		rc = st_mkdir_p(tasks, 0755);
+	free(tasks);
+	if (rc < 0) {
+		snprintf(why, whylen, "storage_root %s: %s", root, strerror(-rc));
+		return NULL;
+	}
+	struct storage_state *s = xcalloc(1, sizeof(*s));
+	s->root = xstrdup(root);
+	pthread_mutex_init(&s->lock, NULL);
+	pthread_cond_init(&s->task_cond, NULL);
+	pthread_cond_init(&s->monitor_cond, NULL);
+	map_init(&s->domains);
+	map_init(&s->tasks);
+	s->monitor_interval_ms = 10000;
+
+	struct st_kv reg;
+	char *path = st_path(root, "domains.reg");
+	rc = kv_read_file(&reg, path);
+	free(path);
+	if (rc == VD_ENOENT) {
+		kv_init(&reg);
+	} else if (rc) {
+		snprintf(why, whylen, "storage_root %s: domain registry is unreadable or corrupt", root);
+		st_close(s);
+		return NULL;
+	}
+	for (size_t i = 0; i < reg.n; i++) {
+		if (!st_is_uuid(reg.keys[i]) || reg.vals[i][0] != '/') {
+			log_warn("storage: registry: ignoring bad entry %s", reg.keys[i]);
+			continue;
+		}
+		struct st_domain *d = dom_new(reg.keys[i]);
+		rc = dom_load(d, reg.vals[i]);
+		if (rc) {
+			log_error("storage: domain %s at %s: metadata %s; not served", d->uuid,
+				  d->dir, rc == VD_ENOENT ? "missing" : "invalid");
+			dom_free(d);
+			continue;
+		}
+		map_put(&s->domains, d->uuid, d);
+		st_scan_domain(s, d);
+	}
+	kv_free(&reg);
+	pool_load(s);
+	st_tasks_load(s);
+	return s;
+}
+
+void st_close(struct storage_state *s)
+{
+	if (!s)
+		return;
+	st_stop_monitor(s);
+	st_stop_workers(s);
+	for (struct st_map_ent *e = map_first(&s->domains); e; e = map_next(&s->domains, e))
+		dom_free(map_val(e));
+	map_free(&s->domains);
+	for (struct st_map_ent *e = map_first(&s->tasks); e; e = map_next(&s->tasks, e))
+		free(map_val(e));
+	map_free(&s->tasks);
+	pthread_mutex_destroy(&s->lock);
+	pthread_cond_destroy(&s->task_cond);
+	pthread_cond_destroy(&s->monitor_cond);
+	free(s->pool_name);
+	free(s->root);
+	free(s);
+}

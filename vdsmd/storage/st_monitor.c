@@ -1,0 +1,135 @@
+/* vdsmd/storage/st_monitor.c - the domain monitor thread.
+ *
+ * Every interval (10 s) each domain is checked off the lock: its metadata is
+ * read and verified (the delay of that read is the domain's "delay"), and
+ * statvfs gives disktotal/diskfree.  Results land in the index, where
+ * Host.getStats and StorageDomain.getStats read them without any I/O. */
+#include "st.h"
+#include "../../common/log.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/statvfs.h>
+#include <time.h>
+
+struct probe {
+	char uuid[37];
+	char *dir;
+	int code;
+	double delay;
+	int64_t total, avail;
+};
+
+void st_monitor_once(struct storage_state *s)
+{
+	pthread_mutex_lock(&s->lock);
+	size_t n = 0, cap = s->domains.n;
+	struct probe *pr = xcalloc(cap ? cap : 1, sizeof(*pr));
+	for (struct st_map_ent *e = map_first(&s->domains); e; e = map_next(&s->domains, e)) {
+		struct st_domain *d = map_val(e);
+		if (d->formatting || n == cap)
+			continue;
+		snprintf(pr[n].uuid, sizeof(pr[n].uuid), "%.36s", d->uuid);
+		pr[n].dir = xstrdup(d->dir);
+		n++;
+	}
+	pthread_mutex_unlock(&s->lock);
+
+	for (size_t i = 0; i < n; i++) {
+		uint64_t t0 = vd_now_ns();
+		char *md = st_pathf("%s/dom_md/metadata", pr[i].dir);
+		struct st_kv kv;
+		int rc = kv_read_file(&kv, md);
+		free(md);
+		if (rc == 0) {
+			const char *u = kv_get(&kv, "SDUUID");
+			if (!u || strcmp(u, pr[i].uuid) != 0)
+				rc = VD_EPROTO;
+			kv_free(&kv);
+		}
+		pr[i].delay = (double)(vd_now_ns() - t0) / 1e9;
+		/* VDSM's codes: 358 domain missing, 350 metadata invalid. */
+		pr[i].code = rc == 0 ? 0 : rc == VD_ENOENT ? 358 : rc == VD_EPROTO ? 350 : 200;
+		struct statvfs vfs;
+		if (statvfs(pr[i].dir, &vfs) == 0) {
+			pr[i].total = (int64_t)vfs.f_blocks * (int64_t)vfs.f_frsize;
+			pr[i].avail = (int64_t)vfs.f_bavail * (int64_t)vfs.f_frsize;
+		} else {
+			pr[i].total = pr[i].avail = -1;
+		}
+	}
+
+	uint64_t now = vd_now_ms();
+	pthread_mutex_lock(&s->lock);
+	for (size_t i = 0; i < n; i++) {
+		struct st_domain *d = map_get(&s->domains, pr[i].uuid);
+		if (d) {
+			if (d->mon_code == 0 && pr[i].code != 0)
+				log_warn("storage: monitor: domain %s became invalid (code %d)",
+					 d->uuid, pr[i].code);
+			d->mon_code = pr[i].code;
+			d->mon_valid = pr[i].code == 0;
+			d->mon_delay = pr[i].delay;
+			d->mon_last_ms = now ? now : 1;
+			if (pr[i].total >= 0) {
+				d->disktotal = pr[i].total;
+				d->diskfree = pr[i].avail;
+			}
+		}
+		free(pr[i].dir);
+	}
+	s->monitor_rounds++;
+	pthread_mutex_unlock(&s->lock);
+	free(pr);
+}
+
+static void *monitor_main(void *arg)
+{
+	struct storage_state *s = arg;
+	for (;;) {
+		st_monitor_once(s);
+		pthread_mutex_lock(&s->lock);
+		if (s->monitor_started) {
+			struct timespec dl;
+			clock_gettime(CLOCK_REALTIME, &dl);
+			dl.tv_sec += s->monitor_interval_ms / 1000;
+			dl.tv_nsec += (long)(s->monitor_interval_ms % 1000) * 1000000L;
+			if (dl.tv_nsec >= 1000000000L) {
+				dl.tv_sec++;
+				dl.tv_nsec -= 1000000000L;
+			}
+			pthread_cond_timedwait(&s->monitor_cond, &s->lock, &dl);
+		}
+		bool stop = !s->monitor_started;
+		pthread_mutex_unlock(&s->lock);
+		if (stop)
+			break;
+	}
+	return NULL;
+}
+
+int st_start_monitor(struct storage_state *s, unsigned interval_ms)
+{
+	s->monitor_interval_ms = interval_ms ? interval_ms : 10000;
+	s->monitor_started = true;
+	int rc = pthread_create(&s->monitor, NULL, monitor_main, s);
+	if (rc != 0) {
+		s->monitor_started = false;
+		log_error("storage: cannot start the domain monitor: %s", strerror(rc));
+		return VD_EIO;
+	}
+	return 0;
+}
+
+void st_stop_monitor(struct storage_state *s)
+{
+	pthread_mutex_lock(&s->lock);
+	bool running = s->monitor_started;
+	s->monitor_started = false;
+	pthread_cond_broadcast(&s->monitor_cond);
+	pthread_mutex_unlock(&s->lock);
+	if (running)
+		pthread_join(s->monitor, NULL);
+}

@@ -1,0 +1,433 @@
+/* vdsmd/storage/st_task.c - asynchronous storage tasks: the table, the
+ * persisted records under <storage_root>/tasks/, the executor threads,
+ * Task.stop / Task.clear and recovery after a restart.
+ *
+ * Tasks run on the storage executor's own threads (not the shared worker
+ * pool): a long preallocation must never starve the blocking verbs the pool
+ * serves.  States and results are VDSM's: init -> running -> finished, or
+ * aborting after Task.stop; results success, cleanSuccess (failed and rolled
+ * back), cleanFailure (failed and the rollback failed too).
+ *
+ * Persistence: a record is written (atomically) before the task is queued and
+ * again, finished, before its outcome becomes visible.  A record found
+ * unfinished at startup belongs to a task that died with vdsmd: it is
+ * reported failed, "aborted by restart" (the startup scan has already removed
+ * the partial files it left). */
+#include "st.h"
+#include "../../common/log.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+const char *st_task_state_name(enum st_task_state s)
+{
+	switch (s) {
+	case ST_TS_INIT: return "init";
+	case ST_TS_RUNNING: return "running";
+	case ST_TS_ABORTING: return "aborting";
+	case ST_TS_FINISHED: return "finished";
+	}
+	return "unknown";
+}
+
+const char *st_task_result_name(enum st_task_result r)
+{
+	switch (r) {
+	case ST_TR_NONE: return "";
+	case ST_TR_SUCCESS: return "success";
+	case ST_TR_CLEAN_SUCCESS: return "cleanSuccess";
+	case ST_TR_CLEAN_FAILURE: return "cleanFailure";
+	}
+	return "";
+}
+
+static enum st_task_result result_parse(const char *s)
+{
+	if (!s)
+		return ST_TR_NONE;
+	if (strcmp(s, "success") == 0)
+		return ST_TR_SUCCESS;
+	if (strcmp(s, "cleanSuccess") == 0)
+		return ST_TR_CLEAN_SUCCESS;
+	if (strcmp(s, "cleanFailure") == 0)
+		return ST_TR_CLEAN_FAILURE;
+	return ST_TR_NONE;
+}
+
+static const char *kind_verb(enum st_task_kind k)
+{
+	switch (k) {
+	case ST_TK_CREATE: return "createVolume";
+	case ST_TK_DELETE: return "deleteVolume";
+	case ST_TK_IMAGE_DELETE: return "deleteImage";
+	}
+	return "unknown";
+}
+
+char *st_task_path(const struct storage_state *s, const char *id)
+{
+	return st_pathf("%s/tasks/%s.task", s->root, id);
+}
+
+struct st_task *st_task_alloc(enum st_task_kind kind)
+{
+	struct st_task *t = xcalloc(1, sizeof(*t));
+	vd_uuid_generate(t->id);
+	t->kind = kind;
+	t->verb = kind_verb(kind);
+	t->state = ST_TS_INIT;
+	snprintf(t->message, sizeof(t->message), "Task is initializing");
+	t->ctime = (uint64_t)time(NULL);
+	return t;
+}
+
+void st_task_status_copy(const struct st_task *t, struct st_task_status *out)
+{
+	snprintf(out->id, sizeof(out->id), "%.36s", t->id);
+	out->verb = t->verb;
+	out->state = t->state;
+	out->result = t->result;
+	out->code = t->code;
+	snprintf(out->message, sizeof(out->message), "%s", t->message);
+	out->progress = t->progress;
+}
+
+/* Persist t as it is (the state on disk is only "running" or "finished"). */
+int st_task_persist(const struct storage_state *s, const struct st_task *t)
+{
+	struct st_kv kv;
+	kv_init(&kv);
+	kv_set(&kv, "ID", t->id);
+	kv_set(&kv, "VERB", t->verb);
+	kv_setf(&kv, "KIND", "%d", (int)t->kind);
+	kv_set(&kv, "STATE", t->state == ST_TS_FINISHED ? "finished" : "running");
+	kv_set(&kv, "RESULT", st_task_result_name(t->result));
+	kv_setf(&kv, "CODE", "%d", t->code);
+	kv_set(&kv, "MESSAGE", t->message);
+	kv_set(&kv, "SDUUID", t->sd);
+	kv_set(&kv, "IMGUUID", t->img);
+	kv_set(&kv, "VOLUUID", t->vol);
+	kv_setf(&kv, "CTIME", "%llu", (unsigned long long)t->ctime);
+	char *path = st_task_path(s, t->id);
+	int rc = kv_write_file(&kv, path);
+	free(path);
+	kv_free(&kv);
+	return rc;
+}
+
+static void notify(struct storage_state *s, const struct st_task_status *st)
+{
+	if (s->notify)
+		s->notify(s->notify_ctx, st);
+}
+
+bool st_task_queue_has_room(const struct storage_state *s)
+{
+	return s->queued < ST_MAX_QUEUED_TASKS;
+}
+
+void st_task_submit(struct storage_state *s, struct st_task *t)
+{
+	struct st_task_status st;
+	pthread_mutex_lock(&s->lock);
+	map_put(&s->tasks, t->id, t);
+	t->qnext = NULL;
+	if (s->qtail)
+		s->qtail->qnext = t;
+	else
+		s->qhead = t;
+	s->qtail = t;
+	s->queued++;
+	st_task_status_copy(t, &st);
+	pthread_cond_broadcast(&s->task_cond);
+	pthread_mutex_unlock(&s->lock);
+	notify(s, &st);
+}
+
+void st_task_finish(struct storage_state *s, struct st_task *t, enum st_task_result r,
+		    int code, const char *msg)
+{
+	struct st_task copy = *t;
+	copy.state = ST_TS_FINISHED;
+	copy.result = r;
+	copy.code = code;
+	snprintf(copy.message, sizeof(copy.message), "%s", msg);
+	int rc = st_task_persist(s, &copy);
+	if (rc < 0)
+		log_error("storage: task %s: cannot persist its result: %s", t->id, strerror(-rc));
+	struct st_task_status st;
+	pthread_mutex_lock(&s->lock);
+	t->state = ST_TS_FINISHED;
+	t->result = r;
+	t->code = code;
+	snprintf(t->message, sizeof(t->message), "%s", msg);
+	if (r == ST_TR_SUCCESS)
+		t->progress = 100;
+	st_task_status_copy(t, &st);
+	pthread_cond_broadcast(&s->task_cond);
+	pthread_mutex_unlock(&s->lock);
+	if (r == ST_TR_SUCCESS)
+		log_debug("storage: task %s (%s) finished", t->id, t->verb);
+	else
+		log_info("storage: task %s (%s) failed: %s", t->id, t->verb, msg);
+	notify(s, &st);
+}
+
+/* ---- executor ------------------------------------------------------------ */
+
+static void *executor(void *arg)
+{
+	struct storage_state *s = arg;
+	pthread_mutex_lock(&s->lock);
+	for (;;) {
+		while (!s->quit && !s->qhead)
+			pthread_cond_wait(&s->task_cond, &s->lock);
+		if (s->quit)
+			break;
+		struct st_task *t = s->qhead;
+		s->qhead = t->qnext;
+		if (!s->qhead)
+			s->qtail = NULL;
+		s->queued--;
+		if (t->state == ST_TS_INIT) {
+			t->state = ST_TS_RUNNING;
+			snprintf(t->message, sizeof(t->message), "running job 1 of 1");
+		}
+		struct st_task_status st;
+		st_task_status_copy(t, &st);
+		pthread_mutex_unlock(&s->lock);
+		notify(s, &st);
+		st_task_run(s, t);
+		pthread_mutex_lock(&s->lock);
+	}
+	pthread_mutex_unlock(&s->lock);
+	return NULL;
+}
+
+int st_start_workers(struct storage_state *s, unsigned nthreads)
+{
+	if (nthreads == 0)
+		nthreads = 1;
+	s->threads = xcalloc(nthreads, sizeof(*s->threads));
+	s->quit = false;
+	for (unsigned i = 0; i < nthreads; i++) {
+		int rc = pthread_create(&s->threads[i], NULL, executor, s);
+		if (rc != 0) {
+			log_error("storage: cannot start task thread: %s", strerror(rc));
+			break;
+		}
+		s->nthreads++;
+	}
+	return s->nthreads ? 0 : VD_EIO;
+}
+
+void st_stop_workers(struct storage_state *s)
+{
+	if (!s->threads)
+		return;
+	pthread_mutex_lock(&s->lock);
+	s->quit = true;
+	/* Running tasks roll back; queued ones stay unfinished on disk and
+	 * are reported "aborted by restart" next time. */
+	for (struct st_map_ent *e = map_first(&s->tasks); e; e = map_next(&s->tasks, e)) {
+		struct st_task *t = map_val(e);
+		if (t->state == ST_TS_RUNNING || t->state == ST_TS_ABORTING) {
+			snprintf(t->abort_why, sizeof(t->abort_why), "vdsmd is shutting down");
+			__atomic_store_n(&t->abort, true, __ATOMIC_RELEASE);
+		}
+	}
+	pthread_cond_broadcast(&s->task_cond);
+	pthread_mutex_unlock(&s->lock);
+	for (unsigned i = 0; i < s->nthreads; i++)
+		pthread_join(s->threads[i], NULL);
+	free(s->threads);
+	s->threads = NULL;
+	s->nthreads = 0;
+}
+
+/* ---- verbs' core --------------------------------------------------------- */
+
+static struct st_task *find(struct storage_state *s, const char *id, struct st_err *e)
+{
+	struct st_task *t = st_is_uuid(id) ? map_get(&s->tasks, id) : NULL;
+	if (!t)
+		st_fail(e, RPC_E_NO_TASK, "%s", st_is_uuid(id) ? id : "invalid id");
+	return t;
+}
+
+int st_task_get(struct storage_state *s, const char *id, struct st_task_status *out,
+		struct st_err *e)
+{
+	pthread_mutex_lock(&s->lock);
+	struct st_task *t = find(s, id, e);
+	if (t)
+		st_task_status_copy(t, out);
+	pthread_mutex_unlock(&s->lock);
+	return t ? 0 : -1;
+}
+
+int st_task_stop(struct storage_state *s, const char *id, struct st_err *e)
+{
+	struct st_task_status st;
+	pthread_mutex_lock(&s->lock);
+	struct st_task *t = find(s, id, e);
+	if (!t) {
+		pthread_mutex_unlock(&s->lock);
+		return -1;
+	}
+	if (t->state == ST_TS_FINISHED) {
+		pthread_mutex_unlock(&s->lock);
+		return st_fail(e, RPC_E_TASK_STATE, "task %s is finished, it cannot be stopped", id);
+	}
+	if (t->state != ST_TS_ABORTING) {
+		snprintf(t->abort_why, sizeof(t->abort_why), "stopped by request");
+		__atomic_store_n(&t->abort, true, __ATOMIC_RELEASE);
+		t->state = ST_TS_ABORTING;
+		snprintf(t->message, sizeof(t->message), "Task is aborting");
+	}
+	st_task_status_copy(t, &st);
+	pthread_mutex_unlock(&s->lock);
+	notify(s, &st);
+	return 0;
+}
+
+int st_task_clear(struct storage_state *s, const char *id, struct st_err *e)
+{
+	pthread_mutex_lock(&s->lock);
+	struct st_task *t = find(s, id, e);
+	if (!t) {
+		pthread_mutex_unlock(&s->lock);
+		return -1;
+	}
+	if (t->state != ST_TS_FINISHED) {
+		pthread_mutex_unlock(&s->lock);
+		return st_fail(e, RPC_E_TASK_STATE, "task %s is %s; only finished tasks can be cleared",
+			       id, st_task_state_name(t->state));
+	}
+	map_del(&s->tasks, id);
+	pthread_mutex_unlock(&s->lock);
+	char *path = st_task_path(s, id);
+	unlink(path);
+	free(path);
+	free(t);
+	return 0;
+}
+
+int st_task_wait(struct storage_state *s, const char *id, unsigned timeout_ms,
+		 struct st_task_status *out)
+{
+	struct timespec dl;
+	clock_gettime(CLOCK_REALTIME, &dl);
+	dl.tv_sec += timeout_ms / 1000;
+	dl.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+	if (dl.tv_nsec >= 1000000000L) {
+		dl.tv_sec++;
+		dl.tv_nsec -= 1000000000L;
+	}
+	int rc = VD_ENOENT;
+	pthread_mutex_lock(&s->lock);
+	for (;;) {
+		struct st_task *t = map_get(&s->tasks, id);
+		if (!t)
+			break;
+		if (t->state == ST_TS_FINISHED) {
+			if (out)
+				st_task_status_copy(t, out);
+			rc = 0;
+			break;
+		}
+		if (pthread_cond_timedwait(&s->task_cond, &s->lock, &dl) == ETIMEDOUT) {
+			rc = VD_ETIMEDOUT;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&s->lock);
+	return rc;
+}
+
+/* ---- recovery ------------------------------------------------------------ */
+
+static void load_one(struct storage_state *s, const char *dir, const char *name)
+{
+	char *path = st_path(dir, name);
+	struct st_kv kv;
+	int rc = kv_read_file(&kv, path);
+	const char *id = rc == 0 ? kv_get(&kv, "ID") : NULL;
+	if (rc || !st_is_uuid(id) || strlen(name) != 36 + 5 || strncmp(name, id, 36) != 0) {
+		log_warn("storage: removing unreadable task record %s", path);
+		unlink(path);
+		if (rc == 0)
+			kv_free(&kv);
+		free(path);
+		return;
+	}
+	int kind = (int)kv_get_int(&kv, "KIND", 0);
+	struct st_task *t = st_task_alloc(kind >= ST_TK_CREATE && kind <= ST_TK_IMAGE_DELETE
+					  ? (enum st_task_kind)kind : ST_TK_CREATE);
+	snprintf(t->id, sizeof(t->id), "%.36s", id);
+	snprintf(t->sd, sizeof(t->sd), "%.36s", kv_get(&kv, "SDUUID") ? kv_get(&kv, "SDUUID") : "");
+	snprintf(t->img, sizeof(t->img), "%.36s", kv_get(&kv, "IMGUUID") ? kv_get(&kv, "IMGUUID") : "");
+	snprintf(t->vol, sizeof(t->vol), "%.36s", kv_get(&kv, "VOLUUID") ? kv_get(&kv, "VOLUUID") : "");
+	t->ctime = (uint64_t)kv_get_int(&kv, "CTIME", 0);
+	const char *state = kv_get(&kv, "STATE");
+	if (state && strcmp(state, "finished") == 0) {
+		t->state = ST_TS_FINISHED;
+		t->result = result_parse(kv_get(&kv, "RESULT"));
+		t->code = (int)kv_get_int(&kv, "CODE", 100);
+		snprintf(t->message, sizeof(t->message), "%s",
+			 kv_get(&kv, "MESSAGE") ? kv_get(&kv, "MESSAGE") : "");
+		t->progress = t->result == ST_TR_SUCCESS ? 100 : 0;
+	} else {
+		/* Died with vdsmd.  A create whose volume reached LEGAL did
+		 * complete; anything else was rolled back by the scan. */
+		struct st_domain *d = map_get(&s->domains, t->sd);
+		struct st_volume *v = d ? map_get(&d->volumes, t->vol) : NULL;
+		t->state = ST_TS_FINISHED;
+		if (t->kind == ST_TK_CREATE && v && v->legal) {
+			t->result = ST_TR_SUCCESS;
+			t->code = 0;
+			t->progress = 100;
+			snprintf(t->message, sizeof(t->message), "1 jobs completed successfully");
+		} else {
+			t->result = ST_TR_CLEAN_SUCCESS;
+			t->code = 100;
+			snprintf(t->message, sizeof(t->message), "aborted by restart");
+		}
+		s->tasks_aborted++;
+		rc = st_task_persist(s, t);
+		log_warn("storage: task %s (%s) was running when vdsmd stopped: %s%s", t->id,
+			 t->verb, t->message, rc < 0 ? " (record not updated)" : "");
+	}
+	map_put(&s->tasks, t->id, t);
+	kv_free(&kv);
+	free(path);
+}
+
+int st_tasks_load(struct storage_state *s)
+{
+	char *dir = st_path(s->root, "tasks");
+	DIR *dh = opendir(dir);
+	if (!dh) {
+		free(dir);
+		return VD_EIO;
+	}
+	struct dirent *de;
+	while ((de = readdir(dh))) {
+		size_t n = strlen(de->d_name);
+		if (n > 4 && strcmp(de->d_name + n - 4, ".tmp") == 0) {
+			char *p = st_path(dir, de->d_name);
+			unlink(p);
+			free(p);
+		} else if (n > 5 && strcmp(de->d_name + n - 5, ".task") == 0) {
+			load_one(s, dir, de->d_name);
+		}
+	}
+	closedir(dh);
+	free(dir);
+	return 0;
+}
