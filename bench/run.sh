@@ -61,4 +61,14 @@ net_bench() {
 net_bench
 # --- end net ---
 
+# --- storage ---
+# In-process: Volume.create (RAW sparse) tasks/s through the core and
+# Volume.getInfo via rpc_dispatch from the index vs reading metadata from
+# disk (bench/storage.c); then over STOMP against a real vdsmd:
+# create -> |jobs|status| finished tasks/s and Volume.getInfo vs Host.ping2
+# at 16 connections (bench/storage_wire.py, uses bench/load).
+"$B/storage" --volumes 1000 --seconds 2 || rc=1
+BUILD="$BUILD" "$PYTHON" bench/storage_wire.py || rc=1
+# --- end storage ---
+
 exit $rc
