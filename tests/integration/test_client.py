@@ -89,6 +89,7 @@ def find_verb(ptype):
 
 def wait_ready(d, timeout=15):
     """Wait until the daemon stops answering 99 (first samples taken)."""
+    d.wait_log(r"ready: ", timeout=timeout)
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         rc, out, err = run("--insecure", "-p", d.port, "Host", "getCapabilities")
@@ -411,6 +412,58 @@ class WithDaemon(unittest.TestCase):
             self.assertEqual(direct.get("error", {}).get("code"), -32602, (verb, param, direct))
             self.assertIn(type_error, direct["error"]["message"])
         self.assertTrue(checked, "no int/bool/object/array params in the schema")
+
+    def watcher(self, *pattern):
+        """A --watch-events process, subscribed when this returns; its
+        stdout lines go to a queue."""
+        import queue
+        p = subprocess.Popen([CLIENT] + self.base + ["--watch-events"] + list(pattern),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.addCleanup(lambda: p.poll() is None and (p.kill(), p.wait()))
+        line = p.stderr.readline().decode()
+        self.assertIn("watching events on localhost:%d" % self.d.port, line)
+        q = queue.Queue()
+
+        def reader():
+            for raw in p.stdout:
+                q.put(raw.decode())
+            q.put(None)
+        threading.Thread(target=reader, daemon=True).start()
+        return p, q
+
+    def test_watch_events_sees_vm_status_from_another_client(self):
+        rc, out, err = self.call("Host", "getVMList")
+        self.assertEqual(rc, 0, err)
+        vms = json.loads(out)
+        self.assertTrue(vms, "no VM in the libvirt test driver")
+        vm = vms[0]["vmId"]
+        w, q = self.watcher("VM_status")
+        other, oq = self.watcher("|jobs|*")
+        rc, out, err = self.call("VM", "pause", "vmID=" + vm)
+        self.assertEqual((rc, out), (0, "true\n"), err)
+        try:
+            line = q.get(timeout=10)
+        finally:
+            rc, out, err = self.call("VM", "cont", "vmID=" + vm)
+            self.assertEqual(rc, 0, err)
+        self.assertIsNotNone(line)
+        ev = json.loads(line)
+        self.assertEqual(line, compact(ev))  # one JSON line, sorted keys
+        self.assertEqual(ev["method"], "|virt|VM_status|" + vm)
+        self.assertEqual(ev["params"][vm]["status"], "Paused")
+        self.assertIsInstance(ev["params"]["notify_time"], int)
+        line = q.get(timeout=10)  # the cont
+        self.assertEqual(json.loads(line)["params"][vm]["status"], "Up")
+        for p in (w, other):
+            p.send_signal(signal.SIGINT)
+            self.assertEqual(p.wait(10), 0)
+        self.assertIsNone(oq.get(timeout=5))  # EOF: the pattern matched nothing
+        self.assertIsNone(q.get(timeout=5))
+
+    def test_watch_events_refused_port(self):
+        rc, out, err = run("--insecure", "-p", free_port(), "--watch-events")
+        self.assertEqual(rc, 1)
+        self.assertIn("refused", err)
 
     def test_timeout_option_accepted(self):
         rc, out, _ = self.call("--timeout", "5", "Host", "ping2")
