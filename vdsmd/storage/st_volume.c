@@ -90,7 +90,7 @@ int st_vol_read_meta(const char *path, struct st_volume *v)
 	v->format = strcmp(fmt, "COW") == 0 ? ST_FMT_COW : ST_FMT_RAW;
 	v->alloc = strcmp(type, "PREALLOCATED") == 0 ? ST_PREALLOCATED : ST_SPARSE;
 	v->legal = strcmp(leg, "LEGAL") == 0;
-	snprintf(v->parent, sizeof(v->parent), "%s", pu);
+	snprintf(v->parent, sizeof(v->parent), "%.36s", pu);
 	v->capacity = cap;
 	snprintf(v->disktype, sizeof(v->disktype), "%s",
 		 kv_get(&kv, "DISKTYPE") ? kv_get(&kv, "DISKTYPE") : "DATA");
