@@ -470,6 +470,99 @@ class WithDaemon(unittest.TestCase):
         self.assertEqual((rc, out), (0, "true\n"))
 
 
+class Storage(unittest.TestCase):
+    """--wait on a storage task (Volume.create returns a task id)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.d = vt.Daemon()
+        wait_ready(cls.d)
+        cls.base = ["--insecure", "-p", str(cls.d.port)]
+        cls.sd = "5d000000-0000-4000-8000-000000000001"
+        rc, out, err = run(*(cls.base + ["StorageDomain", "create", "storagedomainID=" + cls.sd,
+                                         "domainType=4", "typeArgs=", "name=clientdom",
+                                         "domainClass=1"]))
+        assert (rc, out) == (0, "true\n"), err
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.d.__exit__(None, None, None)
+
+    def create_args(self, vol, img, size):
+        return ["Volume", "create", "volumeID=" + vol, "storagedomainID=" + self.sd,
+                "imageID=" + img, "size=%d" % size, "volFormat=5", "preallocate=1",
+                "desc=made by vdsm-client", "legal=true"]
+
+    def test_wait_without_terminal_prints_only_final_status(self):
+        vol, img = "70000000-0000-4000-8000-000000000001", "1a000000-0000-4000-8000-000000000001"
+        rc, out, err = run(*(self.base + ["--wait"] + self.create_args(vol, img, 32 << 20)))
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(err, "")
+        st = json.loads(out)
+        self.assertEqual(out, pretty(st))
+        self.assertEqual(st["taskState"], "finished")
+        self.assertEqual(st["taskResult"], "success")
+        self.assertEqual(st["progress"], 100)
+        rc, out, err = run(*(self.base + ["Image", "getVolumes", "imageID=" + img,
+                                          "storagedomainID=" + self.sd]))
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(json.loads(out), [vol])
+
+    def test_without_wait_prints_task_id(self):
+        vol, img = "70000000-0000-4000-8000-000000000002", "1a000000-0000-4000-8000-000000000002"
+        rc, out, err = run(*(self.base + self.create_args(vol, img, 1 << 20)))
+        self.assertEqual(rc, 0, err)
+        task = json.loads(out)
+        self.assertRegex(task, r"^[0-9a-f-]{36}$")
+        # the task exists on the server
+        rc, out, err = run(*(self.base + ["Task", "getStatus", "taskID=" + task]))
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(json.loads(out)["taskID"], task)
+
+    def test_wait_on_terminal_draws_progress(self):
+        import pty
+        vol, img = "70000000-0000-4000-8000-000000000003", "1a000000-0000-4000-8000-000000000003"
+        master, slave = pty.openpty()
+        try:
+            p = subprocess.Popen([CLIENT] + self.base + ["--wait"] +
+                                 self.create_args(vol, img, 64 << 20),
+                                 stdout=subprocess.PIPE, stderr=slave)
+            os.close(slave)
+            slave = None
+            tty = b""
+            while True:
+                try:
+                    chunk = os.read(master, 4096)
+                except OSError:
+                    break
+                if not chunk:
+                    break
+                tty += chunk
+            out = p.stdout.read().decode()
+            p.stdout.close()
+            self.assertEqual(p.wait(30), 0, tty)
+        finally:
+            os.close(master)
+            if slave is not None:
+                os.close(slave)
+        tty = tty.decode()
+        self.assertIn("\r[", tty)
+        self.assertIn("100%", tty)
+        self.assertIn("finished", tty)
+        self.assertEqual(json.loads(out)["taskResult"], "success")
+
+    def test_wait_on_refused_create_exits_1(self):
+        """A second create of the same volume id is refused: --wait exits 1
+        with the server's error."""
+        vol, img = "70000000-0000-4000-8000-000000000004", "1a000000-0000-4000-8000-000000000004"
+        rc, _, err = run(*(self.base + ["--wait"] + self.create_args(vol, img, 1 << 20)))
+        self.assertEqual(rc, 0, err)
+        rc, out, err = run(*(self.base + ["--wait"] + self.create_args(vol, img, 1 << 20)))
+        self.assertEqual((rc, out), (1, ""))
+        self.assertIn("Command Volume.create with args", err)
+        self.assertRegex(err, r"\(code=\d+, message=.+\)")
+
+
 class Tls(unittest.TestCase):
     """TLS with the example PKI; refusal with a wrong CA."""
 
