@@ -150,6 +150,9 @@ class Daemon:
         self._thread.join(5)
         self.proc.stderr.close()
         self.proc = None
+        bad = [l for l in self.log_lines() if "Sanitizer" in l or "runtime error:" in l]
+        if bad:  # a sanitizer build (VDSMD_BIN) reported memory errors or UB
+            raise AssertionError("vdsmd sanitizer report:\n" + "\n".join(self.log_lines()[-60:]))
         return rc
 
     def __enter__(self):
