@@ -447,3 +447,14 @@ def wait_closed(sock, timeout=TIMEOUT):
         if not d:
             return True
     return False
+
+
+def restart(d, sig=signal.SIGKILL):
+    """Stop daemon d with sig (default: kill -9, a crash) and start it again
+    on the same temp dirs (storage_root survives); returns its exit status.
+    The log of the previous run is dropped so start() finds the new port."""
+    rc = d.stop(sig=sig)
+    with d._lock:
+        d._lines = []
+    d.start()
+    return rc
