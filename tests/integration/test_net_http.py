@@ -81,6 +81,27 @@ class Http(unittest.TestCase):
         self.assertEqual(vt.read_http_response(s, state=st)[0], 200)
         s.close()
 
+    def test_pipelined_blocking_verbs_answered_in_order(self):
+        s = self.d.sock()
+        st = {}
+        reqs = []
+        for i in range(10):
+            m = "Host.getStorageDomains" if i % 2 == 0 else "Host.ping2"
+            reqs.append(vt.http_request("POST", "/jsonrpc", json.dumps(
+                {"jsonrpc": "2.0", "id": i, "method": m})))
+        s.sendall(b"".join(reqs))
+        for i in range(10):
+            status, _, body = vt.read_http_response(s, state=st)
+            self.assertEqual((status, json.loads(body)["id"]), (200, i))
+        s.close()
+
+    def test_msgpack_body(self):
+        body = b"\x83\xa7jsonrpc\xa32.0\xa6method\xaaHost.ping2\xa2id\x01"
+        status, h, out = self.d.http("POST", "/jsonrpc", body,
+                                     {"Content-Type": "application/msgpack"})
+        self.assertEqual((status, h["content-type"]), (200, "application/msgpack"))
+        self.assertEqual(out, b"\x83\xa7jsonrpc\xa32.0\xa2id\x01\xa6result\xc3")
+
     def test_connection_close(self):
         s = self.d.sock()
         s.sendall(vt.http_request("GET", "/health", headers={"Connection": "close"}))

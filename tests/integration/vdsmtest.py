@@ -150,6 +150,9 @@ class Daemon:
         self._thread.join(5)
         self.proc.stderr.close()
         self.proc = None
+        bad = [l for l in self.log_lines() if "Sanitizer" in l or "runtime error:" in l]
+        if bad:  # a sanitizer build (VDSMD_BIN) reported memory errors or UB
+            raise AssertionError("vdsmd sanitizer report:\n" + "\n".join(self.log_lines()[-60:]))
         return rc
 
     def __enter__(self):
@@ -238,6 +241,7 @@ class Conn:
         self.sock = sock
         self.buf = b""
         self.heartbeats = 0  # bare EOLs seen between frames
+        self.skipped = []    # frames call() read past
         self._id = 0
 
     def send(self, data):
@@ -349,15 +353,20 @@ class Conn:
 
     def call(self, method, params=None, timeout=TIMEOUT, **kw):
         """request() then the matching MESSAGE's decoded JSON (needs a
-        subscription on the reply destination)."""
+        subscription on the reply destination).  Other frames read while
+        waiting (events, other responses) are appended to self.skipped."""
         rid = self.request(method, params, **kw)
         deadline = time.monotonic() + timeout
         while True:
             f = self.read_frame(max(0.01, deadline - time.monotonic()))
             if f.cmd == "MESSAGE":
-                resp = f.json()
+                try:
+                    resp = f.json()
+                except ValueError:
+                    resp = None
                 if isinstance(resp, dict) and resp.get("id") == rid:
                     return resp
+            self.skipped.append(f)
 
     def close(self):
         try:
@@ -447,3 +456,14 @@ def wait_closed(sock, timeout=TIMEOUT):
         if not d:
             return True
     return False
+
+
+def restart(d, sig=signal.SIGKILL):
+    """Stop daemon d with sig (default: kill -9, a crash) and start it again
+    on the same temp dirs (storage_root survives); returns its exit status.
+    The log of the previous run is dropped so start() finds the new port."""
+    rc = d.stop(sig=sig)
+    with d._lock:
+        d._lines = []
+    d.start()
+    return rc

@@ -31,7 +31,7 @@ struct vfx {
 	struct rpc_engine *e;
 	char uri[PATH_MAX + 16];
 	struct vd_arena arena;
-	char *reply;       /* last reply bytes (NUL-terminated copy) */
+	char *reply;       /* last reply bytes (NUL-terminated copy in arena) */
 	size_t reply_len;
 };
 
@@ -93,7 +93,6 @@ static inline void vfx_stop(struct vfx *f)
 	rpc_engine_free(f->e);
 	event_bus_free(f->d.bus);
 	arena_free(&f->arena);
-	free(f->reply);
 }
 
 /* A fresh sample, taken at least min_gap_ms after the previous one. */
@@ -106,8 +105,9 @@ static inline void vfx_resample(struct vfx *f)
 static inline void vfx_collect(void *ctx, const struct rpc_response *r)
 {
 	struct vfx *f = ctx;
-	free(f->reply);
-	f->reply = malloc(r->len + 1);
+	/* in the arena: decoded values point into it and must outlive the
+	 * next call */
+	f->reply = arena_alloc(&f->arena, r->len + 1);
 	memcpy(f->reply, r->bytes, r->len);
 	f->reply[r->len] = '\0';
 	f->reply_len = r->len;
@@ -122,7 +122,6 @@ static inline const struct vd_value *vfx_call_codec(struct vfx *f, const struct 
 	char *body = malloc(n);
 	snprintf(body, n, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"%s\",\"params\":%s}",
 		 method, params);
-	free(f->reply);
 	f->reply = NULL;
 	struct rpc_request_info info = { cd ? cd : codec_find("yajl"), NULL, "test" };
 	rpc_dispatch(f->e, &info, body, strlen(body), vfx_collect, f);

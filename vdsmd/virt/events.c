@@ -11,6 +11,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../../common/log.h"
 #include "../../rpc/event.h"
@@ -21,6 +22,14 @@ void virt_publish_status(struct virt_state *s, const char *uuid, enum virt_statu
 	struct event_bus *bus = s->d->bus;
 	if (!bus)
 		return;
+	/* The engine orders VM events by notify_time (ms): keep ours strictly
+	 * increasing.  They come from the one libvirt event thread, so waiting
+	 * for the next millisecond (at most 1 ms) is enough. */
+	for (int i = 0; i < 5 && vd_now_ms() <= s->last_event_ms; i++) {
+		struct timespec ts = { 0, 200 * 1000 };
+		nanosleep(&ts, NULL);
+	}
+	s->last_event_ms = vd_now_ms();
 	struct rpc_event ev;
 	struct vd_writer *w = rpc_event_begin(&ev, bus, "|virt|VM_status|%s", uuid);
 	vw_keyz(w, uuid);
@@ -38,8 +47,7 @@ void virt_publish_status(struct virt_state *s, const char *uuid, enum virt_statu
 	rpc_event_publish(bus, &ev);
 }
 
-/* Down details for a STOPPED event. */
-static void stopped_info(struct virt_track *t, int detail)
+void track_stopped(struct virt_track *t, int detail)
 {
 	switch (detail) {
 	case VIR_DOMAIN_EVENT_STOPPED_SHUTDOWN:
@@ -120,12 +128,11 @@ static int lifecycle_cb(virConnectPtr conn, virDomainPtr dom, int event, int det
 		return 0;
 	}
 	struct virt_track *t = track_get(s, uuid, name);
-	bool changed = t->status != st || st == VS_DOWN;
 	if (st == VS_DOWN) {
 		if (event == VIR_DOMAIN_EVENT_CRASHED)
 			track_set_down(t, VIRT_EXIT_ERROR, VIRT_REASON_GENERIC_ERROR, "VM crashed");
 		else
-			stopped_info(t, detail);
+			track_stopped(t, detail);
 		t->admin_shutdown = false;
 		info.exit_code = t->exit_code;
 		info.exit_reason = t->exit_reason;
@@ -138,8 +145,9 @@ static int lifecycle_cb(virConnectPtr conn, virDomainPtr dom, int event, int det
 	}
 	pthread_mutex_unlock(&s->lock);
 
-	if (changed)
-		virt_publish_status(s, uuid, st, &info);
+	/* one libvirt event is one state change: always reported (the sampler
+	 * may already have seen the new state, so no comparison here) */
+	virt_publish_status(s, uuid, st, &info);
 	free(info.exit_message);
 	virt_kick(s);
 	return 0;

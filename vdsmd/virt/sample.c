@@ -577,8 +577,12 @@ static void merge(struct virt_state *s, struct virt_snapshot *snap, struct raw *
 		enum virt_status prev = t->status;
 		if (vm->status == VS_DOWN) {
 			if (!t->down_reported) {
+				/* no STOPPED event yet: libvirt's shutoff reason
+				 * says the same as the event will */
 				if (prev == VS_UNKNOWN || prev == VS_DOWN)
 					track_set_down(t, VIRT_EXIT_NORMAL, VIRT_REASON_SUCCESS, "Down");
+				else if (r->state == VIR_DOMAIN_SHUTOFF && r->reason > 0)
+					track_stopped(t, r->reason - 1);
 				else if (t->admin_shutdown)
 					track_set_down(t, VIRT_EXIT_NORMAL, VIRT_REASON_ADMIN_SHUTDOWN,
 						       "Admin shut down from the engine");

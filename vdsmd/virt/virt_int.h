@@ -214,6 +214,7 @@ struct virt_state {
 	bool ev_started;
 	atomic_bool ev_stop;
 	int ev_timer;
+	uint64_t last_event_ms;      /* events thread: time of the last VM_status */
 	/* counters */
 	uint64_t samples, sample_failures;
 };
@@ -249,6 +250,9 @@ struct virt_track *track_get(struct virt_state *s, const char *uuid, const char 
 void track_remove(struct virt_state *s, const char *uuid);
 void track_free_all(struct virt_state *s);
 void track_set_down(struct virt_track *t, int code, int reason, const char *msg);
+/* Down with VDSM's exit info for a VIR_DOMAIN_EVENT_STOPPED_* detail (the
+ * sampler passes VIR_DOMAIN_SHUTOFF_* reason - 1: the same order). */
+void track_stopped(struct virt_track *t, int detail);
 
 /* Events (events.c). */
 int virt_events_register(struct virt_state *s, virConnectPtr c);
