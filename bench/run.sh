@@ -1,15 +1,72 @@
 #!/bin/sh
-# bench/run.sh - run the benchmarks (make bench).  Each helper owns one
-# clearly delimited block below; env: BUILD (build dir), PYTHON.
+# bench/run.sh - run the benchmarks (`make bench`).  Each area adds its own
+# block below, delimited by "# --- <area> ---" / "# --- end <area> ---".
+# Environment: BUILD (default build), PYTHON.  Programs are in $BUILD/bench/.
 set -u
 : "${BUILD:=build}" "${PYTHON:=/usr/bin/python3}"
+B="$BUILD/bench"
 rc=0
 
+# --- net ---
+# End-to-end STOMP round trips: bench/load.c against the raw libev floor
+# (bench/raw_server.c) and against vdsmd, same configurations, same run;
+# then the RSS of idle connections.  NET_DURATION/NET_WARMUP (seconds)
+# tune the length; the machine may be shared, so figures are noisy.
+net_bench() {
+	dur=${NET_DURATION:-5}
+	warm=${NET_WARMUP:-1}
+	tmp=$(mktemp -d /tmp/vdsmd-bench-net.XXXXXX)
+	configs="1:1 16:1 16:8"
+	# Raw floor.
+	"$B/raw_server" 0 > "$tmp/raw.out" &
+	rpid=$!
+	i=0
+	while ! grep -q '^port' "$tmp/raw.out" 2>/dev/null && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+	rport=$(sed -n 's/^port //p' "$tmp/raw.out")
+	# vdsmd (plaintext, test libvirt driver, temp storage).
+	"$BUILD/vdsmd" --config /dev/null --listen 127.0.0.1 --port 0 --tls off \
+		--libvirt-uri test:///default --storage-root "$tmp/storage" \
+		--max-connections 20000 --log-level info 2> "$tmp/vdsmd.log" &
+	vpid=$!
+	i=0
+	while ! grep -q 'listening on' "$tmp/vdsmd.log" 2>/dev/null && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+	vport=$(sed -n 's/.*listening on [^ ]*:\([0-9]*\) .*/\1/p' "$tmp/vdsmd.log" | head -n 1)
+	# Wait for readiness so Host.ping2 and friends answer normally.
+	sleep 0.5
+	echo "net: raw floor on port $rport, vdsmd on port $vport; ${dur}s runs after ${warm}s warm-up"
+	for c in $configs; do
+		n=${c%:*}; d=${c#*:}
+		"$B/load" --port "$rport" --conns "$n" --depth "$d" --duration "$dur" --warmup "$warm" \
+			--pid "$rpid" --label raw > "$tmp/raw-$n-$d.txt" || rc=1
+		"$B/load" --port "$vport" --conns "$n" --depth "$d" --duration "$dur" --warmup "$warm" \
+			--pid "$vpid" --label vdsmd > "$tmp/vd-$n-$d.txt" || rc=1
+		grep -v '^RESULT' "$tmp/raw-$n-$d.txt" "$tmp/vd-$n-$d.txt" | sed 's/^[^:]*://'
+		rr=$(sed -n 's/^RESULT.* rps=\([0-9]*\).*/\1/p' "$tmp/raw-$n-$d.txt")
+		vr=$(sed -n 's/^RESULT.* rps=\([0-9]*\).*/\1/p' "$tmp/vd-$n-$d.txt")
+		if [ -n "$rr" ] && [ -n "$vr" ] && [ "$rr" -gt 0 ]; then
+			awk -v v="$vr" -v r="$rr" -v n="$n" -v d="$d" \
+				'BEGIN { printf "ratio    %2d conns x depth %-2d vdsmd/raw = %.2fx\n", n, d, v / r }'
+		fi
+	done
+	"$B/load" --port "$vport" --conns 4 --depth 4 --duration 2 --warmup 0.5 \
+		--method Host.getStats --pid "$vpid" --label vdsmd | grep -v '^RESULT' || rc=1
+	kill "$rpid" 2>/dev/null; wait "$rpid" 2>/dev/null
+	# Idle connections: RSS growth per connection, then 10000 at once.
+	"$B/load" --port "$vport" --idle 1000 --pid "$vpid" | grep -v '^RESULT' || rc=1
+	"$B/load" --port "$vport" --idle 10000 --pid "$vpid" | grep -v '^RESULT' || rc=1
+	echo "vdsmd total RSS after the 10000-connection run: $(sed -n 's/^VmHWM:[ \t]*//p' /proc/$vpid/status) peak"
+	kill "$vpid" 2>/dev/null; wait "$vpid" 2>/dev/null
+	rm -rf "$tmp"
+}
+net_bench
+# --- end net ---
+
 # --- rpc ---
-# JSON-RPC engine ns/request per codec and worker pool scaling (bench/dispatch.c).
-if [ -x "$BUILD/bench/dispatch" ]; then
+# JSON-RPC engine: ns/request per codec (decode -> dispatch -> encode, no
+# sockets) and worker pool scaling, 1/2/4/8 workers vs serial (bench/dispatch.c).
+if [ -x "$B/dispatch" ]; then
 	echo "# rpc: engine dispatch and worker pool"
-	"$BUILD/bench/dispatch" || rc=1
+	"$B/dispatch" || rc=1
 fi
 # --- end rpc ---
 

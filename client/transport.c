@@ -23,75 +23,6 @@
 
 #define READ_CHUNK 65536
 
-/* ---- STOMP client frames ------------------------------------------------
- * Thin wrappers over the frame writer/parser (stomp/), shaped like the
- * stomp_client_* session API so the calls map one to one onto it. */
-
-static void hdr_set(struct stomp_header *h, const char *name, const char *value)
-{
-	h->name = name;
-	h->nlen = strlen(name);
-	h->value = value;
-	h->vlen = strlen(value);
-}
-
-static void cs_init(struct stomp_client *c, struct vd_buf *out)
-{
-	struct stomp_limits lim = STOMP_LIMITS_DEFAULT;
-	memset(c, 0, sizeof(*c));
-	c->out = out;
-	c->limits = lim;
-	stomp_parser_init(&c->parser);
-}
-
-static void cs_connect(struct stomp_client *c, const char *host)
-{
-	struct stomp_header h[3];
-	hdr_set(&h[0], "accept-version", "1.2");
-	hdr_set(&h[1], "host", host);
-	hdr_set(&h[2], "heart-beat", "0,0");
-	stomp_write_frame(c->out, STOMP_CONNECT, h, 3, NULL, 0);
-}
-
-static void cs_subscribe(struct stomp_client *c, const char *dest, const char *id,
-			 const char *receipt)
-{
-	struct stomp_header h[4];
-	hdr_set(&h[0], "destination", dest);
-	hdr_set(&h[1], "id", id);
-	hdr_set(&h[2], "ack", "auto");
-	if (receipt)
-		hdr_set(&h[3], "receipt", receipt);
-	stomp_write_frame(c->out, STOMP_SUBSCRIBE, h, receipt ? 4 : 3, NULL, 0);
-}
-
-static void cs_send(struct stomp_client *c, const char *dest, const char *reply_to,
-		    const char *content_type, const struct stomp_header *extra, unsigned nextra,
-		    const void *body, size_t len)
-{
-	struct stomp_header h[8];
-	unsigned n = 0;
-	hdr_set(&h[n++], "destination", dest);
-	hdr_set(&h[n++], "content-type", content_type);
-	hdr_set(&h[n++], "reply-to", reply_to);
-	for (unsigned i = 0; i < nextra && n < VD_ARRAY_SIZE(h); i++)
-		h[n++] = extra[i];
-	stomp_write_frame(c->out, STOMP_SEND, h, n, body, len);
-}
-
-static void cs_disconnect(struct stomp_client *c)
-{
-	stomp_write_frame(c->out, STOMP_DISCONNECT, NULL, 0, NULL, 0);
-}
-
-static long cs_feed(struct stomp_client *c, char *buf, size_t len, struct stomp_frame *f,
-		    const char **why)
-{
-	f->hdr = c->hdr;
-	f->hdr_cap = VD_ARRAY_SIZE(c->hdr);
-	return stomp_parse(&c->parser, &c->limits, buf, len, f, why);
-}
-
 static void fail_msg(const struct client_conn *c, const char *fmt, ...) VD_PRINTF(2, 3);
 
 static void fail_msg(const struct client_conn *c, const char *fmt, ...)
@@ -412,17 +343,29 @@ int client_conn_open(struct client_conn *c, const struct client_opts *o, uint64_
 		return CLIENT_FAIL;
 	if (o->tls && tls_connect(c, deadline_ms) != CLIENT_OK)
 		return CLIENT_FAIL;
-	cs_init(&c->stomp, &c->out);
+	stomp_client_init(&c->stomp, &c->out);
 	vd_uuid_generate(c->reply_dest);
 	vd_uuid_generate(c->sub_id);
-	cs_connect(&c->stomp, o->host);
+	stomp_client_connect(&c->stomp, o->host, NULL, NULL, 0, 0);
 	return CLIENT_OK;
 }
 
 void client_conn_subscribe(struct client_conn *c, const char *dest, bool receipt)
 {
-	cs_subscribe(&c->stomp, dest ? dest : c->reply_dest, c->sub_id,
-		     receipt ? c->sub_id : NULL);
+	if (!dest)
+		dest = c->reply_dest;
+	if (!receipt) {
+		stomp_client_subscribe(&c->stomp, dest, c->sub_id, "auto");
+		return;
+	}
+	/* the client API has no receipt on SUBSCRIBE: write the frame */
+	struct stomp_header h[4] = {
+		{ "destination", 11, dest, strlen(dest) },
+		{ "id", 2, c->sub_id, strlen(c->sub_id) },
+		{ "ack", 3, "auto", 4 },
+		{ "receipt", 7, c->sub_id, strlen(c->sub_id) },
+	};
+	stomp_write_frame(&c->out, STOMP_SUBSCRIBE, h, 4, NULL, 0);
 }
 
 void client_conn_send_request(struct client_conn *c, const char *body, size_t len)
@@ -436,7 +379,7 @@ void client_conn_send_request(struct client_conn *c, const char *body, size_t le
 		extra[0].vlen = strlen(c->o->flow_id);
 		nextra = 1;
 	}
-	cs_send(&c->stomp, CLIENT_REQUEST_DEST, c->reply_dest,
+	stomp_client_send(&c->stomp, CLIENT_REQUEST_DEST, c->reply_dest,
 			  c->o->codec->content_type, extra, nextra, body, len);
 }
 
@@ -454,7 +397,7 @@ int client_conn_next(struct client_conn *c, uint64_t deadline_ms, bool *timed_ou
 		if (c->in.len) {
 			const char *why = NULL;
 			memset(&c->frame, 0, sizeof(c->frame));
-			long r = cs_feed(&c->stomp, c->in.data, c->in.len, &c->frame, &why);
+			long r = stomp_client_feed(&c->stomp, c->in.data, c->in.len, &c->frame, &why);
 			if (r > 0) {
 				if (c->frame.cmd == STOMP_MESSAGE) {
 					c->frame_len = (size_t)r;
@@ -505,7 +448,7 @@ void client_conn_close(struct client_conn *c)
 {
 	if (c->fd >= 0 && c->stomp.out) {
 		buf_reset(&c->out);
-		cs_disconnect(&c->stomp);
+		stomp_client_disconnect(&c->stomp, NULL);
 		/* best effort, without waiting */
 		if (c->ssl) {
 			SSL_write(c->ssl, c->out.data, (int)c->out.len);

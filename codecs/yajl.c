@@ -12,7 +12,9 @@
  *     input and are re-checked for strict UTF-8 (yajl accepts overlong forms,
  *     encoded surrogates and code points past U+10FFFF);
  *   - depth is limited in the start_map/start_array callbacks;
- *   - a raw form feed or vertical tab (yajl's extra whitespace) is refused.
+ *   - a raw form feed or vertical tab (yajl's extra whitespace) is refused;
+ *   - trailing bytes after the root value must be whitespace (yajl lets an
+ *     unfinished token through there, e.g. '"a" "' or 'true"').
  * yajl's own memory comes from the request arena (nothing to free, no leak on
  * any error path). */
 #include "codec_int.h"
@@ -28,6 +30,9 @@ struct yctx {
 	int code;
 	size_t off;
 	const char *reason;
+	bool finishing;       /* inside yajl_complete_parse */
+	bool root_seen;       /* the root value completed inside yajl_parse */
+	size_t root_end;      /* ... at this input offset */
 };
 
 /* --- yajl's allocations, from the arena ----------------------------------- */
@@ -69,6 +74,8 @@ static int y_fail(struct yctx *c, int code, size_t off, const char *reason)
 
 static size_t y_offset(struct yctx *c)
 {
+	if (c->finishing)
+		return c->len;   /* yajl_complete_parse feeds its own buffer */
 	size_t off = yajl_get_bytes_consumed(c->h);
 	return off > c->len ? c->len : off;
 }
@@ -119,11 +126,21 @@ static bool y_str(struct yctx *c, const unsigned char *us, size_t n, const char 
 	return true;
 }
 
+/* Store v; remember where the root value ended. */
+static void y_put(struct yctx *c, const struct vd_value *v)
+{
+	tb_value(&c->t, v);
+	if (c->t.depth == 0 && !c->finishing) {
+		c->root_seen = true;
+		c->root_end = y_offset(c);
+	}
+}
+
 static int y_null(void *ctx)
 {
 	struct yctx *c = ctx;
 	struct vd_value v = { .type = VD_NULL };
-	tb_value(&c->t, &v);
+	y_put(c, &v);
 	return 1;
 }
 
@@ -131,7 +148,7 @@ static int y_bool(void *ctx, int b)
 {
 	struct yctx *c = ctx;
 	struct vd_value v = { .type = VD_BOOL, .v.b = b != 0 };
-	tb_value(&c->t, &v);
+	y_put(c, &v);
 	return 1;
 }
 
@@ -143,7 +160,7 @@ static int y_number(void *ctx, const char *s, size_t n)
 	const char *e = n ? cj_number(s, s + n, &v, &reason) : NULL;
 	if (!e || e != s + n)
 		return y_fail(c, VD_EPROTO, y_offset(c), reason ? reason : "invalid number");
-	tb_value(&c->t, &v);
+	y_put(c, &v);
 	return 1;
 }
 
@@ -154,7 +171,7 @@ static int y_string(void *ctx, const unsigned char *s, size_t n)
 	if (!y_str(c, s, n, &v.v.s.ptr, &v.v.s.len))
 		return 0;
 	v.type = VD_STRING;
-	tb_value(&c->t, &v);
+	y_put(c, &v);
 	return 1;
 }
 
@@ -189,6 +206,10 @@ static int y_end(void *ctx)
 {
 	struct yctx *c = ctx;
 	tb_end(&c->t);
+	if (c->t.depth == 0 && !c->finishing) {
+		c->root_seen = true;
+		c->root_end = y_offset(c);
+	}
 	return 1;
 }
 
@@ -249,11 +270,28 @@ static int y_decode(struct vd_arena *a, const char *bytes, size_t len,
 	c.code = 0;
 	c.reason = NULL;
 	c.off = 0;
+	c.finishing = false;
+	c.root_seen = false;
+	c.root_end = 0;
 	c.h = yajl_alloc(&y_callbacks, &afs, &c);
 	yajl_status st = yajl_parse(c.h, (const unsigned char *)bytes, len);
-	if (st == yajl_status_ok)
+	if (st == yajl_status_ok) {
+		c.finishing = true;
 		st = yajl_complete_parse(c.h);
-	if (st == yajl_status_ok && !c.t.done) {
+	}
+	if (st == yajl_status_ok && c.root_seen) {
+		const char *p = bytes + c.root_end, *end = bytes + len;
+		while (p < end && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t'))
+			p++;
+		if (p < end) {
+			c.code = VD_EPROTO;
+			c.off = (size_t)(p - bytes);
+			c.reason = "trailing characters after the value";
+		}
+	}
+	if (c.code) {
+		/* set by a callback or the trailing check */
+	} else if (st == yajl_status_ok && !c.t.done) {
 		c.code = VD_EPROTO;
 		c.off = len;
 		c.reason = "empty input, value expected";

@@ -29,6 +29,7 @@ struct vdsmd {
 	struct virt_state *virt;       /* vdsmd/virt */
 	struct storage_state *storage; /* vdsmd/storage */
 	uint64_t start_ms;             /* vd_now_ms() at startup */
+	unsigned ready_mask;           /* subsystems that reported ready (atomic ops) */
 };
 
 /* Called by subsystems when their first sample exists; the engine becomes

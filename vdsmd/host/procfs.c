@@ -362,6 +362,11 @@ int host_parse_cpuinfo(const char *text, size_t len, struct host_cpuinfo *ci)
 		ci->threads = 1;
 	ci->sockets = sockets->n ? sockets->n : 1;
 	ci->cores = have_core && cores->n ? cores->n : ci->threads;
+	/* keep threads >= cores >= sockets whatever the file says */
+	if (ci->cores > ci->threads)
+		ci->cores = ci->threads;
+	if (ci->sockets > ci->cores)
+		ci->sockets = ci->cores;
 	free(sockets);
 	free(cores);
 	return 0;

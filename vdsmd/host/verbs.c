@@ -21,6 +21,47 @@ static struct host_state *state_of(struct rpc_call *c)
 	return d ? d->host : NULL;
 }
 
+/* Decimal strings without printf (getStats writes ~30 of them). */
+static void put_u64(struct vd_writer *w, uint64_t v)
+{
+	char b[24];
+	size_t i = sizeof(b);
+	do {
+		b[--i] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	vw_string(w, b + i, sizeof(b) - i);
+}
+
+static void kstr_u64(struct vd_writer *w, const char *k, uint64_t v)
+{
+	vw_keyz(w, k);
+	put_u64(w, v);
+}
+
+/* "%.2f" of a non-negative value below 1e15 (percentages, loads). */
+static void kstr_2f(struct vd_writer *w, const char *k, double v)
+{
+	if (!(v >= 0) || v >= 1e15) {
+		vw_kstrf(w, k, "%.2f", v);
+		return;
+	}
+	uint64_t c = (uint64_t)(v * 100.0 + 0.5);
+	char b[32];
+	size_t i = sizeof(b);
+	b[--i] = (char)('0' + c % 10);
+	c /= 10;
+	b[--i] = (char)('0' + c % 10);
+	c /= 10;
+	b[--i] = '.';
+	do {
+		b[--i] = (char)('0' + c % 10);
+		c /= 10;
+	} while (c);
+	vw_keyz(w, k);
+	vw_string(w, b + i, sizeof(b) - i);
+}
+
 /* Host.ping2 / Host.confirmConnectivity: nothing written → true. */
 static int host_ping2(struct rpc_call *c)
 {
@@ -43,14 +84,14 @@ static void write_network(struct vd_writer *w, const struct host_snapshot *s)
 		vw_keyz(w, it->name);
 		vw_begin_object(w);
 		vw_kstr(w, "name", it->name);
-		vw_kstrf(w, "speed", "%u", it->speed);
-		vw_kstrf(w, "rxDropped", "%llu", (unsigned long long)it->rx_dropped);
-		vw_kstrf(w, "txDropped", "%llu", (unsigned long long)it->tx_dropped);
-		vw_kstrf(w, "rxErrors", "%llu", (unsigned long long)it->rx_errors);
-		vw_kstrf(w, "txErrors", "%llu", (unsigned long long)it->tx_errors);
+		kstr_u64(w, "speed", it->speed);
+		kstr_u64(w, "rxDropped", it->rx_dropped);
+		kstr_u64(w, "txDropped", it->tx_dropped);
+		kstr_u64(w, "rxErrors", it->rx_errors);
+		kstr_u64(w, "txErrors", it->tx_errors);
 		vw_kstr(w, "state", it->state);
-		vw_kstrf(w, "rx", "%llu", (unsigned long long)it->rx);
-		vw_kstrf(w, "tx", "%llu", (unsigned long long)it->tx);
+		kstr_u64(w, "rx", it->rx);
+		kstr_u64(w, "tx", it->tx);
 		vw_keyz(w, "sampleTime");
 		vw_double(w, s->sample_time);
 		vw_end_object(w);
@@ -91,30 +132,30 @@ static int host_get_stats(struct rpc_call *c)
 	gmtime_r(&now, &tm);
 
 	vw_begin_object(w);
-	vw_kstrf(w, "cpuUser", "%.2f", s->cpu_user);
-	vw_kstrf(w, "cpuSys", "%.2f", s->cpu_sys);
-	vw_kstrf(w, "cpuIdle", "%.2f", s->cpu_idle);
-	vw_kstrf(w, "cpuUserVdsmd", "%.2f", s->cpu_user_vdsmd);
-	vw_kstrf(w, "cpuSysVdsmd", "%.2f", s->cpu_sys_vdsmd);
-	vw_kstrf(w, "cpuLoad", "%.2f", s->cpu_load);
-	vw_kstrf(w, "memUsed", "%d", s->mem_used);
+	kstr_2f(w, "cpuUser", s->cpu_user);
+	kstr_2f(w, "cpuSys", s->cpu_sys);
+	kstr_2f(w, "cpuIdle", s->cpu_idle);
+	kstr_2f(w, "cpuUserVdsmd", s->cpu_user_vdsmd);
+	kstr_2f(w, "cpuSysVdsmd", s->cpu_sys_vdsmd);
+	kstr_2f(w, "cpuLoad", s->cpu_load);
+	kstr_u64(w, "memUsed", (uint64_t)s->mem_used);
 	vw_kint(w, "memFree", (int64_t)s->mem_free_mib);
 	vw_kint(w, "swapTotal", (int64_t)s->swap_total_mib);
 	vw_kint(w, "swapFree", (int64_t)s->swap_free_mib);
-	vw_kstrf(w, "anonHugePages", "%llu", (unsigned long long)s->anon_huge_mib);
+	kstr_u64(w, "anonHugePages", s->anon_huge_mib);
 	vw_kstr(w, "thpState", s->thp_state);
 	vw_kint(w, "vmCount", vm_count);
 	vw_kint(w, "vmActive", vm_active);
 	vw_kint(w, "vmMigrating", 0);
 	vw_kint(w, "incomingVmMigrations", 0);
 	vw_kint(w, "outgoingVmMigrations", 0);
-	vw_kstrf(w, "elapsedTime", "%llu", (unsigned long long)elapsed);
+	kstr_u64(w, "elapsedTime", elapsed);
 	if (s->boot_time)
-		vw_kstrf(w, "bootTime", "%llu", (unsigned long long)s->boot_time);
+		kstr_u64(w, "bootTime", s->boot_time);
 	vw_kstrf(w, "dateTime", "%04d-%02d-%02dT%02d:%02d:%02d GMT", tm.tm_year + 1900,
 		 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
-	vw_kstrf(w, "rxDropped", "%llu", (unsigned long long)s->rx_dropped);
-	vw_kstrf(w, "txDropped", "%llu", (unsigned long long)s->tx_dropped);
+	kstr_u64(w, "rxDropped", s->rx_dropped);
+	kstr_u64(w, "txDropped", s->tx_dropped);
 	write_network(w, s);
 	vw_keyz(w, "storageDomains");
 	if (d && d->storage) {

@@ -122,7 +122,7 @@ static int dom_load(struct st_domain *d, const char *base)
 	d->remote = xstrdup(kv_get(&kv, "REMOTE_PATH") ? kv_get(&kv, "REMOTE_PATH") : "");
 	d->version = (int)kv_get_int(&kv, "VERSION", 5);
 	const char *p = kv_get(&kv, "POOL_UUID");
-	snprintf(d->pool, sizeof(d->pool), "%s", p && st_is_uuid(p) ? p : "");
+	snprintf(d->pool, sizeof(d->pool), "%.36s", p && st_is_uuid(p) ? p : "");
 	d->master = kv_get(&kv, "ROLE") && strcmp(kv_get(&kv, "ROLE"), "Master") == 0;
 	kv_free(&kv);
 	return 0;
@@ -325,9 +325,9 @@ static void pool_load(struct storage_state *s)
 	if (kv_read_file(&kv, path) == 0) {
 		const char *u = kv_get(&kv, "POOL_UUID"), *m = kv_get(&kv, "MASTER_SDUUID");
 		if (st_is_uuid(u)) {
-			snprintf(s->pool_uuid, sizeof(s->pool_uuid), "%s", u);
+			snprintf(s->pool_uuid, sizeof(s->pool_uuid), "%.36s", u);
 			s->pool_name = xstrdup(kv_get(&kv, "NAME") ? kv_get(&kv, "NAME") : "");
-			snprintf(s->pool_master, sizeof(s->pool_master), "%s", st_is_uuid(m) ? m : "");
+			snprintf(s->pool_master, sizeof(s->pool_master), "%.36s", st_is_uuid(m) ? m : "");
 			s->pool_master_ver = (int)kv_get_int(&kv, "MASTER_VERSION", 0);
 			s->pool_connected = kv_get_int(&kv, "CONNECTED", 0) == 1;
 		}
@@ -364,14 +364,14 @@ int st_pool_create(struct storage_state *s, const char *sp, const char *name, co
 	struct st_domain **list = xcalloc(ndoms, sizeof(*list));
 	for (size_t i = 0; i < ndoms; i++) {
 		list[i] = map_get(&s->domains, doms[i]);
-		snprintf(list[i]->pool, sizeof(list[i]->pool), "%s", sp);
+		snprintf(list[i]->pool, sizeof(list[i]->pool), "%.36s", sp);
 		list[i]->master = strcmp(doms[i], master) == 0;
 		list[i]->busy++;
 	}
-	snprintf(s->pool_uuid, sizeof(s->pool_uuid), "%s", sp);
+	snprintf(s->pool_uuid, sizeof(s->pool_uuid), "%.36s", sp);
 	free(s->pool_name);
 	s->pool_name = st_clean_text(name, ST_NAME_MAX);
-	snprintf(s->pool_master, sizeof(s->pool_master), "%s", master);
+	snprintf(s->pool_master, sizeof(s->pool_master), "%.36s", master);
 	s->pool_master_ver = master_ver;
 	s->pool_connected = true;
 	int rc = pool_save(s);

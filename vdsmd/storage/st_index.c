@@ -90,7 +90,7 @@ void map_put(struct st_map *m, const char *key, void *val)
 	if (m->n >= m->nb)
 		grow(m);
 	e = xcalloc(1, sizeof(*e));
-	snprintf(e->key, sizeof(e->key), "%s", key);
+	snprintf(e->key, sizeof(e->key), "%.36s", key);
 	e->val = val;
 	e->bucket = hash_key(e->key) % m->nb;
 	e->next = m->b[e->bucket];
@@ -148,7 +148,7 @@ void *map_val(const struct st_map_ent *e)
 struct st_domain *dom_new(const char *uuid)
 {
 	struct st_domain *d = xcalloc(1, sizeof(*d));
-	snprintf(d->uuid, sizeof(d->uuid), "%s", uuid);
+	snprintf(d->uuid, sizeof(d->uuid), "%.36s", uuid);
 	map_init(&d->images);
 	map_init(&d->volumes);
 	d->version = 5;
@@ -178,7 +178,7 @@ void dom_free(struct st_domain *d)
 struct st_volume *vol_new(void)
 {
 	struct st_volume *v = xcalloc(1, sizeof(*v));
-	snprintf(v->parent, sizeof(v->parent), "%s", ST_BLANK_UUID);
+	snprintf(v->parent, sizeof(v->parent), "%.36s", ST_BLANK_UUID);
 	snprintf(v->disktype, sizeof(v->disktype), "DATA");
 	v->format = ST_FMT_RAW;
 	v->alloc = ST_SPARSE;
@@ -198,7 +198,7 @@ void index_add_volume(struct st_domain *d, struct st_volume *v)
 	struct st_image *im = map_get(&d->images, v->image);
 	if (!im) {
 		im = xcalloc(1, sizeof(*im));
-		snprintf(im->uuid, sizeof(im->uuid), "%s", v->image);
+		snprintf(im->uuid, sizeof(im->uuid), "%.36s", v->image);
 		map_put(&d->images, im->uuid, im);
 	}
 	if (im->n == im->cap) {

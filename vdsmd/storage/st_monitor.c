@@ -31,7 +31,7 @@ void st_monitor_once(struct storage_state *s)
 		struct st_domain *d = map_val(e);
 		if (d->formatting || n == cap)
 			continue;
-		snprintf(pr[n].uuid, sizeof(pr[n].uuid), "%s", d->uuid);
+		snprintf(pr[n].uuid, sizeof(pr[n].uuid), "%.36s", d->uuid);
 		pr[n].dir = xstrdup(d->dir);
 		n++;
 	}

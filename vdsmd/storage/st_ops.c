@@ -83,8 +83,8 @@ int st_volume_create(struct storage_state *s, const struct st_volreq *r, char ta
 		return st_fail(e, RPC_E_PARAMS, "volFormat: a snapshot (srcVolUUID) must be COW");
 
 	struct st_volume *v = vol_new();
-	snprintf(v->uuid, sizeof(v->uuid), "%s", r->vol);
-	snprintf(v->image, sizeof(v->image), "%s", r->img);
+	snprintf(v->uuid, sizeof(v->uuid), "%.36s", r->vol);
+	snprintf(v->image, sizeof(v->image), "%.36s", r->img);
 	v->format = r->format;
 	v->alloc = r->alloc;
 	v->capacity = r->size;
@@ -131,20 +131,20 @@ int st_volume_create(struct storage_state *s, const struct st_volreq *r, char ta
 				r->src_vol);
 			goto fail_locked;
 		}
-		snprintf(v->parent, sizeof(v->parent), "%s", p->uuid);
+		snprintf(v->parent, sizeof(v->parent), "%.36s", p->uuid);
 		if (p->capacity > v->capacity)
 			v->capacity = p->capacity;
 		t->parent_format = p->format;
-		snprintf(t->parent, sizeof(t->parent), "%s", p->uuid);
-		snprintf(t->parent_img, sizeof(t->parent_img), "%s", pimg);
+		snprintf(t->parent, sizeof(t->parent), "%.36s", p->uuid);
+		snprintf(t->parent_img, sizeof(t->parent_img), "%.36s", pimg);
 	}
 	index_add_volume(d, v);
 	d->busy++;
 	pthread_mutex_unlock(&s->lock);
 
-	snprintf(t->sd, sizeof(t->sd), "%s", r->sd);
-	snprintf(t->img, sizeof(t->img), "%s", r->img);
-	snprintf(t->vol, sizeof(t->vol), "%s", r->vol);
+	snprintf(t->sd, sizeof(t->sd), "%.36s", r->sd);
+	snprintf(t->img, sizeof(t->img), "%.36s", r->img);
+	snprintf(t->vol, sizeof(t->vol), "%.36s", r->vol);
 	t->format = v->format;
 	t->alloc = v->alloc;
 	t->size = v->capacity;
@@ -172,7 +172,7 @@ int st_volume_create(struct storage_state *s, const struct st_volreq *r, char ta
 		return -1;
 	}
 	free(idir);
-	snprintf(task_id, 37, "%s", t->id);
+	snprintf(task_id, 37, "%.36s", t->id);
 	st_task_submit(s, t);
 	return 0;
 
@@ -287,7 +287,7 @@ static int queue_delete(struct storage_state *s, struct st_domain *d, struct st_
 		return st_fail(e, RPC_E_GENERAL, "cannot mark volumes for deletion: %s", strerror(-rc));
 	}
 	free(copies);
-	snprintf(task_id, 37, "%s", t->id);
+	snprintf(task_id, 37, "%.36s", t->id);
 	st_task_submit(s, t);
 	return 0;
 }
@@ -313,9 +313,9 @@ int st_volume_delete(struct storage_state *s, const char *sd, const char *img, c
 		goto fail;
 	}
 	struct st_task *t = st_task_alloc(ST_TK_DELETE);
-	snprintf(t->sd, sizeof(t->sd), "%s", sd);
-	snprintf(t->img, sizeof(t->img), "%s", img);
-	snprintf(t->vol, sizeof(t->vol), "%s", vol);
+	snprintf(t->sd, sizeof(t->sd), "%.36s", sd);
+	snprintf(t->img, sizeof(t->img), "%.36s", img);
+	snprintf(t->vol, sizeof(t->vol), "%.36s", vol);
 	return queue_delete(s, d, t, &v, 1, task_id, e);
 fail:
 	pthread_mutex_unlock(&s->lock);
@@ -358,8 +358,8 @@ int st_image_delete(struct storage_state *s, const char *sd, const char *img, ch
 	}
 	im->deleting = true;
 	struct st_task *t = st_task_alloc(ST_TK_IMAGE_DELETE);
-	snprintf(t->sd, sizeof(t->sd), "%s", sd);
-	snprintf(t->img, sizeof(t->img), "%s", img);
+	snprintf(t->sd, sizeof(t->sd), "%.36s", sd);
+	snprintf(t->img, sizeof(t->img), "%.36s", img);
 	size_t n = im->n;
 	struct st_volume **vols = xcalloc(n, sizeof(*vols));
 	memcpy(vols, im->vols, n * sizeof(*vols));
@@ -380,12 +380,12 @@ static void run_delete(struct storage_state *s, struct st_task *t)
 	char (*ids)[37] = NULL;
 	if (t->kind == ST_TK_DELETE) {
 		ids = xcalloc(1, sizeof(*ids));
-		snprintf(ids[0], 37, "%s", t->vol);
+		snprintf(ids[0], 37, "%.36s", t->vol);
 		n = 1;
 	} else if (im) {
 		ids = xcalloc(im->n ? im->n : 1, sizeof(*ids));
 		for (size_t i = 0; i < im->n; i++)
-			snprintf(ids[n++], 37, "%s", im->vols[i]->uuid);
+			snprintf(ids[n++], 37, "%.36s", im->vols[i]->uuid);
 	}
 	bool aborted = __atomic_load_n(&t->abort, __ATOMIC_ACQUIRE);
 	pthread_mutex_unlock(&s->lock);

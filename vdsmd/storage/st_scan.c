@@ -70,8 +70,8 @@ static void scan_image(struct storage_state *s, struct st_domain *d, const char 
 		char vol[37];
 		snprintf(vol, sizeof(vol), "%.36s", n);
 		struct st_volume *v = vol_new();
-		snprintf(v->uuid, sizeof(v->uuid), "%s", vol);
-		snprintf(v->image, sizeof(v->image), "%s", img);
+		snprintf(v->uuid, sizeof(v->uuid), "%.36s", vol);
+		snprintf(v->image, sizeof(v->image), "%.36s", img);
 		char *mp = st_path(idir, n), *dp = st_path(idir, vol);
 		int rc = st_vol_read_meta(mp, v);
 		struct stat st;

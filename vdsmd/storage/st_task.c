@@ -88,7 +88,7 @@ struct st_task *st_task_alloc(enum st_task_kind kind)
 
 void st_task_status_copy(const struct st_task *t, struct st_task_status *out)
 {
-	snprintf(out->id, sizeof(out->id), "%s", t->id);
+	snprintf(out->id, sizeof(out->id), "%.36s", t->id);
 	out->verb = t->verb;
 	out->state = t->state;
 	out->result = t->result;
@@ -369,10 +369,10 @@ static void load_one(struct storage_state *s, const char *dir, const char *name)
 	int kind = (int)kv_get_int(&kv, "KIND", 0);
 	struct st_task *t = st_task_alloc(kind >= ST_TK_CREATE && kind <= ST_TK_IMAGE_DELETE
 					  ? (enum st_task_kind)kind : ST_TK_CREATE);
-	snprintf(t->id, sizeof(t->id), "%s", id);
-	snprintf(t->sd, sizeof(t->sd), "%s", kv_get(&kv, "SDUUID") ? kv_get(&kv, "SDUUID") : "");
-	snprintf(t->img, sizeof(t->img), "%s", kv_get(&kv, "IMGUUID") ? kv_get(&kv, "IMGUUID") : "");
-	snprintf(t->vol, sizeof(t->vol), "%s", kv_get(&kv, "VOLUUID") ? kv_get(&kv, "VOLUUID") : "");
+	snprintf(t->id, sizeof(t->id), "%.36s", id);
+	snprintf(t->sd, sizeof(t->sd), "%.36s", kv_get(&kv, "SDUUID") ? kv_get(&kv, "SDUUID") : "");
+	snprintf(t->img, sizeof(t->img), "%.36s", kv_get(&kv, "IMGUUID") ? kv_get(&kv, "IMGUUID") : "");
+	snprintf(t->vol, sizeof(t->vol), "%.36s", kv_get(&kv, "VOLUUID") ? kv_get(&kv, "VOLUUID") : "");
 	t->ctime = (uint64_t)kv_get_int(&kv, "CTIME", 0);
 	const char *state = kv_get(&kv, "STATE");
 	if (state && strcmp(state, "finished") == 0) {

@@ -90,7 +90,7 @@ int st_vol_read_meta(const char *path, struct st_volume *v)
 	v->format = strcmp(fmt, "COW") == 0 ? ST_FMT_COW : ST_FMT_RAW;
 	v->alloc = strcmp(type, "PREALLOCATED") == 0 ? ST_PREALLOCATED : ST_SPARSE;
 	v->legal = strcmp(leg, "LEGAL") == 0;
-	snprintf(v->parent, sizeof(v->parent), "%s", pu);
+	snprintf(v->parent, sizeof(v->parent), "%.36s", pu);
 	v->capacity = cap;
 	snprintf(v->disktype, sizeof(v->disktype), "%s",
 		 kv_get(&kv, "DISKTYPE") ? kv_get(&kv, "DISKTYPE") : "DATA");
@@ -184,8 +184,20 @@ static int preallocate(struct storage_state *s, struct st_task *t, int fd, int64
 	return 0;
 }
 
-static int run_qemu_img(char *const argv[], char *err, size_t errlen)
+/* Runs qemu-img through /bin/sh, which prints the exit status on the pipe:
+ * the daemon's event loop may reap children itself (libev's SIGCHLD
+ * handling), so waitpid() cannot be relied on for the status. */
+static int run_qemu_img(char *const args[], char *err, size_t errlen)
 {
+	char *argv[24];
+	int n = 0;
+	argv[n++] = (char *)"/bin/sh";
+	argv[n++] = (char *)"-c";
+	argv[n++] = (char *)"qemu-img \"$@\" 2>&1; echo \"@rc=$?\"";
+	argv[n++] = (char *)"sh";
+	for (size_t i = 1; args[i] && n < 23; i++)   /* args[0] is "qemu-img" */
+		argv[n++] = args[i];
+	argv[n] = NULL;
 	int pfd[2];
 	if (pipe2(pfd, O_CLOEXEC) < 0) {
 		snprintf(err, errlen, "pipe: %s", strerror(errno));
@@ -194,46 +206,59 @@ static int run_qemu_img(char *const argv[], char *err, size_t errlen)
 	posix_spawn_file_actions_t fa;
 	posix_spawn_file_actions_init(&fa);
 	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-	posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+	posix_spawn_file_actions_adddup2(&fa, pfd[1], 1);
 	posix_spawn_file_actions_adddup2(&fa, pfd[1], 2);
 	pid_t pid;
-	int rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
+	int rc = posix_spawn(&pid, argv[0], &fa, NULL, argv, environ);
 	posix_spawn_file_actions_destroy(&fa);
 	close(pfd[1]);
 	if (rc != 0) {
 		close(pfd[0]);
-		snprintf(err, errlen, "cannot run %s: %s", argv[0], strerror(rc));
+		snprintf(err, errlen, "cannot run qemu-img: %s", strerror(rc));
 		return -rc;
 	}
-	char out[512];
+	char out[1024];
 	size_t got = 0;
 	for (;;) {
-		ssize_t r = read(pfd[0], out + got, sizeof(out) - 1 - got);
+		char tmp[512];
+		ssize_t r = read(pfd[0], tmp, sizeof(tmp));
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r <= 0)
 			break;
-		got += (size_t)r;
-		if (got == sizeof(out) - 1) {   /* drain the rest */
-			char sink[512];
-			while (read(pfd[0], sink, sizeof(sink)) > 0)
-				;
-			break;
+		/* keep the tail: the status line comes last */
+		if (got + (size_t)r > sizeof(out) - 1) {
+			size_t drop = got + (size_t)r - (sizeof(out) - 1);
+			if (drop > got)
+				drop = got;
+			memmove(out, out + drop, got - drop);
+			got -= drop;
 		}
+		size_t take = VD_MIN((size_t)r, sizeof(out) - 1 - got);
+		memcpy(out + got, tmp + (size_t)r - take, take);
+		got += take;
 	}
 	out[got] = '\0';
 	close(pfd[0]);
 	int status;
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
-	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+	char *mark = NULL;
+	for (char *p = out; (p = strstr(p, "@rc=")); p++)
+		mark = p;
+	int code = mark ? atoi(mark + 4) : -1;
+	if (mark)
+		*mark = '\0';
+	if (code == 0)
 		return 0;
-	while (got && (out[got - 1] == '\n' || out[got - 1] == ' '))
-		out[--got] = '\0';
+	size_t len = strlen(out);
+	while (len && (out[len - 1] == '\n' || out[len - 1] == ' '))
+		out[--len] = '\0';
 	for (char *p = out; *p; p++)
 		if (*p == '\n')
 			*p = ' ';
-	snprintf(err, errlen, "qemu-img create failed: %s", got ? out : "(no output)");
+	snprintf(err, errlen, "qemu-img create failed (exit %d): %s", code,
+		 len ? out : "(no output)");
 	if (strstr(out, "No space left"))
 		return -ENOSPC;
 	if (strstr(out, "too large"))

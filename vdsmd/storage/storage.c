@@ -1,24 +1,131 @@
-/* vdsmd/storage/storage.c - placeholder until the storage backend lands. */
+/* vdsmd/storage/storage.c - daemon glue of the storage backend: init/fini,
+ * the Host.getStats "storageDomains" writer, |jobs|status| events and the
+ * handler table bound into the rpc engine.
+ *
+ * A storage_root that cannot be opened does not stop the daemon: the error is
+ * logged and every storage verb answers code 100 naming the problem. */
 #include "storage.h"
+#include "st.h"
+#include "st_verbs.h"
+#include "../../common/log.h"
+#include "../../rpc/event.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+#define TASK_THREADS 2
+
+static void publish_task(void *ctx, const struct st_task_status *st)
+{
+	struct vdsmd *d = ctx;
+	if (!d->bus || !event_bus_enabled(d->bus))
+		return;
+	struct rpc_event ev;
+	struct vd_writer *w = rpc_event_begin(&ev, d->bus, "|jobs|status|%s", st->id);
+	vw_keyz(w, st->id);
+	vw_begin_object(w);
+	vw_kstr(w, "id", st->id);
+	vw_kstr(w, "taskID", st->id);
+	vw_kstr(w, "verb", st->verb);
+	vw_kstr(w, "status", st_task_state_name(st->state));
+	vw_kstr(w, "taskState", st_task_state_name(st->state));
+	vw_kstr(w, "taskResult", st_task_result_name(st->result));
+	vw_kint(w, "code", st->code);
+	vw_kstr(w, "message", st->message);
+	vw_kint(w, "progress", st->progress);
+	vw_end_object(w);
+	rpc_event_publish(d->bus, &ev);
+}
 
 int storage_init(struct vdsmd *d)
 {
-	(void)d;
+	const char *root = d->cfg.storage_root && *d->cfg.storage_root ? d->cfg.storage_root
+									 : "/var/lib/vdsmd/storage";
+	/* A write past RLIMIT_FSIZE must fail the task with EFBIG, not kill
+	 * the daemon. */
+	signal(SIGXFSZ, SIG_IGN);
+	char why[512] = "";
+	struct storage_state *s = st_open(root, why, sizeof(why));
+	if (!s) {
+		log_error("storage: %s; storage verbs are unavailable", why);
+		return 0;
+	}
+	s->notify = publish_task;
+	s->notify_ctx = d;
+	if (st_start_workers(s, TASK_THREADS) < 0 || st_start_monitor(s, 10000) < 0) {
+		st_close(s);
+		return VD_EIO;
+	}
+	d->storage = s;
+	log_info("storage: %zu domain(s), %zu task record(s) under %s%s", s->domains.n,
+		 s->tasks.n, root, s->scan_removed || s->tasks_aborted ? " (leftovers reconciled)" : "");
 	return 0;
 }
 
 void storage_fini(struct vdsmd *d)
 {
-	(void)d;
+	if (!d->storage)
+		return;
+	struct storage_state *s = d->storage;
+	st_stop_monitor(s);
+	st_stop_workers(s);   /* task events may still be published here */
+	d->storage = NULL;
+	st_close(s);
 }
-
-const struct rpc_binding storage_bindings[] = {
-	{ NULL, NULL },
-};
 
 void storage_write_domain_stats(struct vdsmd *d, struct vd_writer *w)
 {
-	(void)d;
 	vw_begin_object(w);
+	struct storage_state *s = d ? d->storage : NULL;
+	if (s) {
+		uint64_t now = vd_now_ms();
+		pthread_mutex_lock(&s->lock);
+		for (struct st_map_ent *e = map_first(&s->domains); e; e = map_next(&s->domains, e)) {
+			const struct st_domain *dm = map_val(e);
+			if (dm->formatting || dm->mon_last_ms == 0)
+				continue;
+			vw_keyz(w, dm->uuid);
+			vw_begin_object(w);
+			vw_kint(w, "code", dm->mon_code);
+			vw_kstrf(w, "delay", "%.6f", dm->mon_delay);
+			vw_kstrf(w, "lastCheck", "%.1f",
+				 (double)(now >= dm->mon_last_ms ? now - dm->mon_last_ms : 0) / 1000.0);
+			vw_kbool(w, "valid", dm->mon_valid);
+			vw_kbool(w, "acquired", true);
+			vw_kbool(w, "actual", true);
+			vw_kint(w, "version", dm->version);
+			vw_end_object(w);
+		}
+		pthread_mutex_unlock(&s->lock);
+	}
 	vw_end_object(w);
 }
+
+const struct rpc_binding storage_bindings[] = {
+	{ "Host.getStorageDomains", vh_host_get_storage_domains },
+	{ "StorageDomain.create", vh_sd_create },
+	{ "StorageDomain.getInfo", vh_sd_get_info },
+	{ "StorageDomain.getStats", vh_sd_get_stats },
+	{ "StorageDomain.getVolumes", vh_sd_get_volumes },
+	{ "StorageDomain.getImages", vh_sd_get_images },
+	{ "StorageDomain.format", vh_sd_format },
+	{ "Image.getVolumes", vh_img_get_volumes },
+	{ "Image.delete", vh_img_delete },
+	{ "Volume.create", vh_vol_create },
+	{ "Volume.getInfo", vh_vol_get_info },
+	{ "Volume.getSize", vh_vol_get_size },
+	{ "Volume.delete", vh_vol_delete },
+	{ "Volume.setDescription", vh_vol_set_description },
+	{ "Task.getStatus", vh_task_get_status },
+	{ "Task.clear", vh_task_clear },
+	{ "Task.stop", vh_task_stop },
+	{ "Host.getAllTasksStatuses", vh_host_get_all_tasks_statuses },
+	{ "Host.getAllTasksInfo", vh_host_get_all_tasks_info },
+	{ "StoragePool.create", vh_sp_create },
+	{ "StoragePool.connect", vh_sp_connect },
+	{ "StoragePool.disconnect", vh_sp_disconnect },
+	{ "StoragePool.getInfo", vh_sp_get_info },
+	{ "StoragePool.getSpmStatus", vh_sp_get_spm_status },
+	{ NULL, NULL },
+};

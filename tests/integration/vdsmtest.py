@@ -1,0 +1,469 @@
+"""vdsmtest - shared harness for vdsmd integration tests (stdlib only).
+
+Start a real daemon on an ephemeral loopback port, talk STOMP or HTTP to it
+over plain sockets, stop it:
+
+    import vdsmtest as vt
+
+    class T(unittest.TestCase):
+        def test_ping(self):
+            with vt.Daemon() as d:               # --port 0, tls off, temp dirs
+                c = d.stomp()                    # connected socket
+                c.connect()                      # CONNECT, returns CONNECTED frame
+                c.subscribe("jms.topic.vdsm_responses", "s1")
+                resp = c.call("Host.ping2")      # SEND + wait MESSAGE, json-decoded
+                status, hdrs, body = d.http("GET", "/health")
+
+Daemon(*extra_args, tls=False, pki=None, log_level="info", libvirt_uri=...)
+  extra_args are passed to vdsmd (e.g. "--detect-timeout", "1").  The daemon
+  gets --config with an empty file (no /etc), a temp storage_root, and the
+  libvirt test driver.  d.port, d.log_lines() (stderr so far), d.stop()
+  (SIGTERM; returns the exit status), d.wait_log(regex).
+Frames: frame(cmd, headers, body) -> bytes; Conn.read_frame() -> Frame
+  (cmd, headers dict (first occurrence wins, unescaped), body bytes).
+PKI: make_pki(dir) runs examples/make-pki.sh and returns dir.
+
+Environment: VDSMD_BIN (default <repo>/build/vdsmd), VDSMD_BUILD.
+Other helpers may append functions at the end of this file.
+"""
+
+import json
+import os
+import re
+import select
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import tempfile
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+VDSMD_BIN = os.environ.get("VDSMD_BIN", os.path.join(REPO, "build", "vdsmd"))
+VDSMD_BUILD = os.environ.get("VDSMD_BUILD", os.path.join(REPO, "build"))
+LISTEN_RE = re.compile(r"listening on (\S+):(\d+)")
+REQUESTS = "jms.topic.vdsm_requests"
+RESPONSES = "jms.topic.vdsm_responses"
+EVENTS = "jms.queue.events"
+TIMEOUT = 10.0
+
+
+class Daemon:
+    """A vdsmd process; use as a context manager (stops it on exit)."""
+
+    def __init__(self, *args, tls=False, pki=None, log_level="info",
+                 libvirt_uri="test:///default", start=True):
+        self.args = list(args)
+        self.tls = tls
+        self.pki = pki
+        self.log_level = log_level
+        self.libvirt_uri = libvirt_uri
+        self.proc = None
+        self.port = None
+        self.host = "127.0.0.1"
+        self._lines = []
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
+        self.tmp = tempfile.mkdtemp(prefix="vdsmtest-")
+        if start:
+            self.start()
+
+    def command(self):
+        conf = os.path.join(self.tmp, "vdsmd.conf")
+        if not os.path.exists(conf):
+            open(conf, "w").close()
+        cmd = [VDSMD_BIN, "--config", conf, "--listen", self.host, "--port", "0",
+               "--log-level", self.log_level, "--log-file", "stderr",
+               "--libvirt-uri", self.libvirt_uri,
+               "--storage-root", os.path.join(self.tmp, "storage"),
+               "--tls", "on" if self.tls else "off"]
+        if self.tls:
+            p = self.pki
+            cmd += ["--cert-file", os.path.join(p, "server.crt"),
+                    "--key-file", os.path.join(p, "server.key"),
+                    "--ca-file", os.path.join(p, "ca.crt")]
+        return cmd + self.args
+
+    def start(self):
+        os.makedirs(os.path.join(self.tmp, "storage"), exist_ok=True)
+        self.proc = subprocess.Popen(self.command(), stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        self._thread = threading.Thread(target=self._reader, daemon=True)
+        self._thread.start()
+        m = self.wait_log(LISTEN_RE, timeout=TIMEOUT)
+        if not m:
+            self.stop()
+            raise RuntimeError("vdsmd did not start:\n" + "\n".join(self._lines))
+        self.port = int(m.group(2))
+        return self
+
+    def _reader(self):
+        for raw in self.proc.stderr:
+            line = raw.decode("utf-8", "replace").rstrip("\n")
+            with self._cond:
+                self._lines.append(line)
+                self._cond.notify_all()
+        with self._cond:
+            self._lines.append(None)  # EOF marker
+            self._cond.notify_all()
+
+    def log_lines(self):
+        with self._lock:
+            return [x for x in self._lines if x is not None]
+
+    def wait_log(self, regex, timeout=TIMEOUT, start=0):
+        """Wait for a stderr line matching regex (from line index start);
+        returns the match or None on timeout / exit."""
+        rx = re.compile(regex) if isinstance(regex, str) else regex
+        end = time.monotonic() + timeout
+        i = start
+        with self._cond:
+            while True:
+                while i < len(self._lines):
+                    line = self._lines[i]
+                    i += 1
+                    if line is None:
+                        return None
+                    m = rx.search(line)
+                    if m:
+                        return m
+                left = end - time.monotonic()
+                if left <= 0:
+                    return None
+                self._cond.wait(left)
+
+    def stop(self, sig=signal.SIGTERM, timeout=10):
+        """Signal the daemon and wait; returns its exit status."""
+        if not self.proc:
+            return None
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        rc = self.proc.returncode
+        self._thread.join(5)
+        self.proc.stderr.close()
+        self.proc = None
+        bad = [l for l in self.log_lines() if "Sanitizer" in l or "runtime error:" in l]
+        if bad:  # a sanitizer build (VDSMD_BIN) reported memory errors or UB
+            raise AssertionError("vdsmd sanitizer report:\n" + "\n".join(self.log_lines()[-60:]))
+        return rc
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    # -- clients --
+    def sock(self, timeout=TIMEOUT):
+        s = socket.create_connection((self.host, self.port), timeout=timeout)
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return s
+
+    def stomp(self, sock=None):
+        return Conn(sock or self.sock())
+
+    def tls_sock(self, cert=True, ca=None, pki=None):
+        return tls_connect(self.host, self.port, pki or self.pki, cert=cert, ca=ca)
+
+    def http(self, method, path, body=None, headers=None, sock=None):
+        """One HTTP/1.1 request on a new (or given) socket; returns
+        (status, headers dict lower-case, body bytes)."""
+        s = sock or self.sock()
+        try:
+            s.sendall(http_request(method, path, body, headers))
+            return read_http_response(s, head=(method == "HEAD"))
+        finally:
+            if sock is None:
+                s.close()
+
+
+# ---- STOMP ---------------------------------------------------------------
+
+def _esc(v):
+    return (v.replace("\\", "\\\\").replace("\r", "\\r").replace("\n", "\\n")
+            .replace(":", "\\c"))
+
+
+def _unesc(v):
+    out, i = [], 0
+    while i < len(v):
+        ch = v[i]
+        if ch == "\\" and i + 1 < len(v):
+            out.append({"\\": "\\", "n": "\n", "r": "\r", "c": ":"}.get(v[i + 1], "?"))
+            i += 2
+        else:
+            out.append(ch)
+            i += 1
+    return "".join(out)
+
+
+def frame(cmd, headers=(), body=None, content_length=True, escape=None):
+    """Encode a frame.  headers: dict or list of (name, value) pairs (a list
+    may repeat names).  content-length is added when body is not None."""
+    if isinstance(headers, dict):
+        headers = list(headers.items())
+    if escape is None:
+        escape = cmd not in ("CONNECT", "CONNECTED")
+    if isinstance(body, str):
+        body = body.encode()
+    out = [cmd]
+    for k, v in headers:
+        out.append("%s:%s" % (k, _esc(str(v)) if escape else v))
+    if body is not None and content_length:
+        out.append("content-length:%d" % len(body))
+    return ("\n".join(out) + "\n\n").encode() + (body or b"") + b"\0"
+
+
+class Frame:
+    def __init__(self, cmd, headers, body):
+        self.cmd, self.headers, self.body = cmd, headers, body
+
+    def json(self):
+        return json.loads(self.body.decode())
+
+    def __repr__(self):
+        return "Frame(%s, %r, %r)" % (self.cmd, self.headers, self.body[:200])
+
+
+class Conn:
+    """A STOMP connection over a (possibly TLS) socket."""
+
+    def __init__(self, sock):
+        self.sock = sock
+        self.buf = b""
+        self.heartbeats = 0  # bare EOLs seen between frames
+        self.skipped = []    # frames call() read past
+        self._id = 0
+
+    def send(self, data):
+        self.sock.sendall(data)
+
+    def send_frame(self, cmd, headers=(), body=None, **kw):
+        self.send(frame(cmd, headers, body, **kw))
+
+    def _fill(self, deadline):
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("no frame within timeout")
+        self.sock.settimeout(left)
+        try:
+            data = self.sock.recv(65536)
+        except socket.timeout:
+            raise TimeoutError("no frame within timeout")
+        if not data:
+            raise EOFError("connection closed")
+        self.buf += data
+
+    def read_frame(self, timeout=TIMEOUT):
+        """Next frame (heart-beat EOLs skipped and counted)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            while self.buf[:1] in (b"\n", b"\r"):
+                if self.buf[:2] == b"\r\n":
+                    self.buf = self.buf[2:]
+                elif self.buf[:1] == b"\n":
+                    self.buf = self.buf[1:]
+                else:
+                    break
+                self.heartbeats += 1
+            end = self.buf.find(b"\n\n")
+            end_crlf = self.buf.find(b"\r\n\r\n")
+            if end_crlf >= 0 and (end < 0 or end_crlf < end):
+                hdr_end, body_start = end_crlf, end_crlf + 4
+            else:
+                hdr_end, body_start = end, end + 2
+            if hdr_end >= 0:
+                lines = self.buf[:hdr_end].decode("utf-8", "replace").replace("\r\n", "\n").split("\n")
+                cmd = lines[0]
+                esc = cmd not in ("CONNECT", "CONNECTED")
+                headers = {}
+                for ln in lines[1:]:
+                    k, _, v = ln.partition(":")
+                    if esc:
+                        k, v = _unesc(k), _unesc(v)
+                    headers.setdefault(k, v)
+                if "content-length" in headers:
+                    n = int(headers["content-length"])
+                    if len(self.buf) >= body_start + n + 1:
+                        body = self.buf[body_start:body_start + n]
+                        assert self.buf[body_start + n:body_start + n + 1] == b"\0", "missing NUL"
+                        self.buf = self.buf[body_start + n + 1:]
+                        return Frame(cmd, headers, body)
+                else:
+                    nul = self.buf.find(b"\0", body_start)
+                    if nul >= 0:
+                        body = self.buf[body_start:nul]
+                        self.buf = self.buf[nul + 1:]
+                        return Frame(cmd, headers, body)
+            self._fill(deadline)
+
+    def read_eof(self, timeout=TIMEOUT):
+        """Read until the server closes; returns the frames seen before."""
+        frames = []
+        try:
+            while True:
+                frames.append(self.read_frame(timeout))
+        except EOFError:
+            return frames
+        except (ConnectionResetError, ssl.SSLError, OSError) as e:
+            if isinstance(e, TimeoutError):
+                raise
+            return frames
+
+    def connect(self, heart_beat=None, version="1.2", command="CONNECT", host="localhost"):
+        h = [("accept-version", version), ("host", host)]
+        if heart_beat is not None:
+            h.append(("heart-beat", heart_beat))
+        self.send_frame(command, h)
+        return self.read_frame()
+
+    def subscribe(self, dest, sub_id, receipt=None, **extra):
+        h = [("destination", dest), ("id", sub_id), ("ack", "auto")] + list(extra.items())
+        if receipt:
+            h.append(("receipt", receipt))
+        self.send_frame("SUBSCRIBE", h)
+        if receipt:
+            f = self.read_frame()
+            assert f.cmd == "RECEIPT" and f.headers.get("receipt-id") == receipt, f
+            return f
+
+    def request(self, method, params=None, req_id=None, dest=REQUESTS, reply_to=RESPONSES,
+                headers=()):
+        """Send a JSON-RPC request; returns its id."""
+        if req_id is None:
+            self._id += 1
+            req_id = "req-%d" % self._id
+        msg = {"jsonrpc": "2.0", "method": method, "id": req_id}
+        if params is not None:
+            msg["params"] = params
+        h = [("destination", dest), ("content-type", "application/json")]
+        if reply_to:
+            h.append(("reply-to", reply_to))
+        self.send_frame("SEND", h + list(headers), json.dumps(msg))
+        return req_id
+
+    def call(self, method, params=None, timeout=TIMEOUT, **kw):
+        """request() then the matching MESSAGE's decoded JSON (needs a
+        subscription on the reply destination).  Other frames read while
+        waiting (events, other responses) are appended to self.skipped."""
+        rid = self.request(method, params, **kw)
+        deadline = time.monotonic() + timeout
+        while True:
+            f = self.read_frame(max(0.01, deadline - time.monotonic()))
+            if f.cmd == "MESSAGE":
+                try:
+                    resp = f.json()
+                except ValueError:
+                    resp = None
+                if isinstance(resp, dict) and resp.get("id") == rid:
+                    return resp
+            self.skipped.append(f)
+
+    def close(self):
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+
+# ---- HTTP -------------------------------------------------------------------
+
+def http_request(method, path, body=None, headers=None):
+    if isinstance(body, str):
+        body = body.encode()
+    h = {"Host": "localhost"}
+    h.update(headers or {})
+    if body is not None and "Content-Length" not in h:
+        h["Content-Length"] = str(len(body))
+    head = "%s %s HTTP/1.1\r\n" % (method, path) + "".join(
+        "%s: %s\r\n" % kv for kv in h.items()) + "\r\n"
+    return head.encode() + (body or b"")
+
+
+def read_http_response(sock, head=False, timeout=TIMEOUT, state=None):
+    """Read one response; state (a dict) keeps leftover bytes for pipelining."""
+    state = state if state is not None else {}
+    buf = state.get("buf", b"")
+    deadline = time.monotonic() + timeout
+    while b"\r\n\r\n" not in buf:
+        sock.settimeout(max(0.01, deadline - time.monotonic()))
+        d = sock.recv(65536)
+        if not d:
+            raise EOFError("connection closed")
+        buf += d
+    hdr, _, rest = buf.partition(b"\r\n\r\n")
+    lines = hdr.decode().split("\r\n")
+    status = int(lines[0].split()[1])
+    headers = {}
+    for ln in lines[1:]:
+        k, _, v = ln.partition(":")
+        headers[k.strip().lower()] = v.strip()
+    n = 0 if head or status == 204 else int(headers.get("content-length", "0"))
+    while len(rest) < n:
+        sock.settimeout(max(0.01, deadline - time.monotonic()))
+        d = sock.recv(65536)
+        if not d:
+            raise EOFError("connection closed")
+        rest += d
+    state["buf"] = rest[n:]
+    return status, headers, rest[:n]
+
+
+# ---- TLS ----------------------------------------------------------------------
+
+def make_pki(directory):
+    """Create the test PKI (examples/make-pki.sh) in directory; returns it.
+    Files: ca.crt, server.{crt,key}, client.{crt,key}, and from a second CA:
+    wrong-ca.crt, wrong-client.{crt,key}."""
+    subprocess.run(["sh", os.path.join(REPO, "examples", "make-pki.sh"), directory],
+                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return directory
+
+
+def tls_connect(host, port, pki, cert=True, ca=None, client="client"):
+    """TLS client socket; cert=False sends no client certificate; client
+    names the key pair ("client" or "wrong-client")."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.load_verify_locations(ca or os.path.join(pki, "ca.crt"))
+    ctx.check_hostname = False
+    if cert:
+        ctx.load_cert_chain(os.path.join(pki, client + ".crt"), os.path.join(pki, client + ".key"))
+    raw = socket.create_connection((host, port), timeout=TIMEOUT)
+    raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return ctx.wrap_socket(raw)
+
+
+def wait_closed(sock, timeout=TIMEOUT):
+    """True when the peer closes the socket (EOF/reset) within timeout."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        r, _, _ = select.select([sock], [], [], max(0.0, deadline - time.monotonic()))
+        if not r:
+            continue
+        try:
+            d = sock.recv(65536)
+        except (ConnectionResetError, ssl.SSLError, OSError):
+            return True
+        if not d:
+            return True
+    return False
+
+
+def restart(d, sig=signal.SIGKILL):
+    """Stop daemon d with sig (default: kill -9, a crash) and start it again
+    on the same temp dirs (storage_root survives); returns its exit status.
+    The log of the previous run is dropped so start() finds the new port."""
+    rc = d.stop(sig=sig)
+    with d._lock:
+        d._lines = []
+    d.start()
+    return rc

@@ -1,0 +1,402 @@
+/* tests/unit/test_virt.c - the virt sampler and read verbs against libvirt's
+ * test driver (examples/fleet.xml: 20 domains, running/paused/shut off):
+ * counts, names, states and memory agree with what libvirt itself reports
+ * for the same URI; VDSM field names and types; rates from two samples;
+ * the per-codec encoded cache; bad vmID strings; libvirt unreachable. */
+#include "virt_test.h"
+
+#define FLEET "examples/fleet.xml"
+#define NO_SUCH_VM "00000000-0000-4000-8000-00000000dead"
+
+static struct vfx F;
+
+static void fleet_setup(void)
+{
+	char uri[PATH_MAX + 16];
+	vfx_file_uri(uri, sizeof uri, FLEET);
+	vfx_start(&F, uri, true);
+}
+
+static void fleet_teardown(void)
+{
+	vfx_stop(&F);
+}
+
+static const char *expected_status(int state)
+{
+	switch (state) {
+	case VIR_DOMAIN_RUNNING: return "Up";
+	case VIR_DOMAIN_PAUSED: return "Paused";
+	case VIR_DOMAIN_SHUTOFF: return "Down";
+	default: return "?";
+	}
+}
+
+START_TEST(agrees_with_libvirt)
+{
+	/* a second, independent connection to the same URI (the test driver
+	 * loads the same file for it) */
+	virConnectPtr c = virConnectOpen(F.uri);
+	ck_assert_ptr_nonnull(c);
+	virDomainPtr *doms = NULL;
+	int n = virConnectListAllDomains(c, &doms, 0);
+	ck_assert_int_eq(n, 20);
+	unsigned count, active;
+	virt_vm_counts(&F.d, &count, &active);
+	ck_assert_uint_eq(count, (unsigned)n);
+
+	const struct vd_value *all = vfx_ok(&F, "Host.getAllVmStats", "{}");
+	const struct vd_value *list = vfx_ok(&F, "Host.getVMList", "{}");
+	ck_assert_int_eq(all->type, VD_ARRAY);
+	ck_assert_uint_eq(all->v.arr.n, (size_t)n);
+	ck_assert_uint_eq(list->v.arr.n, (size_t)n);
+	unsigned want_active = 0;
+	for (int i = 0; i < n; i++) {
+		char uuid[VIR_UUID_STRING_BUFLEN];
+		virDomainGetUUIDString(doms[i], uuid);
+		virDomainInfo info;
+		ck_assert_int_eq(virDomainGetInfo(doms[i], &info), 0);
+		const struct vd_value *vm = vfx_find_vm(all, uuid);
+		ck_assert_msg(vm != NULL, "%s missing from getAllVmStats", uuid);
+		ck_assert_str_eq(vfx_str(&F, vm, "vmName"), virDomainGetName(doms[i]));
+		ck_assert_str_eq(vfx_str(&F, vm, "status"), expected_status(info.state));
+		const struct vd_value *lv = vfx_find_vm(list, uuid);
+		ck_assert_ptr_nonnull(lv);
+		ck_assert_str_eq(vfx_str(&F, lv, "status"), expected_status(info.state));
+		vfx_str(&F, lv, "statusTime");
+		if (info.state == VIR_DOMAIN_SHUTOFF) {
+			ck_assert_ptr_nonnull(vd_obj_get(vm, "exitCode"));
+			ck_assert_ptr_nonnull(vd_obj_get(vm, "exitReason"));
+			vfx_str(&F, vm, "exitMessage");
+			virDomainFree(doms[i]);
+			continue;
+		}
+		want_active++;
+		const struct vd_value *b = vd_obj_get(vm, "balloonInfo");
+		ck_assert_ptr_nonnull(b);
+		char want[32];
+		snprintf(want, sizeof want, "%lu", info.maxMem);
+		ck_assert_str_eq(vfx_str(&F, b, "balloon_max"), want);
+		snprintf(want, sizeof want, "%lu", info.memory);
+		ck_assert_str_eq(vfx_str(&F, b, "balloon_target"), want);
+		snprintf(want, sizeof want, "%u", info.nrVirtCpu);
+		ck_assert_str_eq(vfx_str(&F, vm, "vcpuCount"), want);
+		virDomainFree(doms[i]);
+	}
+	free(doms);
+	ck_assert_uint_eq(active, want_active);
+	ck_assert_uint_eq(want_active, 18);
+	virConnectClose(c);
+}
+END_TEST
+
+/* Every field VDSM sends, with VDSM's types. */
+START_TEST(vdsm_fields_and_types)
+{
+	/* vm-0000: running, one disk, two NICs, VNC */
+	const char *id = "6d5f0000-0000-4000-8000-000000000000";
+	char params[128];
+	snprintf(params, sizeof params, "{\"vmID\":\"%s\"}", id);
+	const struct vd_value *r = vfx_ok(&F, "VM.getStats", params);
+	ck_assert_int_eq(r->type, VD_ARRAY);
+	ck_assert_uint_eq(r->v.arr.n, 1);
+	const struct vd_value *vm = &r->v.arr.items[0];
+	static const char *const strs[] = {
+		"vmId", "vmName", "status", "statusTime", "elapsedTime", "pid", "vcpuCount",
+		"cpuUser", "cpuSys", "cpuUsage", "memUsage", "guestIPs", "hash", "vmType",
+		"kvmEnable", "acpiEnable", "monitorResponse", "timeOffset", "clientIp",
+	};
+	for (size_t i = 0; i < VD_ARRAY_SIZE(strs); i++)
+		vfx_str(&F, vm, strs[i]);
+	ck_assert_str_eq(vfx_str(&F, vm, "vmId"), id);
+	ck_assert_str_eq(vfx_str(&F, vm, "vmName"), "vm-0000");
+	ck_assert_str_eq(vfx_str(&F, vm, "status"), "Up");
+	const struct vd_value *b = vd_obj_get(vm, "balloonInfo");
+	ck_assert_int_eq(b->type, VD_OBJECT);
+	vfx_str(&F, b, "balloon_cur");
+	vfx_str(&F, b, "balloon_min");
+	const struct vd_value *ms = vd_obj_get(vm, "memoryStats");
+	ck_assert_int_eq(ms->type, VD_OBJECT);
+	vfx_str(&F, ms, "mem_total");
+	vfx_str(&F, ms, "mem_unused");
+	vfx_str(&F, ms, "swap_in");
+	/* the test driver reports unused = available / 2 */
+	ck_assert_str_eq(vfx_str(&F, vm, "memUsage"), "50");
+
+	const struct vd_value *disks = vd_obj_get(vm, "disks");
+	ck_assert_int_eq(disks->type, VD_OBJECT);
+	ck_assert_uint_eq(disks->v.obj.n, 1);
+	const struct vd_value *vda = vd_obj_get(disks, "vda");
+	ck_assert_ptr_nonnull(vda);
+	static const char *const dstrs[] = {
+		"readRate", "writeRate", "readBytes", "writtenBytes", "readOps", "writeOps",
+		"readLatency", "writeLatency", "flushLatency", "apparentsize", "truesize", "imageID",
+	};
+	for (size_t i = 0; i < VD_ARRAY_SIZE(dstrs); i++)
+		vfx_str(&F, vda, dstrs[i]);
+	ck_assert_str_eq(vfx_str(&F, vda, "imageID"), "1a000000-0000-4000-8000-000000000000");
+	ck_assert_str_ne(vfx_str(&F, vda, "apparentsize"), "0");
+
+	const struct vd_value *net = vd_obj_get(vm, "network");
+	ck_assert_int_eq(net->type, VD_OBJECT);
+	ck_assert_uint_eq(net->v.obj.n, 2);
+	const struct vd_value *nic = &net->v.obj.members[0].val;
+	static const char *const nstrs[] = {
+		"name", "rxRate", "txRate", "rxErrors", "txErrors", "rxDropped", "txDropped",
+		"macAddr", "state", "speed",
+	};
+	for (size_t i = 0; i < VD_ARRAY_SIZE(nstrs); i++)
+		vfx_str(&F, nic, nstrs[i]);
+	ck_assert_str_eq(vfx_str(&F, nic, "macAddr"), "52:54:00:00:00:00");
+	ck_assert_int_eq(vd_obj_get(nic, "sampleTime")->type, VD_DOUBLE);
+
+	const struct vd_value *disp = vd_obj_get(vm, "displayInfo");
+	ck_assert_int_eq(disp->type, VD_ARRAY);
+	ck_assert_uint_eq(disp->v.arr.n, 1);
+	ck_assert_str_eq(vfx_str(&F, &disp->v.arr.items[0], "type"), "vnc");
+	ck_assert_str_eq(vfx_str(&F, &disp->v.arr.items[0], "port"), "5900");
+
+	/* Paused VMs carry pauseCode */
+	r = vfx_ok(&F, "VM.getStats", "{\"vmID\":\"6d5f0002-0002-4002-800e-000000000002\"}");
+	ck_assert_str_eq(vfx_str(&F, &r->v.arr.items[0], "status"), "Paused");
+	vfx_str(&F, &r->v.arr.items[0], "pauseCode");
+}
+END_TEST
+
+START_TEST(full_list_and_filters)
+{
+	const struct vd_value *r = vfx_ok(&F, "Host.getVMFullList", "{}");
+	ck_assert_uint_eq(r->v.arr.n, 20);
+	const struct vd_value *vm = vfx_find_vm(r, "6d5f0001-0001-4001-8007-000000000001");
+	ck_assert_ptr_nonnull(vm);
+	ck_assert_str_eq(vfx_str(&F, vm, "vmName"), "vm-0001");
+	ck_assert_int_eq(vd_obj_get(vm, "memSize")->type, VD_INT);
+	vfx_str(&F, vm, "smp");
+	r = vfx_ok(&F, "Host.getVMFullList",
+		   "{\"vmList\":[\"6d5f0001-0001-4001-8007-000000000001\",\"" NO_SUCH_VM "\"]}");
+	ck_assert_uint_eq(r->v.arr.n, 1);
+	r = vfx_ok(&F, "Host.getVMList", "{\"vmList\":[\"6d5f0003-0003-4003-8015-000000000003\"]}");
+	ck_assert_uint_eq(r->v.arr.n, 1);
+	ck_assert_uint_eq(vd_obj_get(&r->v.arr.items[0], "vmId")->v.s.len, 36);
+	/* fullStatus=true returns the full form */
+	r = vfx_ok(&F, "Host.getVMList", "[true]");
+	ck_assert_uint_eq(r->v.arr.n, 20);
+	ck_assert_ptr_nonnull(vd_obj_get(&r->v.arr.items[0], "vmName"));
+}
+END_TEST
+
+START_TEST(bad_vm_ids)
+{
+	ck_assert_int_eq(vfx_err(&F, "VM.getStats", "{\"vmID\":\"" NO_SUCH_VM "\"}"), 1);
+	ck_assert_int_eq(vfx_err(&F, "VM.getStats", "{\"vmID\":\"not-a-uuid\"}"), -32602);
+	ck_assert_int_eq(vfx_err(&F, "VM.getStats", "{\"vmID\":42}"), -32602);
+	ck_assert_int_eq(vfx_err(&F, "VM.getStats", "{}"), -32602);
+	size_t n = 10 * 1024;
+	char *p = malloc(n + 32);
+	strcpy(p, "{\"vmID\":\"");
+	memset(p + 9, 'a', n);
+	strcpy(p + 9 + n, "\"}");
+	ck_assert_int_eq(vfx_err(&F, "VM.getStats", p), -32602);
+	ck_assert_int_eq(vfx_err(&F, "VM.pause", p), -32602);
+	free(p);
+	/* upper-case hex of an existing VM is not the canonical id */
+	ck_assert_int_eq(vfx_err(&F, "VM.getStats", "{\"vmID\":\"6D5F0000-0000-4000-8000-000000000000\"}"),
+			 vd_is_uuid("6D5F0000-0000-4000-8000-000000000000", 36) ? 1 : -32602);
+}
+END_TEST
+
+START_TEST(rates_from_two_samples)
+{
+	struct virt_snapshot *s1 = virt_snapshot_get(vfx_state(&F));
+	const struct virt_vm *v1 = snapshot_find(s1, "6d5f0000-0000-4000-8000-000000000000");
+	ck_assert_ptr_nonnull(v1);
+	/* one sample so far: no rates yet */
+	ck_assert(!v1->have_rates);
+	ck_assert(v1->disks[0].rd_rate == 0.0);
+	vfx_sleep_ms(700);
+	vfx_resample(&F);
+	struct virt_snapshot *s2 = virt_snapshot_get(vfx_state(&F));
+	ck_assert_uint_gt(s2->gen, s1->gen);
+	unsigned with_io = 0;
+	for (unsigned i = 0; i < s2->nvms; i++) {
+		const struct virt_vm *v = &s2->vms[i];
+		if (v->status != VS_UP)
+			continue;
+		ck_assert(v->have_rates);
+		ck_assert(v->cpu_user >= 0.0 && v->cpu_sys >= 0.0);
+		for (unsigned j = 0; j < v->ndisks; j++) {
+			ck_assert(v->disks[j].rd_rate >= 0.0 && v->disks[j].wr_rate >= 0.0);
+			const struct virt_vm *p = snapshot_find(s1, v->uuid);
+			/* the test driver's counters grow with time */
+			if (v->disks[j].rd_rate > 0.0) {
+				with_io++;
+				double dt = (double)(s2->taken_ms - s1->taken_ms) / 1000.0;
+				double want = (double)(v->disks[j].rd_bytes - p->disks[j].rd_bytes) / dt;
+				ck_assert(v->disks[j].rd_rate > want * 0.9 && v->disks[j].rd_rate < want * 1.1);
+			}
+		}
+		for (unsigned j = 0; j < v->nnics; j++)
+			ck_assert(v->nics[j].rx_rate >= 0.0 && v->nics[j].tx_rate >= 0.0);
+	}
+	ck_assert_uint_gt(with_io, 0);
+	/* the wire form says the same */
+	const struct vd_value *r = vfx_ok(&F, "VM.getStats", "{\"vmID\":\"6d5f0000-0000-4000-8000-000000000000\"}");
+	const struct vd_value *vda = vd_obj_get(vd_obj_get(&r->v.arr.items[0], "disks"), "vda");
+	ck_assert(strtod(vfx_str(&F, vda, "readRate"), NULL) > 0.0);
+	/* a sample right after (a lifecycle kick) keeps the previous rates */
+	vfx_resample(&F);
+	struct virt_snapshot *s3 = virt_snapshot_get(vfx_state(&F));
+	const struct virt_vm *a = snapshot_find(s2, "6d5f0000-0000-4000-8000-000000000000");
+	const struct virt_vm *b = snapshot_find(s3, "6d5f0000-0000-4000-8000-000000000000");
+	ck_assert(b->have_rates);
+	ck_assert(a->cpu_user == b->cpu_user);
+	snapshot_put(s1);
+	snapshot_put(s2);
+	snapshot_put(s3);
+}
+END_TEST
+
+START_TEST(encoded_cache)
+{
+	const struct vd_codec *codecs[] = { codec_find("yajl"), codec_find("fallback") };
+	for (size_t k = 0; k < VD_ARRAY_SIZE(codecs); k++) {
+		ck_assert_ptr_nonnull(codecs[k]);
+		vfx_call_codec(&F, codecs[k], "Host.getAllVmStats", "{}");
+		char *first = strdup(F.reply);
+		vfx_call_codec(&F, codecs[k], "Host.getAllVmStats", "{}");
+		ck_assert_str_eq(F.reply, first);
+		free(first);
+	}
+	struct virt_snapshot *s = virt_snapshot_get(vfx_state(&F));
+	unsigned filled = 0;
+	for (unsigned i = 0; i < VIRT_MAX_CODECS; i++)
+		filled += s->cache[i].ops != NULL;
+	/* one slot per distinct writer (yajl and fallback may share theirs) */
+	struct vd_buf tb = VD_BUF_INIT;
+	struct vd_writer w0, w1;
+	codecs[0]->writer_init(&w0, &tb);
+	codecs[1]->writer_init(&w1, &tb);
+	buf_free(&tb);
+	ck_assert_uint_eq(filled, w0.ops == w1.ops ? 1 : 2);
+	/* the cached bytes are exactly a fresh encode, for every codec built in */
+	const struct vd_codec *const *list = codec_list();
+	for (size_t k = 0; list[k]; k++) {
+		struct vd_buf a = VD_BUF_INIT, b = VD_BUF_INIT;
+		struct vd_writer wa, wb;
+		memset(&wa, 0, sizeof wa);
+		memset(&wb, 0, sizeof wb);
+		list[k]->writer_init(&wa, &a);
+		list[k]->writer_init(&wb, &b);
+		virt_write_all_stats_cached(vfx_state(&F), &wa, s);
+		virt_encode_all_stats(&wb, s);
+		ck_assert_int_eq(wa.error, 0);
+		ck_assert_uint_eq(a.len, b.len);
+		ck_assert(memcmp(a.data, b.data, a.len) == 0);
+		/* and it decodes to 20 VMs */
+		struct vd_limits lim = VD_LIMITS_DEFAULT;
+		struct vd_value *v = NULL;
+		struct vd_codec_error err = { 0, NULL, 0 };
+		ck_assert_int_eq(list[k]->decode(&F.arena, a.data, a.len, &lim, &v, &err), 0);
+		ck_assert_uint_eq(v->v.arr.n, 20);
+		buf_free(&a);
+		buf_free(&b);
+	}
+	/* a new snapshot starts with an empty cache */
+	vfx_resample(&F);
+	struct virt_snapshot *s2 = virt_snapshot_get(vfx_state(&F));
+	ck_assert_ptr_ne(s, s2);
+	ck_assert_ptr_null(s2->cache[0].ops);
+	snapshot_put(s);
+	snapshot_put(s2);
+}
+END_TEST
+
+START_TEST(domxml_facts)
+{
+	const char *xml =
+		"<domain type='kvm' id='3'><name>a</name><devices>"
+		"<disk type='file' device='cdrom'><source file='/iso'/><target dev='hdc' bus='ide'/></disk>"
+		"<disk type='block' device='disk'><driver name='qemu'/><source dev='/dev/sdb'/>"
+		"<target dev='sda' bus='scsi'/><serial>img-1</serial></disk>"
+		"<interface type='bridge'><mac address='52:54:00:aa:bb:cc'/><source bridge='ovirtmgmt'/>"
+		"<target dev='vnet7'/></interface>"
+		"<interface type='network'><mac address='52:54:00:aa:bb:cd'/></interface>"
+		"<graphics type='spice' port='5901' tlsPort='5902' autoport='yes' listen='10.0.0.1'>"
+		"<listen type='address' address='10.0.0.1'/></graphics>"
+		"</devices></domain>";
+	struct virt_domxml x;
+	ck_assert_int_eq(domxml_parse(xml, &x), 0);
+	ck_assert_uint_eq(x.ndisks, 1);
+	ck_assert_str_eq(x.disks[0].dev, "sda");
+	ck_assert_str_eq(x.disks[0].path, "/dev/sdb");
+	ck_assert_str_eq(x.disks[0].image_id, "img-1");
+	ck_assert_uint_eq(x.nnics, 1);   /* the second one has no host device yet */
+	ck_assert_str_eq(x.nics[0].ifname, "vnet7");
+	ck_assert_str_eq(x.nics[0].mac, "52:54:00:aa:bb:cc");
+	ck_assert_str_eq(x.nics[0].network, "ovirtmgmt");
+	ck_assert_uint_eq(x.ndisplays, 1);
+	ck_assert_str_eq(x.displays[0].type, "spice");
+	ck_assert_str_eq(x.displays[0].tls_port, "5902");
+	ck_assert_str_eq(x.displays[0].listen, "10.0.0.1");
+	domxml_free(&x);
+	ck_assert_int_eq(domxml_parse("<domain><devices><disk type='file' device='disk'>", &x),
+			 VD_EPROTO);
+	domxml_free(&x);
+}
+END_TEST
+
+/* libvirt unreachable: the backend still reports ready after its first
+ * attempt, VM verbs answer 99, and it keeps retrying. */
+START_TEST(unreachable_libvirt)
+{
+	struct vfx f;
+	vfx_start(&f, "test:///nonexistent/vdsmd-no-such-fleet.xml", false);
+	struct virt_state *s = vfx_state(&f);
+	for (int i = 0; i < 500 && !s->reported_ready; i++)
+		vfx_sleep_ms(10);
+	ck_assert(s->reported_ready);
+	ck_assert_ptr_null(virt_snapshot_get(s));
+	ck_assert_int_eq(vfx_err(&f, "Host.getAllVmStats", "{}"), 99);
+	ck_assert_int_eq(vfx_err(&f, "Host.getVMList", "{}"), 99);
+	ck_assert_int_eq(vfx_err(&f, "VM.getStats", "{\"vmID\":\"" NO_SUCH_VM "\"}"), 99);
+	ck_assert_int_eq(vfx_err(&f, "VM.pause", "{\"vmID\":\"" NO_SUCH_VM "\"}"), 99);
+	unsigned count = 1, active = 1;
+	virt_vm_counts(&f.d, &count, &active);
+	ck_assert_uint_eq(count, 0);
+	ck_assert_uint_eq(active, 0);
+	/* backoff grows: after ~1.5 s there were at least two attempts */
+	vfx_sleep_ms(1500);
+	ck_assert_uint_ge(s->backoff_s, 2);
+	vfx_stop(&f);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("virt");
+	TCase *tc = tcase_create("fleet");
+	tcase_add_checked_fixture(tc, fleet_setup, fleet_teardown);
+	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, agrees_with_libvirt);
+	tcase_add_test(tc, vdsm_fields_and_types);
+	tcase_add_test(tc, full_list_and_filters);
+	tcase_add_test(tc, bad_vm_ids);
+	tcase_add_test(tc, rates_from_two_samples);
+	tcase_add_test(tc, encoded_cache);
+	suite_add_tcase(s, tc);
+	TCase *t2 = tcase_create("misc");
+	tcase_set_timeout(t2, 30);
+	tcase_add_test(t2, domxml_facts);
+	tcase_add_test(t2, unreachable_libvirt);
+	suite_add_tcase(s, t2);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(suite());
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}

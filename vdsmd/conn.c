@@ -1,0 +1,397 @@
+/* vdsmd/conn.c - one client connection: non-blocking I/O with write-first
+ * output, input buffering, detection/handshake timeouts, STOMP heart-beats,
+ * output bound, deferred free. */
+#include "server.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
+#include "../common/log.h"
+
+/* Output buffers bigger than this are released once flushed, input
+ * buffers always: an idle connection holds no buffer memory. */
+#define OUT_KEEP 4096
+
+static void io_cb(struct ev_loop *loop, ev_io *w, int revents);
+static void rt_cb(struct ev_loop *loop, ev_timer *w, int revents);
+static void st_cb(struct ev_loop *loop, ev_timer *w, int revents);
+
+static void peer_name(const struct sockaddr *sa, char *out, size_t n)
+{
+	char a[INET6_ADDRSTRLEN] = "?";
+	unsigned port = 0;
+	if (sa->sa_family == AF_INET) {
+		const struct sockaddr_in *in = (const void *)sa;
+		inet_ntop(AF_INET, &in->sin_addr, a, sizeof(a));
+		port = ntohs(in->sin_port);
+		snprintf(out, n, "%s:%u", a, port);
+	} else if (sa->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *in6 = (const void *)sa;
+		inet_ntop(AF_INET6, &in6->sin6_addr, a, sizeof(a));
+		port = ntohs(in6->sin6_port);
+		snprintf(out, n, "[%s]:%u", a, port);
+	} else {
+		snprintf(out, n, "unknown");
+	}
+}
+
+void conn_new(struct vd_server *s, int fd, const struct sockaddr *sa)
+{
+	struct vdsmd *d = s->d;
+	struct vd_conn *c = xcalloc(1, sizeof(*c));
+	c->srv = s;
+	c->fd = fd;
+	int one = 1;
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	peer_name(sa, c->peer, sizeof(c->peer));
+	c->next = s->conns;
+	if (s->conns)
+		s->conns->prev = c;
+	s->conns = c;
+	s->nconns++;
+	c->last_in = c->last_out = ev_now(d->loop);
+	ev_io_init(&c->io, io_cb, fd, EV_READ);
+	c->io.data = c;
+	ev_io_start(d->loop, &c->io);
+	ev_init(&c->rt, rt_cb);
+	c->rt.data = c;
+	ev_init(&c->st, st_cb);
+	c->st.data = c;
+	if (s->tls) {
+		c->state = CS_HANDSHAKE;
+		c->rt.repeat = d->cfg.handshake_timeout;
+		tls_conn_start(c);
+	} else {
+		c->state = CS_DETECT;
+		c->rt.repeat = d->cfg.detect_timeout;
+	}
+	ev_timer_again(d->loop, &c->rt);
+	log_debug("connection from %s", c->peer);
+}
+
+void conn_ref(struct vd_conn *c)
+{
+	c->refs++;
+}
+
+void conn_unref(struct vd_conn *c)
+{
+	c->refs--;
+}
+
+void conn_close(struct vd_conn *c, const char *why)
+{
+	if (c->dead)
+		return;
+	struct vd_server *s = c->srv;
+	struct ev_loop *loop = s->d->loop;
+	c->dead = true;
+	ev_io_stop(loop, &c->io);
+	ev_timer_stop(loop, &c->rt);
+	ev_timer_stop(loop, &c->st);
+	if (c->ssl)
+		tls_conn_free(c);
+	close(c->fd);
+	c->fd = -1;
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		s->conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	c->prev = NULL;
+	c->next = s->dead;
+	s->dead = c;
+	s->nconns--;
+	s->n.closed++;
+	log_debug("connection %s closed: %s", c->peer, why ? why : "done");
+}
+
+void conn_reap(struct vd_server *s)
+{
+	struct vd_conn **pp = &s->dead;
+	while (*pp) {
+		struct vd_conn *c = *pp;
+		if (c->sess) {
+			stomp_session_free(c->sess);
+			c->sess = NULL;
+		}
+		if (c->refs) {
+			pp = &c->next;
+			continue;
+		}
+		*pp = c->next;
+		buf_free(&c->in);
+		buf_free(&c->out);
+		free(c);
+	}
+}
+
+void conn_want_write(struct vd_conn *c, bool want_write)
+{
+	if (c->want_write == want_write || c->dead)
+		return;
+	c->want_write = want_write;
+	struct ev_loop *loop = c->srv->d->loop;
+	ev_io_stop(loop, &c->io);
+	ev_io_set(&c->io, c->fd, EV_READ | (want_write ? EV_WRITE : 0));
+	ev_io_start(loop, &c->io);
+}
+
+void conn_flush(struct vd_conn *c)
+{
+	if (c->dead || c->state == CS_HANDSHAKE)
+		return;
+	struct vd_server *s = c->srv;
+	size_t off = 0;
+	while (off < c->out.len) {
+		long n;
+		size_t want = c->out.len - off;
+		if (c->ssl) {
+			n = tls_write(c, c->out.data + off, want);
+		} else {
+			n = write(c->fd, c->out.data + off, want);
+			if (n < 0)
+				n = (errno == EAGAIN || errno == EWOULDBLOCK) ? VD_AGAIN
+				    : errno == EINTR ? 0 : VD_EIO;
+		}
+		if (n == VD_AGAIN)
+			break;
+		if (n < 0) {
+			conn_close(c, "write error");
+			return;
+		}
+		off += (size_t)n;
+		s->n.bytes_out += (uint64_t)n;
+	}
+	if (off) {
+		c->last_out = ev_now(s->d->loop);
+		buf_consume(&c->out, off);
+	}
+	if (c->out.len == 0) {
+		if (c->out.cap > OUT_KEEP)
+			buf_shrink(&c->out);
+		conn_want_write(c, false);
+		if (c->closing)
+			conn_close(c, "closed after flush");
+		return;
+	}
+	if (c->out.len > s->d->cfg.max_output) {
+		s->n.overflow_closes++;
+		log_warn("connection %s: %zu bytes of output pending (max_output %zu), closing slow reader",
+			 c->peer, c->out.len, s->d->cfg.max_output);
+		conn_close(c, "output overflow");
+		return;
+	}
+	conn_want_write(c, true);
+}
+
+void conn_set_heartbeat(struct vd_conn *c, unsigned send_ms, unsigned recv_ms)
+{
+	struct ev_loop *loop = c->srv->d->loop;
+	c->send_iv = send_ms / 1000.0;
+	c->recv_iv = recv_ms ? 2.0 * recv_ms / 1000.0 : 0;
+	if (c->dead)
+		return;
+	ev_timer_stop(loop, &c->rt);
+	ev_timer_stop(loop, &c->st);
+	if (c->recv_iv > 0) {
+		c->rt.repeat = c->recv_iv;
+		ev_timer_again(loop, &c->rt);
+	}
+	if (c->send_iv > 0) {
+		c->st.repeat = c->send_iv;
+		ev_timer_again(loop, &c->st);
+	}
+}
+
+/* Detection / handshake timeout, then the receive heart-beat: the timer is
+ * rearmed lazily for the time left since the last input. */
+static void rt_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct vd_conn *c = w->data;
+	struct vd_server *s = c->srv;
+	if (c->state == CS_HANDSHAKE) {
+		s->n.tls_failures++;
+		log_warn("connection %s: TLS handshake timed out", c->peer);
+		conn_close(c, "handshake timeout");
+		return;
+	}
+	if (c->state == CS_DETECT) {
+		s->n.detect_timeouts++;
+		log_warn("connection %s: no protocol detected within %u s, closing", c->peer,
+			 s->d->cfg.detect_timeout);
+		conn_close(c, "detect timeout");
+		return;
+	}
+	if (c->recv_iv <= 0) {
+		ev_timer_stop(loop, w);
+		return;
+	}
+	ev_tstamp idle = ev_now(loop) - c->last_in;
+	if (idle >= c->recv_iv) {
+		s->n.hb_timeouts++;
+		log_warn("connection %s: no heart-beat for %.1f s, closing", c->peer, idle);
+		conn_close(c, "heart-beat timeout");
+		return;
+	}
+	w->repeat = c->recv_iv - idle;
+	ev_timer_again(loop, w);
+}
+
+static void st_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct vd_conn *c = w->data;
+	ev_tstamp idle = ev_now(loop) - c->last_out;
+	if (idle + 0.001 >= c->send_iv) {
+		if (c->out.len == 0) {
+			buf_putc(&c->out, '\n');
+			conn_flush(c);
+			if (c->dead)
+				return;
+		}
+		/* Pending output (slow reader): a heart-beat would only queue. */
+		w->repeat = c->send_iv;
+	} else {
+		w->repeat = c->send_iv - idle;
+	}
+	ev_timer_again(loop, w);
+}
+
+/* Hand input to the protocol; returns bytes consumed. */
+static size_t process(struct vd_conn *c, char *buf, size_t len)
+{
+	struct vd_server *s = c->srv;
+	size_t used = 0;
+	while (used < len && !c->dead && !c->closing) {
+		if (c->state == CS_DETECT) {
+			int p = detect_protocol(buf + used, len - used);
+			if (p == VD_AGAIN)
+				break;
+			if (p == PROTO_NONE) {
+				s->n.unknown_proto++;
+				log_warn("unrecognized protocol from %s, closing", c->peer);
+				conn_close(c, "unrecognized protocol");
+				break;
+			}
+			ev_timer_stop(s->d->loop, &c->rt);
+			log_debug("connection %s speaks %s", c->peer, proto_name((enum vd_proto)p));
+			if (p == PROTO_HTTP) {
+				c->state = CS_HTTP;
+			} else {
+				c->state = CS_STOMP;
+				stomp_conn_open(c);
+			}
+			continue;
+		}
+		long n;
+		struct vd_conn *outer = s->feeding;
+		s->feeding = c;
+		if (c->state == CS_STOMP) {
+			n = stomp_session_feed(c->sess, buf + used, len - used);
+			if (n >= 0 && stomp_session_closing(c->sess))
+				c->closing = true;
+		} else {
+			n = http_conn_feed(c, buf + used, len - used);
+		}
+		s->feeding = outer;
+		if (n < 0) {
+			/* Framing error: the answer is in out; close once flushed. */
+			c->closing = true;
+			return len;
+		}
+		if (n == 0)
+			break;
+		used += (size_t)n;
+	}
+	return used;
+}
+
+void conn_process(struct vd_conn *c)
+{
+	if (c->dead || c->in.len == 0)
+		return;
+	size_t used = process(c, c->in.data, c->in.len);
+	buf_consume(&c->in, used);
+	if (c->in.len == 0)
+		buf_shrink(&c->in);
+}
+
+/* New bytes: parse straight from the scratch buffer when nothing is
+ * buffered (the common case), keep only the unparsed tail. */
+static void input(struct vd_conn *c, char *data, size_t n)
+{
+	struct vd_server *s = c->srv;
+	s->n.bytes_in += n;
+	c->last_in = ev_now(s->d->loop);
+	if (c->closing)
+		return; /* after an error or DISCONNECT input is discarded */
+	if (c->in.len == 0) {
+		size_t used = process(c, data, n);
+		if (!c->dead && !c->closing && used < n)
+			buf_append(&c->in, data + used, n - used);
+	} else {
+		size_t limit = s->d->cfg.max_frame_size + s->d->cfg.max_header_line * 2 + 4096;
+		if (c->in.len + n > limit) {
+			log_warn("connection %s: input over %zu bytes unparsed, closing", c->peer, limit);
+			conn_close(c, "input overflow");
+			return;
+		}
+		buf_append(&c->in, data, n);
+		conn_process(c);
+	}
+}
+
+static void on_readable(struct vd_conn *c)
+{
+	struct vd_server *s = c->srv;
+	for (int i = 0; i < 16 && !c->dead; i++) {
+		long n;
+		if (c->ssl) {
+			n = tls_read(c, s->rbuf, VD_RBUF);
+		} else {
+			n = read(c->fd, s->rbuf, VD_RBUF);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n < 0)
+				n = (errno == EAGAIN || errno == EWOULDBLOCK) ? VD_AGAIN : VD_EIO;
+		}
+		if (n == VD_AGAIN)
+			break;
+		if (n <= 0) {
+			conn_close(c, n == 0 ? "peer closed" : "read error");
+			return;
+		}
+		input(c, s->rbuf, (size_t)n);
+		if (!c->ssl && (size_t)n < VD_RBUF)
+			break;
+	}
+	if (!c->dead)
+		conn_flush(c);
+}
+
+static void io_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct vd_conn *c = w->data;
+	if (c->state == CS_HANDSHAKE) {
+		int r = tls_handshake(c);
+		if (r <= 0)
+			return;
+		c->state = CS_DETECT;
+		c->rt.repeat = c->srv->d->cfg.detect_timeout;
+		ev_timer_again(loop, &c->rt);
+		revents |= EV_READ; /* decrypted bytes may already be waiting */
+	}
+	if (revents & EV_WRITE) {
+		conn_flush(c);
+		if (c->dead)
+			return;
+	}
+	if (revents & EV_READ)
+		on_readable(c);
+}

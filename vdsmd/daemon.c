@@ -1,0 +1,177 @@
+/* vdsmd/daemon.c - wires the daemon together (see daemon.h for the order)
+ * and tracks readiness of the subsystems. */
+#include "daemon.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../common/log.h"
+#include "../rpc/event.h"
+#include "../rpc/rpc.h"
+#include "host/host.h"
+#include "pool.h"
+#include "server.h"
+#include "storage/storage.h"
+#include "virt/virt.h"
+
+#define READY_HOST 1u
+#define READY_VIRT 2u
+#define EVENT_QUEUE_MAX 10000
+
+void vdsmd_subsystem_ready(struct vdsmd *d, const char *which)
+{
+	unsigned bit = strcmp(which, "host") == 0 ? READY_HOST
+		       : strcmp(which, "virt") == 0 ? READY_VIRT : 0;
+	if (!bit)
+		return;
+	unsigned old = __atomic_fetch_or(&d->ready_mask, bit, __ATOMIC_ACQ_REL);
+	if ((old | bit) == (READY_HOST | READY_VIRT) && old != (READY_HOST | READY_VIRT)) {
+		if (d->rpc)
+			rpc_engine_set_ready(d->rpc, true);
+		if (d->bus)
+			event_bus_set_enabled(d->bus, true);
+		log_info("ready: host and VM samples taken (%llu ms after start)",
+			 (unsigned long long)(vd_now_ms() - d->start_ms));
+	}
+}
+
+const struct vd_codec *daemon_codec_for(const struct vdsmd *d, const char *ct, size_t ctlen)
+{
+	if (!ct || ctlen == 0)
+		return d->codec;
+	const struct vd_codec *k = codec_find_content_type(ct, ctlen);
+	if (!k)
+		return NULL;
+	if (k->is_json)
+		return d->codec->is_json ? d->codec : k;
+	return k;
+}
+
+static int select_codec(struct vdsmd *d, char *why, size_t whylen)
+{
+	d->codec = codec_find(d->cfg.codec);
+	if (d->codec)
+		return 0;
+	if (codec_known(d->cfg.codec))
+		snprintf(why, whylen, "codec \"%s\" is not built into this vdsmd "
+			 "(rebuild with its library installed, e.g. libmsgpack-dev)", d->cfg.codec);
+	else
+		snprintf(why, whylen, "unknown codec \"%s\" (expected yajl, fallback or msgpack)",
+			 d->cfg.codec);
+	return VD_EUNSUPP;
+}
+
+static int build_engine(struct vdsmd *d, char *why, size_t whylen)
+{
+	d->rpc = rpc_engine_new(&d->limits);
+	for (size_t i = 0; rpc_schema_families[i]; i++)
+		if (rpc_engine_declare(d->rpc, rpc_schema_families[i]) < 0) {
+			snprintf(why, whylen, "cannot declare verb family %zu", i);
+			return VD_EINVAL;
+		}
+	if (rpc_engine_bind(d->rpc, host_bindings, d) < 0 ||
+	    rpc_engine_bind(d->rpc, virt_bindings, d) < 0 ||
+	    rpc_engine_bind(d->rpc, storage_bindings, d) < 0) {
+		snprintf(why, whylen, "cannot bind verb handlers");
+		return VD_EINVAL;
+	}
+	char r[256] = "";
+	if (rpc_engine_seal(d->rpc, r, sizeof(r)) < 0) {
+		snprintf(why, whylen, "verb table: %s", r);
+		return VD_EINVAL;
+	}
+	return 0;
+}
+
+int daemon_init(struct vdsmd *d, char *why, size_t whylen)
+{
+	int rc;
+	d->start_ms = vd_now_ms();
+	if (!d->loop)
+		d->loop = ev_default_loop(0);
+	d->limits.max_depth = d->cfg.max_depth;
+	d->limits.max_size = d->cfg.max_frame_size;
+	if ((rc = select_codec(d, why, whylen)))
+		return rc;
+	if ((rc = server_listen(d, why, whylen)))
+		return rc;
+	if ((rc = build_engine(d, why, whylen)))
+		return rc;
+	d->bus = event_bus_new(d->codec, EVENT_QUEUE_MAX);
+	d->pool = pool_new(d->loop, d->cfg.workers, d->cfg.worker_queue);
+	rpc_engine_set_submit(d->rpc, pool_submit, d->pool);
+	/* The broker and the event wake-up exist before subsystems start, so
+	 * an early event is queued, not lost. */
+	server_start(d);
+	if ((rc = host_init(d))) {
+		snprintf(why, whylen, "host: %s", vd_strerror(rc));
+		return rc;
+	}
+	if ((rc = virt_init(d))) {
+		snprintf(why, whylen, "virt: %s", vd_strerror(rc));
+		return rc;
+	}
+	if ((rc = storage_init(d))) {
+		snprintf(why, whylen, "storage: %s", vd_strerror(rc));
+		return rc;
+	}
+	return 0;
+}
+
+void daemon_fini(struct vdsmd *d)
+{
+	if (d->srv)
+		server_stop(d->srv);
+	/* Workers finish; their completions answer into closed sessions. */
+	if (d->pool) {
+		pool_free(d->pool);
+		d->pool = NULL;
+	}
+	storage_fini(d);
+	virt_fini(d);
+	host_fini(d);
+	server_free(d->srv);
+	if (d->bus) {
+		event_bus_free(d->bus);
+		d->bus = NULL;
+	}
+	if (d->rpc) {
+		rpc_engine_free(d->rpc);
+		d->rpc = NULL;
+	}
+	config_free(&d->cfg);
+}
+
+int daemon_main(int argc, char **argv)
+{
+	struct vdsmd d;
+	memset(&d, 0, sizeof(d));
+	char why[512] = "";
+	if (config_load(&d.cfg, argc, argv, why, sizeof(why)) < 0) {
+		fprintf(stderr, "vdsmd: %s\n", why);
+		config_free(&d.cfg);
+		return 2;
+	}
+	enum vd_log_level level = VD_LOG_INFO;
+	log_level_parse(d.cfg.log_level, &level);
+	if (log_open(d.cfg.log_file, level) < 0) {
+		fprintf(stderr, "vdsmd: cannot open log file %s: %s\n", d.cfg.log_file,
+			strerror(errno));
+		config_free(&d.cfg);
+		return 1;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	int status = 0;
+	if (daemon_init(&d, why, sizeof(why)) < 0) {
+		log_error("cannot start: %s", why);
+		status = 1;
+	} else {
+		ev_run(d.loop, 0);
+		log_info("stopped");
+	}
+	daemon_fini(&d);
+	log_close();
+	return status;
+}

@@ -1,0 +1,32 @@
+/* vdsmd/daemon.h - building, running and tearing down the daemon.
+ *
+ * daemon_main() is all of main() after --help/--version.  The pieces are
+ * separate so unit tests can build a daemon from a config in-process:
+ *
+ *     struct vdsmd d = {0};
+ *     config_load(&d.cfg, ...);           // or fill d.cfg by hand
+ *     d.loop = ev_loop_new(0);            // daemon_init uses ev_default_loop when NULL
+ *     if (daemon_init(&d, why, sizeof why) == 0) { ...; ev_run(d.loop, 0); }
+ *     daemon_fini(&d);                    // frees everything, incl. d.cfg
+ *
+ * Wiring order: codec → listener bound (its info line is the first) →
+ * engine (declare, bind, seal) → event bus → pool → host/virt/storage →
+ * broker and accept. */
+#ifndef VD_VDSMD_DAEMON_H
+#define VD_VDSMD_DAEMON_H
+
+#include "vdsmd.h"
+
+/* 0, or a vd_err with a message naming what stopped startup in why. */
+int daemon_init(struct vdsmd *d, char *why, size_t whylen);
+/* Stops accepting, closes connections, stops subsystems, frees everything. */
+void daemon_fini(struct vdsmd *d);
+/* The whole daemon: config, logging, init, loop until SIGTERM/SIGINT.
+ * Returns the process exit status. */
+int daemon_main(int argc, char **argv);
+/* The codec for a request's content-type: none or JSON → the startup codec
+ * (or a JSON one when the startup codec is not JSON), msgpack → msgpack when
+ * built in; NULL when unsupported. */
+const struct vd_codec *daemon_codec_for(const struct vdsmd *d, const char *ct, size_t ctlen);
+
+#endif

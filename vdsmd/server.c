@@ -1,0 +1,404 @@
+/* vdsmd/server.c - the listener (bind, accept, connection limit), the glue
+ * between the STOMP broker and the JSON-RPC engine, event fan-out, signals
+ * and graceful shutdown. */
+#include "server.h"
+
+#include <errno.h>
+#include <netdb.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <sys/socket.h>
+
+#include "../common/log.h"
+#include "daemon.h"
+#include "../rpc/event.h"
+#include "../rpc/rpc.h"
+
+#define EVENTS_DEST "jms.queue.events"
+#define STOP_GRACE 2.0  /* seconds to flush before connections are cut */
+
+/* ---- listener ---------------------------------------------------------- */
+
+static int try_bind(const struct sockaddr *sa, socklen_t sl, char *why, size_t whylen)
+{
+	int fd = socket(sa->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		snprintf(why, whylen, "socket: %s", strerror(errno));
+		return -1;
+	}
+	int one = 1, zero = 0;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (sa->sa_family == AF_INET6)
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
+	if (bind(fd, sa, sl) < 0 || listen(fd, 511) < 0) {
+		snprintf(why, whylen, "%s", strerror(errno));
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static int bind_listener(struct vd_server *s, const char *addr, unsigned port,
+			 char *why, size_t whylen)
+{
+	char r[256] = "";
+	int fd = -1;
+	if (strcmp(addr, "::") == 0) {
+		struct sockaddr_in6 a6 = { .sin6_family = AF_INET6, .sin6_port = htons(port),
+					   .sin6_addr = IN6ADDR_ANY_INIT };
+		fd = try_bind((struct sockaddr *)&a6, sizeof(a6), r, sizeof(r));
+		if (fd < 0) {
+			log_warn("cannot listen on [::]:%u (%s), falling back to 0.0.0.0", port, r);
+			struct sockaddr_in a4 = { .sin_family = AF_INET, .sin_port = htons(port),
+						  .sin_addr.s_addr = htonl(INADDR_ANY) };
+			fd = try_bind((struct sockaddr *)&a4, sizeof(a4), r, sizeof(r));
+		}
+	} else {
+		char ps[16];
+		snprintf(ps, sizeof(ps), "%u", port);
+		struct addrinfo hints = { .ai_flags = AI_PASSIVE | AI_NUMERICSERV,
+					  .ai_socktype = SOCK_STREAM }, *ai = NULL;
+		int g = getaddrinfo(addr, ps, &hints, &ai);
+		if (g) {
+			snprintf(why, whylen, "listen: cannot resolve \"%s\": %s", addr, gai_strerror(g));
+			return VD_EINVAL;
+		}
+		for (struct addrinfo *p = ai; p && fd < 0; p = p->ai_next)
+			fd = try_bind(p->ai_addr, p->ai_addrlen, r, sizeof(r));
+		freeaddrinfo(ai);
+	}
+	if (fd < 0) {
+		snprintf(why, whylen, "cannot listen on %s port %u: %s", addr, port, r);
+		return VD_EIO;
+	}
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	getsockname(fd, (struct sockaddr *)&ss, &sl);
+	char a[INET6_ADDRSTRLEN] = "?";
+	if (ss.ss_family == AF_INET6) {
+		struct sockaddr_in6 *in6 = (void *)&ss;
+		inet_ntop(AF_INET6, &in6->sin6_addr, a, sizeof(a));
+		s->bound_port = ntohs(in6->sin6_port);
+		snprintf(s->bound, sizeof(s->bound), "[%s]:%u", a, s->bound_port);
+	} else {
+		struct sockaddr_in *in = (void *)&ss;
+		inet_ntop(AF_INET, &in->sin_addr, a, sizeof(a));
+		s->bound_port = ntohs(in->sin_port);
+		snprintf(s->bound, sizeof(s->bound), "%s:%u", a, s->bound_port);
+	}
+	s->lfd = fd;
+	return 0;
+}
+
+static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct vd_server *s = w->data;
+	for (int i = 0; i < 64; i++) {
+		struct sockaddr_storage ss;
+		socklen_t sl = sizeof(ss);
+		int fd = accept4(s->lfd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0) {
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			if (errno != EAGAIN && errno != EWOULDBLOCK)
+				log_error("accept: %s", strerror(errno));
+			return;
+		}
+		if (s->nconns >= s->d->cfg.max_connections) {
+			s->n.refused++;
+			log_warn("connection limit %u reached, refusing a connection",
+				 s->d->cfg.max_connections);
+			close(fd);
+			continue;
+		}
+		s->n.accepted++;
+		conn_new(s, fd, (struct sockaddr *)&ss);
+	}
+}
+
+/* ---- STOMP broker glue ------------------------------------------------- */
+
+struct stomp_req {
+	struct vd_server *srv;
+	struct stomp_session *sess;
+	struct vd_conn *conn;
+	size_t rtlen;
+	char *reply_to;   /* NULL: default response destination */
+};
+
+void stomp_conn_open(struct vd_conn *c)
+{
+	c->sess = stomp_session_new(c->srv->broker, &c->out, c);
+}
+
+static void stomp_reply(void *ctx, const struct rpc_response *r)
+{
+	struct stomp_req *q = ctx;
+	struct vd_server *s = q->srv;
+	if (r->len) {
+		struct stomp_session *origin = stomp_session_alive(q->sess) ? q->sess : NULL;
+		stomp_broker_reply(s->broker, origin, q->reply_to, q->rtlen,
+				   r->codec->content_type, r->bytes, r->len);
+		/* Replies finishing later (worker pool) are flushed here; those
+		 * answered during the connection's own feed are written after it. */
+		if (q->conn && q->conn != s->feeding)
+			conn_flush(q->conn);
+	}
+	stomp_session_unref(q->sess);
+	if (q->conn)
+		conn_unref(q->conn);
+	free(q->reply_to);
+	free(q);
+}
+
+static void on_request(void *host, struct stomp_session *ss, const char *body, size_t len,
+		       const char *ct, size_t ctlen, const char *reply_to, size_t rtlen,
+		       const char *flow_id, size_t flen)
+{
+	struct vd_server *s = host;
+	struct vdsmd *d = s->d;
+	struct vd_conn *c = s->feeding;
+	/* An unknown content-type is decoded with the startup codec (VDSM
+	 * ignores the header); a bad body then gets -32700. */
+	const struct vd_codec *codec = daemon_codec_for(d, ct, ctlen);
+	if (!codec)
+		codec = d->codec;
+	char flow[128];
+	if (flow_id && flen) {
+		snprintf(flow, sizeof(flow), "%.*s", (int)VD_MIN(flen, sizeof(flow) - 1), flow_id);
+		vd_log_flow(VD_LOG_DEBUG, flow, "stomp request from %s, %zu bytes (%s)",
+			    c ? c->peer : "?", len, codec->name);
+	}
+	s->n.stomp_requests++;
+	struct stomp_req *q = xmalloc(sizeof(*q));
+	q->srv = s;
+	q->sess = ss;
+	q->conn = c;
+	q->rtlen = rtlen;
+	q->reply_to = reply_to && rtlen ? xstrndup(reply_to, rtlen) : NULL;
+	stomp_session_ref(ss);
+	if (c)
+		conn_ref(c);
+	struct rpc_request_info info = {
+		.codec = codec,
+		.flow_id = flow_id && flen ? flow : NULL,
+		.transport = "stomp",
+	};
+	rpc_dispatch(d->rpc, &info, body, len, stomp_reply, q);
+}
+
+static void on_output(void *host, struct stomp_session *ss, void *conn)
+{
+	struct vd_server *s = host;
+	if (conn && conn != s->feeding)
+		conn_flush(conn);
+}
+
+static void on_heartbeat(void *host, struct stomp_session *ss, void *conn,
+			 unsigned send_ms, unsigned recv_ms)
+{
+	if (conn)
+		conn_set_heartbeat(conn, send_ms, recv_ms);
+}
+
+static const struct stomp_broker_ops broker_ops = {
+	.request = on_request,
+	.output = on_output,
+	.heartbeat = on_heartbeat,
+};
+
+/* ---- events ------------------------------------------------------------ */
+
+static void deliver_event(void *ctx, const char *bytes, size_t len, const struct vd_codec *codec)
+{
+	struct vd_server *s = ctx;
+	s->n.events_delivered += stomp_broker_publish(s->broker, EVENTS_DEST, codec->content_type,
+						      bytes, len);
+}
+
+static void wake_cb(struct ev_loop *loop, ev_async *w, int revents)
+{
+	struct vd_server *s = w->data;
+	if (s->d->bus)
+		event_bus_drain(s->d->bus, deliver_event, s);
+}
+
+static void bus_wake(void *ctx)
+{
+	struct vd_server *s = ctx;
+	ev_async_send(s->d->loop, &s->ev_wake);
+}
+
+/* ---- signals and shutdown --------------------------------------------- */
+
+static void reaper_cb(struct ev_loop *loop, ev_prepare *w, int revents)
+{
+	struct vd_server *s = w->data;
+	if (s->dead)
+		conn_reap(s);
+	if (s->stopping && s->nconns == 0)
+		ev_break(loop, EVBREAK_ALL);
+}
+
+static void stop_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct vd_server *s = w->data;
+	while (s->conns)
+		conn_close(s->conns, "shutdown");
+	ev_break(loop, EVBREAK_ALL);
+}
+
+static void begin_stop(struct vd_server *s, const char *why)
+{
+	struct ev_loop *loop = s->d->loop;
+	if (s->stopping) {
+		stop_timer_cb(loop, &s->stop_timer, 0);
+		return;
+	}
+	log_info("%s: stopping (%u connections)", why, s->nconns);
+	s->stopping = true;
+	ev_io_stop(loop, &s->lio);
+	if (s->lfd >= 0) {
+		close(s->lfd);
+		s->lfd = -1;
+	}
+	/* Close every connection once what it has pending is written. */
+	for (struct vd_conn *c = s->conns, *next; c; c = next) {
+		next = c->next;
+		c->closing = true;
+		conn_flush(c);
+	}
+	ev_timer_start(loop, &s->stop_timer);
+}
+
+static void signal_cb(struct ev_loop *loop, ev_signal *w, int revents)
+{
+	struct vd_server *s = w->data;
+	if (w->signum == SIGHUP) {
+		if (log_reopen() < 0)
+			log_error("SIGHUP: cannot reopen the log file: %s", strerror(errno));
+		else
+			log_info("SIGHUP: log file reopened");
+		return;
+	}
+	begin_stop(s, w->signum == SIGTERM ? "SIGTERM" : "SIGINT");
+}
+
+/* ---- lifecycle --------------------------------------------------------- */
+
+int server_listen(struct vdsmd *d, char *why, size_t whylen)
+{
+	struct vd_server *s = xcalloc(1, sizeof(*s));
+	struct ev_loop *loop = d->loop;
+	s->d = d;
+	s->lfd = -1;
+	d->srv = s;
+	/* Signals first: a SIGTERM during startup is handled once the loop
+	 * runs (tests may signal right after the listening line). */
+	ev_init(&s->lio, accept_cb);
+	ev_init(&s->reaper, reaper_cb);
+	ev_init(&s->ev_wake, wake_cb);
+	ev_timer_init(&s->stop_timer, stop_timer_cb, STOP_GRACE, 0);
+	s->stop_timer.data = s;
+	ev_signal_init(&s->sigterm, signal_cb, SIGTERM);
+	ev_signal_init(&s->sigint, signal_cb, SIGINT);
+	ev_signal_init(&s->sighup, signal_cb, SIGHUP);
+	s->sigterm.data = s->sigint.data = s->sighup.data = s;
+	ev_signal_start(loop, &s->sigterm);
+	ev_signal_start(loop, &s->sigint);
+	ev_signal_start(loop, &s->sighup);
+	if (d->cfg.tls) {
+		int rc = tls_ctx_new(&d->cfg, &s->tls, why, whylen);
+		if (rc)
+			return rc;
+	}
+	int rc = bind_listener(s, d->cfg.listen, d->cfg.port, why, whylen);
+	if (rc)
+		return rc;
+	log_info("vdsmd %s listening on %s (tls %s, codec %s)", VDSMD_VERSION, s->bound,
+		 d->cfg.tls ? "on" : "off", d->codec->name);
+	return 0;
+}
+
+void server_start(struct vdsmd *d)
+{
+	struct vd_server *s = d->srv;
+	struct ev_loop *loop = d->loop;
+	struct stomp_broker_config bc = {
+		.limits = { d->cfg.max_frame_size, d->cfg.max_headers, d->cfg.max_header_line },
+		/* Events are dropped for a slow subscriber well before the
+		 * connection itself is closed for overflow. */
+		.max_output = d->cfg.max_output / 2,
+		.server_name = "vdsmd/" VDSMD_VERSION,
+	};
+	s->broker = stomp_broker_new(&bc, &broker_ops, s);
+	s->rbuf = xmalloc(VD_RBUF);
+	ev_io_init(&s->lio, accept_cb, s->lfd, EV_READ);
+	s->lio.data = s;
+	ev_io_start(loop, &s->lio);
+	ev_prepare_init(&s->reaper, reaper_cb);
+	s->reaper.data = s;
+	ev_prepare_start(loop, &s->reaper);
+	ev_async_init(&s->ev_wake, wake_cb);
+	s->ev_wake.data = s;
+	ev_async_start(loop, &s->ev_wake);
+	if (d->bus)
+		event_bus_set_wake(d->bus, bus_wake, s);
+}
+
+void server_stop(struct vd_server *s)
+{
+	if (!s)
+		return;
+	struct ev_loop *loop = s->d->loop;
+	ev_io_stop(loop, &s->lio);
+	if (s->lfd >= 0) {
+		close(s->lfd);
+		s->lfd = -1;
+	}
+	while (s->conns) {
+		struct vd_conn *c = s->conns;
+		conn_flush(c);
+		conn_close(c, "shutdown");
+	}
+}
+
+void server_free(struct vd_server *s)
+{
+	if (!s)
+		return;
+	struct ev_loop *loop = s->d->loop;
+	server_stop(s);
+	conn_reap(s);
+	if (s->d->bus)
+		event_bus_set_wake(s->d->bus, NULL, NULL);
+	ev_async_stop(loop, &s->ev_wake);
+	ev_prepare_stop(loop, &s->reaper);
+	ev_timer_stop(loop, &s->stop_timer);
+	ev_signal_stop(loop, &s->sigterm);
+	ev_signal_stop(loop, &s->sigint);
+	ev_signal_stop(loop, &s->sighup);
+	/* Connections still referenced by requests that never completed are
+	 * released here. */
+	while (s->dead) {
+		struct vd_conn *c = s->dead;
+		s->dead = c->next;
+		buf_free(&c->in);
+		buf_free(&c->out);
+		free(c);
+	}
+	if (s->broker)
+		stomp_broker_free(s->broker);
+	if (s->tls)
+		tls_ctx_free(s->tls);
+	free(s->rbuf);
+	s->d->srv = NULL;
+	free(s);
+}
+
+bool server_ready(const struct vd_server *s)
+{
+	return s->d->rpc && rpc_engine_ready(s->d->rpc);
+}

@@ -1,0 +1,170 @@
+/* vdsmd/server.h - the network core: listener, connections, protocol
+ * detection, TLS, the STOMP broker glue, HTTP and metrics.
+ *
+ * Everything runs on the one libev loop thread.  Ownership:
+ *  - struct vd_server (d->srv) owns the listening socket, every connection,
+ *    the STOMP broker and the per-loop scratch read buffer.
+ *  - struct vd_conn owns its fd, its buffers, its SSL object and its protocol
+ *    state (STOMP session or HTTP state).  A connection is never freed inside
+ *    its own callback: conn_close() marks it and a prepare watcher frees it
+ *    once every reference (pending requests) is gone.
+ *
+ * The pure parts (detect_protocol, http_parse) are usable without a socket;
+ * the fuzzer and the unit tests call them directly. */
+#ifndef VD_VDSMD_SERVER_H
+#define VD_VDSMD_SERVER_H
+
+#include <ev.h>
+#include <netinet/in.h>
+#include "vdsmd.h"
+#include "../stomp/stomp.h"
+
+/* ---- protocol detection (detect.c) ------------------------------------ */
+
+enum vd_proto { PROTO_NONE = 0, PROTO_HTTP, PROTO_STOMP };
+
+/* Decide from the first bytes of a stream: PROTO_HTTP, PROTO_STOMP,
+ * PROTO_NONE (not a protocol we speak) or VD_AGAIN (need more bytes).
+ * Decides as soon as the bytes disambiguate. */
+int detect_protocol(const char *buf, size_t len);
+const char *proto_name(enum vd_proto p);
+
+/* ---- HTTP request parser (http.c) ------------------------------------- */
+
+struct http_req {
+	const char *method;
+	size_t method_len;
+	const char *path;
+	size_t path_len;
+	int minor;                  /* HTTP/1.<minor> */
+	const char *content_type;
+	size_t ct_len;
+	long long content_length;   /* -1 when absent */
+	bool chunked;
+	bool conn_close;            /* "Connection: close" */
+	bool conn_keep_alive;       /* "Connection: keep-alive" */
+	size_t header_len;          /* bytes up to and including the blank line */
+};
+
+/* Parse the request line and headers at the start of buf.  Returns the
+ * header length (> 0), VD_AGAIN (incomplete; nothing over max_header yet),
+ * VD_ETOOBIG (header section longer than max_header) or VD_EPROTO. */
+long http_parse(const char *buf, size_t len, size_t max_header, struct http_req *r);
+
+/* ---- server ----------------------------------------------------------- */
+
+struct vd_conn;
+struct ssl_ctx_st;
+
+struct vd_counters {
+	uint64_t accepted, refused, closed, detect_timeouts, unknown_proto;
+	uint64_t tls_failures, overflow_closes, hb_timeouts;
+	uint64_t bytes_in, bytes_out;
+	uint64_t http_requests, stomp_requests, http_errors;
+	uint64_t events_delivered;
+};
+
+struct vd_server {
+	struct vdsmd *d;
+	int lfd;
+	char bound[INET6_ADDRSTRLEN + 16];  /* "addr:port" as bound */
+	unsigned bound_port;
+	ev_io lio;
+	ev_prepare reaper;
+	ev_async ev_wake;
+	ev_signal sigterm, sigint, sighup;
+	ev_timer stop_timer;
+	struct stomp_broker *broker;
+	struct ssl_ctx_st *tls;
+	struct vd_conn *conns;      /* doubly-linked list of live connections */
+	struct vd_conn *dead;       /* closed, waiting to be freed */
+	unsigned nconns;
+	bool stopping;
+	struct vd_conn *feeding;    /* connection whose input is being parsed */
+	char *rbuf;                 /* scratch read buffer, VD_RBUF bytes */
+	struct vd_counters n;
+};
+
+#define VD_RBUF (64 * 1024)
+
+/* Create d->srv: the TLS context (when tls is on) and the bound listening
+ * socket; logs "listening on ADDR:PORT" at info level (the first info line,
+ * which tests read to find an ephemeral port).  0 or vd_err with why. */
+int server_listen(struct vdsmd *d, char *why, size_t whylen);
+/* Create the broker and start accepting, event fan-out and the signal
+ * watchers (after the engine, bus and pool exist). */
+void server_start(struct vdsmd *d);
+/* Stop accepting, flush and close every connection (no loop run needed). */
+void server_stop(struct vd_server *s);
+void server_free(struct vd_server *s);
+
+/* ---- connections (conn.c) --------------------------------------------- */
+
+enum conn_state { CS_HANDSHAKE, CS_DETECT, CS_STOMP, CS_HTTP };
+
+struct vd_conn {
+	struct vd_server *srv;
+	struct vd_conn *prev, *next;
+	int fd;
+	enum conn_state state;
+	bool closing;        /* close once out is flushed */
+	bool dead;
+	bool want_write;     /* EV_WRITE armed */
+	bool http_busy;      /* an HTTP request is being answered */
+	bool http_close;     /* close after the current HTTP response */
+	unsigned refs;       /* pending requests holding the connection */
+	ev_io io;
+	ev_timer rt;         /* detect / handshake timeout, then receive heart-beat */
+	ev_timer st;         /* send heart-beat */
+	ev_tstamp last_in, last_out;
+	double recv_iv, send_iv;  /* seconds; 0 = off */
+	struct vd_buf in, out;
+	void *ssl;           /* SSL * */
+	struct stomp_session *sess;
+	char peer[INET6_ADDRSTRLEN + 16];
+};
+
+void conn_new(struct vd_server *s, int fd, const struct sockaddr *sa);
+/* Try to write the output buffer now; arm EV_WRITE for leftovers.  Closes
+ * (deferred) on error or when output exceeds max_output. */
+void conn_flush(struct vd_conn *c);
+/* Mark closed: watchers stopped, fd closed, freed later by the reaper. */
+void conn_close(struct vd_conn *c, const char *why);
+/* Arm or disarm EV_WRITE (EV_READ stays armed). */
+void conn_want_write(struct vd_conn *c, bool want_write);
+void conn_ref(struct vd_conn *c);
+void conn_unref(struct vd_conn *c);
+/* Free closed connections whose references are gone (reaper). */
+void conn_reap(struct vd_server *s);
+void conn_set_heartbeat(struct vd_conn *c, unsigned send_ms, unsigned recv_ms);
+/* Dispatch buffered input according to the connection's state. */
+void conn_process(struct vd_conn *c);
+
+/* ---- TLS (tls.c) ------------------------------------------------------ */
+
+/* Build the server context from cfg (key, cert, CA); names a missing or
+ * unreadable file in why. */
+int tls_ctx_new(const struct vd_config *cfg, struct ssl_ctx_st **out, char *why, size_t whylen);
+void tls_ctx_free(struct ssl_ctx_st *ctx);
+void tls_conn_start(struct vd_conn *c);
+/* Drive the handshake; returns 1 done, 0 in progress, < 0 failed (closed). */
+int tls_handshake(struct vd_conn *c);
+/* Like read/write: > 0 bytes, 0 EOF, VD_AGAIN, or VD_EIO. */
+long tls_read(struct vd_conn *c, char *buf, size_t len);
+long tls_write(struct vd_conn *c, const char *buf, size_t len);
+void tls_conn_free(struct vd_conn *c);
+
+/* ---- STOMP glue (server.c) and HTTP (http.c) --------------------------- */
+
+void stomp_conn_open(struct vd_conn *c);
+/* Feed buffered input; returns bytes consumed or < 0 (close after flush). */
+long http_conn_feed(struct vd_conn *c, char *buf, size_t len);
+
+/* Ready for /health (engine ready). */
+bool server_ready(const struct vd_server *s);
+
+/* ---- metrics (metrics.c) ---------------------------------------------- */
+
+void metrics_format(struct vd_server *s, struct vd_buf *out);
+
+#endif

@@ -1,0 +1,43 @@
+/* vdsmd/storage/st_verbs.h - the JSON-RPC handlers of the storage family
+ * (bound by name in storage.c).  c->app is the struct vdsmd. */
+#ifndef VD_VDSMD_STORAGE_ST_VERBS_H
+#define VD_VDSMD_STORAGE_ST_VERBS_H
+
+#include "st.h"
+
+/* The storage state, or NULL after answering "storage is not available". */
+struct storage_state *verb_state(struct rpc_call *c);
+int verb_fail(struct rpc_call *c, const struct st_err *e);
+/* Writes one volume's VolumeInfo (caller holds s->lock). */
+void verb_write_volume_info(struct vd_writer *w, const struct storage_state *s,
+			    const struct st_domain *d, const struct st_volume *v);
+
+/* st_verbs_domain.c */
+int vh_host_get_storage_domains(struct rpc_call *c);
+int vh_sd_create(struct rpc_call *c);
+int vh_sd_get_info(struct rpc_call *c);
+int vh_sd_get_stats(struct rpc_call *c);
+int vh_sd_get_volumes(struct rpc_call *c);
+int vh_sd_get_images(struct rpc_call *c);
+int vh_sd_format(struct rpc_call *c);
+int vh_sp_create(struct rpc_call *c);
+int vh_sp_connect(struct rpc_call *c);
+int vh_sp_disconnect(struct rpc_call *c);
+int vh_sp_get_info(struct rpc_call *c);
+int vh_sp_get_spm_status(struct rpc_call *c);
+
+/* st_verbs_volume.c */
+int vh_img_get_volumes(struct rpc_call *c);
+int vh_img_delete(struct rpc_call *c);
+int vh_vol_create(struct rpc_call *c);
+int vh_vol_get_info(struct rpc_call *c);
+int vh_vol_get_size(struct rpc_call *c);
+int vh_vol_delete(struct rpc_call *c);
+int vh_vol_set_description(struct rpc_call *c);
+int vh_task_get_status(struct rpc_call *c);
+int vh_task_clear(struct rpc_call *c);
+int vh_task_stop(struct rpc_call *c);
+int vh_host_get_all_tasks_statuses(struct rpc_call *c);
+int vh_host_get_all_tasks_info(struct rpc_call *c);
+
+#endif

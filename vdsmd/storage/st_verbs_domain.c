@@ -1,0 +1,388 @@
+/* vdsmd/storage/st_verbs_domain.c - Host.getStorageDomains, StorageDomain.*
+ * and the single-host StoragePool.* verbs.  Reads come from the index under
+ * the lock (memory only); create/format/pool changes are RPC_F_BLOCKING. */
+#include "st_verbs.h"
+#include "../vdsmd.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct storage_state *verb_state(struct rpc_call *c)
+{
+	struct vdsmd *d = c->app;
+	if (!d || !d->storage) {
+		rpc_fail(c, RPC_E_GENERAL, "storage is not available (see the log for storage_root)");
+		return NULL;
+	}
+	return d->storage;
+}
+
+int verb_fail(struct rpc_call *c, const struct st_err *e)
+{
+	return rpc_fail(c, e->code ? e->code : RPC_E_GENERAL, "%s", e->msg);
+}
+
+/* An int, a string of digits, or (names) via parse: 0 when unusable. */
+static int enum_arg(const struct vd_value *v, int (*parse)(const char *))
+{
+	if (!v)
+		return 0;
+	if (v->type == VD_INT)
+		return v->v.i > 0 && v->v.i < 100 ? (int)v->v.i : -1;
+	if (v->type != VD_STRING || v->v.s.len == 0 || v->v.s.len > 16)
+		return -1;
+	char tmp[17];
+	memcpy(tmp, v->v.s.ptr, v->v.s.len);
+	tmp[v->v.s.len] = '\0';
+	if (tmp[0] >= '0' && tmp[0] <= '9') {
+		char *end;
+		long x = strtol(tmp, &end, 10);
+		return *end || x <= 0 || x >= 100 ? -1 : (int)x;
+	}
+	return parse ? (parse(tmp) ? parse(tmp) : -1) : -1;
+}
+
+static int domtype_from_name(const char *s)
+{
+	if (strcmp(s, "NFS") == 0)
+		return ST_DT_NFS;
+	if (strcmp(s, "LOCALFS") == 0)
+		return ST_DT_LOCALFS;
+	if (strcmp(s, "POSIXFS") == 0)
+		return ST_DT_POSIXFS;
+	return 0;
+}
+
+static bool is_null(const struct vd_value *v)
+{
+	return !v || v->type == VD_NULL;
+}
+
+int vh_host_get_storage_domains(struct rpc_call *c)
+{
+	struct storage_state *s = verb_state(c);
+	if (!s)
+		return -1;
+	const struct vd_value *sp = rpc_arg(c, "storagepoolID");
+	const struct vd_value *cls = rpc_arg(c, "domainClass");
+	const struct vd_value *typ = rpc_arg(c, "storageType");
+	const struct vd_value *rp = rpc_arg(c, "remotePath");
+	char spid[37] = "";
+	if (!is_null(sp)) {
+		if (sp->type != VD_STRING || !vd_is_uuid(sp->v.s.ptr, sp->v.s.len))
+			return rpc_fail(c, RPC_E_PARAMS, "storagepoolID: not a UUID");
+		memcpy(spid, sp->v.s.ptr, 36);
+		if (strcmp(spid, ST_BLANK_UUID) == 0)
+			spid[0] = '\0';
+	}
+	int want_class = is_null(cls) ? 0 : enum_arg(cls, st_domclass_parse);
+	int want_type = is_null(typ) ? 0 : enum_arg(typ, domtype_from_name);
+	if (want_class < 0)
+		return rpc_fail(c, RPC_E_PARAMS, "domainClass: unknown class");
+	if (want_type < 0)
+		return rpc_fail(c, RPC_E_PARAMS, "storageType: unknown type");
+	if (!is_null(rp) && rp->type != VD_STRING)
+		return rpc_fail(c, RPC_E_PARAMS, "remotePath: not a string");
+	vw_begin_array(c->w);
+	pthread_mutex_lock(&s->lock);
+	for (struct st_map_ent *e = map_first(&s->domains); e; e = map_next(&s->domains, e)) {
+		const struct st_domain *d = map_val(e);
+		if (d->formatting || (spid[0] && strcmp(d->pool, spid) != 0) ||
+		    (want_class && d->dclass != want_class) || (want_type && d->type != want_type))
+			continue;
+		if (!is_null(rp) && (strlen(d->remote) != rp->v.s.len ||
+				     memcmp(d->remote, rp->v.s.ptr, rp->v.s.len) != 0))
+			continue;
+		vw_strz(c->w, d->uuid);
+	}
+	pthread_mutex_unlock(&s->lock);
+	vw_end_array(c->w);
+	return 0;
+}
+
+int vh_sd_create(struct rpc_call *c)
+{
+	struct storage_state *s = verb_state(c);
+	if (!s)
+		return -1;
+	int type = enum_arg(rpc_arg(c, "domainType"), domtype_from_name);
+	int cls = enum_arg(rpc_arg(c, "domainClass"), st_domclass_parse);
+	const struct vd_value *ver = rpc_arg(c, "version");
+	int version = is_null(ver) ? 0 : enum_arg(ver, NULL);
+	if (type <= 0)
+		return rpc_fail(c, RPC_E_PARAMS, "domainType: expected 1 (NFS), 4 (LOCALFS) or 6 (POSIXFS)");
+	if (cls <= 0)
+		return rpc_fail(c, RPC_E_PARAMS, "domainClass: expected 1 (Data), 2 (Iso) or 3 (Backup)");
+	if (version < 0)
+		return rpc_fail(c, RPC_E_PARAMS, "version: not a domain version");
+	int64_t bs = rpc_arg_int(c, "blockSize", 512);
+	if (bs != 512 && bs != 0)
+		return rpc_fail(c, RPC_E_PARAMS, "blockSize: only 512 (or 0, detect) is supported");
+	struct st_err e = { 0 };
+	if (st_domain_create(s, rpc_arg_str(c, "storagedomainID", NULL), type,
+			     rpc_arg_str(c, "typeArgs", NULL), rpc_arg_str(c, "name", NULL), cls,
+			     version, &e) < 0)
+		return verb_fail(c, &e);
+	return 0;
+}
+
+int vh_sd_get_info(struct rpc_call *c)
+{
+	struct storage_state *s = verb_state(c);
+	if (!s)
+		return -1;
+	struct st_err e = { 0 };
+	struct vd_writer *w = c->w;
+	pthread_mutex_lock(&s->lock);
+	const struct st_domain *d = st_domain_get(s, rpc_arg_str(c, "storagedomainID", NULL), &e);
+	if (!d) {
+		pthread_mutex_unlock(&s->lock);
+		return verb_fail(c, &e);
+	}
+	vw_begin_object(w);
+	vw_kstr(w, "uuid", d->uuid);
+	vw_kstr(w, "type", st_domtype_name(d->type));
+	vw_kstr(w, "class", st_domclass_name(d->dclass));
+	vw_kstr(w, "domainClass", st_domclass_name(d->dclass));
+	vw_kstr(w, "name", d->name);
+	vw_kstr(w, "role", d->master ? "Master" : "Regular");
+	vw_kstr(w, "remotePath", d->remote[0] ? d->remote : d->base);
+	vw_kstrf(w, "version", "%d", d->version);
+	vw_keyz(w, "pool");
+	vw_begin_array(w);
+	if (d->pool[0])
+		vw_strz(w, d->pool);
+	vw_end_array(w);
+	vw_kint(w, "block_size", 512);
+	vw_kint(w, "alignment", 1048576);
+	if (d->master) {
+		vw_kint(w, "master_ver", s->pool_master_ver);
+		vw_kint(w, "lver", 0);
+		vw_kint(w, "spm_id", 1);
+	}
+	vw_end_object(w);
+	pthread_mutex_unlock(&s->lock);
+	return 0;
+}
+
+int vh_sd_get_stats(struct rpc_call *c)
+{
+	struct storage_state *s = verb_state(c);
+	if (!s)
+		return -1;
+	struct st_err e = { 0 };
+	struct vd_writer *w = c->w;
+	pthread_mutex_lock(&s->lock);
+	const struct st_domain *d = st_domain_get(s, rpc_arg_str(c, "storagedomainID", NULL), &e);
+	if (!d) {
+		pthread_mutex_unlock(&s->lock);
+		return verb_fail(c, &e);
+	}
+	vw_begin_object(w);
+	vw_kstrf(w, "disktotal", "%lld", (long long)d->disktotal);
+	vw_kstrf(w, "diskfree", "%lld", (long long)d->diskfree);
+	vw_kbool(w, "mdavalid", d->mon_last_ms == 0 || d->mon_valid);
+	vw_kbool(w, "mdathreshold", true);
+	vw_kint(w, "mdasize", 0);
+	vw_kint(w, "mdafree", 0);
+	vw_keyz(w, "alerts");
+	vw_begin_array(w);
+	vw_end_array(w);
+	vw_end_object(w);
+	pthread_mutex_unlock(&s->lock);
+	return 0;
+}
+
+int vh_sd_get_volumes(struct rpc_call *c)
+{
+	struct storage_state *s = verb_state(c);
+	if (!s)
+		return -1;
+	struct st_err e = { 0 };
+	const char *img = rpc_arg_str(c, "imageID", NULL);
+	pthread_mutex_lock(&s->lock);
+	const struct st_domain *d = st_domain_get(s, rpc_arg_str(c, "storagedomainID", NULL), &e);
+	if (!d) {
+		pthread_mutex_unlock(&s->lock);
+		return verb_fail(c, &e);
+	}
+	vw_begin_array(c->w);
+	if (!img || strcmp(img, ST_BLANK_UUID) == 0) {
+		for (struct st_map_ent *it = map_first(&d->volumes); it; it = map_next(&d->volumes, it))
+			vw_strz(c->w, map_key(it));
+	} else {
+		const struct st_image *im = map_get(&d->images, img);
+		for (size_t i = 0; im && i < im->n; i++)
+			vw_strz(c->w, im->vols[i]->uuid);
+	}
+	vw_end_array(c->w);
+	pthread_mutex_unlock(&s->lock);
+	return 0;
+}
+
+int vh_sd_get_images(struct rpc_call *c)
+{
+	struct storage_state *s = verb_state(c);
+	if (!s)
+		return -1;
+	struct st_err e = { 0 };
+	pthread_mutex_lock(&s->lock);
+	const struct st_domain *d = st_domain_get(s, rpc_arg_str(c, "storagedomainID", NULL), &e);
+	if (!d) {
+		pthread_mutex_unlock(&s->lock);
+		return verb_fail(c, &e);
+	}
+	vw_begin_array(c->w);
+	for (struct st_map_ent *it = map_first(&d->images); it; it = map_next(&d->images, it))
+		vw_strz(c->w, map_key(it));
+	vw_end_array(c->w);
+	pthread_mutex_unlock(&s->lock);
+	return 0;
+}
+
+int vh_sd_format(struct rpc_call *c)
+{
+	struct storage_state *s = verb_state(c);
+	if (!s)
+		return -1;
+	struct st_err e = { 0 };
+	if (st_domain_format(s, rpc_arg_str(c, "storagedomainID", NULL), &e) < 0)
+		return verb_fail(c, &e);
+	return 0;
+}
+
+/* ---- StoragePool --------------------------------------------------------- */
+
+int vh_sp_create(struct rpc_call *c)
+{
+	struct storage_state *s = verb_state(c);
+	if (!s)
+		return -1;
+	const struct vd_value *list = rpc_arg(c, "domainList");
+	size_t n = list->v.arr.n;
+	if (n == 0 || n > 256)
+		return rpc_fail(c, RPC_E_PARAMS, "domainList: 1 to 256 domain UUIDs expected");
+	const char **doms = arena_alloc(c->arena, n * sizeof(*doms));
+	for (size_t i = 0; i < n; i++) {
+		const struct vd_value *it = &list->v.arr.items[i];
+		if (it->type != VD_STRING || !vd_is_uuid(it->v.s.ptr, it->v.s.len))
+			return rpc_fail(c, RPC_E_PARAMS, "domainList[%zu]: not a UUID", i);
+		doms[i] = arena_strndup(c->arena, it->v.s.ptr, it->v.s.len);
+	}
+	struct st_err e = { 0 };
+	if (st_pool_create(s, rpc_arg_str(c, "storagepoolID", NULL), rpc_arg_str(c, "name", NULL),
+			   rpc_arg_str(c, "masterSdUUID", NULL),
+			   (int)rpc_arg_int(c, "masterVersion", 0), doms, n, &e) < 0)
+		return verb_fail(c, &e);
+	return 0;
+}
+
+int vh_sp_connect(struct rpc_call *c)
+{
+	struct storage_state *s = verb_state(c);
+	if (!s)
+		return -1;
+	struct st_err e = { 0 };
+	if (st_pool_connect(s, rpc_arg_str(c, "storagepoolID", NULL), true, &e) < 0)
+		return verb_fail(c, &e);
+	return 0;
+}
+
+int vh_sp_disconnect(struct rpc_call *c)
+{
+	struct storage_state *s = verb_state(c);
+	if (!s)
+		return -1;
+	struct st_err e = { 0 };
+	if (st_pool_connect(s, rpc_arg_str(c, "storagepoolID", NULL), false, &e) < 0)
+		return verb_fail(c, &e);
+	return 0;
+}
+
+/* Caller holds the lock. */
+static bool pool_known(struct storage_state *s, struct rpc_call *c)
+{
+	const char *sp = rpc_arg_str(c, "storagepoolID", NULL);
+	if (!s->pool_uuid[0] || strcmp(s->pool_uuid, sp) != 0 || !s->pool_connected) {
+		rpc_fail(c, RPC_E_GENERAL, "Unknown pool id, pool not connected: %s", sp);
+		return false;
+	}
+	return true;
+}
+
+int vh_sp_get_info(struct rpc_call *c)
+{
+	struct storage_state *s = verb_state(c);
+	if (!s)
+		return -1;
+	struct vd_writer *w = c->w;
+	pthread_mutex_lock(&s->lock);
+	if (!pool_known(s, c)) {
+		pthread_mutex_unlock(&s->lock);
+		return -1;
+	}
+	const struct st_domain *master = map_get(&s->domains, s->pool_master);
+	struct vd_buf doms = VD_BUF_INIT;
+	for (struct st_map_ent *it = map_first(&s->domains); it; it = map_next(&s->domains, it)) {
+		const struct st_domain *d = map_val(it);
+		if (strcmp(d->pool, s->pool_uuid) == 0 && !d->formatting)
+			buf_printf(&doms, "%s%s:Active", doms.len ? "," : "", d->uuid);
+	}
+	vw_begin_object(w);
+	vw_keyz(w, "info");
+	vw_begin_object(w);
+	vw_kint(w, "spm_id", 1);
+	vw_kstr(w, "master_uuid", s->pool_master);
+	vw_kstr(w, "name", s->pool_name ? s->pool_name : "");
+	vw_kstrf(w, "version", "%d", master ? master->version : 5);
+	vw_keyz(w, "domains");
+	vw_string(w, doms.data ? doms.data : "", doms.len);
+	vw_kstr(w, "pool_status", "connected");
+	vw_kstr(w, "isoprefix", "");
+	vw_kstr(w, "type", master ? st_domtype_name(master->type) : "LOCALFS");
+	vw_kint(w, "master_ver", s->pool_master_ver);
+	vw_kint(w, "lver", 0);
+	vw_end_object(w);
+	vw_keyz(w, "dominfo");
+	vw_begin_object(w);
+	for (struct st_map_ent *it = map_first(&s->domains); it; it = map_next(&s->domains, it)) {
+		const struct st_domain *d = map_val(it);
+		if (strcmp(d->pool, s->pool_uuid) != 0 || d->formatting)
+			continue;
+		vw_keyz(w, d->uuid);
+		vw_begin_object(w);
+		vw_kstr(w, "status", "Active");
+		vw_keyz(w, "alerts");
+		vw_begin_array(w);
+		vw_end_array(w);
+		vw_kstr(w, "isoprefix", "");
+		vw_kint(w, "version", d->version);
+		vw_kstrf(w, "disktotal", "%lld", (long long)d->disktotal);
+		vw_kstrf(w, "diskfree", "%lld", (long long)d->diskfree);
+		vw_end_object(w);
+	}
+	vw_end_object(w);
+	vw_end_object(w);
+	pthread_mutex_unlock(&s->lock);
+	buf_free(&doms);
+	return 0;
+}
+
+int vh_sp_get_spm_status(struct rpc_call *c)
+{
+	struct storage_state *s = verb_state(c);
+	if (!s)
+		return -1;
+	pthread_mutex_lock(&s->lock);
+	bool ok = pool_known(s, c);
+	pthread_mutex_unlock(&s->lock);
+	if (!ok)
+		return -1;
+	vw_begin_object(c->w);
+	vw_kstr(c->w, "spmStatus", "SPM");
+	vw_kint(c->w, "spmLver", 0);
+	vw_kint(c->w, "spmId", 1);
+	vw_end_object(c->w);
+	return 0;
+}

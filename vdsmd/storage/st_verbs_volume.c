@@ -1,0 +1,300 @@
+/* vdsmd/storage/st_verbs_volume.c - Image.*, Volume.*, Task.* and the
+ * Host task listings.  Volume.getInfo / getSize / Image.getVolumes and the
+ * task reads are answered from the index (no disk I/O). */
+#include "st_verbs.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *pool_of(const struct storage_state *s, const struct st_domain *d)
+{
+	(void)s;
+	return d->pool[0] ? d->pool : ST_BLANK_UUID;
+}
+
+void verb_write_volume_info(struct vd_writer *w, const struct storage_state *s,
+			    const struct st_domain *d, const struct st_volume *v)
+{
+	const struct st_image *im = map_get(&d->images, v->image);
+	vw_begin_object(w);
+	vw_kstr(w, "uuid", v->uuid);
+	vw_kstr(w, "type", st_alloc_name(v->alloc));
+	vw_kstr(w, "allocType", st_alloc_name(v->alloc));
+	vw_kstr(w, "format", st_volfmt_name(v->format));
+	vw_kstr(w, "disktype", v->disktype);
+	bool leaf = true;
+	for (size_t i = 0; im && i < im->n; i++)
+		if (strcmp(im->vols[i]->parent, v->uuid) == 0)
+			leaf = false;
+	vw_kstr(w, "voltype", leaf ? "LEAF" : "INTERNAL");
+	vw_kstrf(w, "capacity", "%lld", (long long)v->capacity);
+	vw_kstr(w, "parent", v->parent);
+	vw_kstr(w, "description", v->description ? v->description : "");
+	vw_kstr(w, "pool", pool_of(s, d));
+	vw_kstr(w, "domain", d->uuid);
+	vw_kstr(w, "image", v->image);
+	vw_kstrf(w, "ctime", "%lld", (long long)v->ctime);
+	vw_kstrf(w, "mtime", "%lld", (long long)v->mtime);
+	vw_kstr(w, "legality", v->legal ? "LEGAL" : "ILLEGAL");
+	vw_kstrf(w, "apparentsize", "%lld", (long long)v->apparent);
+	vw_kstrf(w, "truesize", "%lld", (long long)v->truesize);
+	vw_kstr(w, "status", v->legal ? "OK" : "ILLEGAL");
+	vw_keyz(w, "lease");
+	vw_begin_object(w);
+	vw_keyz(w, "owners");
+	vw_begin_array(w);
+	vw_end_array(w);
+	vw_keyz(w, "version");
+	vw_null(w);
+	vw_end_object(w);
+	vw_keyz(w, "children");
+	vw_begin_array(w);
+	for (size_t i = 0; im && i < im->n; i++)
+		if (strcmp(im->vols[i]->parent, v->uuid) == 0)
+			vw_strz(w, im->vols[i]->uuid);
+	vw_end_array(w);
+	vw_kint(w, "generation", v->generation);
+	vw_kint(w, "sequence", 0);
+	vw_end_object(w);
+}
+
+/* Finds a volume under the lock (held on success; released on failure). */
+static const struct st_volume *lookup(struct rpc_call *c, struct storage_state *s,
+				      const struct st_domain **dp)
+{
+	struct st_err e = { 0 };
+	const char *img = rpc_arg_str(c, "imageID", NULL), *vol = rpc_arg_str(c, "volumeID", NULL);
+	pthread_mutex_lock(&s->lock);
+	const struct st_domain *d = st_domain_get(s, rpc_arg_str(c, "storagedomainID", NULL), &e);
+	const struct st_volume *v = NULL;
+	if (d && !map_get(&d->images, img))
+		st_fail(&e, RPC_E_NO_IMAGE, "%s in domain %s", img, d->uuid);
+	else if (d && (!(v = map_get(&d->volumes, vol)) || strcmp(v->image, img) != 0)) {
+		v = NULL;
+		st_fail(&e, RPC_E_NO_VOLUME, "%s in image %s", vol, img);
+	}
+	if (!v) {
+		pthread_mutex_unlock(&s->lock);
+		verb_fail(c, &e);
+		return NULL;
+	}
+	*dp = d;
+	return v;
+}
+
+int vh_vol_get_info(struct rpc_call *c)
+{
+	struct storage_state *s = verb_state(c);
+	const struct st_domain *d;
+	const struct st_volume *v = s ? lookup(c, s, &d) : NULL;
+	if (!v)
+		return -1;
+	verb_write_volume_info(c->w, s, d, v);
+	pthread_mutex_unlock(&s->lock);
+	return 0;
+}
+
+int vh_vol_get_size(struct rpc_call *c)
+{
+	struct storage_state *s = verb_state(c);
+	const struct st_domain *d;
+	const struct st_volume *v = s ? lookup(c, s, &d) : NULL;
+	if (!v)
+		return -1;
+	vw_begin_object(c->w);
+	vw_kstrf(c->w, "apparentsize", "%lld", (long long)v->apparent);
+	vw_kstrf(c->w, "truesize", "%lld", (long long)v->truesize);
+	vw_end_object(c->w);
+	pthread_mutex_unlock(&s->lock);
+	return 0;
+}
+
+int vh_img_get_volumes(struct rpc_call *c)
+{
+	struct storage_state *s = verb_state(c);
+	if (!s)
+		return -1;
+	struct st_err e = { 0 };
+	pthread_mutex_lock(&s->lock);
+	const struct st_domain *d = st_domain_get(s, rpc_arg_str(c, "storagedomainID", NULL), &e);
+	if (!d) {
+		pthread_mutex_unlock(&s->lock);
+		return verb_fail(c, &e);
+	}
+	const struct st_image *im = map_get(&d->images, rpc_arg_str(c, "imageID", NULL));
+	vw_begin_array(c->w);
+	for (size_t i = 0; im && i < im->n; i++)
+		vw_strz(c->w, im->vols[i]->uuid);
+	vw_end_array(c->w);
+	pthread_mutex_unlock(&s->lock);
+	return 0;
+}
+
+static int answer_task(struct rpc_call *c, int rc, const char *tid, const struct st_err *e)
+{
+	if (rc < 0)
+		return verb_fail(c, e);
+	vw_strz(c->w, tid);
+	return 0;
+}
+
+int vh_img_delete(struct rpc_call *c)
+{
+	struct storage_state *s = verb_state(c);
+	if (!s)
+		return -1;
+	struct st_err e = { 0 };
+	char tid[37];
+	int rc = st_image_delete(s, rpc_arg_str(c, "storagedomainID", NULL),
+				 rpc_arg_str(c, "imageID", NULL), tid, &e);
+	return answer_task(c, rc, tid, &e);
+}
+
+int vh_vol_create(struct rpc_call *c)
+{
+	struct storage_state *s = verb_state(c);
+	if (!s)
+		return -1;
+	const struct vd_value *dt = rpc_arg(c, "diskType");
+	char disktype[16] = "DATA";
+	if (dt && dt->type == VD_STRING && dt->v.s.len > 0 && dt->v.s.len < sizeof(disktype)) {
+		memcpy(disktype, dt->v.s.ptr, dt->v.s.len);
+		disktype[dt->v.s.len] = '\0';
+	} else if (dt && dt->type == VD_INT && dt->v.i >= 0 && dt->v.i < 100) {
+		snprintf(disktype, sizeof(disktype), "%d", (int)dt->v.i);   /* old engines: 2 */
+	} else if (dt && dt->type != VD_NULL) {
+		return rpc_fail(c, RPC_E_PARAMS, "diskType: expected a DiskContentType");
+	}
+	int64_t fmt = rpc_arg_int(c, "volFormat", 0), alloc = rpc_arg_int(c, "preallocate", 0);
+	struct st_volreq r = {
+		.sd = rpc_arg_str(c, "storagedomainID", NULL),
+		.img = rpc_arg_str(c, "imageID", NULL),
+		.vol = rpc_arg_str(c, "volumeID", NULL),
+		.size = rpc_arg_int(c, "size", 0),
+		.format = fmt == ST_FMT_COW || fmt == ST_FMT_RAW ? (int)fmt : 0,
+		.alloc = alloc == ST_PREALLOCATED || alloc == ST_SPARSE ? (int)alloc : 0,
+		.disktype = disktype,
+		.desc = rpc_arg_str(c, "desc", NULL),
+		.src_img = rpc_arg_str(c, "srcImgUUID", NULL),
+		.src_vol = rpc_arg_str(c, "srcVolUUID", NULL),
+	};
+	struct st_err e = { 0 };
+	char tid[37];
+	int rc = st_volume_create(s, &r, tid, &e);
+	return answer_task(c, rc, tid, &e);
+}
+
+int vh_vol_delete(struct rpc_call *c)
+{
+	struct storage_state *s = verb_state(c);
+	if (!s)
+		return -1;
+	struct st_err e = { 0 };
+	char tid[37];
+	int rc = st_volume_delete(s, rpc_arg_str(c, "storagedomainID", NULL),
+				  rpc_arg_str(c, "imageID", NULL), rpc_arg_str(c, "volumeID", NULL),
+				  tid, &e);
+	return answer_task(c, rc, tid, &e);
+}
+
+int vh_vol_set_description(struct rpc_call *c)
+{
+	struct storage_state *s = verb_state(c);
+	if (!s)
+		return -1;
+	struct st_err e = { 0 };
+	if (st_volume_set_description(s, rpc_arg_str(c, "storagedomainID", NULL),
+				      rpc_arg_str(c, "imageID", NULL),
+				      rpc_arg_str(c, "volumeID", NULL),
+				      rpc_arg_str(c, "description", NULL), &e) < 0)
+		return verb_fail(c, &e);
+	return 0;
+}
+
+/* ---- tasks --------------------------------------------------------------- */
+
+static void write_status(struct vd_writer *w, const struct st_task_status *st)
+{
+	vw_begin_object(w);
+	vw_kstr(w, "taskID", st->id);
+	vw_kstr(w, "taskState", st_task_state_name(st->state));
+	vw_kstr(w, "taskResult", st_task_result_name(st->result));
+	vw_kint(w, "code", st->code);
+	vw_kstr(w, "message", st->message);
+	vw_kint(w, "progress", st->progress);
+	vw_end_object(w);
+}
+
+int vh_task_get_status(struct rpc_call *c)
+{
+	struct storage_state *s = verb_state(c);
+	if (!s)
+		return -1;
+	struct st_err e = { 0 };
+	struct st_task_status st;
+	if (st_task_get(s, rpc_arg_str(c, "taskID", NULL), &st, &e) < 0)
+		return verb_fail(c, &e);
+	write_status(c->w, &st);
+	return 0;
+}
+
+int vh_task_clear(struct rpc_call *c)
+{
+	struct storage_state *s = verb_state(c);
+	if (!s)
+		return -1;
+	struct st_err e = { 0 };
+	if (st_task_clear(s, rpc_arg_str(c, "taskID", NULL), &e) < 0)
+		return verb_fail(c, &e);
+	return 0;
+}
+
+int vh_task_stop(struct rpc_call *c)
+{
+	struct storage_state *s = verb_state(c);
+	if (!s)
+		return -1;
+	struct st_err e = { 0 };
+	if (st_task_stop(s, rpc_arg_str(c, "taskID", NULL), &e) < 0)
+		return verb_fail(c, &e);
+	return 0;
+}
+
+int vh_host_get_all_tasks_statuses(struct rpc_call *c)
+{
+	struct storage_state *s = verb_state(c);
+	if (!s)
+		return -1;
+	vw_begin_object(c->w);
+	pthread_mutex_lock(&s->lock);
+	for (struct st_map_ent *it = map_first(&s->tasks); it; it = map_next(&s->tasks, it)) {
+		struct st_task_status st;
+		st_task_status_copy(map_val(it), &st);
+		vw_keyz(c->w, st.id);
+		write_status(c->w, &st);
+	}
+	pthread_mutex_unlock(&s->lock);
+	vw_end_object(c->w);
+	return 0;
+}
+
+int vh_host_get_all_tasks_info(struct rpc_call *c)
+{
+	struct storage_state *s = verb_state(c);
+	if (!s)
+		return -1;
+	vw_begin_object(c->w);
+	pthread_mutex_lock(&s->lock);
+	for (struct st_map_ent *it = map_first(&s->tasks); it; it = map_next(&s->tasks, it)) {
+		const struct st_task *t = map_val(it);
+		vw_keyz(c->w, t->id);
+		vw_begin_object(c->w);
+		vw_kstr(c->w, "verb", t->verb);
+		vw_kstr(c->w, "id", t->id);
+		vw_end_object(c->w);
+	}
+	pthread_mutex_unlock(&s->lock);
+	vw_end_object(c->w);
+	return 0;
+}

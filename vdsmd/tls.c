@@ -1,0 +1,201 @@
+/* vdsmd/tls.c - TLS with OpenSSL 3: server context with a required,
+ * verified client certificate (TLS 1.2 minimum), non-blocking handshake,
+ * and read/write wrappers for conn.c.  Plaintext on the TLS port is
+ * recognised by its first byte and refused. */
+#include "server.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+
+#include "../common/log.h"
+
+static int check_file(const char *key, const char *path, char *why, size_t whylen)
+{
+	if (!path || !*path) {
+		snprintf(why, whylen, "tls is on but %s is not set", key);
+		return VD_EINVAL;
+	}
+	FILE *f = fopen(path, "r");
+	if (!f) {
+		snprintf(why, whylen, "tls: cannot read %s %s: %s", key, path, strerror(errno));
+		return VD_EIO;
+	}
+	fclose(f);
+	return 0;
+}
+
+static void ssl_reason(char *out, size_t n)
+{
+	unsigned long e = ERR_get_error();
+	if (e)
+		ERR_error_string_n(e, out, n);
+	else
+		snprintf(out, n, "%s", errno ? strerror(errno) : "unknown error");
+	ERR_clear_error();
+}
+
+int tls_ctx_new(const struct vd_config *cfg, struct ssl_ctx_st **out, char *why, size_t whylen)
+{
+	int rc;
+	if ((rc = check_file("key_file", cfg->key_file, why, whylen)) ||
+	    (rc = check_file("cert_file", cfg->cert_file, why, whylen)) ||
+	    (rc = check_file("ca_file", cfg->ca_file, why, whylen)))
+		return rc;
+	SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
+	char r[256];
+	if (!ctx) {
+		ssl_reason(r, sizeof(r));
+		snprintf(why, whylen, "tls: cannot create context: %s", r);
+		return VD_EIO;
+	}
+	SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+	SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS | SSL_MODE_ENABLE_PARTIAL_WRITE |
+			      SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+	SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION);
+	static const unsigned char sid[] = "vdsmd";
+	SSL_CTX_set_session_id_context(ctx, sid, sizeof(sid) - 1);
+	const char *what = NULL, *file = NULL;
+	if (SSL_CTX_use_certificate_chain_file(ctx, cfg->cert_file) != 1) {
+		what = "cert_file"; file = cfg->cert_file;
+	} else if (SSL_CTX_use_PrivateKey_file(ctx, cfg->key_file, SSL_FILETYPE_PEM) != 1) {
+		what = "key_file"; file = cfg->key_file;
+	} else if (SSL_CTX_check_private_key(ctx) != 1) {
+		what = "key_file (does not match cert_file)"; file = cfg->key_file;
+	} else if (SSL_CTX_load_verify_locations(ctx, cfg->ca_file, NULL) != 1) {
+		what = "ca_file"; file = cfg->ca_file;
+	}
+	if (what) {
+		ssl_reason(r, sizeof(r));
+		snprintf(why, whylen, "tls: bad %s %s: %s", what, file, r);
+		SSL_CTX_free(ctx);
+		return VD_EINVAL;
+	}
+	STACK_OF(X509_NAME) *names = SSL_load_client_CA_file(cfg->ca_file);
+	if (names)
+		SSL_CTX_set_client_CA_list(ctx, names);
+	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, NULL);
+	*out = ctx;
+	return 0;
+}
+
+void tls_ctx_free(struct ssl_ctx_st *ctx)
+{
+	SSL_CTX_free(ctx);
+}
+
+void tls_conn_start(struct vd_conn *c)
+{
+	SSL *ssl = SSL_new(c->srv->tls);
+	if (!ssl)
+		abort();
+	SSL_set_fd(ssl, c->fd);
+	SSL_set_accept_state(ssl);
+	c->ssl = ssl;
+}
+
+void tls_conn_free(struct vd_conn *c)
+{
+	SSL_free(c->ssl);
+	c->ssl = NULL;
+}
+
+int tls_handshake(struct vd_conn *c)
+{
+	SSL *ssl = c->ssl;
+	struct vd_server *s = c->srv;
+	if (SSL_in_before(ssl)) {
+		/* A TLS connection starts with a handshake record (0x16). */
+		unsigned char b;
+		ssize_t n = recv(c->fd, &b, 1, MSG_PEEK);
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+			return 0;
+		if (n <= 0) {
+			conn_close(c, "closed during handshake");
+			return -1;
+		}
+		if (b != 0x16) {
+			s->n.tls_failures++;
+			log_warn("plaintext connection from %s on the TLS port refused", c->peer);
+			conn_close(c, "plaintext on TLS port");
+			return -1;
+		}
+	}
+	ERR_clear_error();
+	int r = SSL_do_handshake(ssl);
+	if (r == 1) {
+		conn_want_write(c, false);
+		if (log_get_level() >= VD_LOG_DEBUG) {
+			X509 *peer = SSL_get1_peer_certificate(ssl);
+			char subj[256] = "?";
+			if (peer) {
+				X509_NAME_oneline(X509_get_subject_name(peer), subj, sizeof(subj));
+				X509_free(peer);
+			}
+			log_debug("connection %s: %s handshake done, client %s", c->peer,
+				  SSL_get_version(ssl), subj);
+		}
+		return 1;
+	}
+	int e = SSL_get_error(ssl, r);
+	if (e == SSL_ERROR_WANT_READ) {
+		conn_want_write(c, false);
+		return 0;
+	}
+	if (e == SSL_ERROR_WANT_WRITE) {
+		conn_want_write(c, true);
+		return 0;
+	}
+	char reason[256];
+	ssl_reason(reason, sizeof(reason));
+	s->n.tls_failures++;
+	log_warn("TLS handshake with %s failed: %s", c->peer, reason);
+	conn_close(c, "handshake failed");
+	return -1;
+}
+
+static long io_result(struct vd_conn *c, int r)
+{
+	if (r > 0)
+		return r;
+	int e = SSL_get_error(c->ssl, r);
+	switch (e) {
+	case SSL_ERROR_WANT_READ:
+		return VD_AGAIN;
+	case SSL_ERROR_WANT_WRITE:
+		conn_want_write(c, true);
+		return VD_AGAIN;
+	case SSL_ERROR_ZERO_RETURN:
+		return 0;
+	case SSL_ERROR_SYSCALL:
+		if (errno == 0 || ERR_peek_error() == 0) {
+			ERR_clear_error();
+			return errno == EINTR ? VD_AGAIN : 0;
+		}
+		/* fall through */
+	default: {
+		char reason[256];
+		ssl_reason(reason, sizeof(reason));
+		log_info("connection %s: TLS error: %s", c->peer, reason);
+		return VD_EIO;
+	}
+	}
+}
+
+long tls_read(struct vd_conn *c, char *buf, size_t len)
+{
+	ERR_clear_error();
+	errno = 0;
+	return io_result(c, SSL_read(c->ssl, buf, (int)VD_MIN(len, (size_t)1 << 30)));
+}
+
+long tls_write(struct vd_conn *c, const char *buf, size_t len)
+{
+	ERR_clear_error();
+	errno = 0;
+	return io_result(c, SSL_write(c->ssl, buf, (int)VD_MIN(len, (size_t)1 << 30)));
+}

@@ -1,0 +1,325 @@
+/* vdsmd/virt/conn.c - virt_init/virt_fini, the libvirt connection and the
+ * two threads of the backend:
+ *
+ *   sampler  connects to cfg.libvirt_uri (retrying with backoff 1..30 s when
+ *            libvirt is unreachable or the connection drops), takes a sample
+ *            every vm_sample_interval seconds or at once when kicked, and
+ *            publishes the snapshot.
+ *   events   runs libvirt's default event loop (virEventRunDefaultImpl) so
+ *            that domain lifecycle callbacks (events.c) are delivered.
+ *
+ * Readiness: the sampler reports "virt" ready (vdsmd_subsystem_ready) after
+ * its first attempt, whether or not libvirt answered, so a host without
+ * libvirt still serves every other verb.  Until a first snapshot exists the
+ * VM verbs answer code 99 themselves (verbs.c, lifecycle.c). */
+#include "virt_int.h"
+
+#include <stdlib.h>
+#include <stdio.h>
+#include <string.h>
+#include <errno.h>
+#include <time.h>
+#include <libvirt/virterror.h>
+
+#include "../../common/log.h"
+
+#define BACKOFF_MAX_S 30
+
+static pthread_once_t libvirt_once = PTHREAD_ONCE_INIT;
+
+static void quiet_errors(void *ud, virErrorPtr e)
+{
+	(void)ud;
+	log_debug("libvirt: %s", e && e->message ? e->message : "?");
+}
+
+static void libvirt_global_init(void)
+{
+	/* libvirt's default event loop implementation is process-wide and must
+	 * be registered before the first connection is opened. */
+	if (virEventRegisterDefaultImpl() < 0)
+		log_error("virt: virEventRegisterDefaultImpl failed");
+	virSetErrorFunc(NULL, quiet_errors);
+}
+
+const char *virt_last_error(void)
+{
+	const char *m = virGetLastErrorMessage();
+	return m ? m : "unknown libvirt error";
+}
+
+int virt_last_error_code(void)
+{
+	return virGetLastErrorCode();
+}
+
+/* ---- connection ---------------------------------------------------------- */
+
+virConnectPtr virt_conn_get(struct virt_state *s)
+{
+	pthread_mutex_lock(&s->lock);
+	virConnectPtr c = s->conn;
+	if (c)
+		virConnectRef(c);
+	pthread_mutex_unlock(&s->lock);
+	return c;
+}
+
+void virt_conn_lost(struct virt_state *s, virConnectPtr c)
+{
+	pthread_mutex_lock(&s->lock);
+	bool mine = s->conn == c;
+	if (mine)
+		s->conn = NULL;
+	pthread_mutex_unlock(&s->lock);
+	if (!mine)
+		return;
+	log_warn("virt: lost the libvirt connection to %s; reconnecting", s->d->cfg.libvirt_uri);
+	virt_events_unregister(s, c);
+	virConnectClose(c);
+}
+
+static virConnectPtr try_connect(struct virt_state *s)
+{
+	const char *uri = s->d->cfg.libvirt_uri ? s->d->cfg.libvirt_uri : "qemu:///system";
+	virConnectPtr c = virConnectOpen(uri);
+	if (!c) {
+		s->backoff_s = s->backoff_s ? VD_MIN(s->backoff_s * 2, BACKOFF_MAX_S) : 1;
+		log_warn("virt: cannot connect to libvirt at %s: %s (retry in %u s)", uri,
+			 virt_last_error(), s->backoff_s);
+		return NULL;
+	}
+	if (!s->ever_connected)
+		log_info("virt: connected to %s", uri);
+	else
+		log_info("virt: reconnected to %s", uri);
+	s->ever_connected = true;
+	s->bulk_unsupported = false;
+	if (virt_events_register(s, c) < 0)
+		log_warn("virt: lifecycle events unavailable on %s: %s", uri, virt_last_error());
+	pthread_mutex_lock(&s->lock);
+	s->conn = c;
+	pthread_mutex_unlock(&s->lock);
+	return c;
+}
+
+/* ---- sampler thread ---------------------------------------------------- */
+
+uint64_t virt_kick(struct virt_state *s)
+{
+	pthread_mutex_lock(&s->lock);
+	uint64_t ticket = ++s->kick_seq;
+	s->kick = true;
+	pthread_cond_broadcast(&s->cond);
+	pthread_mutex_unlock(&s->lock);
+	return ticket;
+}
+
+static void deadline_after(struct timespec *ts, uint64_t ms)
+{
+	clock_gettime(CLOCK_MONOTONIC, ts);
+	ts->tv_sec += (time_t)(ms / 1000);
+	ts->tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (ts->tv_nsec >= 1000000000L) {
+		ts->tv_sec++;
+		ts->tv_nsec -= 1000000000L;
+	}
+}
+
+bool virt_wait_kick(struct virt_state *s, uint64_t ticket, unsigned timeout_ms)
+{
+	struct timespec ts;
+	deadline_after(&ts, timeout_ms);
+	pthread_mutex_lock(&s->lock);
+	while (s->done_seq < ticket && !s->stop) {
+		if (pthread_cond_timedwait(&s->cond, &s->lock, &ts) == ETIMEDOUT)
+			break;
+	}
+	bool done = s->done_seq >= ticket;
+	pthread_mutex_unlock(&s->lock);
+	return done;
+}
+
+void tomb_add(struct virt_state *s, const char *uuid)
+{
+	uint64_t now = vd_now_ms();
+	unsigned j = 0;
+	for (unsigned i = 0; i < s->ntombs; i++)   /* drop expired ones */
+		if (now - s->tombs[i].ms < VIRT_TOMB_MS && strcmp(s->tombs[i].uuid, uuid) != 0)
+			s->tombs[j++] = s->tombs[i];
+	s->ntombs = j;
+	if (s->ntombs == VD_ARRAY_SIZE(s->tombs)) {
+		memmove(&s->tombs[0], &s->tombs[1], (s->ntombs - 1) * sizeof s->tombs[0]);
+		s->ntombs--;
+	}
+	snprintf(s->tombs[s->ntombs].uuid, sizeof s->tombs[0].uuid, "%s", uuid);
+	s->tombs[s->ntombs].ms = now;
+	s->ntombs++;
+}
+
+bool tomb_has(struct virt_state *s, const char *uuid)
+{
+	uint64_t now = vd_now_ms();
+	for (unsigned i = 0; i < s->ntombs; i++)
+		if (strcmp(s->tombs[i].uuid, uuid) == 0)
+			return now - s->tombs[i].ms < VIRT_TOMB_MS;
+	return false;
+}
+
+void tomb_del(struct virt_state *s, const char *uuid)
+{
+	for (unsigned i = 0; i < s->ntombs; i++)
+		if (strcmp(s->tombs[i].uuid, uuid) == 0) {
+			s->tombs[i] = s->tombs[--s->ntombs];
+			return;
+		}
+}
+
+static void sample_once(struct virt_state *s)
+{
+	virConnectPtr c = virt_conn_get(s);
+	if (!c) {
+		c = try_connect(s);
+		if (!c)
+			return;
+		virConnectRef(c);
+	}
+	s->backoff_s = 0;
+	struct virt_snapshot *snap = virt_sample(s, c);
+	if (snap) {
+		s->samples++;
+		log_debug("virt: sample %llu: %u VMs in %.1f ms",
+			  (unsigned long long)s->samples, snap->nvms, snap->sample_ms);
+		virt_snapshot_publish(s, snap);
+	} else {
+		s->sample_failures++;
+		if (virConnectIsAlive(c) != 1) {
+			virt_conn_lost(s, c);
+			s->backoff_s = 1;
+		}
+	}
+	virConnectClose(c);
+}
+
+static void *sampler_main(void *arg)
+{
+	struct virt_state *s = arg;
+	pthread_mutex_lock(&s->lock);
+	while (!s->stop) {
+		s->kick = false;
+		uint64_t seq = s->kick_seq;
+		pthread_mutex_unlock(&s->lock);
+		sample_once(s);
+		pthread_mutex_lock(&s->lock);
+		s->done_seq = seq;
+		pthread_cond_broadcast(&s->cond);
+		pthread_mutex_unlock(&s->lock);
+		if (!s->reported_ready) {
+			/* after the first attempt, connected or not (see above) */
+			s->reported_ready = true;
+			vdsmd_subsystem_ready(s->d, "virt");
+		}
+		pthread_mutex_lock(&s->lock);
+		uint64_t wait_ms = s->conn ? (uint64_t)s->sample_interval_s * 1000
+					   : (uint64_t)(s->backoff_s ? s->backoff_s : 1) * 1000;
+		struct timespec ts;
+		deadline_after(&ts, wait_ms);
+		while (!s->stop && !s->kick) {
+			if (pthread_cond_timedwait(&s->cond, &s->lock, &ts) == ETIMEDOUT)
+				break;
+		}
+	}
+	pthread_mutex_unlock(&s->lock);
+	return NULL;
+}
+
+/* ---- libvirt event loop thread ------------------------------------------ */
+
+static void wake_cb(int timer, void *opaque)
+{
+	(void)timer;
+	(void)opaque;
+}
+
+static void *events_main(void *arg)
+{
+	struct virt_state *s = arg;
+	while (!atomic_load(&s->ev_stop)) {
+		if (virEventRunDefaultImpl() < 0) {
+			log_error("virt: libvirt event loop failed: %s", virt_last_error());
+			break;
+		}
+	}
+	return NULL;
+}
+
+/* ---- init / fini --------------------------------------------------------- */
+
+int virt_init(struct vdsmd *d)
+{
+	pthread_once(&libvirt_once, libvirt_global_init);
+	struct virt_state *s = xcalloc(1, sizeof *s);
+	s->d = d;
+	s->cb_id = -1;
+	s->ev_timer = -1;
+	s->sample_interval_s = d->cfg.vm_sample_interval ? d->cfg.vm_sample_interval : 15;
+	const char *nc = getenv("VDSMD_VIRT_NO_CACHE");
+	s->no_cache = nc && strcmp(nc, "1") == 0;
+	pthread_mutex_init(&s->lock, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&s->cond, &ca);
+	pthread_condattr_destroy(&ca);
+	atomic_init(&s->ev_stop, false);
+	d->virt = s;
+
+	if (pthread_create(&s->evthread, NULL, events_main, s) != 0) {
+		log_error("virt: cannot start the libvirt event thread");
+		goto fail;
+	}
+	s->ev_started = true;
+	if (pthread_create(&s->sampler, NULL, sampler_main, s) != 0) {
+		log_error("virt: cannot start the sampler thread");
+		goto fail;
+	}
+	s->sampler_started = true;
+	return 0;
+fail:
+	virt_fini(d);
+	return VD_EIO;
+}
+
+void virt_fini(struct vdsmd *d)
+{
+	struct virt_state *s = d ? d->virt : NULL;
+	if (!s)
+		return;
+	pthread_mutex_lock(&s->lock);
+	s->stop = true;
+	pthread_cond_broadcast(&s->cond);
+	pthread_mutex_unlock(&s->lock);
+	if (s->sampler_started)
+		pthread_join(s->sampler, NULL);
+	virConnectPtr c = s->conn;
+	s->conn = NULL;
+	if (c) {
+		virt_events_unregister(s, c);
+		virConnectClose(c);
+	}
+	if (s->ev_started) {
+		atomic_store(&s->ev_stop, true);
+		/* a zero timeout makes virEventRunDefaultImpl return */
+		int t = virEventAddTimeout(0, wake_cb, NULL, NULL);
+		pthread_join(s->evthread, NULL);
+		if (t >= 0)
+			virEventRemoveTimeout(t);
+	}
+	snapshot_put(s->snap);
+	s->snap = NULL;
+	track_free_all(s);
+	pthread_cond_destroy(&s->cond);
+	pthread_mutex_destroy(&s->lock);
+	free(s);
+	d->virt = NULL;
+}

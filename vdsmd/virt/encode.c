@@ -1,0 +1,223 @@
+/* vdsmd/virt/encode.c - VM stats objects with VDSM's field names and types
+ * (most numbers as strings, as VDSM sends them), and the per-codec encoded
+ * cache of Host.getAllVmStats: the list is encoded once per snapshot per
+ * codec and later calls copy the bytes in with vw_raw().
+ *
+ * Units: memory in KiB strings (balloonInfo, memoryStats) as VDSM; cpuUser/
+ * cpuSys percent of the VM's vCPUs over the last interval; cpuUsage the
+ * cumulative CPU time in ns; disk readRate/writeRate bytes/s; read/write/
+ * flush latency ns per operation over the last interval; readOps/writeOps/
+ * readBytes/writtenBytes cumulative counters; network rxRate/txRate percent
+ * of the link speed (VDSM's convention), rx/tx cumulative bytes. */
+#include "virt_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static void kstr_u64(struct vd_writer *w, const char *k, uint64_t v)
+{
+	vw_kstrf(w, k, "%llu", (unsigned long long)v);
+}
+
+static void encode_disks(struct vd_writer *w, const struct virt_vm *vm)
+{
+	vw_keyz(w, "disks");
+	vw_begin_object(w);
+	for (unsigned i = 0; i < vm->ndisks; i++) {
+		const struct virt_disk_stats *d = &vm->disks[i];
+		vw_keyz(w, d->dev);
+		vw_begin_object(w);
+		vw_kstrf(w, "readRate", "%.2f", d->rd_rate);
+		vw_kstrf(w, "writeRate", "%.2f", d->wr_rate);
+		kstr_u64(w, "readBytes", d->rd_bytes);
+		kstr_u64(w, "writtenBytes", d->wr_bytes);
+		kstr_u64(w, "readOps", d->rd_reqs);
+		kstr_u64(w, "writeOps", d->wr_reqs);
+		kstr_u64(w, "readLatency", d->rd_lat_ns);
+		kstr_u64(w, "writeLatency", d->wr_lat_ns);
+		kstr_u64(w, "flushLatency", d->fl_lat_ns);
+		kstr_u64(w, "apparentsize", d->physical);
+		kstr_u64(w, "truesize", d->allocation);
+		vw_kstr(w, "imageID", d->image_id);
+		vw_end_object(w);
+	}
+	vw_end_object(w);
+}
+
+static void encode_network(struct vd_writer *w, const struct virt_vm *vm)
+{
+	vw_keyz(w, "network");
+	vw_begin_object(w);
+	for (unsigned i = 0; i < vm->nnics; i++) {
+		const struct virt_nic_stats *n = &vm->nics[i];
+		vw_keyz(w, n->ifname);
+		vw_begin_object(w);
+		vw_kstr(w, "name", n->ifname);
+		vw_kstrf(w, "rxRate", "%.1f", n->rx_rate);
+		vw_kstrf(w, "txRate", "%.1f", n->tx_rate);
+		kstr_u64(w, "rxErrors", n->rx_errs);
+		kstr_u64(w, "txErrors", n->tx_errs);
+		kstr_u64(w, "rxDropped", n->rx_drop);
+		kstr_u64(w, "txDropped", n->tx_drop);
+		kstr_u64(w, "rx", n->rx_bytes);
+		kstr_u64(w, "tx", n->tx_bytes);
+		vw_kstr(w, "macAddr", n->mac);
+		vw_kstr(w, "state", "unknown");
+		vw_kstr(w, "speed", "1000");
+		vw_keyz(w, "sampleTime");
+		vw_double(w, n->sample_time);
+		vw_end_object(w);
+	}
+	vw_end_object(w);
+}
+
+static void encode_display(struct vd_writer *w, const struct virt_vm *vm)
+{
+	vw_keyz(w, "displayInfo");
+	vw_begin_array(w);
+	for (unsigned i = 0; i < vm->ndisplays; i++) {
+		const struct virt_xdisplay *g = &vm->displays[i];
+		vw_begin_object(w);
+		vw_kstr(w, "type", g->type);
+		vw_kstr(w, "port", g->port[0] ? g->port : "-1");
+		vw_kstr(w, "tlsPort", g->tls_port[0] ? g->tls_port : "-1");
+		vw_kstr(w, "ipAddress", g->listen);
+		vw_end_object(w);
+	}
+	vw_end_array(w);
+}
+
+static void encode_memory(struct vd_writer *w, const struct virt_vm *vm)
+{
+	vw_keyz(w, "balloonInfo");
+	vw_begin_object(w);
+	kstr_u64(w, "balloon_max", vm->max_mem_kib);
+	vw_kstr(w, "balloon_min", "0");
+	kstr_u64(w, "balloon_cur", vm->balloon_cur_kib);
+	kstr_u64(w, "balloon_target", vm->mem_kib);
+	vw_kbool(w, "ballooning_enabled", true);
+	vw_end_object(w);
+	vw_keyz(w, "memoryStats");
+	vw_begin_object(w);
+	if (vm->have_memstats) {
+		kstr_u64(w, "mem_total", vm->ms_available);
+		kstr_u64(w, "mem_unused", vm->ms_unused);
+		kstr_u64(w, "mem_free", vm->ms_usable ? vm->ms_usable : vm->ms_unused);
+		kstr_u64(w, "mem_cached", vm->ms_caches);
+		vw_kstr(w, "mem_buffers", "0");
+		kstr_u64(w, "swap_in", vm->ms_swap_in);
+		kstr_u64(w, "swap_out", vm->ms_swap_out);
+		kstr_u64(w, "majflt", vm->ms_majflt);
+		kstr_u64(w, "minflt", vm->ms_minflt);
+		kstr_u64(w, "pageflt", vm->ms_majflt + vm->ms_minflt);
+	}
+	vw_end_object(w);
+	vw_kstrf(w, "memUsage", "%u", vm->mem_usage);
+}
+
+void virt_encode_vm_stats(struct vd_writer *w, const struct virt_snapshot *snap,
+			  const struct virt_vm *vm)
+{
+	vw_begin_object(w);
+	vw_kstr(w, "vmId", vm->uuid);
+	vw_kstr(w, "vmName", vm->name ? vm->name : "");
+	vw_kstr(w, "status", virt_status_name(vm->status));
+	kstr_u64(w, "statusTime", snap->status_time);
+	if (vm->status == VS_DOWN) {
+		vw_kint(w, "exitCode", vm->exit_code);
+		vw_kstr(w, "exitMessage", vm->exit_message ? vm->exit_message : "");
+		vw_kint(w, "exitReason", vm->exit_reason);
+		vw_kstr(w, "timeOffset", "0");
+		vw_end_object(w);
+		return;
+	}
+	if (vm->status == VS_PAUSED)
+		vw_kstr(w, "pauseCode", "NOERR");
+	kstr_u64(w, "elapsedTime", vm->elapsed_s);
+	vw_kstrf(w, "pid", "%lld", (long long)vm->pid);
+	vw_kstrf(w, "vcpuCount", "%u", vm->vcpus);
+	vw_kstrf(w, "cpuUser", "%.2f", vm->cpu_user);
+	vw_kstrf(w, "cpuSys", "%.2f", vm->cpu_sys);
+	kstr_u64(w, "cpuUsage", vm->cpu_time_ns);
+	encode_memory(w, vm);
+	encode_disks(w, vm);
+	encode_network(w, vm);
+	encode_display(w, vm);
+	vw_kstr(w, "guestIPs", "");
+	vw_kstrf(w, "hash", "%llu", (unsigned long long)(vm->hash & 0x7fffffffffffffffull));
+	vw_kstr(w, "vmType", "kvm");
+	vw_kstr(w, "kvmEnable", "true");
+	vw_kstr(w, "acpiEnable", "true");
+	vw_kstr(w, "monitorResponse", "0");
+	vw_kstr(w, "timeOffset", "0");
+	vw_kstr(w, "clientIp", "");
+	vw_kstr(w, "session", "Unknown");
+	vw_end_object(w);
+}
+
+void virt_encode_all_stats(struct vd_writer *w, const struct virt_snapshot *snap)
+{
+	vw_begin_array(w);
+	for (unsigned i = 0; i < snap->nvms; i++)
+		virt_encode_vm_stats(w, snap, &snap->vms[i]);
+	vw_end_array(w);
+}
+
+/* The codec whose writer uses ops (codec_list order), or NULL. */
+static const struct vd_codec *codec_for_ops(const struct vd_writer_ops *ops)
+{
+	const struct vd_codec *const *list = codec_list();
+	for (size_t i = 0; list[i]; i++) {
+		struct vd_buf tmp = VD_BUF_INIT;
+		struct vd_writer probe;
+		memset(&probe, 0, sizeof probe);
+		list[i]->writer_init(&probe, &tmp);
+		buf_free(&tmp);
+		if (probe.ops == ops)
+			return list[i];
+	}
+	return NULL;
+}
+
+void virt_write_all_stats_cached(struct virt_state *s, struct vd_writer *w,
+				 struct virt_snapshot *snap)
+{
+	if (s && s->no_cache) {
+		virt_encode_all_stats(w, snap);
+		return;
+	}
+	pthread_mutex_lock(&snap->cache_lock);
+	struct virt_enc_cache *slot = NULL;
+	for (unsigned i = 0; i < VIRT_MAX_CODECS; i++) {
+		if (snap->cache[i].ops == w->ops) {
+			slot = &snap->cache[i];
+			break;
+		}
+		if (!snap->cache[i].ops && !slot)
+			slot = &snap->cache[i];
+	}
+	const struct vd_codec *codec = NULL;
+	if (slot && slot->ops != w->ops)
+		codec = codec_for_ops(w->ops);
+	if (!slot || (slot->ops != w->ops && !codec)) {
+		/* unknown writer (or no free slot): encode directly */
+		pthread_mutex_unlock(&snap->cache_lock);
+		virt_encode_all_stats(w, snap);
+		return;
+	}
+	if (slot->ops != w->ops) {
+		struct vd_buf out = VD_BUF_INIT;
+		struct vd_writer cw;
+		memset(&cw, 0, sizeof cw);
+		codec->writer_init(&cw, &out);
+		virt_encode_all_stats(&cw, snap);
+		slot->bytes = out.data;
+		slot->len = out.len;
+		slot->ops = w->ops;
+	}
+	const char *bytes = slot->bytes;
+	size_t len = slot->len;
+	pthread_mutex_unlock(&snap->cache_lock);
+	/* the bytes live as long as the snapshot, which the caller holds */
+	vw_raw(w, bytes, len);
+}

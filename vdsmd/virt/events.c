@@ -1,0 +1,176 @@
+/* vdsmd/virt/events.c - libvirt domain lifecycle events → VM_status events.
+ *
+ * The callback runs on the libvirt event thread (conn.c) for every state
+ * change of every domain, whether one of our verbs caused it or not.  It
+ * records the new status (and, for Down, VDSM's exitCode/exitReason/
+ * exitMessage) in the tracker, publishes
+ *     |virt|VM_status|<vmId>  {"<vmId>": {"status": ..., ...}, "notify_time": N}
+ * through the event bus (never blocks), and asks the sampler for a fresh
+ * snapshot so that the read verbs agree with the event. */
+#include "virt_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../../common/log.h"
+#include "../../rpc/event.h"
+
+void virt_publish_status(struct virt_state *s, const char *uuid, enum virt_status st,
+			 const struct virt_track *down)
+{
+	struct event_bus *bus = s->d->bus;
+	if (!bus)
+		return;
+	/* The engine orders VM events by notify_time (ms): keep ours strictly
+	 * increasing.  They come from the one libvirt event thread, so waiting
+	 * for the next millisecond (at most 1 ms) is enough. */
+	for (int i = 0; i < 5 && vd_now_ms() <= s->last_event_ms; i++) {
+		struct timespec ts = { 0, 200 * 1000 };
+		nanosleep(&ts, NULL);
+	}
+	s->last_event_ms = vd_now_ms();
+	struct rpc_event ev;
+	struct vd_writer *w = rpc_event_begin(&ev, bus, "|virt|VM_status|%s", uuid);
+	vw_keyz(w, uuid);
+	vw_begin_object(w);
+	vw_kstr(w, "status", virt_status_name(st));
+	vw_kstrf(w, "statusTime", "%llu", (unsigned long long)vd_now_ms());
+	if (st == VS_PAUSED)
+		vw_kstr(w, "pauseCode", "NOERR");
+	if (st == VS_DOWN && down) {
+		vw_kint(w, "exitCode", down->exit_code);
+		vw_kstr(w, "exitMessage", down->exit_message ? down->exit_message : "");
+		vw_kint(w, "exitReason", down->exit_reason);
+	}
+	vw_end_object(w);
+	rpc_event_publish(bus, &ev);
+}
+
+void track_stopped(struct virt_track *t, int detail)
+{
+	switch (detail) {
+	case VIR_DOMAIN_EVENT_STOPPED_SHUTDOWN:
+		if (t->admin_shutdown)
+			track_set_down(t, VIRT_EXIT_NORMAL, VIRT_REASON_ADMIN_SHUTDOWN,
+				       "Admin shut down from the engine");
+		else
+			track_set_down(t, VIRT_EXIT_NORMAL, VIRT_REASON_USER_SHUTDOWN,
+				       "User shut down from within the guest");
+		break;
+	case VIR_DOMAIN_EVENT_STOPPED_DESTROYED:
+		if (t->admin_shutdown)
+			track_set_down(t, VIRT_EXIT_NORMAL, VIRT_REASON_ADMIN_SHUTDOWN,
+				       "Admin shut down from the engine");
+		else
+			track_set_down(t, VIRT_EXIT_ERROR, VIRT_REASON_LOST_QEMU_CONNECTION,
+				       "Lost connection with qemu process");
+		break;
+	case VIR_DOMAIN_EVENT_STOPPED_MIGRATED:
+		track_set_down(t, VIRT_EXIT_NORMAL, 4, "Migration succeeded");
+		break;
+	case VIR_DOMAIN_EVENT_STOPPED_SAVED:
+		track_set_down(t, VIRT_EXIT_NORMAL, 5, "SaveState succeeded");
+		break;
+	case VIR_DOMAIN_EVENT_STOPPED_CRASHED:
+		track_set_down(t, VIRT_EXIT_ERROR, VIRT_REASON_GENERIC_ERROR, "VM crashed");
+		break;
+	default:
+		track_set_down(t, VIRT_EXIT_ERROR, VIRT_REASON_GENERIC_ERROR, "VM failed");
+		break;
+	}
+}
+
+static int lifecycle_cb(virConnectPtr conn, virDomainPtr dom, int event, int detail,
+			void *opaque)
+{
+	(void)conn;
+	struct virt_state *s = opaque;
+	char uuid[VIR_UUID_STRING_BUFLEN];
+	if (virDomainGetUUIDString(dom, uuid) < 0)
+		return 0;
+	const char *name = virDomainGetName(dom);
+	enum virt_status st;
+	switch (event) {
+	case VIR_DOMAIN_EVENT_STARTED:
+	case VIR_DOMAIN_EVENT_RESUMED:
+		st = VS_UP;
+		break;
+	case VIR_DOMAIN_EVENT_SUSPENDED:
+	case VIR_DOMAIN_EVENT_PMSUSPENDED:
+		st = VS_PAUSED;
+		break;
+	case VIR_DOMAIN_EVENT_SHUTDOWN:
+		st = VS_POWERING_DOWN;
+		break;
+	case VIR_DOMAIN_EVENT_STOPPED:
+	case VIR_DOMAIN_EVENT_CRASHED:
+		st = VS_DOWN;
+		break;
+	default:
+		return 0;   /* DEFINED, UNDEFINED: not a state change */
+	}
+	log_debug("virt: lifecycle event %d/%d for %s (%s) → %s", event, detail, uuid,
+		  name ? name : "?", virt_status_name(st));
+
+	pthread_mutex_lock(&s->lock);
+	struct virt_track info;
+	memset(&info, 0, sizeof info);
+	if (tomb_has(s, uuid)) {
+		/* VM.destroy removed it: report the change, track nothing */
+		pthread_mutex_unlock(&s->lock);
+		if (st == VS_DOWN) {
+			info.exit_code = VIRT_EXIT_NORMAL;
+			info.exit_reason = VIRT_REASON_ADMIN_SHUTDOWN;
+			info.exit_message = (char *)"Admin shut down from the engine";
+		}
+		virt_publish_status(s, uuid, st, &info);
+		return 0;
+	}
+	struct virt_track *t = track_get(s, uuid, name);
+	if (st == VS_DOWN) {
+		if (event == VIR_DOMAIN_EVENT_CRASHED)
+			track_set_down(t, VIRT_EXIT_ERROR, VIRT_REASON_GENERIC_ERROR, "VM crashed");
+		else
+			track_stopped(t, detail);
+		t->admin_shutdown = false;
+		info.exit_code = t->exit_code;
+		info.exit_reason = t->exit_reason;
+		info.exit_message = xstrdup(t->exit_message ? t->exit_message : "");
+	} else {
+		if (t->status == VS_DOWN)
+			t->have_prev = false;
+		t->down_reported = false;
+		t->status = st;
+	}
+	pthread_mutex_unlock(&s->lock);
+
+	/* one libvirt event is one state change: always reported (the sampler
+	 * may already have seen the new state, so no comparison here) */
+	virt_publish_status(s, uuid, st, &info);
+	free(info.exit_message);
+	virt_kick(s);
+	return 0;
+}
+
+int virt_events_register(struct virt_state *s, virConnectPtr c)
+{
+	int id = virConnectDomainEventRegisterAny(c, NULL, VIR_DOMAIN_EVENT_ID_LIFECYCLE,
+						  VIR_DOMAIN_EVENT_CALLBACK(lifecycle_cb), s, NULL);
+	if (id < 0)
+		return VD_EIO;
+	pthread_mutex_lock(&s->lock);
+	s->cb_id = id;
+	pthread_mutex_unlock(&s->lock);
+	return 0;
+}
+
+void virt_events_unregister(struct virt_state *s, virConnectPtr c)
+{
+	pthread_mutex_lock(&s->lock);
+	int id = s->cb_id;
+	s->cb_id = -1;
+	pthread_mutex_unlock(&s->lock);
+	if (id >= 0)
+		virConnectDomainEventDeregisterAny(c, id);
+}

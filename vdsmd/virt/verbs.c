@@ -1,0 +1,141 @@
+/* vdsmd/virt/verbs.c - the read verbs (fast: they read the current snapshot
+ * on the loop thread and never call libvirt) and virt_bindings.
+ *
+ * Before the first snapshot exists (libvirt not reached yet) every VM verb
+ * answers code 99, even after the engine is ready (see conn.c). */
+#include "virt_int.h"
+
+#include <string.h>
+
+static struct virt_state *state_of(const struct rpc_call *c)
+{
+	const struct vdsmd *d = c->app;
+	return d ? d->virt : NULL;
+}
+
+/* The current snapshot, or NULL after failing the call with code 99. */
+static struct virt_snapshot *snap_or_fail(struct rpc_call *c)
+{
+	struct virt_state *s = state_of(c);
+	struct virt_snapshot *snap = s ? virt_snapshot_get(s) : NULL;
+	if (!snap)
+		rpc_fail(c, RPC_E_RECOVERING, "no VM sample yet (libvirt not reached)");
+	return snap;
+}
+
+static int verb_get_all_vm_stats(struct rpc_call *c)
+{
+	struct virt_snapshot *snap = snap_or_fail(c);
+	if (!snap)
+		return -1;
+	virt_write_all_stats_cached(state_of(c), c->w, snap);
+	snapshot_put(snap);
+	return 0;
+}
+
+/* True when vm is selected by the optional vmList array argument. */
+static bool selected(const struct vd_value *list, const struct virt_vm *vm)
+{
+	if (!list || list->type != VD_ARRAY)
+		return true;
+	for (size_t i = 0; i < list->v.arr.n; i++)
+		if (vd_str_eq(&list->v.arr.items[i], vm->uuid))
+			return true;
+	return false;
+}
+
+static void write_full(struct vd_writer *w, const struct virt_snapshot *snap,
+		       const struct virt_vm *vm)
+{
+	vw_begin_object(w);
+	vw_kstr(w, "vmId", vm->uuid);
+	vw_kstr(w, "vmName", vm->name ? vm->name : "");
+	vw_kstr(w, "status", virt_status_name(vm->status));
+	vw_kstrf(w, "statusTime", "%llu", (unsigned long long)snap->status_time);
+	vw_kint(w, "memSize", (int64_t)(vm->max_mem_kib / 1024));
+	vw_kstrf(w, "smp", "%u", vm->vcpus ? vm->vcpus : 1);
+	vw_kstr(w, "vmType", "kvm");
+	vw_kstr(w, "kvmEnable", "true");
+	vw_kstr(w, "acpiEnable", "true");
+	vw_kstrf(w, "pid", "%lld", (long long)vm->pid);
+	vw_kstr(w, "clientIp", "");
+	if (vm->status == VS_DOWN) {
+		vw_kint(w, "exitCode", vm->exit_code);
+		vw_kstr(w, "exitMessage", vm->exit_message ? vm->exit_message : "");
+		vw_kint(w, "exitReason", vm->exit_reason);
+	}
+	vw_end_object(w);
+}
+
+static int verb_get_vm_full_list(struct rpc_call *c)
+{
+	struct virt_snapshot *snap = snap_or_fail(c);
+	if (!snap)
+		return -1;
+	const struct vd_value *list = rpc_arg(c, "vmList");
+	vw_begin_array(c->w);
+	for (unsigned i = 0; i < snap->nvms; i++)
+		if (selected(list, &snap->vms[i]))
+			write_full(c->w, snap, &snap->vms[i]);
+	vw_end_array(c->w);
+	snapshot_put(snap);
+	return 0;
+}
+
+static int verb_get_vm_list(struct rpc_call *c)
+{
+	struct virt_snapshot *snap = snap_or_fail(c);
+	if (!snap)
+		return -1;
+	const struct vd_value *list = rpc_arg(c, "vmList");
+	bool full = rpc_arg_bool(c, "fullStatus", false);
+	vw_begin_array(c->w);
+	for (unsigned i = 0; i < snap->nvms; i++) {
+		const struct virt_vm *vm = &snap->vms[i];
+		if (!selected(list, vm))
+			continue;
+		if (full) {
+			write_full(c->w, snap, vm);
+			continue;
+		}
+		vw_begin_object(c->w);
+		vw_kstr(c->w, "vmId", vm->uuid);
+		vw_kstr(c->w, "status", virt_status_name(vm->status));
+		vw_kstrf(c->w, "statusTime", "%llu", (unsigned long long)snap->status_time);
+		vw_end_object(c->w);
+	}
+	vw_end_array(c->w);
+	snapshot_put(snap);
+	return 0;
+}
+
+static int verb_vm_get_stats(struct rpc_call *c)
+{
+	const char *id = rpc_arg_str(c, "vmID", NULL);
+	struct virt_snapshot *snap = snap_or_fail(c);
+	if (!snap)
+		return -1;
+	const struct virt_vm *vm = id ? snapshot_find(snap, id) : NULL;
+	if (!vm) {
+		snapshot_put(snap);
+		return rpc_fail(c, RPC_E_NO_VM, "%s", id ? id : "");
+	}
+	vw_begin_array(c->w);
+	virt_encode_vm_stats(c->w, snap, vm);
+	vw_end_array(c->w);
+	snapshot_put(snap);
+	return 0;
+}
+
+const struct rpc_binding virt_bindings[] = {
+	{ "Host.getAllVmStats", verb_get_all_vm_stats },
+	{ "Host.getVMList", verb_get_vm_list },
+	{ "Host.getVMFullList", verb_get_vm_full_list },
+	{ "VM.getStats", verb_vm_get_stats },
+	{ "VM.create", virt_verb_create },
+	{ "VM.pause", virt_verb_pause },
+	{ "VM.cont", virt_verb_cont },
+	{ "VM.shutdown", virt_verb_shutdown },
+	{ "VM.destroy", virt_verb_destroy },
+	{ NULL, NULL },
+};

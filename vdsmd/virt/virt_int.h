@@ -1,0 +1,284 @@
+/* vdsmd/virt/virt_int.h - internals of the virt backend, shared by its files:
+ *
+ *   conn.c       virt_init/fini, the libvirt connection with retry/backoff,
+ *                the libvirt event-loop thread, the sampler thread
+ *   sample.c     one sample: bulk stats or per-domain calls, rates, tracker
+ *   domxml.c     the few facts the stats need from a domain's XML
+ *   snapshot.c   the immutable refcounted snapshot, lookups, VM counts
+ *   encode.c     VM stats objects with VDSM field names, per-codec cache
+ *   verbs.c      read verbs (loop thread) and the binding table
+ *   lifecycle.c  VM.create/pause/cont/shutdown/destroy (worker pool)
+ *   events.c     libvirt lifecycle callback → |virt|VM_status|<vmId>
+ *
+ * Locking: s->lock guards the connection pointer, the current snapshot
+ * pointer, the tracker and the sampler's wake-up state.  Snapshots are
+ * immutable once published; readers hold a reference (snapshot_get/put).
+ * libvirt calls are made without s->lock held (the connection is
+ * thread-safe and referenced with virConnectRef while in use). */
+#ifndef VD_VDSMD_VIRT_INT_H
+#define VD_VDSMD_VIRT_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <libvirt/libvirt.h>
+
+#include "virt.h"
+#include "../../common/buf.h"
+
+/* VDSM's VM status strings. */
+enum virt_status {
+	VS_UP,
+	VS_PAUSED,
+	VS_DOWN,
+	VS_POWERING_UP,
+	VS_POWERING_DOWN,
+	VS_SAVING_STATE,
+	VS_WAIT_FOR_LAUNCH,
+	VS_UNKNOWN,
+};
+const char *virt_status_name(enum virt_status st);
+enum virt_status virt_status_from_libvirt(int state, int reason);
+
+/* VDSM exit codes / reasons for a VM that went Down. */
+enum { VIRT_EXIT_NORMAL = 0, VIRT_EXIT_ERROR = 1 };
+enum {
+	VIRT_REASON_SUCCESS = 0,
+	VIRT_REASON_GENERIC_ERROR = 1,
+	VIRT_REASON_LOST_QEMU_CONNECTION = 2,
+	VIRT_REASON_ADMIN_SHUTDOWN = 6,
+	VIRT_REASON_USER_SHUTDOWN = 7,
+	VIRT_REASON_DOMAIN_MISSING = 9,
+};
+
+/* Facts from a domain's XML (domxml.c); re-read when the hash changes. */
+struct virt_xdisk {
+	char dev[32];
+	char *path;
+	char image_id[64];
+};
+struct virt_xnic {
+	char ifname[64];
+	char mac[24];
+	char network[64];
+};
+struct virt_xdisplay {
+	char type[8];       /* vnc, spice */
+	char port[8], tls_port[8];
+	char listen[64];
+};
+struct virt_domxml {
+	struct virt_xdisk *disks;
+	unsigned ndisks;
+	struct virt_xnic *nics;
+	unsigned nnics;
+	struct virt_xdisplay displays[2];
+	unsigned ndisplays;
+	uint64_t hash;       /* FNV-1a of the XML (VDSM's "hash" of the devices) */
+};
+int domxml_parse(const char *xml, struct virt_domxml *out);
+void domxml_free(struct virt_domxml *x);
+
+/* ---- snapshot ------------------------------------------------------- */
+
+struct virt_disk_stats {
+	char dev[32];
+	const char *path;          /* points into the owning vm's strings */
+	char image_id[64];
+	uint64_t rd_bytes, wr_bytes, rd_reqs, wr_reqs;
+	uint64_t rd_lat_ns, wr_lat_ns, fl_lat_ns;  /* average per op, last interval */
+	double rd_rate, wr_rate;   /* bytes/s over the last interval */
+	uint64_t capacity, allocation, physical;
+};
+
+struct virt_nic_stats {
+	char ifname[64];
+	char mac[24];
+	uint64_t rx_bytes, tx_bytes, rx_errs, tx_errs, rx_drop, tx_drop;
+	double rx_rate, tx_rate;   /* percent of speed (VDSM) */
+	double sample_time;        /* monotonic seconds */
+};
+
+struct virt_vm {
+	char uuid[37];
+	char *name;
+	enum virt_status status;
+	int lv_state, lv_reason;
+	bool active;
+	int domid;
+	uint64_t elapsed_s;
+	int64_t pid;
+	unsigned vcpus;
+	uint64_t cpu_time_ns;            /* cumulative (cpuUsage) */
+	double cpu_user, cpu_sys;        /* percent over the last interval */
+	bool have_rates;                 /* rates come from two samples */
+	uint64_t mem_kib, max_mem_kib;   /* current / max (balloon) */
+	uint64_t balloon_cur_kib;
+	unsigned mem_usage;              /* percent */
+	bool have_memstats;
+	uint64_t ms_swap_in, ms_swap_out, ms_majflt, ms_minflt, ms_unused,
+		 ms_available, ms_usable, ms_caches;
+	struct virt_disk_stats *disks;
+	unsigned ndisks;
+	struct virt_nic_stats *nics;
+	unsigned nnics;
+	struct virt_xdisplay displays[2];
+	unsigned ndisplays;
+	uint64_t hash;
+	/* Down only */
+	int exit_code, exit_reason;
+	char *exit_message;
+};
+
+/* Per-codec encoded Host.getAllVmStats result (the list value only). */
+#define VIRT_MAX_CODECS 4
+struct virt_enc_cache {
+	const struct vd_writer_ops *ops;  /* identifies the codec */
+	char *bytes;
+	size_t len;
+};
+
+struct virt_snapshot {
+	atomic_uint ref;
+	uint64_t gen;          /* 1, 2, ... */
+	uint64_t taken_ms;     /* vd_now_ms() at sample time */
+	uint64_t status_time;  /* statusTime: monotonic ms, the clock of notify_time */
+	bool connected;        /* false: libvirt unreachable, VMs are the last known */
+	struct virt_vm *vms;   /* sorted by uuid */
+	unsigned nvms;
+	unsigned nactive;
+	double sample_ms;      /* how long the sample took */
+	pthread_mutex_t cache_lock;
+	struct virt_enc_cache cache[VIRT_MAX_CODECS];
+};
+
+struct virt_snapshot *snapshot_new(void);
+void snapshot_put(struct virt_snapshot *s);
+const struct virt_vm *snapshot_find(const struct virt_snapshot *s, const char *uuid);
+void snapshot_sort(struct virt_snapshot *s);
+
+/* ---- tracker: what persists between samples, per VM ------------------- */
+
+struct virt_track {
+	char uuid[37];
+	char *name;
+	bool seen;                   /* in the current sample */
+	bool gone;                   /* no longer defined in libvirt */
+	bool down_reported;          /* status is Down with exit info */
+	enum virt_status status;
+	uint64_t start_ms;           /* when it was last seen starting */
+	int exit_code, exit_reason;
+	char *exit_message;
+	bool admin_shutdown;         /* our VM.shutdown/destroy is in progress */
+	/* previous counters for rates */
+	bool have_prev;
+	uint64_t prev_ms;
+	uint64_t prev_cpu_user, prev_cpu_sys;
+	struct virt_disk_stats *prev_disks;
+	unsigned prev_ndisks;
+	struct virt_nic_stats *prev_nics;
+	unsigned prev_nnics;
+	double last_cpu_user, last_cpu_sys;
+	/* XML facts, keyed by the domain id they were read for */
+	int xml_domid;
+	bool have_xml;
+	struct virt_domxml xml;
+	struct virt_track *next;
+};
+
+struct virt_state {
+	struct vdsmd *d;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;         /* sampler wake-up / new snapshot */
+	bool stop;
+	bool kick;                   /* sample now */
+	uint64_t kick_seq;           /* bumped by every virt_kick() */
+	uint64_t done_seq;           /* kick_seq seen at the start of the last finished sample */
+	/* VMs removed by VM.destroy: samples and events in flight must not
+	 * bring them back (expire after VIRT_TOMB_MS) */
+	struct { char uuid[37]; uint64_t ms; } tombs[64];
+	unsigned ntombs;
+	virConnectPtr conn;
+	int cb_id;                   /* lifecycle callback id or -1 */
+	bool ever_connected;
+	bool reported_ready;
+	bool bulk_unsupported;       /* virConnectGetAllDomainStats not available */
+	unsigned backoff_s;
+	struct virt_snapshot *snap;  /* current, NULL before the first sample */
+	uint64_t next_gen;
+	struct virt_track *tracks;
+	unsigned sample_interval_s;
+	bool no_cache;               /* VDSMD_VIRT_NO_CACHE=1: always re-encode (bench) */
+	pthread_t sampler;
+	bool sampler_started;
+	pthread_t evthread;
+	bool ev_started;
+	atomic_bool ev_stop;
+	int ev_timer;
+	uint64_t last_event_ms;      /* events thread: time of the last VM_status */
+	/* counters */
+	uint64_t samples, sample_failures;
+};
+
+/* Current snapshot with a reference (NULL before the first sample). */
+struct virt_snapshot *virt_snapshot_get(struct virt_state *s);
+/* Publish a new snapshot (takes ownership) and wake waiters. */
+void virt_snapshot_publish(struct virt_state *s, struct virt_snapshot *snap);
+
+/* Ask the sampler for a sample now; returns a ticket for virt_wait_kick. */
+uint64_t virt_kick(struct virt_state *s);
+/* Wait (up to timeout_ms) until a sample that started after the kick has
+ * been published.  Returns true when it has. */
+bool virt_wait_kick(struct virt_state *s, uint64_t ticket, unsigned timeout_ms);
+
+/* Tombstones (callers hold s->lock). */
+#define VIRT_TOMB_MS 30000
+void tomb_add(struct virt_state *s, const char *uuid);
+bool tomb_has(struct virt_state *s, const char *uuid);
+void tomb_del(struct virt_state *s, const char *uuid);
+
+/* The connection with a reference (virConnectClose when done), or NULL. */
+virConnectPtr virt_conn_get(struct virt_state *s);
+/* The connection failed: drop it so the sampler reconnects. */
+void virt_conn_lost(struct virt_state *s, virConnectPtr c);
+
+/* Take one sample on c and build a snapshot (sample.c). */
+struct virt_snapshot *virt_sample(struct virt_state *s, virConnectPtr c);
+
+/* Tracker (sample.c); callers hold s->lock. */
+struct virt_track *track_find(struct virt_state *s, const char *uuid);
+struct virt_track *track_get(struct virt_state *s, const char *uuid, const char *name);
+void track_remove(struct virt_state *s, const char *uuid);
+void track_free_all(struct virt_state *s);
+void track_set_down(struct virt_track *t, int code, int reason, const char *msg);
+/* Down with VDSM's exit info for a VIR_DOMAIN_EVENT_STOPPED_* detail (the
+ * sampler passes VIR_DOMAIN_SHUTOFF_* reason - 1: the same order). */
+void track_stopped(struct virt_track *t, int detail);
+
+/* Events (events.c). */
+int virt_events_register(struct virt_state *s, virConnectPtr c);
+void virt_events_unregister(struct virt_state *s, virConnectPtr c);
+/* Publish |virt|VM_status|<uuid> (any thread). */
+void virt_publish_status(struct virt_state *s, const char *uuid, enum virt_status st,
+			 const struct virt_track *down_info);
+
+/* Encoding (encode.c). */
+void virt_encode_vm_stats(struct vd_writer *w, const struct virt_snapshot *snap,
+			  const struct virt_vm *vm);
+void virt_encode_all_stats(struct vd_writer *w, const struct virt_snapshot *snap);
+/* Write the getAllVmStats list through w, from the per-codec cache when
+ * allowed (filled on first use). */
+void virt_write_all_stats_cached(struct virt_state *s, struct vd_writer *w,
+				 struct virt_snapshot *snap);
+
+/* Lifecycle verb handlers (lifecycle.c) and read verbs (verbs.c). */
+int virt_verb_create(struct rpc_call *c);
+int virt_verb_pause(struct rpc_call *c);
+int virt_verb_cont(struct rpc_call *c);
+int virt_verb_shutdown(struct rpc_call *c);
+int virt_verb_destroy(struct rpc_call *c);
+
+/* Human text of the last libvirt error (thread-local in libvirt). */
+const char *virt_last_error(void);
+int virt_last_error_code(void);
+
+#endif
