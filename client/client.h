@@ -99,9 +99,11 @@ void client_json_print(FILE *f, const struct vd_value *v, bool compact);
 
 struct ssl_ctx_st;
 struct ssl_st;
+struct client_ssl;
 
 struct client_conn {
 	int fd;
+	struct client_ssl *api;     /* OpenSSL, loaded for TLS only (ssl.h) */
 	struct ssl_ctx_st *ctx;
 	struct ssl_st *ssl;
 	const struct client_opts *o;

@@ -13,13 +13,13 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include <fcntl.h>
 
-#include <openssl/err.h>
-#include <openssl/ssl.h>
+#include "ssl.h"
 
 #define READ_CHUNK 65536
 
@@ -158,22 +158,30 @@ static int tcp_connect(struct client_conn *c, uint64_t deadline_ms)
 	return CLIENT_FAIL;
 }
 
-static const char *ssl_reason(void)
+static const char *ssl_reason(const struct client_conn *c)
 {
-	unsigned long e = ERR_peek_last_error();
-	const char *r = e ? ERR_reason_error_string(e) : NULL;
+	unsigned long e = c->api->ERR_peek_last_error();
+	const char *r = e ? c->api->ERR_reason_error_string(e) : NULL;
 	return r ? r : "unknown error";
 }
 
 static int tls_connect(struct client_conn *c, uint64_t deadline_ms)
 {
 	const struct client_opts *o = c->o;
-	c->ctx = SSL_CTX_new(TLS_client_method());
-	if (!c->ctx) {
-		fail_msg(c, "Cannot set up TLS for %s:%u: %s.", o->host, o->port, ssl_reason());
+	char why[256];
+	c->api = xmalloc(sizeof(*c->api));
+	if (client_ssl_load(c->api, why, sizeof(why)) != 0) {
+		free(c->api);
+		c->api = NULL;
+		fail_msg(c, "Cannot connect to %s:%u with TLS: %s.", o->host, o->port, why);
 		return CLIENT_FAIL;
 	}
-	SSL_CTX_set_min_proto_version(c->ctx, TLS1_2_VERSION);
+	c->ctx = c->api->SSL_CTX_new(c->api->TLS_client_method());
+	if (!c->ctx) {
+		fail_msg(c, "Cannot set up TLS for %s:%u: %s.", o->host, o->port, ssl_reason(c));
+		return CLIENT_FAIL;
+	}
+	c->api->SSL_CTX_ctrl(c->ctx, SSL_CTRL_SET_MIN_PROTO_VERSION, TLS1_2_VERSION, NULL);
 	const char *files[3] = { o->cert, o->key, o->cacert };
 	for (int i = 0; i < 3; i++) {
 		if (access(files[i], R_OK) != 0) {
@@ -182,50 +190,51 @@ static int tls_connect(struct client_conn *c, uint64_t deadline_ms)
 			return CLIENT_FAIL;
 		}
 	}
-	if (SSL_CTX_use_certificate_chain_file(c->ctx, o->cert) != 1) {
+	if (c->api->SSL_CTX_use_certificate_chain_file(c->ctx, o->cert) != 1) {
 		fail_msg(c, "Cannot connect to %s:%u with TLS: cannot load certificate %s (%s).",
-			 o->host, o->port, o->cert, ssl_reason());
+			 o->host, o->port, o->cert, ssl_reason(c));
 		return CLIENT_FAIL;
 	}
-	if (SSL_CTX_use_PrivateKey_file(c->ctx, o->key, SSL_FILETYPE_PEM) != 1 ||
-	    SSL_CTX_check_private_key(c->ctx) != 1) {
+	if (c->api->SSL_CTX_use_PrivateKey_file(c->ctx, o->key, SSL_FILETYPE_PEM) != 1 ||
+	    c->api->SSL_CTX_check_private_key(c->ctx) != 1) {
 		fail_msg(c, "Cannot connect to %s:%u with TLS: cannot load key %s (%s).",
-			 o->host, o->port, o->key, ssl_reason());
+			 o->host, o->port, o->key, ssl_reason(c));
 		return CLIENT_FAIL;
 	}
-	if (SSL_CTX_load_verify_locations(c->ctx, o->cacert, NULL) != 1) {
+	if (c->api->SSL_CTX_load_verify_locations(c->ctx, o->cacert, NULL) != 1) {
 		fail_msg(c, "Cannot connect to %s:%u with TLS: cannot load CA %s (%s).",
-			 o->host, o->port, o->cacert, ssl_reason());
+			 o->host, o->port, o->cacert, ssl_reason(c));
 		return CLIENT_FAIL;
 	}
-	SSL_CTX_set_verify(c->ctx, SSL_VERIFY_PEER, NULL);
-	c->ssl = SSL_new(c->ctx);
-	if (!c->ssl || SSL_set_fd(c->ssl, c->fd) != 1) {
-		fail_msg(c, "Cannot set up TLS for %s:%u: %s.", o->host, o->port, ssl_reason());
+	c->api->SSL_CTX_set_verify(c->ctx, SSL_VERIFY_PEER, NULL);
+	c->ssl = c->api->SSL_new(c->ctx);
+	if (!c->ssl || c->api->SSL_set_fd(c->ssl, c->fd) != 1) {
+		fail_msg(c, "Cannot set up TLS for %s:%u: %s.", o->host, o->port, ssl_reason(c));
 		return CLIENT_FAIL;
 	}
 	if (strcmp(o->host, "localhost") != 0)
-		SSL_set_tlsext_host_name(c->ssl, o->host);
+		c->api->SSL_ctrl(c->ssl, SSL_CTRL_SET_TLSEXT_HOSTNAME, TLSEXT_NAMETYPE_host_name,
+				 (void *)(uintptr_t)o->host);
 	for (;;) {
-		ERR_clear_error();
-		int r = SSL_connect(c->ssl);
+		c->api->ERR_clear_error();
+		int r = c->api->SSL_connect(c->ssl);
 		if (r == 1)
 			return CLIENT_OK;
-		int e = SSL_get_error(c->ssl, r);
+		int e = c->api->SSL_get_error(c->ssl, r);
 		short ev = e == SSL_ERROR_WANT_READ ? POLLIN : e == SSL_ERROR_WANT_WRITE ? POLLOUT : 0;
 		if (!ev) {
-			long vr = SSL_get_verify_result(c->ssl);
+			long vr = c->api->SSL_get_verify_result(c->ssl);
 			if (vr != X509_V_OK)
 				fail_msg(c, "TLS handshake with %s:%u failed: server certificate "
 					 "not trusted (%s).", o->host, o->port,
-					 X509_verify_cert_error_string(vr));
+					 c->api->X509_verify_cert_error_string(vr));
 			else if (e == SSL_ERROR_SYSCALL || e == SSL_ERROR_ZERO_RETURN)
 				fail_msg(c, "TLS handshake with %s:%u failed: connection closed "
 					 "by the server (is it a TLS port, does it accept our "
 					 "certificate?).", o->host, o->port);
 			else
 				fail_msg(c, "TLS handshake with %s:%u failed: %s.", o->host, o->port,
-					 ssl_reason());
+					 ssl_reason(c));
 			return CLIENT_FAIL;
 		}
 		int w = wait_fd(c->fd, ev, deadline_ms, c->stop);
@@ -251,13 +260,13 @@ static int flush_out(struct client_conn *c, uint64_t deadline_ms, bool *timed_ou
 		ssize_t n;
 		short ev = POLLOUT;
 		if (c->ssl) {
-			ERR_clear_error();
-			int r = SSL_write(c->ssl, c->out.data + off, (int)VD_MIN(c->out.len - off, (size_t)INT32_MAX));
+			c->api->ERR_clear_error();
+			int r = c->api->SSL_write(c->ssl, c->out.data + off, (int)VD_MIN(c->out.len - off, (size_t)INT32_MAX));
 			if (r > 0) {
 				off += (size_t)r;
 				continue;
 			}
-			int e = SSL_get_error(c->ssl, r);
+			int e = c->api->SSL_get_error(c->ssl, r);
 			if (e == SSL_ERROR_WANT_READ)
 				ev = POLLIN;
 			else if (e != SSL_ERROR_WANT_WRITE)
@@ -296,14 +305,14 @@ static int read_more(struct client_conn *c, uint64_t deadline_ms)
 	for (;;) {
 		short ev = POLLIN;
 		if (c->ssl) {
-			ERR_clear_error();
-			int r = SSL_read(c->ssl, c->in.data + c->in.len, READ_CHUNK);
+			c->api->ERR_clear_error();
+			int r = c->api->SSL_read(c->ssl, c->in.data + c->in.len, READ_CHUNK);
 			if (r > 0) {
 				c->in.len += (size_t)r;
 				return 1;
 			}
-			int e = SSL_get_error(c->ssl, r);
-			if (e == SSL_ERROR_ZERO_RETURN || (e == SSL_ERROR_SYSCALL && ERR_peek_error() == 0))
+			int e = c->api->SSL_get_error(c->ssl, r);
+			if (e == SSL_ERROR_ZERO_RETURN || (e == SSL_ERROR_SYSCALL && c->api->ERR_peek_error() == 0))
 				return 0;
 			if (e == SSL_ERROR_WANT_WRITE)
 				ev = POLLOUT;
@@ -439,7 +448,7 @@ int client_conn_next(struct client_conn *c, uint64_t deadline_ms, bool *timed_ou
 			fail_msg(c, "Connection to %s:%u closed by the server.", o->host, o->port);
 		else
 			fail_msg(c, "Connection to %s:%u failed: %s.", o->host, o->port,
-				 c->ssl ? ssl_reason() : strerror(errno));
+				 c->ssl ? ssl_reason(c) : strerror(errno));
 		return CLIENT_FAIL;
 	}
 }
@@ -451,17 +460,19 @@ void client_conn_close(struct client_conn *c)
 		stomp_client_disconnect(&c->stomp, NULL);
 		/* best effort, without waiting */
 		if (c->ssl) {
-			SSL_write(c->ssl, c->out.data, (int)c->out.len);
-			SSL_shutdown(c->ssl);
+			c->api->SSL_write(c->ssl, c->out.data, (int)c->out.len);
+			c->api->SSL_shutdown(c->ssl);
 		} else {
 			if (send(c->fd, c->out.data, c->out.len, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
 				(void)0;
 		}
 	}
 	if (c->ssl)
-		SSL_free(c->ssl);
+		c->api->SSL_free(c->ssl);
 	if (c->ctx)
-		SSL_CTX_free(c->ctx);
+		c->api->SSL_CTX_free(c->ctx);
+	free(c->api);
+	c->api = NULL;
 	if (c->fd >= 0)
 		close(c->fd);
 	buf_free(&c->in);
