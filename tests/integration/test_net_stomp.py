@@ -15,6 +15,7 @@ class StompBase(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.d = vt.Daemon(*cls.ARGS)
+        assert cls.d.wait_ready(), "vdsmd never became ready"
 
     @classmethod
     def tearDownClass(cls):

@@ -18,7 +18,8 @@ Daemon(*extra_args, tls=False, pki=None, log_level="info", libvirt_uri=...)
   extra_args are passed to vdsmd (e.g. "--detect-timeout", "1").  The daemon
   gets --config with an empty file (no /etc), a temp storage_root, and the
   libvirt test driver.  d.port, d.log_lines() (stderr so far), d.stop()
-  (SIGTERM; returns the exit status), d.wait_log(regex).
+  (SIGTERM; returns the exit status), d.wait_log(regex), d.wait_ready()
+  (GET /health is 200: needed before verbs that answer 99 while starting).
 Frames: frame(cmd, headers, body) -> bytes; Conn.read_frame() -> Frame
   (cmd, headers dict (first occurrence wins, unescaped), body bytes).
 PKI: make_pki(dir) runs examples/make-pki.sh and returns dir.
@@ -99,6 +100,19 @@ class Daemon:
             raise RuntimeError("vdsmd did not start:\n" + "\n".join(self._lines))
         self.port = int(m.group(2))
         return self
+
+    def wait_ready(self, timeout=TIMEOUT):
+        """Poll GET /health until 200 (host and VM samples taken; verbs
+        without RPC_F_ALWAYS answer code 99 before).  Returns True when ready."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                if self.http("GET", "/health")[0] == 200:
+                    return True
+            except (OSError, EOFError):
+                pass
+            time.sleep(0.05)
+        return False
 
     def _reader(self):
         for raw in self.proc.stderr:
