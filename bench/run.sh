@@ -100,6 +100,15 @@ print("client: vdsm-client --insecure Host ping2: median %.2f ms (min %.2f, max 
 PYEOF
 # --- end client ---
 
+# --- rpc ---
+# JSON-RPC engine: ns/request per codec (decode -> dispatch -> encode, no
+# sockets) and worker pool scaling, 1/2/4/8 workers vs serial (bench/dispatch.c).
+if [ -x "$B/dispatch" ]; then
+	echo "# rpc: engine dispatch and worker pool"
+	"$B/dispatch" || rc=1
+fi
+# --- end rpc ---
+
 # --- storage ---
 # In-process: Volume.create (RAW sparse) tasks/s through the core and
 # Volume.getInfo via rpc_dispatch from the index vs reading metadata from
