@@ -124,7 +124,7 @@ BUILD="$BUILD" "$PYTHON" bench/storage_wire.py || rc=1
 # /sys (wall and CPU), the Host.getStats handler per codec, Host.getCapabilities
 # served from its cached encoding vs encoded each time, snapshot get+put.
 echo "host:"
-"$B/host" | sed 's/^/  /' || { echo "host: bench FAILED"; rc=1; }
+if out=$("$B/host"); then echo "$out" | sed 's/^/  /'; else echo "host: bench FAILED"; rc=1; fi
 # --- end host ---
 
 exit $rc
