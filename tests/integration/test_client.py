@@ -551,6 +551,18 @@ class Storage(unittest.TestCase):
         self.assertIn("finished", tty)
         self.assertEqual(json.loads(out)["taskResult"], "success")
 
+    def test_wait_on_failing_task_exits_1(self):
+        """Preallocating 1 PiB fails inside the task (no space): --wait
+        prints the final status and exits 1."""
+        vol, img = "70000000-0000-4000-8000-000000000005", "1a000000-0000-4000-8000-000000000005"
+        rc, out, err = run(*(self.base + ["--wait"] + self.create_args(vol, img, 1 << 50)))
+        self.assertEqual(rc, 1, err)
+        st = json.loads(out)
+        self.assertEqual(out, pretty(st))
+        self.assertEqual(st["taskState"], "finished")
+        self.assertNotEqual(st["code"], 0)
+        self.assertIn("task %s failed" % st["taskID"], err)
+
     def test_wait_on_refused_create_exits_1(self):
         """A second create of the same volume id is refused: --wait exits 1
         with the server's error."""
