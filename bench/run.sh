@@ -100,4 +100,31 @@ print("client: vdsm-client --insecure Host ping2: median %.2f ms (min %.2f, max 
 PYEOF
 # --- end client ---
 
+# --- rpc ---
+# JSON-RPC engine: ns/request per codec (decode -> dispatch -> encode, no
+# sockets) and worker pool scaling, 1/2/4/8 workers vs serial (bench/dispatch.c).
+if [ -x "$B/dispatch" ]; then
+	echo "# rpc: engine dispatch and worker pool"
+	"$B/dispatch" || rc=1
+fi
+# --- end rpc ---
+
+# --- storage ---
+# In-process: Volume.create (RAW sparse) tasks/s through the core and
+# Volume.getInfo via rpc_dispatch from the index vs reading metadata from
+# disk (bench/storage.c); then over STOMP against a real vdsmd:
+# create -> |jobs|status| finished tasks/s and Volume.getInfo vs Host.ping2
+# at 16 connections (bench/storage_wire.py, uses bench/load).
+"$B/storage" --volumes 1000 --seconds 2 || rc=1
+BUILD="$BUILD" "$PYTHON" bench/storage_wire.py || rc=1
+# --- end storage ---
+
+# --- host ---
+# Host backend costs without sockets (bench/host.c): one sample of /proc and
+# /sys (wall and CPU), the Host.getStats handler per codec, Host.getCapabilities
+# served from its cached encoding vs encoded each time, snapshot get+put.
+echo "host:"
+if out=$("$B/host"); then echo "$out" | sed 's/^/  /'; else echo "host: bench FAILED"; rc=1; fi
+# --- end host ---
+
 exit $rc
