@@ -119,4 +119,12 @@ fi
 BUILD="$BUILD" "$PYTHON" bench/storage_wire.py || rc=1
 # --- end storage ---
 
+# --- host ---
+# Host backend costs without sockets (bench/host.c): one sample of /proc and
+# /sys (wall and CPU), the Host.getStats handler per codec, Host.getCapabilities
+# served from its cached encoding vs encoded each time, snapshot get+put.
+echo "host:"
+if out=$("$B/host"); then echo "$out" | sed 's/^/  /'; else echo "host: bench FAILED"; rc=1; fi
+# --- end host ---
+
 exit $rc
