@@ -182,4 +182,22 @@ EOF2
 events_bench
 # --- end rpc ---
 
+# --- storage ---
+# In-process: Volume.create (RAW sparse) tasks/s through the core and
+# Volume.getInfo via rpc_dispatch from the index vs reading metadata from
+# disk (bench/storage.c); then over STOMP against a real vdsmd:
+# create -> |jobs|status| finished tasks/s and Volume.getInfo vs Host.ping2
+# at 16 connections (bench/storage_wire.py, uses bench/load).
+"$B/storage" --volumes 1000 --seconds 2 || rc=1
+BUILD="$BUILD" "$PYTHON" bench/storage_wire.py || rc=1
+# --- end storage ---
+
+# --- host ---
+# Host backend costs without sockets (bench/host.c): one sample of /proc and
+# /sys (wall and CPU), the Host.getStats handler per codec, Host.getCapabilities
+# served from its cached encoding vs encoded each time, snapshot get+put.
+echo "host:"
+if out=$("$B/host"); then echo "$out" | sed 's/^/  /'; else echo "host: bench FAILED"; rc=1; fi
+# --- end host ---
+
 exit $rc

@@ -6,6 +6,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -446,10 +447,15 @@ struct host_state *host_state_new(struct vdsmd *d, const struct host_opts *o)
 	host_sample_now(h);
 
 	if (o->start_thread) {
+		/* the sampler takes no signals: they stay with the loop thread */
+		sigset_t all, old;
+		sigfillset(&all);
+		pthread_sigmask(SIG_SETMASK, &all, &old);
 		if (pthread_create(&h->thread, NULL, sampler_main, h) == 0)
 			h->thread_started = true;
 		else
 			log_error("host: cannot start the sampler thread; stats stay at the first sample");
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
 	}
 	return h;
 }

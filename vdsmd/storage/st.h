@@ -108,6 +108,7 @@ struct st_volume {
 	char *description;
 	bool legal;
 	bool busy;              /* create/delete in flight */
+	unsigned nchildren;     /* volumes backed by this one (any image) */
 	int64_t ctime, mtime;
 	unsigned generation;
 	int64_t apparent, truesize;  /* from the last stat (disk usage) */
@@ -149,6 +150,8 @@ void vol_free(struct st_volume *v);
 void index_add_volume(struct st_domain *d, struct st_volume *v);
 void index_del_volume(struct st_domain *d, const char *vol);
 bool index_has_children(const struct st_domain *d, const char *vol);
+/* Recount every volume's children (after a scan added them in any order). */
+void index_count_children(struct st_domain *d);
 
 /* ---- tasks (st_task.c) --------------------------------------------------- */
 
