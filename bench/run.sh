@@ -210,4 +210,13 @@ echo "host:"
 if out=$("$B/host"); then echo "$out" | sed 's/^/  /'; else echo "host: bench FAILED"; rc=1; fi
 # --- end host ---
 
+# --- stomp ---
+# STOMP hot path without sockets (bench/stomp.c): frame parse rate for a
+# typical engine SEND, a pipelined SEND -> MESSAGE cycle through the broker
+# session (parse, route, reply written), and event fan-out to 1000
+# subscribers.  STOMP_SECONDS per case (default 1).
+echo "stomp:"
+if out=$("$B/stomp" "${STOMP_SECONDS:-1}"); then echo "$out" | sed 's/^/  /'; else echo "stomp: bench FAILED"; rc=1; fi
+# --- end stomp ---
+
 exit $rc
