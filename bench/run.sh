@@ -7,6 +7,16 @@ set -u
 B="$BUILD/bench"
 rc=0
 
+# --- codec ---
+# Codec microbenchmarks (bench/codec.c): decode/encode MB/s (JSON-equivalent)
+# and request ns/op for yajl, fallback and msgpack on generated fixtures,
+# with raw yajl SAX, yajl_gen and Python's json (bench/codec_ref.py) as
+# references in the same run; median of 7 runs with the spread.  The JSON
+# rows also go to $BUILD/results/bench-codec.jsonl.
+mkdir -p "$BUILD/results"
+PYTHON="$PYTHON" "$B/codec" --json "$BUILD/results/bench-codec.jsonl" || rc=1
+# --- end codec ---
+
 # --- net ---
 # End-to-end STOMP round trips: bench/load.c against the raw libev floor
 # (bench/raw_server.c) and against vdsmd, same configurations, same run;
