@@ -43,6 +43,7 @@ struct client_opts {
 	enum client_mode mode;
 	const char *host;
 	unsigned port;
+	char where[300];            /* "host:port" ("[v6]:port") for messages */
 	bool tls;
 	const char *cert, *key, *cacert;
 	unsigned timeout_ms;
@@ -99,9 +100,11 @@ void client_json_print(FILE *f, const struct vd_value *v, bool compact);
 
 struct ssl_ctx_st;
 struct ssl_st;
+struct client_ssl;
 
 struct client_conn {
 	int fd;
+	struct client_ssl *api;     /* OpenSSL, loaded for TLS only (ssl.h) */
 	struct ssl_ctx_st *ctx;
 	struct ssl_st *ssl;
 	const struct client_opts *o;

@@ -590,6 +590,12 @@ void rpc_dispatch(struct rpc_engine *e, const struct rpc_request_info *info,
 	} else if (root->type == VD_ARRAY && root->v.arr.n == 1) {
 		/* vdsm-client sends one-element batches and expects an object */
 		answered_now = process_one(&rq, &root->v.arr.items[0], out, &id) == REQ_DONE;
+	} else if (root->type == VD_ARRAY && root->v.arr.n > RPC_MAX_BATCH) {
+		char detail[96];
+		snprintf(detail, sizeof(detail), "batch of %zu requests (at most %d)",
+			 root->v.arr.n, RPC_MAX_BATCH);
+		rpc_counter_inc(&e->em.invalid_requests);
+		write_error_response(info->codec, out, NULL, RPC_E_INVALID_REQ, detail);
 	} else if (root->type == VD_ARRAY && root->v.arr.n > 1) {
 		run_batch(&rq, root);
 		answered_now = false;

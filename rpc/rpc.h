@@ -44,6 +44,9 @@ enum rpc_verb_flags {
 };
 
 #define RPC_MAX_PARAMS 16
+/* Requests in one batch; a larger batch is answered with one -32600 (bounds
+ * the work and the reply a single body can cause).  Additive. */
+#define RPC_MAX_BATCH 4096
 
 struct rpc_verb_decl {
 	const char *name;                /* "Namespace.verb" */

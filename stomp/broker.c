@@ -106,13 +106,15 @@ static struct stomp_dest *dest_get(struct stomp_broker *b, const char *name, siz
 		return d;
 	if (b->ndests >= b->nbuckets)
 		dest_rehash(b, b->nbuckets * 2);
-	d = xmalloc(sizeof(*d) + len + 1);
+	d = xmalloc(sizeof(*d) + len + 1 + stomp_escaped_max(len));
 	d->hash = h;
 	d->len = len;
 	d->subs = NULL;
 	d->tail = NULL;
 	memcpy(d->name, name, len);
 	d->name[len] = '\0';
+	d->esc = d->name + len + 1;
+	d->esclen = (size_t)(stomp_put_escaped(d->esc, name, len, true) - d->esc);
 	struct stomp_dest **slot = &b->buckets[h & (b->nbuckets - 1)];
 	d->next = *slot;
 	*slot = d;
@@ -144,10 +146,12 @@ void stomp_sub_add(struct stomp_session *s, const char *dest, size_t dlen,
 		   const char *id, size_t idlen, const char *ack, size_t acklen)
 {
 	struct stomp_broker *b = s->b;
-	struct stomp_sub *sub = xcalloc(1, sizeof(*sub) + idlen + 1);
+	struct stomp_sub *sub = xcalloc(1, sizeof(*sub) + idlen + 1 + stomp_escaped_max(idlen));
 	memcpy(sub->id, id, idlen);
 	sub->id[idlen] = '\0';
 	sub->idlen = idlen;
+	sub->escid = sub->id + idlen + 1;
+	sub->escidlen = (size_t)(stomp_put_escaped(sub->escid, id, idlen, true) - sub->escid);
 	if (ack) {
 		acklen = VD_MIN(acklen, sizeof(sub->ack) - 1);
 		memcpy(sub->ack, ack, acklen);
@@ -221,22 +225,25 @@ void stomp_deliver(struct stomp_broker *b, struct stomp_sub *sub,
 		   const char *body, size_t len)
 {
 	struct vd_buf *out = sub->s->out;
+	size_t dl = dest ? stomp_escaped_max(dlen) : sub->dest->esclen;
 	size_t need = sizeof("MESSAGE\ndestination:\ncontent-type:\nsubscription:\n"
 			     "message-id:\ncontent-length:\n\n") + 40 +
-		      stomp_escaped_max(dlen) + stomp_escaped_max(ctlen) +
-		      stomp_escaped_max(sub->idlen) + len;
+		      dl + stomp_escaped_max(ctlen) + sub->escidlen + len;
 	for (unsigned i = 0; i < nextra; i++)
 		need += stomp_escaped_max(extra[i].nlen) + stomp_escaped_max(extra[i].vlen) + 2;
 	buf_reserve(out, need);
 	char *w = out->data + out->len;
 	w = STOMP_PUT_LIT(w, "MESSAGE\ndestination:");
-	w = stomp_put_escaped(w, dest, dlen, true);
+	if (dest)
+		w = stomp_put_escaped(w, dest, dlen, true);
+	else
+		w = stomp_put(w, sub->dest->esc, sub->dest->esclen);
 	if (ct) {
 		w = STOMP_PUT_LIT(w, "\ncontent-type:");
 		w = stomp_put_escaped(w, ct, ctlen, true);
 	}
 	w = STOMP_PUT_LIT(w, "\nsubscription:");
-	w = stomp_put_escaped(w, sub->id, sub->idlen, true);
+	w = stomp_put(w, sub->escid, sub->escidlen);
 	w = STOMP_PUT_LIT(w, "\nmessage-id:");
 	w = stomp_put_u64(w, ++b->msg_seq);
 	w = STOMP_PUT_LIT(w, "\ncontent-length:");
@@ -305,23 +312,23 @@ size_t stomp_broker_reply(struct stomp_broker *b, struct stomp_session *origin,
 		dest = DEFAULT_REPLY_DEST;
 		dlen = sizeof(DEFAULT_REPLY_DEST) - 1;
 	}
-	struct stomp_dest *d = stomp_dest_find(b, dest, dlen, stomp_hash(dest, dlen));
-	if (!d)
-		return 0;
 	size_t ctlen = content_type ? strlen(content_type) : 0;
 	size_t n = 0;
+	/* The origin's own subscriptions first: a short list, compared by
+	 * name, so the common case needs no hash lookup. */
 	if (origin && origin->alive) {
 		for (struct stomp_sub *sub = origin->subs; sub; sub = sub->snext) {
-			if (sub->dest != d)
+			if (sub->dest->len != dlen || memcmp(sub->dest->name, dest, dlen))
 				continue;
-			stomp_deliver(b, sub, dest, dlen, content_type, ctlen, NULL, 0, body, len);
+			stomp_deliver(b, sub, NULL, 0, content_type, ctlen, NULL, 0, body, len);
 			n++;
 		}
 		if (n)
 			return n;
 	}
-	for (struct stomp_sub *sub = d->subs; sub; sub = sub->dnext) {
-		stomp_deliver(b, sub, dest, dlen, content_type, ctlen, NULL, 0, body, len);
+	struct stomp_dest *d = b->ndests ? stomp_dest_find(b, dest, dlen, stomp_hash(dest, dlen)) : NULL;
+	for (struct stomp_sub *sub = d ? d->subs : NULL; sub; sub = sub->dnext) {
+		stomp_deliver(b, sub, NULL, 0, content_type, ctlen, NULL, 0, body, len);
 		n++;
 	}
 	return n;
@@ -339,7 +346,7 @@ size_t stomp_broker_publish(struct stomp_broker *b, const char *dest,
 	for (struct stomp_sub *sub = d->subs; sub; sub = sub->dnext) {
 		if (over_bound(b, sub->s))
 			continue;
-		stomp_deliver(b, sub, dest, dlen, content_type, ctlen, NULL, 0, body, len);
+		stomp_deliver(b, sub, NULL, 0, content_type, ctlen, NULL, 0, body, len);
 		n++;
 	}
 	return n;

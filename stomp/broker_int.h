@@ -16,7 +16,9 @@ struct stomp_dest {
 	size_t len;
 	struct stomp_sub *subs;      /* doubly linked via dnext/dprev */
 	struct stomp_sub *tail;      /* last of subs (appends are O(1)) */
-	char name[];                 /* NUL-terminated */
+	char *esc;                   /* name escaped for MESSAGE headers */
+	size_t esclen;
+	char name[];                 /* NUL-terminated; esc follows it */
 };
 
 struct stomp_sub {
@@ -25,8 +27,10 @@ struct stomp_sub {
 	struct stomp_sub *dnext, *dprev;   /* subscriptions on dest */
 	struct stomp_sub *snext;           /* subscriptions of s */
 	size_t idlen;
+	char *escid;                       /* id escaped for MESSAGE headers */
+	size_t escidlen;
 	char ack[24];                      /* recorded; delivery is auto-ack */
-	char id[];                         /* NUL-terminated */
+	char id[];                         /* NUL-terminated; escid follows it */
 };
 
 struct stomp_session {
@@ -74,8 +78,9 @@ void stomp_sub_add(struct stomp_session *s, const char *dest, size_t dlen,
 		   const char *id, size_t idlen, const char *ack, size_t acklen);
 void stomp_sub_remove(struct stomp_session *s, struct stomp_sub *sub);
 
-/* Append one MESSAGE for sub; extra: a SEND's own headers to keep (the
- * ones the MESSAGE sets itself are skipped). */
+/* Append one MESSAGE for sub; dest NULL means sub's own destination (its
+ * escaped form is cached); extra: a SEND's own headers to keep (the ones
+ * the MESSAGE sets itself are skipped). */
 void stomp_deliver(struct stomp_broker *b, struct stomp_sub *sub,
 		   const char *dest, size_t dlen, const char *ct, size_t ctlen,
 		   const struct stomp_header *extra, unsigned nextra,

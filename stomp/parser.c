@@ -176,39 +176,46 @@ static long fail(const char **why, const char *msg, long err)
 	return err;
 }
 
-/* Scan header lines of the frame at buf[0..len) from p->scanned on. */
+/* Scan header lines of the frame at buf[0..len) from p->scanned on.  When
+ * rec is set (the frame started in this call, so pointers into buf stay
+ * valid), each header line is also split into f->hdr on the way: the
+ * common whole-frame case then needs no second pass.  Every check runs on
+ * every line either way, so an error is reported at the same byte however
+ * the input was split (fuzz_stomp_parser checks this). */
 static long scan_headers(struct stomp_parser *p, const struct stomp_limits *lim,
-			 const char *buf, size_t len, const char **why)
+			 char *buf, size_t len, struct stomp_frame *f, bool rec,
+			 const char **why)
 {
-	size_t i = p->scanned;
+	size_t i = p->scanned, from = i;
+	long ret = VD_AGAIN;
 	while (i < len) {
-		const char *nl = memchr(buf + i, '\n', len - i);
-		size_t end = nl ? (size_t)(nl - buf) : len;
-		if (memchr(buf + i, '\0', end - i))
-			return fail(why, "NUL byte in frame headers", VD_EPROTO);
+		char *nl = memchr(buf + i, '\n', len - i);
 		if (!nl) {
 			i = len;
 			break;
 		}
+		size_t end = (size_t)(nl - buf);
 		size_t ls = p->line_start, le = end;
 		if (le > ls && buf[le - 1] == '\r')
 			le--;
 		size_t llen = le - ls;
 		if (llen > lim->max_header_line)
 			return fail(why, "Header line too long", VD_ETOOBIG);
+		i = end + 1;
+		p->line_start = i;
 		if (!(p->flags & STOMP_PF_CMD)) {
 			p->cmd = stomp_cmd_lookup(buf + ls, llen);
 			if (p->cmd == STOMP_NONE)
-				return fail(why, "Unknown command", VD_EPROTO);
+				return fail(why, memchr(buf + ls, '\0', llen) ?
+					    "NUL byte in frame headers" : "Unknown command", VD_EPROTO);
 			p->flags |= STOMP_PF_CMD;
 		} else if (llen == 0) {
-			p->body_start = end + 1;
+			p->body_start = i;
 			p->flags |= STOMP_PF_BODY;
-			p->scanned = end + 1;
-			p->line_start = end + 1;
-			return 0;
+			ret = 0;
+			break;
 		} else {
-			if (++p->lines > lim->max_headers)
+			if (++p->lines > lim->max_headers || p->lines > f->hdr_cap)
 				return fail(why, "Too many headers", VD_ETOOBIG);
 			if (!(p->flags & STOMP_PF_CLEN) && llen >= 15 &&
 			    !memcmp(buf + ls, "content-length:", 15)) {
@@ -216,11 +223,27 @@ static long scan_headers(struct stomp_parser *p, const struct stomp_limits *lim,
 					return fail(why, "Invalid content-length", VD_EPROTO);
 				p->flags |= STOMP_PF_CLEN;
 			}
+			/* Checked on every line, recorded or not, so an error
+			 * shows at the same byte however the input was split. */
+			char *colon = memchr(buf + ls, ':', llen);
+			if (!colon)
+				return fail(why, "Header without ':'", VD_EPROTO);
+			if (rec) {
+				struct stomp_header *h = &f->hdr[p->lines - 1];
+				h->name = buf + ls;
+				h->nlen = (size_t)(colon - (buf + ls));
+				h->value = colon + 1;
+				h->vlen = (size_t)(buf + le - colon - 1);
+			}
 		}
-		i = end + 1;
-		p->line_start = i;
 	}
 	p->scanned = i;
+	/* One NUL check over everything this call scanned: a NUL before the
+	 * blank line is a framing error (a frame missing its blank line). */
+	if (memchr(buf + from, '\0', i - from))
+		return fail(why, "NUL byte in frame headers", VD_EPROTO);
+	if (ret == 0)
+		return 0;
 	/* Partial line: bound it now, before the caller buffers more of it
 	 * (+1 for a '\r' that may precede the '\n'). */
 	if (len - p->line_start > lim->max_header_line + 1)
@@ -230,11 +253,10 @@ static long scan_headers(struct stomp_parser *p, const struct stomp_limits *lim,
 	return VD_AGAIN;
 }
 
-/* The whole frame is in buf[0..total): split and unescape its headers. */
+/* The frame started in an earlier call: split its header lines now. */
 static long split_headers(struct stomp_parser *p, char *buf, struct stomp_frame *f,
 			  const char **why)
 {
-	bool esc = stomp_cmd_escapes(p->cmd);
 	char *s = memchr(buf, '\n', p->body_start) + 1;  /* after the command line */
 	char *hend = buf + p->body_start;
 	unsigned n = 0;
@@ -250,24 +272,36 @@ static long split_headers(struct stomp_parser *p, char *buf, struct stomp_frame 
 		char *colon = memchr(s, ':', (size_t)(le - s));
 		if (!colon)
 			return fail(why, "Header without ':'", VD_EPROTO);
-		char *v = colon + 1;
-		long nl_len = (long)(colon - s), vl_len = (long)(le - v);
-		if (esc) {
-			nl_len = unescape(s, (size_t)nl_len);
-			vl_len = unescape(v, (size_t)vl_len);
-			if (nl_len < 0 || vl_len < 0)
-				return fail(why, "Invalid escape sequence in header", VD_EPROTO);
-		}
-		s[nl_len] = '\0';
-		v[vl_len] = '\0';
 		struct stomp_header *h = &f->hdr[n++];
 		h->name = s;
-		h->nlen = (size_t)nl_len;
-		h->value = v;
-		h->vlen = (size_t)vl_len;
+		h->nlen = (size_t)(colon - s);
+		h->value = colon + 1;
+		h->vlen = (size_t)(le - colon - 1);
 		s = nl + 1;
 	}
-	f->nhdr = n;
+	return 0;
+}
+
+/* Unescape (when the frame type escapes and a backslash occurs at all) and
+ * NUL-terminate every header in place. */
+static long finish_headers(struct stomp_parser *p, char *buf, struct stomp_frame *f,
+			   const char **why)
+{
+	bool esc = stomp_cmd_escapes(p->cmd) && memchr(buf, '\\', p->body_start);
+	for (unsigned i = 0; i < p->lines; i++) {
+		struct stomp_header *h = &f->hdr[i];
+		char *n = (char *)h->name, *v = (char *)h->value;
+		if (esc) {
+			long nl = unescape(n, h->nlen), vl = unescape(v, h->vlen);
+			if (nl < 0 || vl < 0)
+				return fail(why, "Invalid escape sequence in header", VD_EPROTO);
+			h->nlen = (size_t)nl;
+			h->vlen = (size_t)vl;
+		}
+		n[h->nlen] = '\0';
+		v[h->vlen] = '\0';
+	}
+	f->nhdr = p->lines;
 	return 0;
 }
 
@@ -294,9 +328,10 @@ long stomp_parse(struct stomp_parser *p, const struct stomp_limits *lim,
 	}
 	char *fb = buf + skip;
 	size_t flen = len - skip;
+	bool fresh = !(p->flags & STOMP_PF_CMD) && p->scanned == 0;
 	long r;
 	if (!(p->flags & STOMP_PF_BODY)) {
-		r = scan_headers(p, lim, fb, flen, why);
+		r = scan_headers(p, lim, fb, flen, f, fresh, why);
 		if (r == VD_AGAIN)
 			return skip ? (long)skip : VD_AGAIN;
 		if (r < 0)
@@ -329,7 +364,12 @@ long stomp_parse(struct stomp_parser *p, const struct stomp_limits *lim,
 			return fail(why, "Frame too large", VD_ETOOBIG);
 		blen = total - 1 - p->body_start;
 	}
-	r = split_headers(p, fb, f, why);
+	if (!fresh) {
+		r = split_headers(p, fb, f, why);
+		if (r < 0)
+			return r;
+	}
+	r = finish_headers(p, fb, f, why);
 	if (r < 0)
 		return r;
 	f->cmd = p->cmd;

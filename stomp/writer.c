@@ -10,34 +10,52 @@
 
 #include <string.h>
 
+static const unsigned char esc_char[256] = {
+	['\\'] = '\\', ['\n'] = 'n', ['\r'] = 'r', [':'] = 'c',
+};
+
 char *stomp_put_escaped(char *w, const char *s, size_t n, bool esc)
 {
 	if (!esc)
 		return stomp_put(w, s, n);
-	for (size_t i = 0; i < n; i++) {
-		char c = s[i];
-		switch (c) {
-		case '\\': *w++ = '\\'; *w++ = '\\'; break;
-		case '\n': *w++ = '\\'; *w++ = 'n'; break;
-		case '\r': *w++ = '\\'; *w++ = 'r'; break;
-		case ':': *w++ = '\\'; *w++ = 'c'; break;
-		default: *w++ = c; break;
-		}
+	size_t i = 0;
+	while (i < n) {
+		size_t j = i;
+		while (j < n && !esc_char[(unsigned char)s[j]])
+			j++;
+		w = stomp_put(w, s + i, j - i);
+		if (j == n)
+			break;
+		*w++ = '\\';
+		*w++ = (char)esc_char[(unsigned char)s[j]];
+		i = j + 1;
 	}
 	return w;
 }
 
 char *stomp_put_u64(char *w, uint64_t v)
 {
-	char tmp[20];
-	int n = 0;
-	do {
-		tmp[n++] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
-	while (n)
-		*w++ = tmp[--n];
-	return w;
+	static const char d2[] =
+		"00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+		"40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+		"8081828384858687888990919293949596979899";
+	unsigned n = 1;
+	for (uint64_t t = v; t >= 10; t /= 10)
+		n++;
+	char *e = w + n;
+	while (v >= 100) {
+		unsigned r = (unsigned)(v % 100) * 2;
+		v /= 100;
+		*--e = d2[r + 1];
+		*--e = d2[r];
+	}
+	if (v >= 10) {
+		*--e = d2[v * 2 + 1];
+		*--e = d2[v * 2];
+	} else {
+		*--e = (char)('0' + v);
+	}
+	return w + n;
 }
 
 static bool is_content_length(const struct stomp_header *h, size_t nlen)

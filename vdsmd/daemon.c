@@ -129,9 +129,13 @@ void daemon_fini(struct vdsmd *d)
 		pool_free(d->pool);
 		d->pool = NULL;
 	}
-	storage_fini(d);
-	virt_fini(d);
-	host_fini(d);
+	/* Only what started (init may have stopped early). */
+	if (d->storage)
+		storage_fini(d);
+	if (d->virt)
+		virt_fini(d);
+	if (d->host)
+		host_fini(d);
 	server_free(d->srv);
 	if (d->bus) {
 		event_bus_free(d->bus);

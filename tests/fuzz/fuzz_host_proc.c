@@ -30,12 +30,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		uint64_t bt;
 		if (host_parse_stat(t, len, &c, &bt) != 0 && host_cpu_total(&c) != 0)
 			abort();
+		struct host_cpu_times cs[4];
+		unsigned ids[4];
+		int n = host_parse_stat_cpus(t, len, cs, ids, 4);
+		if (n < 0 || n > 4)
+			abort();
 		break;
 	}
 	case 1: {
 		struct host_meminfo m;
 		if (host_parse_meminfo(t, len, &m) == 0 && m.total_kb == 0)
 			abort();
+		uint64_t tot, fr;
+		host_parse_node_meminfo(t, len, &tot, &fr);
 		break;
 	}
 	case 2: {
@@ -86,7 +93,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		a.cpu_ok = host_parse_stat(t, l1, &a.cpu, &a.btime) == 0;
 		if (nul)
 			b.cpu_ok = host_parse_stat(nul + 1, len - l1 - 1, &b.cpu, &b.btime) == 0;
-		struct host_snapshot *s = host_snapshot_build(&a, &b, "/nonexistent", 100);
+		struct host_snapshot *s = host_snapshot_build(&a, &b, "/nonexistent", 100, NULL);
 		double u = s->cpu_user, y = s->cpu_sys, i = s->cpu_idle;
 		if (!(u >= 0 && u <= 100 && y >= 0 && y <= 100 && i >= 0 && i <= 100))
 			abort();

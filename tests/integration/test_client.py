@@ -89,6 +89,7 @@ def find_verb(ptype):
 
 def wait_ready(d, timeout=15):
     """Wait until the daemon stops answering 99 (first samples taken)."""
+    d.wait_log(r"ready: ", timeout=timeout)
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         rc, out, err = run("--insecure", "-p", d.port, "Host", "getCapabilities")
@@ -412,9 +413,184 @@ class WithDaemon(unittest.TestCase):
             self.assertIn(type_error, direct["error"]["message"])
         self.assertTrue(checked, "no int/bool/object/array params in the schema")
 
+    def test_bool_and_list_params_change_results(self):
+        """A bool and a JSON list typed from name=value do what the server
+        documents: fullStatus=true adds fields, vmList filters."""
+        rc, out, err = self.call("Host", "getVMList", "fullStatus=false")
+        self.assertEqual(rc, 0, err)
+        short = json.loads(out)
+        self.assertTrue(short, "no VM in the libvirt test driver")
+        rc, out, err = self.call("Host", "getVMList", "fullStatus=true")
+        self.assertEqual(rc, 0, err)
+        full = json.loads(out)
+        self.assertEqual(len(full), len(short))
+        self.assertGreater(set(full[0]), set(short[0]))
+        vm = short[0]["vmId"]
+        rc, out, err = self.call("Host", "getVMList", "vmList=%s" % json.dumps([vm]))
+        self.assertEqual((rc, [v["vmId"] for v in json.loads(out)]), (0, [vm]), err)
+        rc, out, err = self.call("Host", "getVMList", "vmList=%s" % json.dumps([UNKNOWN_UUID]))
+        self.assertEqual((rc, out), (0, "[]\n"), err)
+
+    def watcher(self, *pattern):
+        """A --watch-events process, subscribed when this returns; its
+        stdout lines go to a queue."""
+        import queue
+        p = subprocess.Popen([CLIENT] + self.base + ["--watch-events"] + list(pattern),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.addCleanup(lambda: p.poll() is None and (p.kill(), p.wait()))
+        line = p.stderr.readline().decode()
+        self.assertIn("watching events on localhost:%d" % self.d.port, line)
+        q = queue.Queue()
+
+        def reader():
+            for raw in p.stdout:
+                q.put(raw.decode())
+            q.put(None)
+        threading.Thread(target=reader, daemon=True).start()
+        return p, q
+
+    def test_watch_events_sees_vm_status_from_another_client(self):
+        rc, out, err = self.call("Host", "getVMList")
+        self.assertEqual(rc, 0, err)
+        vms = json.loads(out)
+        self.assertTrue(vms, "no VM in the libvirt test driver")
+        vm = vms[0]["vmId"]
+        w, q = self.watcher("VM_status")
+        other, oq = self.watcher("|jobs|*")
+        rc, out, err = self.call("VM", "pause", "vmID=" + vm)
+        self.assertEqual((rc, out), (0, "true\n"), err)
+        try:
+            line = q.get(timeout=10)
+        finally:
+            rc, out, err = self.call("VM", "cont", "vmID=" + vm)
+            self.assertEqual(rc, 0, err)
+        self.assertIsNotNone(line)
+        ev = json.loads(line)
+        self.assertEqual(line, compact(ev))  # one JSON line, sorted keys
+        self.assertEqual(ev["method"], "|virt|VM_status|" + vm)
+        self.assertEqual(ev["params"][vm]["status"], "Paused")
+        self.assertIsInstance(ev["params"]["notify_time"], int)
+        line = q.get(timeout=10)  # the cont
+        self.assertEqual(json.loads(line)["params"][vm]["status"], "Up")
+        for p in (w, other):
+            p.send_signal(signal.SIGINT)
+            self.assertEqual(p.wait(10), 0)
+        self.assertIsNone(oq.get(timeout=5))  # EOF: the pattern matched nothing
+        self.assertIsNone(q.get(timeout=5))
+
+    def test_watch_events_refused_port(self):
+        rc, out, err = run("--insecure", "-p", free_port(), "--watch-events")
+        self.assertEqual(rc, 1)
+        self.assertIn("refused", err)
+
     def test_timeout_option_accepted(self):
         rc, out, _ = self.call("--timeout", "5", "Host", "ping2")
         self.assertEqual((rc, out), (0, "true\n"))
+
+
+class Storage(unittest.TestCase):
+    """--wait on a storage task (Volume.create returns a task id)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.d = vt.Daemon()
+        wait_ready(cls.d)
+        cls.base = ["--insecure", "-p", str(cls.d.port)]
+        cls.sd = "5d000000-0000-4000-8000-000000000001"
+        rc, out, err = run(*(cls.base + ["StorageDomain", "create", "storagedomainID=" + cls.sd,
+                                         "domainType=4", "typeArgs=", "name=clientdom",
+                                         "domainClass=1"]))
+        assert (rc, out) == (0, "true\n"), err
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.d.__exit__(None, None, None)
+
+    def create_args(self, vol, img, size):
+        return ["Volume", "create", "volumeID=" + vol, "storagedomainID=" + self.sd,
+                "imageID=" + img, "size=%d" % size, "volFormat=5", "preallocate=1",
+                "desc=made by vdsm-client", "legal=true"]
+
+    def test_wait_without_terminal_prints_only_final_status(self):
+        vol, img = "70000000-0000-4000-8000-000000000001", "1a000000-0000-4000-8000-000000000001"
+        rc, out, err = run(*(self.base + ["--wait"] + self.create_args(vol, img, 32 << 20)))
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(err, "")
+        st = json.loads(out)
+        self.assertEqual(out, pretty(st))
+        self.assertEqual(st["taskState"], "finished")
+        self.assertEqual(st["taskResult"], "success")
+        self.assertEqual(st["progress"], 100)
+        rc, out, err = run(*(self.base + ["Image", "getVolumes", "imageID=" + img,
+                                          "storagedomainID=" + self.sd]))
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(json.loads(out), [vol])
+
+    def test_without_wait_prints_task_id(self):
+        vol, img = "70000000-0000-4000-8000-000000000002", "1a000000-0000-4000-8000-000000000002"
+        rc, out, err = run(*(self.base + self.create_args(vol, img, 1 << 20)))
+        self.assertEqual(rc, 0, err)
+        task = json.loads(out)
+        self.assertRegex(task, r"^[0-9a-f-]{36}$")
+        # the task exists on the server
+        rc, out, err = run(*(self.base + ["Task", "getStatus", "taskID=" + task]))
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(json.loads(out)["taskID"], task)
+
+    def test_wait_on_terminal_draws_progress(self):
+        import pty
+        vol, img = "70000000-0000-4000-8000-000000000003", "1a000000-0000-4000-8000-000000000003"
+        master, slave = pty.openpty()
+        try:
+            p = subprocess.Popen([CLIENT] + self.base + ["--wait"] +
+                                 self.create_args(vol, img, 64 << 20),
+                                 stdout=subprocess.PIPE, stderr=slave)
+            os.close(slave)
+            slave = None
+            tty = b""
+            while True:
+                try:
+                    chunk = os.read(master, 4096)
+                except OSError:
+                    break
+                if not chunk:
+                    break
+                tty += chunk
+            out = p.stdout.read().decode()
+            p.stdout.close()
+            self.assertEqual(p.wait(30), 0, tty)
+        finally:
+            os.close(master)
+            if slave is not None:
+                os.close(slave)
+        tty = tty.decode()
+        self.assertIn("\r[", tty)
+        self.assertIn("100%", tty)
+        self.assertIn("finished", tty)
+        self.assertEqual(json.loads(out)["taskResult"], "success")
+
+    def test_wait_on_failing_task_exits_1(self):
+        """Preallocating 1 PiB fails inside the task (no space): --wait
+        prints the final status and exits 1."""
+        vol, img = "70000000-0000-4000-8000-000000000005", "1a000000-0000-4000-8000-000000000005"
+        rc, out, err = run(*(self.base + ["--wait"] + self.create_args(vol, img, 1 << 50)))
+        self.assertEqual(rc, 1, err)
+        st = json.loads(out)
+        self.assertEqual(out, pretty(st))
+        self.assertEqual(st["taskState"], "finished")
+        self.assertNotEqual(st["code"], 0)
+        self.assertIn("task %s failed" % st["taskID"], err)
+
+    def test_wait_on_refused_create_exits_1(self):
+        """A second create of the same volume id is refused: --wait exits 1
+        with the server's error."""
+        vol, img = "70000000-0000-4000-8000-000000000004", "1a000000-0000-4000-8000-000000000004"
+        rc, _, err = run(*(self.base + ["--wait"] + self.create_args(vol, img, 1 << 20)))
+        self.assertEqual(rc, 0, err)
+        rc, out, err = run(*(self.base + ["--wait"] + self.create_args(vol, img, 1 << 20)))
+        self.assertEqual((rc, out), (1, ""))
+        self.assertIn("Command Volume.create with args", err)
+        self.assertRegex(err, r"\(code=\d+, message=.+\)")
 
 
 class Tls(unittest.TestCase):

@@ -15,6 +15,7 @@ class StompBase(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.d = vt.Daemon(*cls.ARGS)
+        assert cls.d.wait_ready(), "vdsmd never became ready"
 
     @classmethod
     def tearDownClass(cls):
@@ -175,6 +176,31 @@ class Routing(StompBase):
             self.assertIn("result", resp)
             ids.add(resp["id"])
         self.assertEqual(ids, set(range(1000)))
+
+    def test_msgpack_request(self):
+        # {"jsonrpc": "2.0", "method": "Host.ping2", "id": 1} in msgpack
+        body = (b"\x83\xa7jsonrpc\xa32.0\xa6method\xaaHost.ping2\xa2id\x01")
+        c = self.conn()
+        c.subscribe(vt.RESPONSES, "r", receipt="s")
+        c.send_frame("SEND", [("destination", vt.REQUESTS),
+                              ("content-type", "application/msgpack")], body)
+        f = c.read_frame()
+        self.assertEqual(f.headers["content-type"], "application/msgpack")
+        # {"jsonrpc":"2.0","id":1,"result":true}
+        self.assertEqual(f.body, b"\x83\xa7jsonrpc\xa32.0\xa2id\x01\xa6result\xc3")
+
+    def test_blocking_verb_on_worker_pool(self):
+        c = self.conn()
+        c.subscribe(vt.RESPONSES, "r", receipt="s")
+        ids = [c.request("Host.getStorageDomains") for _ in range(20)]
+        ids.append(c.request("Host.ping2"))
+        got = {}
+        while len(got) < len(ids):
+            f = c.read_frame()
+            r = f.json()
+            got[r["id"]] = r
+        self.assertEqual(set(got), set(ids))
+        self.assertTrue(all("result" in r for r in got.values()), got)
 
     def test_json_rpc_errors_are_answered(self):
         c = self.conn()

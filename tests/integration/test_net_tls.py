@@ -108,6 +108,13 @@ class Tls(unittest.TestCase):
             pass
         self.assertIsNone(status)
 
+    def test_handshake_timeout(self):
+        with vt.Daemon("--handshake-timeout", "1", tls=True, pki=self.pki) as d:
+            s = d.sock()
+            self.assertTrue(vt.wait_closed(s, 8))
+            self.assertTrue(d.wait_log(r"TLS handshake timed out", 5))
+            s.close()
+
     def test_missing_file_refuses_start(self):
         for key in ("--cert-file", "--key-file", "--ca-file"):
             missing = os.path.join(self.pki, "missing.pem")

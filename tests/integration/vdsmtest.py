@@ -18,7 +18,8 @@ Daemon(*extra_args, tls=False, pki=None, log_level="info", libvirt_uri=...)
   extra_args are passed to vdsmd (e.g. "--detect-timeout", "1").  The daemon
   gets --config with an empty file (no /etc), a temp storage_root, and the
   libvirt test driver.  d.port, d.log_lines() (stderr so far), d.stop()
-  (SIGTERM; returns the exit status), d.wait_log(regex).
+  (SIGTERM; returns the exit status), d.wait_log(regex), d.wait_ready()
+  (GET /health is 200: needed before verbs that answer 99 while starting).
 Frames: frame(cmd, headers, body) -> bytes; Conn.read_frame() -> Frame
   (cmd, headers dict (first occurrence wins, unescaped), body bytes).
 PKI: make_pki(dir) runs examples/make-pki.sh and returns dir.
@@ -100,6 +101,19 @@ class Daemon:
         self.port = int(m.group(2))
         return self
 
+    def wait_ready(self, timeout=TIMEOUT):
+        """Poll GET /health until 200 (host and VM samples taken; verbs
+        without RPC_F_ALWAYS answer code 99 before).  Returns True when ready."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                if self.http("GET", "/health")[0] == 200:
+                    return True
+            except (OSError, EOFError):
+                pass
+            time.sleep(0.05)
+        return False
+
     def _reader(self):
         for raw in self.proc.stderr:
             line = raw.decode("utf-8", "replace").rstrip("\n")
@@ -150,6 +164,9 @@ class Daemon:
         self._thread.join(5)
         self.proc.stderr.close()
         self.proc = None
+        bad = [l for l in self.log_lines() if "Sanitizer" in l or "runtime error:" in l]
+        if bad:  # a sanitizer build (VDSMD_BIN) reported memory errors or UB
+            raise AssertionError("vdsmd sanitizer report:\n" + "\n".join(self.log_lines()[-60:]))
         return rc
 
     def __enter__(self):
@@ -238,6 +255,7 @@ class Conn:
         self.sock = sock
         self.buf = b""
         self.heartbeats = 0  # bare EOLs seen between frames
+        self.skipped = []    # frames call() read past
         self._id = 0
 
     def send(self, data):
@@ -349,15 +367,20 @@ class Conn:
 
     def call(self, method, params=None, timeout=TIMEOUT, **kw):
         """request() then the matching MESSAGE's decoded JSON (needs a
-        subscription on the reply destination)."""
+        subscription on the reply destination).  Other frames read while
+        waiting (events, other responses) are appended to self.skipped."""
         rid = self.request(method, params, **kw)
         deadline = time.monotonic() + timeout
         while True:
             f = self.read_frame(max(0.01, deadline - time.monotonic()))
             if f.cmd == "MESSAGE":
-                resp = f.json()
+                try:
+                    resp = f.json()
+                except ValueError:
+                    resp = None
                 if isinstance(resp, dict) and resp.get("id") == rid:
                     return resp
+            self.skipped.append(f)
 
     def close(self):
         try:
@@ -447,3 +470,14 @@ def wait_closed(sock, timeout=TIMEOUT):
         if not d:
             return True
     return False
+
+
+def restart(d, sig=signal.SIGKILL):
+    """Stop daemon d with sig (default: kill -9, a crash) and start it again
+    on the same temp dirs (storage_root survives); returns its exit status.
+    The log of the previous run is dropped so start() finds the new port."""
+    rc = d.stop(sig=sig)
+    with d._lock:
+        d._lines = []
+    d.start()
+    return rc

@@ -60,6 +60,35 @@ START_TEST(stat_odd)
 }
 END_TEST
 
+START_TEST(stat_per_cpu_and_node_meminfo)
+{
+	struct host_cpu_times c[4];
+	unsigned ids[4];
+	const char *t = "cpu  9 9 9 9\ncpu0 1 2 3 4 5 6 7 8 9 10\ncpux 1 2 3 4\ncpu1 1 2\n"
+			"cpu17\t5 6 7 8\ncpu2x 1 2 3 4\ncpu99999999999 1 2 3 4\ncpu3 1 1 1 1\n"
+			"cpu4 2 2 2 2\n";
+	int n = host_parse_stat_cpus(t, strlen(t), c, ids, 4);
+	ck_assert_int_eq(n, 4);   /* cpu0, cpu17, cpu3, cpu4 */
+	ck_assert_uint_eq(ids[0], 0);
+	ck_assert_uint_eq(c[0].steal, 8);
+	ck_assert_uint_eq(ids[1], 17);
+	ck_assert_uint_eq(c[1].idle, 8);
+	ck_assert_uint_eq(ids[2], 3);
+	ck_assert_uint_eq(ids[3], 4);
+	ck_assert_int_eq(host_parse_stat_cpus(t, strlen(t), c, ids, 2), 2);
+	ck_assert_int_eq(host_parse_stat_cpus(S("cpu 1 2 3 4\n"), c, ids, 4), 0);
+
+	uint64_t tot, fr;
+	ck_assert_int_eq(host_parse_node_meminfo(S("Node 1 MemTotal:       2048 kB\n"
+						   "Node 1 MemFree:        1024 kB\n"
+						   "Node 1 MemUsed:        1024 kB\n"), &tot, &fr), 0);
+	ck_assert_uint_eq(tot, 2048);
+	ck_assert_uint_eq(fr, 1024);
+	ck_assert_int_eq(host_parse_node_meminfo(S("Node x MemTotal: 5 kB\nMemFree: 3\n"), &tot, &fr),
+			 VD_EPROTO);
+}
+END_TEST
+
 /* ---- meminfo, loadavg, uptime, pid stat ------------------------------------ */
 
 START_TEST(meminfo_crafted)
@@ -303,7 +332,7 @@ START_TEST(snapshot_cpu_math)
 	b.load[0] = 1.5;
 	b.load[1] = 0.75;
 	b.btime = 1600000000;
-	struct host_snapshot *s = host_snapshot_build(&a, &b, "/nonexistent-root", 100);
+	struct host_snapshot *s = host_snapshot_build(&a, &b, "/nonexistent-root", 100, NULL);
 	ck_assert(fabs(s->cpu_user - 20.0) < 1e-9);   /* (150+50)/1000 */
 	ck_assert(fabs(s->cpu_sys - 15.0) < 1e-9);    /* (100+25+25)/1000 */
 	ck_assert(fabs(s->cpu_idle - 65.0) < 1e-9);
@@ -318,16 +347,16 @@ START_TEST(snapshot_cpu_math)
 	host_snapshot_put(s);
 
 	/* same sample twice, or counters going backwards: 0/0/100, no wrap */
-	s = host_snapshot_build(&b, &b, "", 100);
+	s = host_snapshot_build(&b, &b, "", 100, NULL);
 	ck_assert(s->cpu_user == 0 && s->cpu_sys == 0 && s->cpu_idle == 100);
 	host_snapshot_put(s);
-	s = host_snapshot_build(&b, &a, "", 100);
+	s = host_snapshot_build(&b, &a, "", 100, NULL);
 	ck_assert(s->cpu_idle >= 0 && s->cpu_idle <= 100);
 	ck_assert(fabs(s->cpu_user + s->cpu_sys + s->cpu_idle - 100.0) < 1e-9);
 	host_snapshot_put(s);
 	/* nothing read at all */
 	memset(&a, 0, sizeof(a));
-	s = host_snapshot_build(&a, &a, "", 100);
+	s = host_snapshot_build(&a, &a, "", 100, NULL);
 	ck_assert(s->cpu_idle == 100 && s->mem_free_mib == 0 && s->nif == 0);
 	host_snapshot_put(s);
 }
@@ -363,7 +392,15 @@ START_TEST(crafted_root)
 {
 	char root[] = "/tmp/vdsmd-host-XXXXXX";
 	ck_assert_ptr_nonnull(mkdtemp(root));
-	put(root, "proc/stat", "cpu  100 0 100 800 0 0 0 0 0 0\nbtime 1650000000\n");
+	put(root, "proc/stat", "cpu  100 0 100 800 0 0 0 0 0 0\ncpu0 50 0 50 400\n"
+			       "cpu1 50 0 50 400\nbtime 1650000000\n");
+	put(root, "sys/devices/system/node/node0/cpulist", "0\n");
+	put(root, "sys/devices/system/node/node0/meminfo", "Node 0 MemTotal: 1048576 kB\n"
+							   "Node 0 MemFree: 262144 kB\n");
+	put(root, "sys/devices/system/node/node1/cpulist", "1\n");
+	put(root, "sys/devices/system/node/node1/meminfo", "Node 1 MemTotal: 1048576 kB\n"
+							   "Node 1 MemFree: 786432 kB\n");
+	put(root, "sys/devices/system/node/nodeX/cpulist", "0-1\n");   /* not a node */
 	put(root, "proc/meminfo", "MemTotal: 2097152 kB\nMemFree: 1048576 kB\n"
 				  "Buffers: 0 kB\nCached: 0 kB\nSwapTotal: 0 kB\nSwapFree: 0 kB\n");
 	put(root, "proc/loadavg", "0.10 0.20 0.30 1/2 3\n");
@@ -407,15 +444,33 @@ START_TEST(crafted_root)
 	ck_assert_uint_eq(s->ifs[1].speed, 1000);
 	ck_assert_uint_eq(s->rx_dropped, 4);
 	ck_assert_uint_eq(s->tx_dropped, 6);
+
+	ck_assert_uint_eq(s->ncpu, 2);
+	ck_assert_uint_eq(s->cpus[0].node, 0);
+	ck_assert_uint_eq(s->cpus[1].node, 1);
+	ck_assert(s->cpus[1].idle == 100.0);
+	ck_assert_uint_eq(s->nnode, 2);
+	ck_assert_uint_eq(s->nodes[0].free_mib, 256);
+	ck_assert_int_eq(s->nodes[0].percent, 75);
+	ck_assert_uint_eq(s->nodes[1].id, 1);
+	ck_assert_uint_eq(s->nodes[1].free_mib, 768);
+	ck_assert_int_eq(s->nodes[1].percent, 25);
 	host_snapshot_put(s);
 
-	/* counters move: the next sample has percentages over that interval */
-	put(root, "proc/stat", "cpu  150 0 150 900 0 0 0 0 0 0\nbtime 1650000000\n");
+	/* counters move: the next sample has percentages over that interval;
+	 * a CPU that appears (hot-plug) is skipped until it has two readings */
+	put(root, "proc/stat", "cpu  150 0 150 900 0 0 0 0 0 0\ncpu0 100 0 50 450\n"
+			       "cpu1 50 0 100 450\ncpu2 1 1 1 1\nbtime 1650000000\n");
 	host_sample_now(h);
 	s = host_snapshot_get(h);
 	ck_assert(fabs(s->cpu_user - 25.0) < 1e-9);
 	ck_assert(fabs(s->cpu_sys - 25.0) < 1e-9);
 	ck_assert(fabs(s->cpu_idle - 50.0) < 1e-9);
+	ck_assert_uint_eq(s->ncpu, 2);
+	ck_assert_uint_eq(s->cpus[0].id, 0);
+	ck_assert(fabs(s->cpus[0].user - 50.0) < 1e-9);
+	ck_assert(fabs(s->cpus[0].idle - 50.0) < 1e-9);
+	ck_assert(fabs(s->cpus[1].sys - 50.0) < 1e-9);
 	host_snapshot_put(s);
 
 	struct host_caps *c = h->caps;
@@ -472,6 +527,22 @@ static uint64_t meminfo_total_mib(void)
 	return kb / 1024;
 }
 
+/* "cpuN " lines of /proc/stat, counted independently of the parser */
+static size_t proc_stat_cpu_lines(void)
+{
+	FILE *f = fopen("/proc/stat", "r");
+	ck_assert_ptr_nonnull(f);
+	char line[4096];
+	size_t n = 0;
+	unsigned id;
+	char sp;
+	while (fgets(line, sizeof(line), f))
+		if (line[3] >= '0' && line[3] <= '9' && sscanf(line, "cpu%u%c", &id, &sp) == 2 && sp == ' ')
+			n++;
+	fclose(f);
+	return n;
+}
+
 START_TEST(real_host)
 {
 	struct host_opts o = { .first_ms = 120 };
@@ -486,6 +557,11 @@ START_TEST(real_host)
 	ck_assert_uint_gt(s->boot_time, 1000000000ull);
 	ck_assert_uint_ge(s->nif, 1);
 	ck_assert(s->cpu_load >= 0);
+	ck_assert_uint_eq(s->ncpu, proc_stat_cpu_lines());
+	for (size_t i = 0; i < s->ncpu; i++)
+		ck_assert(fabs(s->cpus[i].user + s->cpus[i].sys + s->cpus[i].idle - 100.0) < 0.01);
+	ck_assert_uint_ge(s->nnode, 1);
+	ck_assert_uint_gt(s->nodes[0].free_mib, 0);
 	host_snapshot_put(s);
 
 	ck_assert_uint_eq(h->caps->mem_size_mib, meminfo_total_mib());
@@ -539,6 +615,7 @@ int main(void)
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, stat_crafted);
 	tcase_add_test(tc, stat_odd);
+	tcase_add_test(tc, stat_per_cpu_and_node_meminfo);
 	tcase_add_test(tc, meminfo_crafted);
 	tcase_add_test(tc, meminfo_odd);
 	tcase_add_test(tc, loadavg_uptime_pidstat);

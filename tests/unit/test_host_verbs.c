@@ -177,6 +177,22 @@ static void check_stats(const struct vd_value *s)
 		ck_assert(vd_str_eq(st, "up") || vd_str_eq(st, "down") || vd_str_eq(st, "unknown"));
 		ck_assert(get(it, "sampleTime", VD_DOUBLE)->v.d > 1e9);
 	}
+	const struct vd_value *cpus = get(s, "cpuStatistics", VD_OBJECT);
+	ck_assert_uint_ge(cpus->v.obj.n, 1);
+	for (size_t k = 0; k < cpus->v.obj.n; k++) {
+		const struct vd_value *cs = &cpus->v.obj.members[k].val;
+		ck_assert_int_ge(get(cs, "nodeIndex", VD_INT)->v.i, 0);
+		double cu = num_str(cs, "cpuUser"), cy = num_str(cs, "cpuSys"), ci = num_str(cs, "cpuIdle");
+		ck_assert(fabs(cu + cy + ci - 100.0) <= 0.02);
+	}
+	const struct vd_value *nodes = get(s, "numaNodeMemFree", VD_OBJECT);
+	ck_assert_uint_ge(nodes->v.obj.n, 1);
+	for (size_t k = 0; k < nodes->v.obj.n; k++) {
+		const struct vd_value *nm = &nodes->v.obj.members[k].val;
+		ck_assert(digits_only(get(nm, "memFree", VD_STRING)));
+		int64_t p = get(nm, "memPercent", VD_INT)->v.i;
+		ck_assert(p >= 0 && p <= 100);
+	}
 	get(s, "storageDomains", VD_OBJECT);
 	get(s, "haStats", VD_OBJECT);
 }

@@ -262,6 +262,31 @@ START_TEST(batch_of_several)
 }
 END_TEST
 
+START_TEST(batch_too_large)
+{
+	select_json_codec(_i);
+	size_t n = RPC_MAX_BATCH + 1;
+	const char *item = "{\"jsonrpc\":\"2.0\",\"method\":\"Test.count\"},";
+	size_t il = strlen(item);
+	char *body = malloc(n * il + 2);
+	body[0] = '[';
+	for (size_t i = 0; i < n; i++)
+		memcpy(body + 1 + i * il, item, il);
+	body[n * il] = ']';
+	body[n * il + 1] = '\0';
+	char want[64];
+	snprintf(want, sizeof(want), "Invalid request: batch of %zu requests", n);
+	check_error(body, "null", -32600, want);
+	ck_assert_int_eq(app.notified, 0);
+	/* at the limit: executed */
+	body[(n - 1) * il] = ']';
+	body[(n - 1) * il + 1] = '\0';
+	ck_dispatch(eng, body, NULL);
+	ck_assert_int_eq(app.notified, RPC_MAX_BATCH);
+	free(body);
+}
+END_TEST
+
 /* Expected wire code per internal error, from the PROTOCOL.md table. */
 static const struct { enum rpc_err e; int code; const char *msg; } codes[] = {
 	{ RPC_E_PARSE, -32700, "Invalid JSON was received by the server." },
@@ -564,6 +589,7 @@ static Suite *suite(void)
 	tcase_add_loop_test(tc, notifications_executed, 0, 2);
 	tcase_add_loop_test(tc, batch_of_one, 0, 2);
 	tcase_add_loop_test(tc, batch_of_several, 0, 2);
+	tcase_add_loop_test(tc, batch_too_large, 0, 2);
 	tcase_add_loop_test(tc, every_error_code, 0, 2);
 	tcase_add_loop_test(tc, recovering_until_ready, 0, 2);
 	tcase_add_loop_test(tc, blocking_inline_without_pool, 0, 2);

@@ -723,6 +723,29 @@ START_TEST(test_many_sessions)
 }
 END_TEST
 
+START_TEST(test_escaped_names)
+{
+	/* destination and id with characters that need escaping on the wire */
+	FEED(&A, "SUBSCRIBE\ndestination:q\\c1\\\\x\nid:i\\nd\n\n\0");
+	expect_none(&A);
+	ck_assert_uint_eq(stomp_broker_publish(H.b, "q:1\\x", "a:b", S("e")), 1);
+	struct stomp_frame *f = expect(&A, STOMP_MESSAGE);
+	ck_assert_str_eq(hdr(f, "destination"), "q:1\\x");
+	ck_assert_str_eq(hdr(f, "subscription"), "i\nd");
+	ck_assert_str_eq(hdr(f, "content-type"), "a:b");
+	ck_assert_uint_eq(stomp_broker_reply(H.b, A.s, S("q:1\\x"), NULL, S("r")), 1);
+	f = expect(&A, STOMP_MESSAGE);
+	ck_assert_str_eq(hdr(f, "destination"), "q:1\\x");
+	ck_assert_str_eq(hdr(f, "subscription"), "i\nd");
+	/* forwarded to a prefix: the full destination is escaped too */
+	FEED(&B, "SEND\ndestination:q\\c1\\\\x.sub\\c\n\nz\0");
+	f = expect(&A, STOMP_MESSAGE);
+	ck_assert_str_eq(hdr(f, "destination"), "q:1\\x.sub:");
+	ck_assert_str_eq(hdr(f, "subscription"), "i\nd");
+	expect_none(&B);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("stomp_broker");
@@ -747,6 +770,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_split_feed);
 	tcase_add_test(tc, test_publish_and_drop);
 	tcase_add_test(tc, test_many_sessions);
+	tcase_add_test(tc, test_escaped_names);
 	suite_add_tcase(s, tc);
 	return s;
 }

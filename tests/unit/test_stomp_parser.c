@@ -318,6 +318,26 @@ START_TEST(test_writer_roundtrip)
 }
 END_TEST
 
+START_TEST(test_writer_content_length)
+{
+	static const size_t sizes[] = { 0, 1, 9, 10, 11, 99, 100, 101, 999, 1000, 10000, 12345, 99999 };
+	char *body = calloc(1, 100000);
+	for (size_t i = 0; i < VD_ARRAY_SIZE(sizes); i++) {
+		struct vd_buf out = VD_BUF_INIT;
+		stomp_write_frame(&out, STOMP_SEND, NULL, 0, body, sizes[i]);
+		struct stomp_header hdr[4];
+		struct stomp_frame f = { .hdr = hdr, .hdr_cap = 4 };
+		ck_assert_int_eq(parse_one(out.data, out.len, &f), (long)out.len);
+		char want[32];
+		snprintf(want, sizeof(want), "%zu", sizes[i]);
+		ck_assert_str_eq(stomp_frame_get(&f, "content-length", NULL), want);
+		ck_assert_uint_eq(f.body_len, sizes[i]);
+		buf_free(&out);
+	}
+	free(body);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("stomp_parser");
@@ -329,6 +349,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_first_wins);
 	tcase_add_test(tc, test_resume_no_rescan);
 	tcase_add_test(tc, test_writer_roundtrip);
+	tcase_add_test(tc, test_writer_content_length);
 	suite_add_tcase(s, tc);
 	return s;
 }

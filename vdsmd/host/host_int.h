@@ -39,6 +39,11 @@ uint64_t host_cpu_total(const struct host_cpu_times *t);
 int host_parse_stat(const char *text, size_t len, struct host_cpu_times *cpu,
 		    uint64_t *btime);
 
+/* /proc/stat: the per-CPU "cpuN" lines (up to max) into out/ids; returns
+ * the count.  Lines with fewer than four counters are skipped. */
+int host_parse_stat_cpus(const char *text, size_t len, struct host_cpu_times *out,
+			 unsigned *ids, size_t max);
+
 struct host_meminfo {
 	uint64_t total_kb, free_kb, buffers_kb, cached_kb, sreclaimable_kb;
 	uint64_t swap_total_kb, swap_free_kb, anon_huge_kb;
@@ -46,6 +51,10 @@ struct host_meminfo {
 
 /* /proc/meminfo.  VD_EPROTO without a positive MemTotal. */
 int host_parse_meminfo(const char *text, size_t len, struct host_meminfo *m);
+
+/* /sys/devices/system/node/nodeN/meminfo: MemTotal and MemFree (kB).
+ * VD_EPROTO without MemTotal. */
+int host_parse_node_meminfo(const char *text, size_t len, uint64_t *total_kb, uint64_t *free_kb);
 
 /* /proc/loadavg: the three averages.  VD_EPROTO unless all three parse. */
 int host_parse_loadavg(const char *text, size_t len, double load[3]);
@@ -94,6 +103,24 @@ int host_parse_keyval(const char *text, size_t len, const char *key, char *out, 
  * holding proc/ and sys/ trees). */
 #define HOST_ROOT_MAX 256
 
+#define HOST_MAX_CPUS 4096
+#define HOST_MAX_NODES 64
+
+/* NUMA layout, read once at startup from sys/devices/system/node (no node
+ * directories: one node 0 holding every CPU). */
+struct host_topo {
+	unsigned nnodes;
+	unsigned nodes[HOST_MAX_NODES];     /* node ids, ascending */
+	uint16_t cpu_node[HOST_MAX_CPUS];   /* cpu id → node id */
+};
+
+void host_topo_read(const char *root, struct host_topo *t);
+
+struct host_node_raw {
+	unsigned id;
+	uint64_t total_kb, free_kb;
+};
+
 struct host_raw {
 	uint64_t mono_ns;
 	double wall;                    /* seconds since the epoch */
@@ -106,13 +133,33 @@ struct host_raw {
 	uint64_t self_utime, self_stime;
 	size_t nif;
 	struct host_netdev *ifs;        /* heap, HOST_MAX_IFACES entries */
+	size_t ncpu;
+	struct host_cpu_times *cpus;    /* heap, HOST_MAX_CPUS entries */
+	unsigned *cpu_ids;              /* heap, HOST_MAX_CPUS entries */
+	size_t nnode;
+	struct host_node_raw nodes[HOST_MAX_NODES];
 };
+
+/* Allocate / free the heap arrays of a raw sample. */
+void host_raw_alloc(struct host_raw *r);
+void host_raw_release(struct host_raw *r);
 
 struct host_iface {
 	char name[HOST_IFNAME_MAX];
 	char state[8];                  /* "up", "down", "unknown" */
 	unsigned speed;                 /* Mb/s; 1000 when unknown (as VDSM) */
 	uint64_t rx, tx, rx_dropped, tx_dropped, rx_errors, tx_errors;
+};
+
+struct host_cpu_stat {
+	unsigned id, node;
+	double user, sys, idle;                    /* % of that CPU */
+};
+
+struct host_node_mem {
+	unsigned id;
+	uint64_t free_mib;
+	int percent;                               /* used % (100 when empty) */
 };
 
 struct host_snapshot {
@@ -126,16 +173,22 @@ struct host_snapshot {
 	double sample_time;                        /* wall clock of the sample */
 	uint64_t rx_dropped, tx_dropped;           /* sums over interfaces */
 	char thp_state[16];
+	size_t ncpu;
+	struct host_cpu_stat *cpus;                /* inside the same block */
+	size_t nnode;
+	struct host_node_mem *nodes;               /* inside the same block */
 	size_t nif;
 	struct host_iface ifs[];
 };
 
 /* Compute a snapshot from two raw samples (prev may equal cur: zero CPU
  * interval gives 0/0/100).  Interface state/speed come from root's
- * sys/class/net.  Returns a snapshot with one reference. */
+ * sys/class/net; topo (may be NULL) maps CPUs to NUMA nodes.  Returns a
+ * snapshot with one reference. */
 struct host_snapshot *host_snapshot_build(const struct host_raw *prev,
 					  const struct host_raw *cur,
-					  const char *root, long clk_tck);
+					  const char *root, long clk_tck,
+					  const struct host_topo *topo);
 void host_snapshot_put(struct host_snapshot *s);
 
 /* ---- capabilities ------------------------------------------------------ */
@@ -194,6 +247,7 @@ struct host_state {
 	pthread_cond_t stop_cond;
 	bool stop;
 	atomic_ulong samples;                 /* count, for tests */
+	struct host_topo topo;
 	struct host_caps *caps;
 	uint64_t start_ms;                    /* vd_now_ms() at creation */
 };
@@ -214,7 +268,9 @@ void host_sample_now(struct host_state *h);
 /* Latest snapshot with a reference (never NULL after host_state_new). */
 struct host_snapshot *host_snapshot_get(struct host_state *h);
 
-/* Read the raw counters from h->root into r (r->ifs must be allocated). */
-void host_raw_read(const char *root, struct vd_buf *scratch, struct host_raw *r);
+/* Read the raw counters from root into r (allocated with host_raw_alloc);
+ * topo (may be NULL) names the NUMA nodes whose meminfo is read. */
+void host_raw_read(const char *root, struct vd_buf *scratch, struct host_raw *r,
+		   const struct host_topo *topo);
 
 #endif

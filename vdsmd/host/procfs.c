@@ -159,6 +159,37 @@ int host_parse_stat(const char *text, size_t len, struct host_cpu_times *cpu,
 	return have_cpu ? 0 : VD_EPROTO;
 }
 
+int host_parse_stat_cpus(const char *text, size_t len, struct host_cpu_times *out,
+			 unsigned *ids, size_t max)
+{
+	struct scan s = { text, text + len };
+	const char *ls, *le;
+	size_t n = 0;
+	while (n < max && next_line(&s, &ls, &le)) {
+		if (!starts_with(ls, le, "cpu") || le - ls < 4 || ls[3] < '0' || ls[3] > '9')
+			continue;
+		const char *p = ls + 3;
+		uint64_t id;
+		if (!scan_u64(&p, le, &id) || id > UINT32_MAX || p >= le || (*p != ' ' && *p != '\t'))
+			continue;
+		struct host_cpu_times t;
+		memset(&t, 0, sizeof(t));
+		uint64_t *f[] = { &t.user, &t.nice, &t.system, &t.idle,
+				  &t.iowait, &t.irq, &t.softirq, &t.steal };
+		unsigned got = 0;
+		for (size_t i = 0; i < VD_ARRAY_SIZE(f); i++) {
+			if (!scan_u64(&p, le, f[i]))
+				break;
+			got++;
+		}
+		if (got < 4)
+			continue;
+		ids[n] = (unsigned)id;
+		out[n++] = t;
+	}
+	return (int)n;
+}
+
 /* ---- /proc/meminfo ------------------------------------------------------ */
 
 int host_parse_meminfo(const char *text, size_t len, struct host_meminfo *m)
@@ -193,6 +224,38 @@ int host_parse_meminfo(const char *text, size_t len, struct host_meminfo *m)
 		}
 	}
 	return m->total_kb > 0 ? 0 : VD_EPROTO;
+}
+
+int host_parse_node_meminfo(const char *text, size_t len, uint64_t *total_kb, uint64_t *free_kb)
+{
+	struct scan s = { text, text + len };
+	const char *ls, *le;
+	*total_kb = *free_kb = 0;
+	bool have_total = false;
+	while (next_line(&s, &ls, &le)) {
+		/* "Node 0 MemTotal:       16318436 kB" */
+		const char *p = skip_blank(ls, le);
+		if (!starts_with(p, le, "Node "))
+			continue;
+		p += 5;
+		uint64_t node;
+		if (!scan_u64(&p, le, &node))
+			continue;
+		p = skip_blank(p, le);
+		uint64_t v;
+		if (starts_with(p, le, "MemTotal:")) {
+			p += 9;
+			if (scan_u64(&p, le, &v)) {
+				*total_kb = v;
+				have_total = true;
+			}
+		} else if (starts_with(p, le, "MemFree:")) {
+			p += 8;
+			if (scan_u64(&p, le, &v))
+				*free_kb = v;
+		}
+	}
+	return have_total ? 0 : VD_EPROTO;
 }
 
 /* ---- /proc/loadavg, /proc/uptime, /proc/<pid>/stat ------------------------ */

@@ -4,7 +4,9 @@
  * under snap_lock; all file reads and arithmetic happen outside it. */
 #include "host_int.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,18 +32,47 @@ static int read_rel(const char *root, const char *rel, size_t max, struct vd_buf
 	return host_read_file(path, max, b);
 }
 
-void host_raw_read(const char *root, struct vd_buf *b, struct host_raw *r)
+void host_raw_alloc(struct host_raw *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->ifs = xmalloc(HOST_MAX_IFACES * sizeof(r->ifs[0]));
+	r->cpus = xmalloc(HOST_MAX_CPUS * sizeof(r->cpus[0]));
+	r->cpu_ids = xmalloc(HOST_MAX_CPUS * sizeof(r->cpu_ids[0]));
+}
+
+void host_raw_release(struct host_raw *r)
+{
+	free(r->ifs);
+	free(r->cpus);
+	free(r->cpu_ids);
+	r->ifs = NULL;
+	r->cpus = NULL;
+	r->cpu_ids = NULL;
+	r->nif = r->ncpu = 0;
+}
+
+void host_raw_read(const char *root, struct vd_buf *b, struct host_raw *r,
+		   const struct host_topo *topo)
 {
 	struct host_netdev *ifs = r->ifs;
+	struct host_cpu_times *cpus = r->cpus;
+	unsigned *cpu_ids = r->cpu_ids;
 	memset(r, 0, sizeof(*r));
 	r->ifs = ifs;
+	r->cpus = cpus;
+	r->cpu_ids = cpu_ids;
 	r->mono_ns = vd_now_ns();
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	r->wall = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 
-	if (read_rel(root, "/proc/stat", MAX_STAT, b) == 0)
+	if (read_rel(root, "/proc/stat", MAX_STAT, b) == 0) {
 		r->cpu_ok = host_parse_stat(b->data, b->len, &r->cpu, &r->btime) == 0;
+		if (cpus && cpu_ids) {
+			int n = host_parse_stat_cpus(b->data, b->len, cpus, cpu_ids, HOST_MAX_CPUS);
+			r->ncpu = n > 0 ? (size_t)n : 0;
+		}
+	}
 	if (read_rel(root, "/proc/uptime", MAX_SMALL, b) == 0)
 		host_parse_uptime(b->data, b->len, &r->uptime);
 	if (read_rel(root, "/proc/meminfo", MAX_SMALL, b) == 0)
@@ -55,6 +86,71 @@ void host_raw_read(const char *root, struct vd_buf *b, struct host_raw *r)
 		int n = host_parse_netdev(b->data, b->len, ifs, HOST_MAX_IFACES);
 		r->nif = n > 0 ? (size_t)n : 0;
 	}
+	for (unsigned i = 0; topo && i < topo->nnodes; i++) {
+		char rel[96];
+		snprintf(rel, sizeof(rel), "/sys/devices/system/node/node%u/meminfo", topo->nodes[i]);
+		struct host_node_raw *nr = &r->nodes[r->nnode];
+		if (read_rel(root, rel, MAX_SMALL, b) == 0 &&
+		    host_parse_node_meminfo(b->data, b->len, &nr->total_kb, &nr->free_kb) == 0) {
+			nr->id = topo->nodes[i];
+			r->nnode++;
+		}
+	}
+}
+
+static int cmp_unsigned(const void *a, const void *b)
+{
+	unsigned x = *(const unsigned *)a, y = *(const unsigned *)b;
+	return x < y ? -1 : x > y;
+}
+
+void host_topo_read(const char *root, struct host_topo *t)
+{
+	memset(t, 0, sizeof(*t));
+	char path[HOST_ROOT_MAX + 128];
+	path_join(path, sizeof(path), root, "/sys/devices/system/node");
+	DIR *dir = opendir(path);
+	if (!dir)
+		return;
+	struct dirent *de;
+	while ((de = readdir(dir)) != NULL && t->nnodes < HOST_MAX_NODES) {
+		const char *n = de->d_name;
+		if (strncmp(n, "node", 4) != 0 || !n[4] || strspn(n + 4, "0123456789") != strlen(n + 4) ||
+		    strlen(n + 4) > 5)
+			continue;
+		t->nodes[t->nnodes++] = (unsigned)atoi(n + 4);
+	}
+	closedir(dir);
+	qsort(t->nodes, t->nnodes, sizeof(t->nodes[0]), cmp_unsigned);
+	struct vd_buf b = VD_BUF_INIT;
+	for (unsigned i = 0; i < t->nnodes; i++) {
+		char rel[96];
+		snprintf(rel, sizeof(rel), "/sys/devices/system/node/node%u/cpulist", t->nodes[i]);
+		if (read_rel(root, rel, MAX_SMALL, &b) != 0)
+			continue;
+		/* "0-3,8-11" */
+		const char *p = b.data;
+		while (*p && *p != '\n') {
+			char *e;
+			long lo = strtol(p, &e, 10), hi;
+			if (e == p || lo < 0)
+				break;
+			p = e;
+			hi = lo;
+			if (*p == '-') {
+				hi = strtol(p + 1, &e, 10);
+				if (e == p + 1 || hi < lo)
+					break;
+				p = e;
+			}
+			for (long c = lo; c <= hi && c < HOST_MAX_CPUS; c++)
+				t->cpu_node[c] = (uint16_t)t->nodes[i];
+			if (*p != ',')
+				break;
+			p++;
+		}
+	}
+	buf_free(&b);
 }
 
 /* First line of a small sysfs file, trimmed; false when unreadable. */
@@ -119,34 +215,64 @@ static double pct(uint64_t part, uint64_t total)
 	return total ? 100.0 * (double)part / (double)total : 0.0;
 }
 
+/* Shares of one CPU's jiffies between two readings (VDSM: user+nice as user,
+ * system+irq+softirq as sys, idle = the rest). */
+static void cpu_shares(const struct host_cpu_times *a, const struct host_cpu_times *b,
+		       double *user, double *sys, double *idle)
+{
+	uint64_t ta = host_cpu_total(a), tb = host_cpu_total(b);
+	uint64_t dt = tb > ta ? tb - ta : 0;
+#define D(f) (b->f >= a->f ? b->f - a->f : 0)
+	uint64_t du = D(user) + D(nice);
+	uint64_t ds = D(system) + D(irq) + D(softirq);
+#undef D
+	*user = pct(du, dt);
+	*sys = pct(ds, dt);
+	if (*user > 100.0)
+		*user = 100.0;
+	if (*sys > 100.0 - *user)
+		*sys = 100.0 - *user;
+	*idle = 100.0 - *user - *sys;
+	if (*idle < 0)
+		*idle = 0;
+}
+
 struct host_snapshot *host_snapshot_build(const struct host_raw *prev,
 					  const struct host_raw *cur,
-					  const char *root, long clk_tck)
+					  const char *root, long clk_tck,
+					  const struct host_topo *topo)
 {
-	struct host_snapshot *s = xcalloc(1, sizeof(*s) + cur->nif * sizeof(s->ifs[0]));
+	size_t ncpu = prev->cpus && cur->cpus ? cur->ncpu : 0;
+	size_t nnode = cur->nnode ? cur->nnode : cur->mem_ok ? 1 : 0;
+	size_t off_cpus = sizeof(struct host_snapshot) + cur->nif * sizeof(struct host_iface);
+	size_t off_nodes = off_cpus + ncpu * sizeof(struct host_cpu_stat);
+	struct host_snapshot *s = xcalloc(1, off_nodes + nnode * sizeof(struct host_node_mem));
 	atomic_init(&s->refs, 1);
+	s->cpus = (struct host_cpu_stat *)(void *)((char *)s + off_cpus);
+	s->nodes = (struct host_node_mem *)(void *)((char *)s + off_nodes);
 	s->sample_time = cur->wall;
 
 	/* CPU: shares of the jiffies elapsed over all CPUs (VDSM: user+nice as
 	 * user, system+irq+softirq as sys, idle = 100 - both). */
-	if (prev->cpu_ok && cur->cpu_ok) {
-		const struct host_cpu_times *a = &prev->cpu, *b = &cur->cpu;
-		uint64_t ta = host_cpu_total(a), tb = host_cpu_total(b);
-		uint64_t dt = tb > ta ? tb - ta : 0;
-#define D(f) (b->f >= a->f ? b->f - a->f : 0)
-		uint64_t du = D(user) + D(nice);
-		uint64_t ds = D(system) + D(irq) + D(softirq);
-#undef D
-		s->cpu_user = pct(du, dt);
-		s->cpu_sys = pct(ds, dt);
-		if (s->cpu_user > 100.0)
-			s->cpu_user = 100.0;
-		if (s->cpu_sys > 100.0 - s->cpu_user)
-			s->cpu_sys = 100.0 - s->cpu_user;
+	if (prev->cpu_ok && cur->cpu_ok)
+		cpu_shares(&prev->cpu, &cur->cpu, &s->cpu_user, &s->cpu_sys, &s->cpu_idle);
+	else
+		s->cpu_idle = 100.0;
+
+	/* per CPU, for CPUs present in both readings (VDSM skips the others) */
+	for (size_t i = 0; i < ncpu; i++) {
+		unsigned id = cur->cpu_ids[i];
+		size_t j = i < prev->ncpu && prev->cpu_ids[i] == id ? i : prev->ncpu;
+		for (size_t k = 0; j == prev->ncpu && k < prev->ncpu; k++)
+			if (prev->cpu_ids[k] == id)
+				j = k;
+		if (j == prev->ncpu)
+			continue;
+		struct host_cpu_stat *cs = &s->cpus[s->ncpu++];
+		cs->id = id;
+		cs->node = topo && id < HOST_MAX_CPUS ? topo->cpu_node[id] : 0;
+		cpu_shares(&prev->cpus[j], &cur->cpus[i], &cs->user, &cs->sys, &cs->idle);
 	}
-	s->cpu_idle = 100.0 - s->cpu_user - s->cpu_sys;
-	if (s->cpu_idle < 0)
-		s->cpu_idle = 0;
 
 	/* the agent's own CPU, in % of one CPU over wall time */
 	if (prev->self_ok && cur->self_ok && cur->mono_ns > prev->mono_ns && clk_tck > 0) {
@@ -173,6 +299,24 @@ struct host_snapshot *host_snapshot_build(const struct host_raw *prev,
 		s->swap_total_mib = m->swap_total_kb / 1024;
 		s->swap_free_mib = VD_MIN(m->swap_free_kb, m->swap_total_kb) / 1024;
 		s->anon_huge_mib = m->anon_huge_kb / 1024;
+	}
+
+	/* NUMA nodes' free memory (VDSM: used % is 100 for a node without
+	 * memory); without node directories one node 0 from /proc/meminfo */
+	for (size_t i = 0; i < cur->nnode; i++) {
+		const struct host_node_raw *nr = &cur->nodes[i];
+		struct host_node_mem *nm = &s->nodes[s->nnode++];
+		nm->id = nr->id;
+		uint64_t free_kb = VD_MIN(nr->free_kb, nr->total_kb);
+		nm->free_mib = free_kb / 1024;
+		nm->percent = nr->total_kb ? 100 - (int)(100.0 * (double)free_kb / (double)nr->total_kb) : 100;
+	}
+	if (!cur->nnode && cur->mem_ok) {
+		struct host_node_mem *nm = &s->nodes[s->nnode++];
+		uint64_t free_kb = VD_MIN(cur->mem.free_kb, cur->mem.total_kb);
+		nm->id = 0;
+		nm->free_mib = free_kb / 1024;
+		nm->percent = 100 - (int)(100.0 * (double)free_kb / (double)cur->mem.total_kb);
 	}
 
 	if (cur->btime)
@@ -234,12 +378,11 @@ static void raw_swap(struct host_raw *a, struct host_raw *b)
 void host_sample_now(struct host_state *h)
 {
 	struct host_raw cur;
-	memset(&cur, 0, sizeof(cur));
-	cur.ifs = xmalloc(HOST_MAX_IFACES * sizeof(cur.ifs[0]));
-	host_raw_read(h->root, &h->scratch, &cur);
-	publish(h, host_snapshot_build(&h->prev, &cur, h->root, h->clk_tck));
+	host_raw_alloc(&cur);
+	host_raw_read(h->root, &h->scratch, &cur, &h->topo);
+	publish(h, host_snapshot_build(&h->prev, &cur, h->root, h->clk_tck, &h->topo));
 	raw_swap(&h->prev, &cur);
-	free(cur.ifs);
+	host_raw_release(&cur);
 	buf_shrink(&h->scratch);
 }
 
@@ -294,8 +437,9 @@ struct host_state *host_state_new(struct vdsmd *d, const struct host_opts *o)
 
 	/* first sample: two readings a short interval apart, so the first
 	 * snapshot already has CPU percentages */
-	h->prev.ifs = xmalloc(HOST_MAX_IFACES * sizeof(h->prev.ifs[0]));
-	host_raw_read(h->root, &h->scratch, &h->prev);
+	host_topo_read(h->root, &h->topo);
+	host_raw_alloc(&h->prev);
+	host_raw_read(h->root, &h->scratch, &h->prev, &h->topo);
 	unsigned first = o->first_ms ? o->first_ms : 150;
 	struct timespec ts = { first / 1000, (long)(first % 1000) * 1000000L };
 	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
@@ -303,10 +447,15 @@ struct host_state *host_state_new(struct vdsmd *d, const struct host_opts *o)
 	host_sample_now(h);
 
 	if (o->start_thread) {
+		/* the sampler takes no signals: they stay with the loop thread */
+		sigset_t all, old;
+		sigfillset(&all);
+		pthread_sigmask(SIG_SETMASK, &all, &old);
 		if (pthread_create(&h->thread, NULL, sampler_main, h) == 0)
 			h->thread_started = true;
 		else
 			log_error("host: cannot start the sampler thread; stats stay at the first sample");
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
 	}
 	return h;
 }
@@ -323,7 +472,7 @@ void host_state_free(struct host_state *h)
 		pthread_join(h->thread, NULL);
 	}
 	host_snapshot_put(h->snap);
-	free(h->prev.ifs);
+	host_raw_release(&h->prev);
 	buf_free(&h->scratch);
 	host_caps_free(h->caps);
 	pthread_cond_destroy(&h->stop_cond);

@@ -99,6 +99,42 @@ static void write_network(struct vd_writer *w, const struct host_snapshot *s)
 	vw_end_object(w);
 }
 
+static void key_u(struct vd_writer *w, unsigned v)
+{
+	char b[16];
+	int n = snprintf(b, sizeof(b), "%u", v);
+	vw_key(w, b, (size_t)n);
+}
+
+/* cpuStatistics: {"<cpu>": {nodeIndex, cpuUser, cpuSys, cpuIdle}} (VDSM
+ * CpuCoreStatsMap); numaNodeMemFree: {"<node>": {memFree, memPercent}}. */
+static void write_cpu_numa(struct vd_writer *w, const struct host_snapshot *s)
+{
+	vw_keyz(w, "cpuStatistics");
+	vw_begin_object(w);
+	for (size_t i = 0; i < s->ncpu; i++) {
+		const struct host_cpu_stat *c = &s->cpus[i];
+		key_u(w, c->id);
+		vw_begin_object(w);
+		vw_kint(w, "nodeIndex", c->node);
+		kstr_2f(w, "cpuUser", c->user);
+		kstr_2f(w, "cpuSys", c->sys);
+		kstr_2f(w, "cpuIdle", c->idle);
+		vw_end_object(w);
+	}
+	vw_end_object(w);
+	vw_keyz(w, "numaNodeMemFree");
+	vw_begin_object(w);
+	for (size_t i = 0; i < s->nnode; i++) {
+		key_u(w, s->nodes[i].id);
+		vw_begin_object(w);
+		kstr_u64(w, "memFree", s->nodes[i].free_mib);
+		vw_kint(w, "memPercent", s->nodes[i].percent);
+		vw_end_object(w);
+	}
+	vw_end_object(w);
+}
+
 static void write_ha_stats(struct vd_writer *w)
 {
 	/* no Hosted Engine agent: VDSM's defaults */
@@ -157,6 +193,7 @@ static int host_get_stats(struct rpc_call *c)
 	kstr_u64(w, "rxDropped", s->rx_dropped);
 	kstr_u64(w, "txDropped", s->tx_dropped);
 	write_network(w, s);
+	write_cpu_numa(w, s);
 	vw_keyz(w, "storageDomains");
 	if (d && d->storage) {
 		storage_write_domain_stats(d, w);

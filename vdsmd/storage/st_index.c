@@ -207,6 +207,9 @@ void index_add_volume(struct st_domain *d, struct st_volume *v)
 	}
 	im->vols[im->n++] = v;
 	map_put(&d->volumes, v->uuid, v);
+	struct st_volume *p = strcmp(v->parent, ST_BLANK_UUID) ? map_get(&d->volumes, v->parent) : NULL;
+	if (p)
+		p->nchildren++;
 }
 
 /* Removes (and frees) the volume; drops its image when it was the last. */
@@ -215,6 +218,9 @@ void index_del_volume(struct st_domain *d, const char *vol)
 	struct st_volume *v = map_del(&d->volumes, vol);
 	if (!v)
 		return;
+	struct st_volume *p = strcmp(v->parent, ST_BLANK_UUID) ? map_get(&d->volumes, v->parent) : NULL;
+	if (p && p->nchildren)
+		p->nchildren--;
 	struct st_image *im = map_get(&d->images, v->image);
 	if (im) {
 		for (size_t i = 0; i < im->n; i++)
@@ -234,10 +240,19 @@ void index_del_volume(struct st_domain *d, const char *vol)
 
 bool index_has_children(const struct st_domain *d, const char *vol)
 {
+	const struct st_volume *v = map_get(&d->volumes, vol);
+	return v && v->nchildren > 0;
+}
+
+void index_count_children(struct st_domain *d)
+{
+	for (struct st_map_ent *e = map_first(&d->volumes); e; e = map_next(&d->volumes, e))
+		((struct st_volume *)map_val(e))->nchildren = 0;
 	for (struct st_map_ent *e = map_first(&d->volumes); e; e = map_next(&d->volumes, e)) {
 		const struct st_volume *v = map_val(e);
-		if (strcmp(v->parent, vol) == 0)
-			return true;
+		struct st_volume *p = strcmp(v->parent, ST_BLANK_UUID)
+			? map_get(&d->volumes, v->parent) : NULL;
+		if (p)
+			p->nchildren++;
 	}
-	return false;
 }

@@ -136,6 +136,7 @@ int st_scan_domain(struct storage_state *s, struct st_domain *d)
 	}
 	closedir(dh);
 	free(images);
+	index_count_children(d);
 	st_fsync_dir(d->dir);
 	return 0;
 }

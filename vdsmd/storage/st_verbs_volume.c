@@ -23,11 +23,7 @@ void verb_write_volume_info(struct vd_writer *w, const struct storage_state *s,
 	vw_kstr(w, "allocType", st_alloc_name(v->alloc));
 	vw_kstr(w, "format", st_volfmt_name(v->format));
 	vw_kstr(w, "disktype", v->disktype);
-	bool leaf = true;
-	for (size_t i = 0; im && i < im->n; i++)
-		if (strcmp(im->vols[i]->parent, v->uuid) == 0)
-			leaf = false;
-	vw_kstr(w, "voltype", leaf ? "LEAF" : "INTERNAL");
+	vw_kstr(w, "voltype", v->nchildren ? "INTERNAL" : "LEAF");
 	vw_kstrf(w, "capacity", "%lld", (long long)v->capacity);
 	vw_kstr(w, "parent", v->parent);
 	vw_kstr(w, "description", v->description ? v->description : "");
@@ -50,7 +46,7 @@ void verb_write_volume_info(struct vd_writer *w, const struct storage_state *s,
 	vw_end_object(w);
 	vw_keyz(w, "children");
 	vw_begin_array(w);
-	for (size_t i = 0; im && i < im->n; i++)
+	for (size_t i = 0; v->nchildren && im && i < im->n; i++)
 		if (strcmp(im->vols[i]->parent, v->uuid) == 0)
 			vw_strz(w, im->vols[i]->uuid);
 	vw_end_array(w);
