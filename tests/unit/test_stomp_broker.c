@@ -488,6 +488,11 @@ START_TEST(test_reply_routing)
 	ck_assert_str_eq(hdr(f, "subscription"), "a9");
 	/* origin NULL: every subscriber as well */
 	ck_assert_uint_eq(stomp_broker_reply(H.b, NULL, NULL, 0, NULL, S("{}")), 2);
+	/* an empty reply-to means the default destination */
+	ck_assert_uint_eq(stomp_broker_reply(H.b, B.s, "", 0, NULL, S("{}")), 1);
+	expect(&B, STOMP_MESSAGE);
+	f = expect(&B, STOMP_MESSAGE);
+	ck_assert_str_eq(hdr(f, "destination"), "jms.topic.vdsm_responses");
 }
 END_TEST
 

@@ -303,6 +303,22 @@ START_TEST(volume_qcow2_and_snapshot)
 			       "bbbbbbbb-0000-0000-0000-00000000dead" };
 	ck_assert_int_eq(st_volume_create(S, &r, tid, &e), -1);
 	ck_assert_int_eq(e.code, RPC_E_NO_VOLUME);
+	/* qemu-img failing (the parent's data vanished behind our back): the
+	 * task fails with qemu-img's message and leaves nothing behind */
+	char *p1data = vpath(IMG1, VOL1, "");
+	char *moved = st_pathf("%s.moved", p1data);
+	ck_assert_int_eq(rename(p1data, moved), 0);
+	st = create_vol(IMG1, VOL3, MiB, ST_FMT_COW, ST_SPARSE, IMG1, VOL1);
+	ck_assert_int_eq(st.result, ST_TR_CLEAN_SUCCESS);
+	ck_assert_msg(strstr(st.message, "qemu-img"), "%s", st.message);
+	char *p3 = vpath(IMG1, VOL3, ""), *m3 = vpath(IMG1, VOL3, ".meta");
+	ck_assert(!exists(p3));
+	ck_assert(!exists(m3));
+	ck_assert_int_eq(rename(moved, p1data), 0);
+	free(p1data);
+	free(moved);
+	free(p3);
+	free(m3);
 	/* RAW cannot have a parent */
 	r.format = ST_FMT_RAW;
 	r.src_vol = VOL1;
