@@ -777,6 +777,25 @@ START_TEST(test_nested_feed)
 }
 END_TEST
 
+START_TEST(test_too_many_subscriptions)
+{
+	struct vd_buf in = VD_BUF_INIT;
+	for (int i = 0; i < STOMP_MAX_SUBSCRIPTIONS; i++)
+		buf_printf(&in, "SUBSCRIBE\ndestination:d%d\nid:%d\n\n%c", i % 7, i, '\0');
+	ck_assert_int_eq(feed(&A, in.data, in.len), (long)in.len);
+	buf_free(&in);
+	expect_none(&A);
+	FEED(&A, "SUBSCRIBE\ndestination:x\nid:one-more\n\n\0");
+	expect_error(&A, "Too many subscriptions");
+	ck_assert(!stomp_session_closing(A.s));
+	/* after an UNSUBSCRIBE there is room again */
+	FEED(&A, "UNSUBSCRIBE\nid:5\n\n\0SUBSCRIBE\ndestination:x\nid:one-more\n\n\0");
+	expect_none(&A);
+	ck_assert_uint_eq(stomp_broker_publish(H.b, "d3", NULL, S("x")),
+			  (STOMP_MAX_SUBSCRIPTIONS + 3) / 7);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("stomp_broker");
@@ -803,6 +822,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_many_sessions);
 	tcase_add_test(tc, test_escaped_names);
 	tcase_add_test(tc, test_nested_feed);
+	tcase_add_test(tc, test_too_many_subscriptions);
 	suite_add_tcase(s, tc);
 	return s;
 }
