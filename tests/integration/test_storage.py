@@ -139,6 +139,24 @@ class StorageFlow(unittest.TestCase):
         self.assertFalse(os.path.exists(os.path.join(self.root, SD, "images", img)))
         self.assertEqual(result(c.call("StorageDomain.getImages", [SD])), [])
 
+    def test_domain_monitor_in_host_stats(self):
+        st = result(call_ready(self.c, "Host.getStats"))["storageDomains"]
+        self.assertIn(SD, st)
+        dom = st[SD]
+        self.assertEqual(dom["code"], 0)
+        self.assertIs(dom["valid"], True)
+        self.assertIs(dom["acquired"], True)
+        self.assertIs(dom["actual"], True)
+        self.assertEqual(dom["version"], 5)
+        float(dom["delay"])
+        float(dom["lastCheck"])
+        stats = result(self.c.call("StorageDomain.getStats", [SD]))
+        self.assertGreater(int(stats["disktotal"]), 0)
+        self.assertGreaterEqual(int(stats["diskfree"]), 0)
+        info = result(self.c.call("StorageDomain.getInfo", [SD]))
+        self.assertEqual((info["uuid"], info["type"], info["class"], info["version"]),
+                         (SD, "LOCALFS", "Data", "5"))
+
     def test_task_events(self):
         ev = self.d.stomp()
         ev.connect()
