@@ -308,7 +308,7 @@ size_t stomp_broker_reply(struct stomp_broker *b, struct stomp_session *origin,
 			  const char *dest, size_t dlen, const char *content_type,
 			  const char *body, size_t len)
 {
-	if (!dest) {
+	if (!dest || !dlen) {  /* no (or an empty) reply-to */
 		dest = DEFAULT_REPLY_DEST;
 		dlen = sizeof(DEFAULT_REPLY_DEST) - 1;
 	}

@@ -20,6 +20,7 @@ struct host {
 	size_t body_len;
 	bool has_ct, has_rt, has_flow;
 	bool reply_inline;   /* answer each request from inside the callback */
+	struct peer *nested; /* feed this peer a SUBSCRIBE from inside the callback */
 	int noutput;
 	void *output_conn;
 	int nhb;
@@ -37,6 +38,9 @@ static void copy_opt(char *dst, size_t cap, bool *has, const char *v, size_t n)
 	}
 }
 
+struct peer;
+static void nested_feed(struct peer *p);
+
 static void h_request(void *hp, struct stomp_session *s, const char *body, size_t len,
 		      const char *ct, size_t ctlen, const char *rt, size_t rtlen,
 		      const char *flow, size_t flen)
@@ -51,6 +55,8 @@ static void h_request(void *hp, struct stomp_session *s, const char *body, size_
 	copy_opt(h->flow, sizeof(h->flow), &h->has_flow, flow, flen);
 	if (h->reply_inline)
 		stomp_broker_reply(h->b, s, rt, rtlen, "application/json", body, len);
+	if (h->nested)
+		nested_feed(h->nested);
 }
 
 static void h_output(void *hp, struct stomp_session *s, void *conn)
@@ -136,6 +142,11 @@ static long feed(struct peer *p, const char *data, size_t len)
 }
 
 #define FEED(p, lit) feed((p), lit, sizeof(lit) - 1)
+
+static void nested_feed(struct peer *p)
+{
+	ck_assert_int_gt(FEED(p, "SUBSCRIBE\ndestination:n\nid:n1\nreceipt:nr\n\n\0"), 0);
+}
 
 /* Next frame the peer received, or NULL. */
 static struct stomp_frame *next(struct peer *p)
@@ -488,6 +499,11 @@ START_TEST(test_reply_routing)
 	ck_assert_str_eq(hdr(f, "subscription"), "a9");
 	/* origin NULL: every subscriber as well */
 	ck_assert_uint_eq(stomp_broker_reply(H.b, NULL, NULL, 0, NULL, S("{}")), 2);
+	/* an empty reply-to means the default destination */
+	ck_assert_uint_eq(stomp_broker_reply(H.b, B.s, "", 0, NULL, S("{}")), 1);
+	expect(&B, STOMP_MESSAGE);
+	f = expect(&B, STOMP_MESSAGE);
+	ck_assert_str_eq(hdr(f, "destination"), "jms.topic.vdsm_responses");
 }
 END_TEST
 
@@ -746,6 +762,40 @@ START_TEST(test_escaped_names)
 }
 END_TEST
 
+START_TEST(test_nested_feed)
+{
+	/* a host may feed another session from inside a callback */
+	H.nested = &B;
+	FEED(&A, "SEND\ndestination:jms.topic.vdsm_requests\nx:1\n\n{}\0"
+		 "SEND\ndestination:n\nreceipt:after\n\nhello\0");
+	ck_assert_int_eq(H.nreq, 1);
+	expect_receipt(&B, "nr");
+	struct stomp_frame *f = expect(&B, STOMP_MESSAGE);
+	ck_assert_str_eq(hdr(f, "subscription"), "n1");
+	expect_receipt(&A, "after");
+	expect_none(&A);
+}
+END_TEST
+
+START_TEST(test_too_many_subscriptions)
+{
+	struct vd_buf in = VD_BUF_INIT;
+	for (int i = 0; i < STOMP_MAX_SUBSCRIPTIONS; i++)
+		buf_printf(&in, "SUBSCRIBE\ndestination:d%d\nid:%d\n\n%c", i % 7, i, '\0');
+	ck_assert_int_eq(feed(&A, in.data, in.len), (long)in.len);
+	buf_free(&in);
+	expect_none(&A);
+	FEED(&A, "SUBSCRIBE\ndestination:x\nid:one-more\n\n\0");
+	expect_error(&A, "Too many subscriptions");
+	ck_assert(!stomp_session_closing(A.s));
+	/* after an UNSUBSCRIBE there is room again */
+	FEED(&A, "UNSUBSCRIBE\nid:5\n\n\0SUBSCRIBE\ndestination:x\nid:one-more\n\n\0");
+	expect_none(&A);
+	ck_assert_uint_eq(stomp_broker_publish(H.b, "d3", NULL, S("x")),
+			  (STOMP_MAX_SUBSCRIPTIONS + 3) / 7);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("stomp_broker");
@@ -771,6 +821,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_publish_and_drop);
 	tcase_add_test(tc, test_many_sessions);
 	tcase_add_test(tc, test_escaped_names);
+	tcase_add_test(tc, test_nested_feed);
+	tcase_add_test(tc, test_too_many_subscriptions);
 	suite_add_tcase(s, tc);
 	return s;
 }
