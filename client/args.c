@@ -453,6 +453,8 @@ int client_args_parse(struct client_opts *o, struct vd_arena *a, int argc, char 
 		if (rc != CLIENT_OK)
 			return rc;
 	}
+	snprintf(o->where, sizeof(o->where), strchr(o->host, ':') ? "[%.280s]:%u" : "%.280s:%u",
+		 o->host, o->port);
 	if (!o->codec)
 		o->codec = client_json_codec();
 	if (!o->codec)

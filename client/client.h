@@ -43,6 +43,7 @@ struct client_opts {
 	enum client_mode mode;
 	const char *host;
 	unsigned port;
+	char where[300];            /* "host:port" ("[v6]:port") for messages */
 	bool tls;
 	const char *cert, *key, *cacert;
 	unsigned timeout_ms;

@@ -75,8 +75,8 @@ int client_call(struct client_conn *c, struct vd_arena *a, const char *method,
 		bool timed_out = false;
 		if (client_conn_next(c, deadline_ms, &timed_out) != CLIENT_OK) {
 			if (timed_out)
-				fprintf(stderr, CLIENT_PROG ": No response from %s:%u to %s within "
-					"%g seconds.\n", o->host, o->port, method,
+				fprintf(stderr, CLIENT_PROG ": No response from %s to %s within "
+					"%g seconds.\n", o->where, method,
 					o->timeout_ms / 1000.0);
 			return CLIENT_FAIL;
 		}
@@ -84,8 +84,8 @@ int client_call(struct client_conn *c, struct vd_arena *a, const char *method,
 		if (resp && resp->type == VD_ARRAY && resp->v.arr.n == 1)
 			resp = &resp->v.arr.items[0];
 		if (!resp || resp->type != VD_OBJECT) {
-			fprintf(stderr, CLIENT_PROG ": Invalid response from %s:%u to %s.\n",
-				o->host, o->port, method);
+			fprintf(stderr, CLIENT_PROG ": Invalid response from %s to %s.\n",
+				o->where, method);
 			return CLIENT_FAIL;
 		}
 		const struct vd_value *rid = vd_obj_get(resp, "id");
@@ -98,8 +98,8 @@ int client_call(struct client_conn *c, struct vd_arena *a, const char *method,
 		}
 		const struct vd_value *r = vd_obj_get(resp, "result");
 		if (!r) {
-			fprintf(stderr, CLIENT_PROG ": Invalid response from %s:%u to %s: "
-				"no result.\n", o->host, o->port, method);
+			fprintf(stderr, CLIENT_PROG ": Invalid response from %s to %s: "
+				"no result.\n", o->where, method);
 			return CLIENT_FAIL;
 		}
 		*result = r;

@@ -69,7 +69,7 @@ static int wait_fd(int fd, short events, uint64_t deadline_ms, volatile sig_atom
 static void timeout_msg(const struct client_conn *c, const char *what)
 {
 	const struct client_opts *o = c->o;
-	fail_msg(c, "Timed out %s %s:%u after %g seconds.", what, o->host, o->port,
+	fail_msg(c, "Timed out %s %s after %g seconds.", what, o->where,
 		 o->timeout_ms / 1000.0);
 }
 
@@ -131,7 +131,7 @@ static int tcp_connect(struct client_conn *c, uint64_t deadline_ms)
 					  .ai_flags = AI_ADDRCONFIG }, *res = NULL;
 		int g = getaddrinfo(o->host, port, &hints, &res);
 		if (g != 0) {
-			fail_msg(c, "Cannot resolve host %s (port %u): %s.", o->host, o->port,
+			fail_msg(c, "Cannot resolve the host of %s: %s.", o->where,
 				 gai_strerror(g));
 			return CLIENT_FAIL;
 		}
@@ -150,11 +150,11 @@ static int tcp_connect(struct client_conn *c, uint64_t deadline_ms)
 		return CLIENT_OK;
 	}
 	if (err == ECONNREFUSED)
-		fail_msg(c, "Connection to %s:%u refused (is vdsmd running?).", o->host, o->port);
+		fail_msg(c, "Connection to %s refused (is vdsmd running?).", o->where);
 	else if (err == ETIMEDOUT)
 		timeout_msg(c, "connecting to");
 	else
-		fail_msg(c, "Cannot connect to %s:%u: %s.", o->host, o->port, strerror(err));
+		fail_msg(c, "Cannot connect to %s: %s.", o->where, strerror(err));
 	return CLIENT_FAIL;
 }
 
@@ -169,47 +169,48 @@ static int tls_connect(struct client_conn *c, uint64_t deadline_ms)
 {
 	const struct client_opts *o = c->o;
 	char why[256];
+	signal(SIGPIPE, SIG_IGN);   /* OpenSSL writes without MSG_NOSIGNAL */
 	c->api = xmalloc(sizeof(*c->api));
 	if (client_ssl_load(c->api, why, sizeof(why)) != 0) {
 		free(c->api);
 		c->api = NULL;
-		fail_msg(c, "Cannot connect to %s:%u with TLS: %s.", o->host, o->port, why);
+		fail_msg(c, "Cannot connect to %s with TLS: %s.", o->where, why);
 		return CLIENT_FAIL;
 	}
 	c->ctx = c->api->SSL_CTX_new(c->api->TLS_client_method());
 	if (!c->ctx) {
-		fail_msg(c, "Cannot set up TLS for %s:%u: %s.", o->host, o->port, ssl_reason(c));
+		fail_msg(c, "Cannot set up TLS for %s: %s.", o->where, ssl_reason(c));
 		return CLIENT_FAIL;
 	}
 	c->api->SSL_CTX_ctrl(c->ctx, SSL_CTRL_SET_MIN_PROTO_VERSION, TLS1_2_VERSION, NULL);
 	const char *files[3] = { o->cert, o->key, o->cacert };
 	for (int i = 0; i < 3; i++) {
 		if (access(files[i], R_OK) != 0) {
-			fail_msg(c, "Cannot connect to %s:%u with TLS: cannot read %s: %s.",
-				 o->host, o->port, files[i], strerror(errno));
+			fail_msg(c, "Cannot connect to %s with TLS: cannot read %s: %s.",
+				 o->where, files[i], strerror(errno));
 			return CLIENT_FAIL;
 		}
 	}
 	if (c->api->SSL_CTX_use_certificate_chain_file(c->ctx, o->cert) != 1) {
-		fail_msg(c, "Cannot connect to %s:%u with TLS: cannot load certificate %s (%s).",
-			 o->host, o->port, o->cert, ssl_reason(c));
+		fail_msg(c, "Cannot connect to %s with TLS: cannot load certificate %s (%s).",
+			 o->where, o->cert, ssl_reason(c));
 		return CLIENT_FAIL;
 	}
 	if (c->api->SSL_CTX_use_PrivateKey_file(c->ctx, o->key, SSL_FILETYPE_PEM) != 1 ||
 	    c->api->SSL_CTX_check_private_key(c->ctx) != 1) {
-		fail_msg(c, "Cannot connect to %s:%u with TLS: cannot load key %s (%s).",
-			 o->host, o->port, o->key, ssl_reason(c));
+		fail_msg(c, "Cannot connect to %s with TLS: cannot load key %s (%s).",
+			 o->where, o->key, ssl_reason(c));
 		return CLIENT_FAIL;
 	}
 	if (c->api->SSL_CTX_load_verify_locations(c->ctx, o->cacert, NULL) != 1) {
-		fail_msg(c, "Cannot connect to %s:%u with TLS: cannot load CA %s (%s).",
-			 o->host, o->port, o->cacert, ssl_reason(c));
+		fail_msg(c, "Cannot connect to %s with TLS: cannot load CA %s (%s).",
+			 o->where, o->cacert, ssl_reason(c));
 		return CLIENT_FAIL;
 	}
 	c->api->SSL_CTX_set_verify(c->ctx, SSL_VERIFY_PEER, NULL);
 	c->ssl = c->api->SSL_new(c->ctx);
 	if (!c->ssl || c->api->SSL_set_fd(c->ssl, c->fd) != 1) {
-		fail_msg(c, "Cannot set up TLS for %s:%u: %s.", o->host, o->port, ssl_reason(c));
+		fail_msg(c, "Cannot set up TLS for %s: %s.", o->where, ssl_reason(c));
 		return CLIENT_FAIL;
 	}
 	if (strcmp(o->host, "localhost") != 0)
@@ -225,15 +226,15 @@ static int tls_connect(struct client_conn *c, uint64_t deadline_ms)
 		if (!ev) {
 			long vr = c->api->SSL_get_verify_result(c->ssl);
 			if (vr != X509_V_OK)
-				fail_msg(c, "TLS handshake with %s:%u failed: server certificate "
-					 "not trusted (%s).", o->host, o->port,
+				fail_msg(c, "TLS handshake with %s failed: server certificate "
+					 "not trusted (%s).", o->where,
 					 c->api->X509_verify_cert_error_string(vr));
 			else if (e == SSL_ERROR_SYSCALL || e == SSL_ERROR_ZERO_RETURN)
-				fail_msg(c, "TLS handshake with %s:%u failed: connection closed "
+				fail_msg(c, "TLS handshake with %s failed: connection closed "
 					 "by the server (is it a TLS port, does it accept our "
-					 "certificate?).", o->host, o->port);
+					 "certificate?).", o->where);
 			else
-				fail_msg(c, "TLS handshake with %s:%u failed: %s.", o->host, o->port,
+				fail_msg(c, "TLS handshake with %s failed: %s.", o->where,
 					 ssl_reason(c));
 			return CLIENT_FAIL;
 		}
@@ -243,7 +244,7 @@ static int tls_connect(struct client_conn *c, uint64_t deadline_ms)
 			return CLIENT_FAIL;
 		}
 		if (w < 0) {
-			fail_msg(c, "TLS handshake with %s:%u failed: %s.", o->host, o->port,
+			fail_msg(c, "TLS handshake with %s failed: %s.", o->where,
 				 strerror(errno));
 			return CLIENT_FAIL;
 		}
@@ -293,7 +294,7 @@ static int flush_out(struct client_conn *c, uint64_t deadline_ms, bool *timed_ou
 	buf_reset(&c->out);
 	return CLIENT_OK;
 broken:
-	fail_msg(c, "Connection to %s:%u lost while sending.", o->host, o->port);
+	fail_msg(c, "Connection to %s lost while sending.", o->where);
 	return CLIENT_FAIL;
 }
 
@@ -415,8 +416,8 @@ int client_conn_next(struct client_conn *c, uint64_t deadline_ms, bool *timed_ou
 				if (c->frame.cmd == STOMP_ERROR) {
 					size_t ml = 0;
 					const char *m = stomp_frame_get(&c->frame, "message", &ml);
-					fail_msg(c, "Server %s:%u sent a STOMP error: %.*s%s%.*s.",
-						 o->host, o->port, (int)ml, m ? m : "",
+					fail_msg(c, "Server %s sent a STOMP error: %.*s%s%.*s.",
+						 o->where, (int)ml, m ? m : "",
 						 c->frame.body_len ? ": " : "",
 						 (int)VD_MIN(c->frame.body_len, 500),
 						 c->frame.body ? c->frame.body : "");
@@ -430,7 +431,7 @@ int client_conn_next(struct client_conn *c, uint64_t deadline_ms, bool *timed_ou
 				continue;
 			}
 			if (r != VD_AGAIN) {
-				fail_msg(c, "Bad STOMP frame from %s:%u: %s.", o->host, o->port,
+				fail_msg(c, "Bad STOMP frame from %s: %s.", o->where,
 					 why ? why : vd_strerror((int)r));
 				return CLIENT_FAIL;
 			}
@@ -445,9 +446,9 @@ int client_conn_next(struct client_conn *c, uint64_t deadline_ms, bool *timed_ou
 		if (rr == -3)
 			return CLIENT_FAIL;
 		if (rr == 0)
-			fail_msg(c, "Connection to %s:%u closed by the server.", o->host, o->port);
+			fail_msg(c, "Connection to %s closed by the server.", o->where);
 		else
-			fail_msg(c, "Connection to %s:%u failed: %s.", o->host, o->port,
+			fail_msg(c, "Connection to %s failed: %s.", o->where,
 				 c->ssl ? ssl_reason(c) : strerror(errno));
 		return CLIENT_FAIL;
 	}

@@ -96,8 +96,8 @@ int client_wait_task(struct client_conn *c, struct vd_arena *a, const char *task
 			return rc;
 		}
 		if (st->type != VD_OBJECT) {
-			fprintf(stderr, CLIENT_PROG ": unexpected Task.getStatus reply from %s:%u.\n",
-				o->host, o->port);
+			fprintf(stderr, CLIENT_PROG ": unexpected Task.getStatus reply from %s.\n",
+				o->where);
 			return CLIENT_FAIL;
 		}
 		const struct vd_value *state = vd_obj_get(st, "taskState");
@@ -138,8 +138,8 @@ static void on_signal(int sig)
 
 static void announce(struct client_conn *c)
 {
-	fprintf(stderr, CLIENT_PROG ": watching events on %s:%u (interrupt to stop)\n",
-		c->o->host, c->o->port);
+	fprintf(stderr, CLIENT_PROG ": watching events on %s (interrupt to stop)\n",
+		c->o->where);
 	fflush(stderr);
 }
 
@@ -190,8 +190,8 @@ int client_watch_events(const struct client_opts *o, struct vd_arena *a)
 		struct vd_codec_error err = { 0, NULL, 0 };
 		if (codec->decode(a, c.frame.body ? c.frame.body : "", c.frame.body_len, &lim, &v,
 				  &err) != 0 || !v) {
-			fprintf(stderr, CLIENT_PROG ": undecodable event from %s:%u (%s)\n", o->host,
-				o->port, err.reason ? err.reason : "?");
+			fprintf(stderr, CLIENT_PROG ": undecodable event from %s (%s)\n", o->where,
+				err.reason ? err.reason : "?");
 		} else if (event_matches(o->pattern, vd_obj_get(v, "method"))) {
 			client_json_print(stdout, v, true);
 			if (fflush(stdout) != 0) {

@@ -177,11 +177,14 @@ static long fail(const char **why, const char *msg, long err)
 }
 
 /* Scan header lines of the frame at buf[0..len) from p->scanned on.  When
- * rec is non-NULL (the frame started in this call, so pointers into buf stay
- * valid), each header line is also split into rec->hdr on the way: the
- * common whole-frame case then needs no second pass. */
+ * rec is set (the frame started in this call, so pointers into buf stay
+ * valid), each header line is also split into f->hdr on the way: the
+ * common whole-frame case then needs no second pass.  Every check runs on
+ * every line either way, so an error is reported at the same byte however
+ * the input was split (fuzz_stomp_parser checks this). */
 static long scan_headers(struct stomp_parser *p, const struct stomp_limits *lim,
-			 char *buf, size_t len, struct stomp_frame *rec, const char **why)
+			 char *buf, size_t len, struct stomp_frame *f, bool rec,
+			 const char **why)
 {
 	size_t i = p->scanned, from = i;
 	long ret = VD_AGAIN;
@@ -212,7 +215,7 @@ static long scan_headers(struct stomp_parser *p, const struct stomp_limits *lim,
 			ret = 0;
 			break;
 		} else {
-			if (++p->lines > lim->max_headers)
+			if (++p->lines > lim->max_headers || p->lines > f->hdr_cap)
 				return fail(why, "Too many headers", VD_ETOOBIG);
 			if (!(p->flags & STOMP_PF_CLEN) && llen >= 15 &&
 			    !memcmp(buf + ls, "content-length:", 15)) {
@@ -220,13 +223,13 @@ static long scan_headers(struct stomp_parser *p, const struct stomp_limits *lim,
 					return fail(why, "Invalid content-length", VD_EPROTO);
 				p->flags |= STOMP_PF_CLEN;
 			}
+			/* Checked on every line, recorded or not, so an error
+			 * shows at the same byte however the input was split. */
+			char *colon = memchr(buf + ls, ':', llen);
+			if (!colon)
+				return fail(why, "Header without ':'", VD_EPROTO);
 			if (rec) {
-				if (p->lines > rec->hdr_cap)
-					return fail(why, "Too many headers", VD_ETOOBIG);
-				char *colon = memchr(buf + ls, ':', llen);
-				if (!colon)
-					return fail(why, "Header without ':'", VD_EPROTO);
-				struct stomp_header *h = &rec->hdr[p->lines - 1];
+				struct stomp_header *h = &f->hdr[p->lines - 1];
 				h->name = buf + ls;
 				h->nlen = (size_t)(colon - (buf + ls));
 				h->value = colon + 1;
@@ -328,7 +331,7 @@ long stomp_parse(struct stomp_parser *p, const struct stomp_limits *lim,
 	bool fresh = !(p->flags & STOMP_PF_CMD) && p->scanned == 0;
 	long r;
 	if (!(p->flags & STOMP_PF_BODY)) {
-		r = scan_headers(p, lim, fb, flen, fresh ? f : NULL, why);
+		r = scan_headers(p, lim, fb, flen, f, fresh, why);
 		if (r == VD_AGAIN)
 			return skip ? (long)skip : VD_AGAIN;
 		if (r < 0)

@@ -49,7 +49,8 @@ struct stomp_frame {
 	size_t body_len;
 };
 
-/* First occurrence of a header (first wins), or NULL; *vlen set when non-NULL. */
+/* First occurrence of a header (first wins), or NULL; *vlen set when non-NULL
+ * (vlen may be NULL). */
 const char *stomp_frame_get(const struct stomp_frame *f, const char *name, size_t *vlen);
 
 /* Resumable parse state for one stream (a few words; keeps a long body
@@ -69,12 +70,17 @@ struct stomp_parser {
 void stomp_parser_init(struct stomp_parser *p);
 
 /* Parse one frame at the start of buf.  Leading heart-beat EOLs are skipped
- * (and counted in the return value).  Returns:
+ * (and counted in the return value; when the frame after them is not
+ * complete yet, only the EOLs are returned, with STOMP_NONE).  After a
+ * positive return the caller drops that many bytes and calls again with the
+ * rest at the start of buf (the parser's offsets are relative to it); after
+ * VD_AGAIN it calls again with the same bytes plus more.  Returns:
  *   > 0       bytes consumed; *f filled when f->cmd != STOMP_NONE (a pure
  *             heart-beat run yields STOMP_NONE)
  *   VD_AGAIN  need more bytes (nothing consumed)
  *   < 0       framing error (VD_EPROTO, VD_ETOOBIG); *why says why
- * No allocation: f->hdr must hold lim->max_headers entries. */
+ * No allocation: f->hdr should hold lim->max_headers entries (a frame
+ * with more header lines than f->hdr_cap fails with VD_ETOOBIG). */
 long stomp_parse(struct stomp_parser *p, const struct stomp_limits *lim,
 		 char *buf, size_t len, struct stomp_frame *f, const char **why);
 
@@ -109,13 +115,15 @@ struct stomp_broker_ops {
 };
 
 struct stomp_broker_config {
-	struct stomp_limits limits;
-	size_t max_output;          /* per-session output bound for fan-out */
-	const char *server_name;    /* "vdsmd/<version>" */
+	struct stomp_limits limits;  /* any field 0: all defaults */
+	size_t max_output;          /* per-session output bound for fan-out (0: none) */
+	const char *server_name;    /* "vdsmd/<version>" (copied) */
 };
 
+/* ops may be NULL, and any op may be NULL (not called). */
 struct stomp_broker *stomp_broker_new(const struct stomp_broker_config *cfg,
 				      const struct stomp_broker_ops *ops, void *host);
+/* Free every session first. */
 void stomp_broker_free(struct stomp_broker *b);
 
 /* A session for one connection; out is the connection's output buffer. */
@@ -148,7 +156,8 @@ bool stomp_session_closing(const struct stomp_session *s);
 
 /* Deliver a response: to the origin session's subscriptions on dest when it
  * has any (origin may be NULL: gone), else to every subscription on dest.
- * dest NULL means jms.topic.vdsm_responses.  Returns deliveries made. */
+ * dest NULL (or dlen 0) means jms.topic.vdsm_responses.  Returns
+ * deliveries made; content_type NULL leaves the header out. */
 size_t stomp_broker_reply(struct stomp_broker *b, struct stomp_session *origin,
 			  const char *dest, size_t dlen, const char *content_type,
 			  const char *body, size_t len);

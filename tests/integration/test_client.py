@@ -413,6 +413,24 @@ class WithDaemon(unittest.TestCase):
             self.assertIn(type_error, direct["error"]["message"])
         self.assertTrue(checked, "no int/bool/object/array params in the schema")
 
+    def test_bool_and_list_params_change_results(self):
+        """A bool and a JSON list typed from name=value do what the server
+        documents: fullStatus=true adds fields, vmList filters."""
+        rc, out, err = self.call("Host", "getVMList", "fullStatus=false")
+        self.assertEqual(rc, 0, err)
+        short = json.loads(out)
+        self.assertTrue(short, "no VM in the libvirt test driver")
+        rc, out, err = self.call("Host", "getVMList", "fullStatus=true")
+        self.assertEqual(rc, 0, err)
+        full = json.loads(out)
+        self.assertEqual(len(full), len(short))
+        self.assertGreater(set(full[0]), set(short[0]))
+        vm = short[0]["vmId"]
+        rc, out, err = self.call("Host", "getVMList", "vmList=%s" % json.dumps([vm]))
+        self.assertEqual((rc, [v["vmId"] for v in json.loads(out)]), (0, [vm]), err)
+        rc, out, err = self.call("Host", "getVMList", "vmList=%s" % json.dumps([UNKNOWN_UUID]))
+        self.assertEqual((rc, out), (0, "[]\n"), err)
+
     def watcher(self, *pattern):
         """A --watch-events process, subscribed when this returns; its
         stdout lines go to a queue."""

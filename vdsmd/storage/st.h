@@ -199,6 +199,8 @@ const char *st_task_result_name(enum st_task_result r);
 struct storage_state {
 	char *root;                /* storage_root */
 	pthread_mutex_t lock;
+	pthread_mutex_t reg_lock;  /* serializes registry/pool file writers;
+				    * taken before lock, never inside it */
 	pthread_cond_t task_cond;  /* executor queue / task finished */
 	struct st_map domains;     /* sdUUID -> st_domain */
 	struct st_map tasks;       /* taskID -> st_task */
@@ -280,6 +282,8 @@ int st_domain_format(struct storage_state *s, const char *sd, struct st_err *e);
  * the lock; the entry must not go away meanwhile: format is refused while
  * d->busy). */
 int st_domain_write_meta(struct storage_state *s, struct st_domain *d);
+/* Snapshot the registry under the lock, write it outside (caller holds
+ * neither lock). */
 int st_registry_save(struct storage_state *s);
 int st_pool_create(struct storage_state *s, const char *sp, const char *name, const char *master,
 		   int master_ver, const char *const *doms, size_t ndoms, struct st_err *e);

@@ -128,18 +128,21 @@ static int dom_load(struct st_domain *d, const char *base)
 	return 0;
 }
 
-/* Caller holds the lock; the registry write itself is small and atomic. */
 int st_registry_save(struct storage_state *s)
 {
 	struct st_kv kv;
 	kv_init(&kv);
+	pthread_mutex_lock(&s->reg_lock);
+	pthread_mutex_lock(&s->lock);
 	for (struct st_map_ent *e = map_first(&s->domains); e; e = map_next(&s->domains, e)) {
 		struct st_domain *d = map_val(e);
 		if (!d->formatting)
 			kv_set(&kv, d->uuid, d->base);
 	}
+	pthread_mutex_unlock(&s->lock);
 	char *path = st_path(s->root, "domains.reg");
 	int rc = kv_write_file(&kv, path);
+	pthread_mutex_unlock(&s->reg_lock);
 	free(path);
 	kv_free(&kv);
 	return rc;
@@ -241,15 +244,16 @@ int st_domain_create(struct storage_state *s, const char *sd, int type, const ch
 	}
 	pthread_mutex_lock(&s->lock);
 	d->formatting = false;
+	pthread_mutex_unlock(&s->lock);
 	rc = st_registry_save(s);
 	if (rc < 0) {
+		pthread_mutex_lock(&s->lock);
 		d->formatting = true;
 		pthread_mutex_unlock(&s->lock);
 		st_fail(e, RPC_E_GENERAL, "cannot update the domain registry: %s", strerror(-rc));
 		st_rmtree(d->dir);
 		goto fail;
 	}
-	pthread_mutex_unlock(&s->lock);
 	free(md);
 	free(im);
 	log_info("storage: created domain %s (%s) at %s", sd, st_domtype_name(type), d->dir);
@@ -278,12 +282,15 @@ int st_domain_format(struct storage_state *s, const char *sd, struct st_err *e)
 		return st_fail(e, RPC_E_GENERAL, "storage domain %s has operations in progress", sd);
 	}
 	d->formatting = true;   /* no new operation can find it */
+	pthread_mutex_unlock(&s->lock);
 	int rc = st_registry_save(s);
 	if (rc < 0) {
+		pthread_mutex_lock(&s->lock);
 		d->formatting = false;
 		pthread_mutex_unlock(&s->lock);
 		return st_fail(e, RPC_E_GENERAL, "cannot update the domain registry: %s", strerror(-rc));
 	}
+	pthread_mutex_lock(&s->lock);
 	if (strcmp(s->pool_master, sd) == 0)
 		s->pool_master[0] = '\0';
 	pthread_mutex_unlock(&s->lock);
@@ -302,6 +309,8 @@ int st_domain_format(struct storage_state *s, const char *sd, struct st_err *e)
 
 /* ---- pool ---------------------------------------------------------------- */
 
+/* Caller holds s->reg_lock and s->lock; returns with s->lock released
+ * after the snapshot (the write happens outside it). */
 static int pool_save(struct storage_state *s)
 {
 	struct st_kv kv;
@@ -311,6 +320,7 @@ static int pool_save(struct storage_state *s)
 	kv_set(&kv, "MASTER_SDUUID", s->pool_master);
 	kv_setf(&kv, "MASTER_VERSION", "%d", s->pool_master_ver);
 	kv_set(&kv, "CONNECTED", s->pool_connected ? "1" : "0");
+	pthread_mutex_unlock(&s->lock);
 	char *path = st_path(s->root, "pool.meta");
 	int rc = kv_write_file(&kv, path);
 	free(path);
@@ -342,24 +352,21 @@ int st_pool_create(struct storage_state *s, const char *sp, const char *name, co
 	if (!st_is_uuid(sp) || !st_is_uuid(master))
 		return st_fail(e, RPC_E_PARAMS, "storagepoolID/masterSdUUID: not a UUID");
 	bool master_listed = false;
+	pthread_mutex_lock(&s->reg_lock);
 	pthread_mutex_lock(&s->lock);
 	if (s->pool_uuid[0] && strcmp(s->pool_uuid, sp) != 0) {
-		pthread_mutex_unlock(&s->lock);
-		return st_fail(e, RPC_E_GENERAL, "this host already has storage pool %s", s->pool_uuid);
+		st_fail(e, RPC_E_GENERAL, "this host already has storage pool %s", s->pool_uuid);
+		goto fail;
 	}
 	for (size_t i = 0; i < ndoms; i++) {
-		if (!st_domain_get(s, doms[i], e)) {
-			pthread_mutex_unlock(&s->lock);
-			return -1;
-		}
+		if (!st_domain_get(s, doms[i], e))
+			goto fail;
 		if (strcmp(doms[i], master) == 0)
 			master_listed = true;
 	}
-	if (!master_listed || !st_domain_get(s, master, e)) {
-		pthread_mutex_unlock(&s->lock);
-		if (!master_listed)
-			return st_fail(e, RPC_E_PARAMS, "masterSdUUID: not in domainList");
-		return -1;
+	if (!master_listed) {
+		st_fail(e, RPC_E_PARAMS, "masterSdUUID: not in domainList");
+		goto fail;
 	}
 	struct st_domain **list = xcalloc(ndoms, sizeof(*list));
 	for (size_t i = 0; i < ndoms; i++) {
@@ -374,8 +381,8 @@ int st_pool_create(struct storage_state *s, const char *sp, const char *name, co
 	snprintf(s->pool_master, sizeof(s->pool_master), "%.36s", master);
 	s->pool_master_ver = master_ver;
 	s->pool_connected = true;
-	int rc = pool_save(s);
-	pthread_mutex_unlock(&s->lock);
+	int rc = pool_save(s);   /* releases s->lock */
+	pthread_mutex_unlock(&s->reg_lock);
 	for (size_t i = 0; i < ndoms; i++) {
 		int r = st_domain_write_meta(s, list[i]);
 		if (r < 0 && rc == 0)
@@ -388,18 +395,24 @@ int st_pool_create(struct storage_state *s, const char *sp, const char *name, co
 	if (rc < 0)
 		return st_fail(e, RPC_E_GENERAL, "cannot write pool metadata: %s", strerror(-rc));
 	return 0;
+fail:
+	pthread_mutex_unlock(&s->lock);
+	pthread_mutex_unlock(&s->reg_lock);
+	return -1;
 }
 
 int st_pool_connect(struct storage_state *s, const char *sp, bool connect, struct st_err *e)
 {
+	pthread_mutex_lock(&s->reg_lock);
 	pthread_mutex_lock(&s->lock);
 	if (!s->pool_uuid[0] || strcmp(s->pool_uuid, sp) != 0) {
 		pthread_mutex_unlock(&s->lock);
+		pthread_mutex_unlock(&s->reg_lock);
 		return st_fail(e, RPC_E_GENERAL, "Unknown pool id, pool not connected: %s", sp);
 	}
 	s->pool_connected = connect;
-	int rc = pool_save(s);
-	pthread_mutex_unlock(&s->lock);
+	int rc = pool_save(s);   /* releases s->lock */
+	pthread_mutex_unlock(&s->reg_lock);
 	if (rc < 0)
 		return st_fail(e, RPC_E_GENERAL, "cannot write pool metadata: %s", strerror(-rc));
 	return 0;
@@ -421,6 +434,7 @@ struct storage_state *st_open(const char *root, char *why, size_t whylen)
 	struct storage_state *s = xcalloc(1, sizeof(*s));
 	s->root = xstrdup(root);
 	pthread_mutex_init(&s->lock, NULL);
+	pthread_mutex_init(&s->reg_lock, NULL);
 	pthread_cond_init(&s->task_cond, NULL);
 	pthread_cond_init(&s->monitor_cond, NULL);
 	map_init(&s->domains);
@@ -473,6 +487,7 @@ void st_close(struct storage_state *s)
 		free(map_val(e));
 	map_free(&s->tasks);
 	pthread_mutex_destroy(&s->lock);
+	pthread_mutex_destroy(&s->reg_lock);
 	pthread_cond_destroy(&s->task_cond);
 	pthread_cond_destroy(&s->monitor_cond);
 	free(s->pool_name);

@@ -10,10 +10,12 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <spawn.h>
+#include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -184,40 +186,77 @@ static int preallocate(struct storage_state *s, struct st_task *t, int fd, int64
 	return 0;
 }
 
-/* Runs qemu-img through /bin/sh, which prints the exit status on the pipe:
- * the daemon's event loop may reap children itself (libev's SIGCHLD
- * handling), so waitpid() cannot be relied on for the status. */
-static int run_qemu_img(char *const args[], char *err, size_t errlen)
+/* qemu-img is started with PR_SET_PDEATHSIG so that it dies with vdsmd (a
+ * kill -9 leaves no orphan writing behind the restart's scan).  Its exit
+ * status cannot be relied on: the event loop (libev) reaps children with
+ * waitpid(-1) on SIGCHLD.  So success is judged by what can be observed: no
+ * output from `qemu-img -q` and a valid qcow2 header of the requested size
+ * (checked by the caller); the status is used when we do get it. */
+struct qemu_child {
+	const char *exe;
+	char *const *argv;
+	int out;   /* write end of the output pipe */
+};
+
+static int qemu_child_main(void *arg)
 {
-	char *argv[24];
-	int n = 0;
-	argv[n++] = (char *)"/bin/sh";
-	argv[n++] = (char *)"-c";
-	argv[n++] = (char *)"qemu-img \"$@\" 2>&1; echo \"@rc=$?\"";
-	argv[n++] = (char *)"sh";
-	for (size_t i = 1; args[i] && n < 23; i++)   /* args[0] is "qemu-img" */
-		argv[n++] = args[i];
-	argv[n] = NULL;
+	const struct qemu_child *q = arg;
+	int nul = open("/dev/null", O_RDONLY);
+	if (nul < 0 || dup2(nul, 0) < 0 || dup2(q->out, 1) < 0 || dup2(q->out, 2) < 0)
+		_exit(126);
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	execve(q->exe, q->argv, environ);
+	_exit(127);
+}
+
+static char *find_exe(const char *name)
+{
+	const char *path = getenv("PATH");
+	if (!path || !*path)
+		path = "/usr/local/bin:/usr/bin:/bin";
+	for (const char *p = path; *p;) {
+		const char *c = strchr(p, ':');
+		size_t n = c ? (size_t)(c - p) : strlen(p);
+		if (n) {
+			char *cand = st_pathf("%.*s/%s", (int)n, p, name);
+			if (access(cand, X_OK) == 0)
+				return cand;
+			free(cand);
+		}
+		p += n + (c ? 1 : 0);
+	}
+	return NULL;
+}
+
+static int run_qemu_img(char *const argv[], char *err, size_t errlen)
+{
+	char *exe = find_exe("qemu-img");
+	if (!exe) {
+		snprintf(err, errlen, "qemu-img not found in PATH (install qemu-utils)");
+		return -ENOENT;
+	}
 	int pfd[2];
 	if (pipe2(pfd, O_CLOEXEC) < 0) {
-		snprintf(err, errlen, "pipe: %s", strerror(errno));
-		return -errno;
+		int e = errno;
+		free(exe);
+		snprintf(err, errlen, "pipe: %s", strerror(e));
+		return -e;
 	}
-	posix_spawn_file_actions_t fa;
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-	posix_spawn_file_actions_adddup2(&fa, pfd[1], 1);
-	posix_spawn_file_actions_adddup2(&fa, pfd[1], 2);
-	pid_t pid;
-	int rc = posix_spawn(&pid, argv[0], &fa, NULL, argv, environ);
-	posix_spawn_file_actions_destroy(&fa);
+	struct qemu_child q = { exe, argv, pfd[1] };
+	size_t stack_size = 64 * 1024;
+	char *stack = xmalloc(stack_size);
+	/* CLONE_VM|CLONE_VFORK: like vfork, the parent resumes after exec. */
+	pid_t pid = clone(qemu_child_main, stack + stack_size, CLONE_VM | CLONE_VFORK | SIGCHLD, &q);
+	int cerr = errno;
+	free(stack);
+	free(exe);
 	close(pfd[1]);
-	if (rc != 0) {
+	if (pid < 0) {
 		close(pfd[0]);
-		snprintf(err, errlen, "cannot run qemu-img: %s", strerror(rc));
-		return -rc;
+		snprintf(err, errlen, "cannot run qemu-img: %s", strerror(cerr));
+		return -cerr;
 	}
-	char out[1024];
+	char out[512];
 	size_t got = 0;
 	for (;;) {
 		char tmp[512];
@@ -226,44 +265,56 @@ static int run_qemu_img(char *const args[], char *err, size_t errlen)
 			continue;
 		if (r <= 0)
 			break;
-		/* keep the tail: the status line comes last */
-		if (got + (size_t)r > sizeof(out) - 1) {
-			size_t drop = got + (size_t)r - (sizeof(out) - 1);
-			if (drop > got)
-				drop = got;
-			memmove(out, out + drop, got - drop);
-			got -= drop;
-		}
 		size_t take = VD_MIN((size_t)r, sizeof(out) - 1 - got);
-		memcpy(out + got, tmp + (size_t)r - take, take);
+		memcpy(out + got, tmp, take);
 		got += take;
 	}
 	out[got] = '\0';
 	close(pfd[0]);
-	int status;
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+	int status = 0;
+	pid_t w;
+	while ((w = waitpid(pid, &status, 0)) < 0 && errno == EINTR)
 		;
-	char *mark = NULL;
-	for (char *p = out; (p = strstr(p, "@rc=")); p++)
-		mark = p;
-	int code = mark ? atoi(mark + 4) : -1;
-	if (mark)
-		*mark = '\0';
-	if (code == 0)
+	bool known = w == pid;   /* else the event loop reaped it first */
+	if (got == 0 && (!known || (WIFEXITED(status) && WEXITSTATUS(status) == 0)))
 		return 0;
-	size_t len = strlen(out);
-	while (len && (out[len - 1] == '\n' || out[len - 1] == ' '))
-		out[--len] = '\0';
+	while (got && (out[got - 1] == '\n' || out[got - 1] == ' '))
+		out[--got] = '\0';
 	for (char *p = out; *p; p++)
 		if (*p == '\n')
 			*p = ' ';
-	snprintf(err, errlen, "qemu-img create failed (exit %d): %s", code,
-		 len ? out : "(no output)");
+	if (known && WIFSIGNALED(status))
+		snprintf(err, errlen, "qemu-img create killed by signal %d: %s", WTERMSIG(status),
+			 got ? out : "(no output)");
+	else if (known && WIFEXITED(status))
+		snprintf(err, errlen, "qemu-img create failed (exit %d): %s", WEXITSTATUS(status),
+			 got ? out : "(no output)");
+	else
+		snprintf(err, errlen, "qemu-img create failed: %s", out);
 	if (strstr(out, "No space left"))
 		return -ENOSPC;
 	if (strstr(out, "too large"))
 		return -EFBIG;
 	return -EIO;
+}
+
+/* The qcow2 header says what qemu-img made: magic, version, virtual size. */
+static int check_qcow2(const char *path, int64_t size, char *err, size_t errlen)
+{
+	unsigned char h[32];
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	ssize_t r = fd >= 0 ? pread(fd, h, sizeof(h), 0) : -1;
+	if (fd >= 0)
+		close(fd);
+	uint64_t vsize = 0;
+	for (int i = 0; i < 8; i++)
+		vsize = vsize << 8 | h[24 + i];
+	if (r != (ssize_t)sizeof(h) || memcmp(h, "QFI\xfb", 4) != 0 || vsize != (uint64_t)size) {
+		snprintf(err, errlen, "qemu-img create did not produce a %lld-byte qcow2 image",
+			 (long long)size);
+		return -EIO;
+	}
+	return 0;
 }
 
 static int create_cow(struct st_task *t, const char *path, char *err, size_t errlen)
@@ -303,6 +354,8 @@ int st_vol_create_data(struct storage_state *s, struct st_task *t, const struct 
 	int rc = 0;
 	if (t->format == ST_FMT_COW) {
 		rc = create_cow(t, path, err, errlen);
+		if (rc == 0)
+			rc = check_qcow2(path, t->size, err, errlen);
 		if (rc == 0) {
 			int fd = open(path, O_RDONLY | O_CLOEXEC);
 			if (fd < 0 || fsync(fd) < 0) {
