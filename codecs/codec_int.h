@@ -2,7 +2,7 @@
  * codecs/): number conversion, string unescaping and UTF-8 checks, double
  * formatting, the JSON emitter, and the tree builder every decoder fills.
  *
- * Tree builder: a decoder pushes scalars with tb_value(), opens containers
+ * Tree builder: a decoder stores scalars with tb_slot() (or tb_value()), opens containers
  * with tb_begin() and closes them with tb_end(); inside an object it pushes
  * the key with tb_key() before each value.  Children are collected on scratch
  * stacks (heap, grown geometrically, bounded by the number of values the
@@ -42,6 +42,25 @@ size_t cj_utf8_seq(const unsigned char *p, const unsigned char *end);
 /* Offset of the first byte of s[0..n) that is not well-formed UTF-8, or n. */
 size_t cj_utf8_check(const char *s, size_t n);
 
+/* True when s[0..n) is all ASCII (the common case; inline and fast). */
+static inline bool cj_is_ascii(const char *s, size_t n)
+{
+	uint64_t acc = 0, x;
+	if (n >= 8) {
+		size_t i = 0;
+		for (; i + 8 < n; i += 8) {
+			memcpy(&x, s + i, 8);
+			acc |= x;
+		}
+		memcpy(&x, s + n - 8, 8);
+		acc |= x;
+		return !(acc & 0x8080808080808080ull);
+	}
+	for (size_t i = 0; i < n; i++)
+		acc |= (uint8_t)s[i];
+	return !(acc & 0x80);
+}
+
 /* Decode the body of a JSON string (between the quotes, raw input) that
  * contains escapes into a fresh arena copy.  Validates escapes, surrogate
  * pairs (a lone surrogate is an error), control characters and UTF-8.
@@ -80,25 +99,33 @@ void tb_init(struct tree_builder *t, struct vd_arena *a, unsigned max_depth);
 void tb_fini(struct tree_builder *t);
 void *tb_grow(void *p, size_t *cap, size_t elsz, const void *inline_buf);
 
-/* Store a finished value in its parent (or as the root).  Returns false when
- * the document already had a root (a second top-level value). */
-static inline bool tb_value(struct tree_builder *t, const struct vd_value *v)
+/* The place for the next value: in the current array, as the value of the
+ * member whose key was pushed last, or the root.  The caller writes the
+ * value there field by field (building it elsewhere and copying it costs a
+ * store-forwarding stall per value).  NULL when the document already has a
+ * root (a second top-level value). */
+static inline struct vd_value *tb_slot(struct tree_builder *t)
 {
 	if (VD_UNLIKELY(t->depth == 0)) {
 		if (t->done)
-			return false;
-		t->root = *v;
+			return NULL;
 		t->done = true;
-		return true;
+		return &t->root;
 	}
-	struct tb_frame *f = &t->frames[t->depth - 1];
-	if (f->is_obj) {
-		t->mems[t->nmems - 1].val = *v;
-	} else {
-		if (VD_UNLIKELY(t->nvals == t->capvals))
-			t->vals = tb_grow(t->vals, &t->capvals, sizeof(*t->vals), t->vals_in);
-		t->vals[t->nvals++] = *v;
-	}
+	if (t->frames[t->depth - 1].is_obj)
+		return &t->mems[t->nmems - 1].val;
+	if (VD_UNLIKELY(t->nvals == t->capvals))
+		t->vals = tb_grow(t->vals, &t->capvals, sizeof(*t->vals), t->vals_in);
+	return &t->vals[t->nvals++];
+}
+
+/* Store a finished value (copy of *v) in its parent or as the root. */
+static inline bool tb_value(struct tree_builder *t, const struct vd_value *v)
+{
+	struct vd_value *slot = tb_slot(t);
+	if (!slot)
+		return false;
+	*slot = *v;
 	return true;
 }
 
@@ -129,29 +156,37 @@ static inline void tb_key(struct tree_builder *t, const char *k, size_t n)
 static inline bool tb_end(struct tree_builder *t)
 {
 	struct tb_frame *f = &t->frames[--t->depth];
-	struct vd_value v;
+	size_t start = f->start;
 	if (f->is_obj) {
-		size_t n = t->nmems - f->start;
-		v.type = VD_OBJECT;
-		v.v.obj.n = n;
-		v.v.obj.members = NULL;
+		size_t n = t->nmems - start;
+		struct vd_member *m = NULL;
 		if (n) {
-			v.v.obj.members = arena_alloc(t->a, n * sizeof(struct vd_member));
-			memcpy(v.v.obj.members, t->mems + f->start, n * sizeof(struct vd_member));
+			m = arena_alloc(t->a, n * sizeof(struct vd_member));
+			memcpy(m, t->mems + start, n * sizeof(struct vd_member));
 		}
-		t->nmems = f->start;
+		t->nmems = start;
+		struct vd_value *v = tb_slot(t);
+		if (!v)
+			return false;
+		v->type = VD_OBJECT;
+		v->v.obj.n = n;
+		v->v.obj.members = m;
 	} else {
-		size_t n = t->nvals - f->start;
-		v.type = VD_ARRAY;
-		v.v.arr.n = n;
-		v.v.arr.items = NULL;
+		size_t n = t->nvals - start;
+		struct vd_value *items = NULL;
 		if (n) {
-			v.v.arr.items = arena_alloc(t->a, n * sizeof(struct vd_value));
-			memcpy(v.v.arr.items, t->vals + f->start, n * sizeof(struct vd_value));
+			items = arena_alloc(t->a, n * sizeof(struct vd_value));
+			memcpy(items, t->vals + start, n * sizeof(struct vd_value));
 		}
-		t->nvals = f->start;
+		t->nvals = start;
+		struct vd_value *v = tb_slot(t);
+		if (!v)
+			return false;
+		v->type = VD_ARRAY;
+		v->v.arr.n = n;
+		v->v.arr.items = items;
 	}
-	return tb_value(t, &v);
+	return true;
 }
 
 static inline void cj_set_err(struct vd_codec_error *err, int code, size_t off,

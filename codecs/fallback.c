@@ -108,7 +108,7 @@ static int fb_decode(struct vd_arena *a, const char *bytes, size_t len,
 	const char *p = bytes, *end = bytes + len, *q;
 	const char *reason = NULL;
 	int code = VD_EPROTO;
-	struct vd_value v;
+	struct vd_value *v;
 
 value:
 	p = skip_ws(p, end);
@@ -118,11 +118,12 @@ value:
 	}
 	switch (*p) {
 	case '"':
-		q = parse_string(a, p + 1, end, &v.v.s.ptr, &v.v.s.len, &reason, &p);
+		v = tb_slot(&t);
+		v->type = VD_STRING;
+		q = parse_string(a, p + 1, end, &v->v.s.ptr, &v->v.s.len, &reason, &p);
 		if (!q)
 			goto fail;
 		p = q;
-		v.type = VD_STRING;
 		break;
 	case '{':
 		if (!tb_begin(&t, true))
@@ -146,21 +147,24 @@ value:
 		if (end - p < 4 || memcmp(p, "true", 4) != 0)
 			goto bad_literal;
 		p += 4;
-		v.type = VD_BOOL;
-		v.v.b = true;
+		v = tb_slot(&t);
+		v->type = VD_BOOL;
+		v->v.b = true;
 		break;
 	case 'f':
 		if (end - p < 5 || memcmp(p, "false", 5) != 0)
 			goto bad_literal;
 		p += 5;
-		v.type = VD_BOOL;
-		v.v.b = false;
+		v = tb_slot(&t);
+		v->type = VD_BOOL;
+		v->v.b = false;
 		break;
 	case 'n':
 		if (end - p < 4 || memcmp(p, "null", 4) != 0)
 			goto bad_literal;
 		p += 4;
-		v.type = VD_NULL;
+		v = tb_slot(&t);
+		v->type = VD_NULL;
 		break;
 	default:
 		if (*p != '-' && (unsigned char)(*p - '0') >= 10) {
@@ -168,13 +172,13 @@ value:
 							  : "unexpected character, value expected";
 			goto fail;
 		}
-		q = cj_number(p, end, &v, &reason);
+		v = tb_slot(&t);
+		q = cj_number(p, end, v, &reason);
 		if (!q)
 			goto fail;
 		p = q;
 		break;
 	}
-	tb_value(&t, &v);
 after_value:
 	if (t.depth == 0)
 		goto done;

@@ -55,26 +55,29 @@ static inline int value_sep(struct vd_writer *w, char *p)
 	return 0;
 }
 
-/* Escaped body of s (no quotes) at out->data+len; out has room for n. */
-static void put_escaped(struct vd_buf *out, const char *s, size_t n)
+#define ONES 0x0101010101010101ull
+#define HIGHS 0x8080808080808080ull
+
+/* Nonzero when one of the 8 bytes in x needs an escape or is not ASCII. */
+static inline uint64_t swar_special(uint64_t x)
 {
-	const unsigned char *p = (const unsigned char *)s, *end = p + n;
-	/* fast path: find the first byte that is not plain ASCII */
+	uint64_t q = x ^ (ONES * '"'), b = x ^ (ONES * '\\');
+	uint64_t lt = (x - ONES * 0x20) & ~x;          /* byte < 0x20 (or >= 0x80) */
+	uint64_t zq = (q - ONES) & ~q, zb = (b - ONES) & ~b;
+	return (lt | zq | zb | x) & HIGHS;
+}
+
+/* The rest of a string from p, which starts with a byte needing an escape
+ * or a non-ASCII byte. */
+static __attribute__((noinline)) void put_escaped_slow(struct vd_buf *out,
+							const unsigned char *p,
+							const unsigned char *end)
+{
+	char *o;
 	const unsigned char *q = p;
-	while (end - q >= 4 && !(esc_class[q[0]] | esc_class[q[1]] | esc_class[q[2]] |
-				 esc_class[q[3]]))
-		q += 4;
-	while (q < end && !esc_class[*q])
-		q++;
-	size_t k = (size_t)(q - p);
-	if (k)
-		memcpy(out->data + out->len, p, k);
-	out->len += k;
-	if (q == end)
-		return;
 	/* slow path: at most 6 output bytes per remaining input byte */
 	buf_reserve(out, 6 * (size_t)(end - q) + 2);
-	char *o = out->data + out->len;
+	o = out->data + out->len;
 	while (q < end) {
 		unsigned c = *q;
 		switch (esc_class[c]) {
@@ -117,6 +120,42 @@ static void put_escaped(struct vd_buf *out, const char *s, size_t n)
 	out->len = (size_t)(o - out->data);
 }
 
+/* Escaped body of s (no quotes) appended to out, which has room for n
+ * more bytes; the slow path reserves what it needs. */
+static inline __attribute__((always_inline)) void put_escaped(struct vd_buf *out,
+							       const char *s, size_t n)
+{
+	const unsigned char *p = (const unsigned char *)s, *end = p + n;
+	char *o = out->data + out->len;
+	/* fast path: copy 8 plain ASCII bytes at a time; the last (partial)
+	 * chunk is the overlapping last 8 bytes of the string */
+	if (n >= 8) {
+		while (end - p > 8) {
+			uint64_t x;
+			memcpy(&x, p, 8);
+			if (swar_special(x))
+				goto bytewise;
+			memcpy(o, &x, 8);
+			o += 8;
+			p += 8;
+		}
+		uint64_t x;
+		memcpy(&x, end - 8, 8);
+		if (!swar_special(x)) {
+			memcpy(o + (end - p) - 8, &x, 8);
+			out->len += n;
+			return;
+		}
+	}
+bytewise:
+	while (p < end && !esc_class[*p])
+		*o++ = (char)*p++;
+	out->len = (size_t)(o - out->data);
+	if (p == end)
+		return;
+	put_escaped_slow(out, p, end);
+}
+
 static void j_string(struct vd_writer *w, const char *s, size_t n)
 {
 	struct vd_buf *out = w->out;
@@ -127,7 +166,7 @@ static void j_string(struct vd_writer *w, const char *s, size_t n)
 	out->data[out->len + (size_t)k] = '"';
 	out->len += (size_t)k + 1;
 	put_escaped(out, s, n);
-	buf_reserve(out, 1);
+	buf_reserve(out, 1);   /* free unless put_escaped took its slow path */
 	out->data[out->len++] = '"';
 }
 

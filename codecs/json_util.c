@@ -225,6 +225,34 @@ size_t cj_fmt_double(double d, char *buf)
 		memcpy(buf + n, ".0", 2);
 		return n + 2;
 	}
+	/* Few decimals (4295012.34): the smallest k such that m = d * 10^k is an
+	 * integer below 10^15 with m / 10^k == d exactly.  Both m and 10^k are
+	 * exact doubles, so the division is the correctly rounded value of the
+	 * decimal text, which therefore reads back to d; with k minimal it is
+	 * the shortest, and the same text %.15g would print in this range. */
+	double ad = fabs(d);
+	if (ad >= 1e-4 && ad < 1e15) {
+		for (int k = 1; k <= 17; k++) {
+			double scaled = ad * pow10_exact[k];
+			if (scaled >= 1e15)
+				break;
+			double m = nearbyint(scaled);
+			if (m / pow10_exact[k] != ad)
+				continue;
+			uint64_t um = (uint64_t)m, p10 = (uint64_t)pow10_exact[k];
+			char *o = buf;
+			if (d < 0)
+				*o++ = '-';
+			o += cj_fmt_u64(um / p10, o);
+			*o++ = '.';
+			uint64_t frac = um % p10;
+			for (int i = k - 1; i >= 0; i--) {
+				o[i] = (char)('0' + frac % 10);
+				frac /= 10;
+			}
+			return (size_t)(o + k - buf);
+		}
+	}
 	int n = 0;
 	/* A normal double carries more than 15 significant digits, so when 15
 	 * digits read back, %.15g (which drops trailing zeros) is the shortest

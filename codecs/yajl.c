@@ -80,30 +80,13 @@ static size_t y_offset(struct yctx *c)
 	return off > c->len ? c->len : off;
 }
 
-/* A string from yajl as stored in the tree. */
-static bool y_str(struct yctx *c, const unsigned char *us, size_t n, const char **out,
-		  size_t *outlen)
+/* An escaped string: yajl decoded it into its own buffer.  Find the raw
+ * token, which ends just before the consumed offset, and decode it
+ * ourselves.  Inside a string every '"' is preceded by an odd run of
+ * backslashes; the opening quote by none. */
+static __attribute__((noinline)) bool y_str_escaped(struct yctx *c, const char **out,
+						    size_t *outlen)
 {
-	const char *s = (const char *)us;
-	if (n == 0) {
-		*out = "";
-		*outlen = 0;
-		return true;
-	}
-	if (s >= c->base && s < c->base + c->len) {
-		/* no escapes: yajl hands us the input itself */
-		size_t bad = cj_utf8_check(s, n);
-		if (bad != n)
-			return !y_fail(c, VD_EPROTO, (size_t)(s - c->base) + bad,
-				       "invalid UTF-8 in string");
-		*out = s;
-		*outlen = n;
-		return true;
-	}
-	/* Escaped: yajl decoded it into its own buffer.  Find the raw token,
-	 * which ends just before the consumed offset, and decode it ourselves.
-	 * Inside a string every '"' is preceded by an odd run of backslashes;
-	 * the opening quote by none. */
 	size_t endoff = yajl_get_bytes_consumed(c->h);
 	if (endoff < 2 || endoff > c->len || c->base[endoff - 1] != '"')
 		return !y_fail(c, VD_EPROTO, y_offset(c), "string token not found");
@@ -126,64 +109,84 @@ static bool y_str(struct yctx *c, const unsigned char *us, size_t n, const char 
 	return true;
 }
 
-/* Store v; remember where the root value ended. */
-static void y_put(struct yctx *c, const struct vd_value *v)
+/* A string from yajl as stored in the tree. */
+static inline bool y_str(struct yctx *c, const unsigned char *us, size_t n, const char **out,
+			 size_t *outlen)
 {
-	tb_value(&c->t, v);
-	if (c->t.depth == 0 && !c->finishing) {
+	const char *s = (const char *)us;
+	if (VD_LIKELY((size_t)(s - c->base) < c->len)) {
+		/* no escapes: yajl hands us the input itself */
+		if (VD_UNLIKELY(!cj_is_ascii(s, n))) {
+			size_t bad = cj_utf8_check(s, n);
+			if (bad != n)
+				return !y_fail(c, VD_EPROTO, (size_t)(s - c->base) + bad,
+					       "invalid UTF-8 in string");
+		}
+		*out = s;
+		*outlen = n;
+		return true;
+	}
+	if (n == 0) {
+		*out = "";
+		*outlen = 0;
+		return true;
+	}
+	return y_str_escaped(c, out, outlen);
+}
+
+/* Where the next value goes; remembers where the root value ended. */
+static inline struct vd_value *y_slot(struct yctx *c)
+{
+	if (VD_UNLIKELY(c->t.depth == 0) && !c->finishing) {
 		c->root_seen = true;
 		c->root_end = y_offset(c);
 	}
+	return tb_slot(&c->t);   /* never NULL: yajl stops after one root */
 }
 
 static int y_null(void *ctx)
 {
-	struct yctx *c = ctx;
-	struct vd_value v = { .type = VD_NULL };
-	y_put(c, &v);
+	struct vd_value *v = y_slot(ctx);
+	v->type = VD_NULL;
 	return 1;
 }
 
 static int y_bool(void *ctx, int b)
 {
-	struct yctx *c = ctx;
-	struct vd_value v = { .type = VD_BOOL, .v.b = b != 0 };
-	y_put(c, &v);
+	struct vd_value *v = y_slot(ctx);
+	v->type = VD_BOOL;
+	v->v.b = b != 0;
 	return 1;
 }
 
 static int y_number(void *ctx, const char *s, size_t n)
 {
 	struct yctx *c = ctx;
-	struct vd_value v;
 	const char *reason = NULL;
-	const char *e = n ? cj_number(s, s + n, &v, &reason) : NULL;
+	struct vd_value *v = y_slot(c);
+	const char *e = n ? cj_number(s, s + n, v, &reason) : NULL;
 	if (!e || e != s + n)
 		return y_fail(c, VD_EPROTO, y_offset(c), reason ? reason : "invalid number");
-	y_put(c, &v);
 	return 1;
 }
 
 static int y_string(void *ctx, const unsigned char *s, size_t n)
 {
 	struct yctx *c = ctx;
-	struct vd_value v;
-	if (!y_str(c, s, n, &v.v.s.ptr, &v.v.s.len))
-		return 0;
-	v.type = VD_STRING;
-	y_put(c, &v);
-	return 1;
+	struct vd_value *v = y_slot(c);
+	v->type = VD_STRING;
+	return y_str(c, s, n, &v->v.s.ptr, &v->v.s.len);
 }
 
 static int y_key(void *ctx, const unsigned char *s, size_t n)
 {
 	struct yctx *c = ctx;
-	const char *k;
-	size_t kn;
-	if (!y_str(c, s, n, &k, &kn))
-		return 0;
-	tb_key(&c->t, k, kn);
-	return 1;
+	struct tree_builder *t = &c->t;
+	if (VD_UNLIKELY(t->nmems == t->capmems))
+		t->mems = tb_grow(t->mems, &t->capmems, sizeof(*t->mems), t->mems_in);
+	struct vd_member *m = &t->mems[t->nmems++];
+	m->val.type = VD_NULL;
+	return y_str(c, s, n, &m->key, &m->klen);
 }
 
 static int y_start_map(void *ctx)
