@@ -219,4 +219,103 @@ echo "stomp:"
 if out=$("$B/stomp" "${STOMP_SECONDS:-1}"); then echo "$out" | sed 's/^/  /'; else echo "stomp: bench FAILED"; rc=1; fi
 # --- end stomp ---
 
+# --- virt ---
+# VM stats (issue 5).  In-process (bench/vmstats.c): one sample of a 1, 100
+# and 1000-VM test-driver fleet, and the Host.getAllVmStats result encoded
+# fresh vs copied from the per-snapshot cache, for every codec; Python's
+# json.dumps of the very same payload in the same run (what VDSM pays per
+# poll).  Over STOMP (bench/load): Host.getAllVmStats at 4 connections,
+# cached vs forced re-encode (VDSMD_VIRT_NO_CACHE=1) for each JSON codec;
+# Host.ping2 p99 idle vs while a 1000-VM sample runs every second.
+# VIRT_DURATION (seconds per STOMP run, default 3).
+virt_py_dumps() {
+	# $1 payload file; prints us of CPU per json.dumps
+	"$PYTHON" - "$1" <<'EOF'
+import json, sys, time
+obj = json.load(open(sys.argv[1]))
+n, t0 = 0, time.process_time()
+while True:
+    json.dumps(obj)
+    n += 1
+    t = time.process_time() - t0
+    if t > 0.5 and n >= 5:
+        break
+print("%.1f" % (t / n * 1e6))
+EOF
+}
+
+virt_start() {
+	# virt_start LOG URI CODEC INTERVAL [env...] ; sets vpid, vport
+	log=$1 uri=$2 codec=$3 interval=$4
+	shift 4
+	env "$@" "$BUILD/vdsmd" --config /dev/null --listen 127.0.0.1 --port 0 --tls off \
+		--libvirt-uri "$uri" --codec "$codec" --vm-sample-interval "$interval" \
+		--storage-root "$tmp/storage" --log-level info 2> "$log" &
+	vpid=$!
+	i=0
+	while ! grep -q 'listening on' "$log" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+	vport=$(sed -n 's/.*listening on [^ ]*:\([0-9]*\) .*/\1/p' "$log" | head -n 1)
+	# code 99 until the first samples (a 1000-domain test fleet takes seconds to load)
+	i=0
+	while ! grep -q 'ready:' "$log" 2>/dev/null && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+}
+
+virt_stop() {
+	kill "$vpid" 2>/dev/null
+	wait "$vpid" 2>/dev/null
+}
+
+virt_bench() {
+	dur=${VIRT_DURATION:-3}
+	tmp=$(mktemp -d /tmp/vdsmd-bench-virt.XXXXXX)
+	mkdir -p "$tmp/storage"
+	echo "virt: in-process sampling and encoding (bench/vmstats)"
+	for n in 1 100 1000; do
+		"$PYTHON" examples/gen-fleet.py "$n" -o "$tmp/fleet-$n.xml"
+		"$B/vmstats" "test://$tmp/fleet-$n.xml" "$tmp/payload-$n.json" \
+			> "$tmp/vmstats-$n.txt" 2>/dev/null || rc=1
+		grep -v '^RESULT' "$tmp/vmstats-$n.txt"
+		py=$(virt_py_dumps "$tmp/payload-$n.json")
+		echo "$py" > "$tmp/py-$n"
+		cached=$(sed -n 's/^RESULT.*codec=yajl .*cached_us=\([0-9.]*\).*/\1/p' "$tmp/vmstats-$n.txt")
+		enc=$(sed -n 's/^RESULT.*codec=yajl .*encode_us=\([0-9.]*\).*/\1/p' "$tmp/vmstats-$n.txt")
+		awk -v p="$py" -v c="$cached" -v e="$enc" -v n="$n" 'BEGIN {
+			printf "vmstats: %u VMs, Python json.dumps %.1f us: yajl encode is %.1fx faster, the cached copy %.0fx\n",
+				n, p, (e > 0 ? p / e : 0), (c > 0 ? p / c : 0) }'
+	done
+	echo "virt: Host.getAllVmStats over STOMP, 4 connections x depth 1, ${dur}s each"
+	for codec in yajl fallback; do
+		for n in 1 100 1000; do
+			for mode in cached reencode; do
+				if [ "$mode" = cached ]; then e="VDSMD_VIRT_NO_CACHE=0"; else e="VDSMD_VIRT_NO_CACHE=1"; fi
+				virt_start "$tmp/vd-$codec-$n-$mode.log" "test://$tmp/fleet-$n.xml" "$codec" 3600 "$e"
+				"$B/load" --port "$vport" --conns 4 --depth 1 --duration "$dur" --warmup 0.5 \
+					--method Host.getAllVmStats --pid "$vpid" \
+					--label "$codec/$n/$mode" > "$tmp/load-$codec-$n-$mode.txt" || rc=1
+				virt_stop
+				grep -v '^RESULT' "$tmp/load-$codec-$n-$mode.txt"
+			done
+			cpu=$(sed -n 's/^RESULT.* cpu_us_per_req=\([0-9.]*\).*/\1/p' "$tmp/load-$codec-$n-cached.txt")
+			awk -v p="$(cat "$tmp/py-$n")" -v c="$cpu" -v n="$n" -v k="$codec" 'BEGIN {
+				if (c > 0) printf "virt: %s %u VMs: vdsmd CPU per cached response %.1f us = 1/%.0f of Python json.dumps alone (%.1f us)\n",
+					k, n, c, p / c, p }'
+		done
+	done
+	echo "virt: Host.ping2 p99 while idle vs while a 1000-VM sample runs every second"
+	for interval in 3600 1; do
+		virt_start "$tmp/ping-$interval.log" "test://$tmp/fleet-1000.xml" yajl "$interval"
+		"$B/load" --port "$vport" --conns 4 --depth 1 --duration "$dur" --warmup 0.5 \
+			--method Host.ping2 --pid "$vpid" --label "ping2/interval=$interval" \
+			> "$tmp/ping-$interval.txt" || rc=1
+		virt_stop
+		grep -v '^RESULT' "$tmp/ping-$interval.txt"
+	done
+	idle=$(sed -n 's/^RESULT.* p99_us=\([0-9]*\).*/\1/p' "$tmp/ping-3600.txt")
+	busy=$(sed -n 's/^RESULT.* p99_us=\([0-9]*\).*/\1/p' "$tmp/ping-1.txt")
+	awk -v i="$idle" -v b="$busy" 'BEGIN { if (i > 0) printf "virt: ping2 p99 idle %d us, sampling %d us (%.2fx)\n", i, b, b / i }'
+	rm -rf "$tmp"
+}
+virt_bench
+# --- end virt ---
+
 exit $rc

@@ -156,7 +156,8 @@ bool stomp_session_closing(const struct stomp_session *s);
 
 /* Deliver a response: to the origin session's subscriptions on dest when it
  * has any (origin may be NULL: gone), else to every subscription on dest.
- * dest NULL means jms.topic.vdsm_responses.  Returns deliveries made. */
+ * dest NULL (or dlen 0) means jms.topic.vdsm_responses.  Returns
+ * deliveries made; content_type NULL leaves the header out. */
 size_t stomp_broker_reply(struct stomp_broker *b, struct stomp_session *origin,
 			  const char *dest, size_t dlen, const char *content_type,
 			  const char *body, size_t len);

@@ -139,6 +139,24 @@ class StorageFlow(unittest.TestCase):
         self.assertFalse(os.path.exists(os.path.join(self.root, SD, "images", img)))
         self.assertEqual(result(c.call("StorageDomain.getImages", [SD])), [])
 
+    def test_domain_monitor_in_host_stats(self):
+        st = result(call_ready(self.c, "Host.getStats"))["storageDomains"]
+        self.assertIn(SD, st)
+        dom = st[SD]
+        self.assertEqual(dom["code"], 0)
+        self.assertIs(dom["valid"], True)
+        self.assertIs(dom["acquired"], True)
+        self.assertIs(dom["actual"], True)
+        self.assertEqual(dom["version"], 5)
+        float(dom["delay"])
+        float(dom["lastCheck"])
+        stats = result(self.c.call("StorageDomain.getStats", [SD]))
+        self.assertGreater(int(stats["disktotal"]), 0)
+        self.assertGreaterEqual(int(stats["diskfree"]), 0)
+        info = result(self.c.call("StorageDomain.getInfo", [SD]))
+        self.assertEqual((info["uuid"], info["type"], info["class"], info["version"]),
+                         (SD, "LOCALFS", "Data", "5"))
+
     def test_task_events(self):
         ev = self.d.stomp()
         ev.connect()
@@ -235,6 +253,9 @@ class CrashSafety(unittest.TestCase):
             self.assertEqual(kv["LEGALITY"], "LEGAL")
             self.assertEqual(kv["CAP"], vi["capacity"])
             self.assertEqual(kv["FORMAT"], vi["format"])
+            self.assertEqual(kv["PUUID"], vi["parent"])
+            if vi["parent"] != BLANK:
+                self.assertIn(vi["parent"], listed, "parent of %s is gone" % vol)
             if vi["format"] == "RAW":
                 self.assertEqual(os.stat(data).st_size, int(vi["capacity"]))
             else:
@@ -265,13 +286,21 @@ class CrashSafety(unittest.TestCase):
             for cycle in range(self.KILLS):
                 listed = self.check_consistent(c, root) if cycle else {}
                 total_listed += len(listed)
-                known = list(listed.items())
+                known = [(v, i, None) for v, i in listed.items()]
                 # a stream of creates and deletes, pipelined, then kill -9
                 t_end = time.monotonic() + rnd.uniform(0.02, 0.25)
                 while time.monotonic() < t_end:
-                    if known and rnd.random() < 0.35:
-                        vol, img = known.pop(rnd.randrange(len(known)))
+                    if known and rnd.random() < 0.3:
+                        vol, img, _ = known.pop(rnd.randrange(len(known)))
                         c.request("Volume.delete", [vol, BLANK, SD, img])
+                    elif known and rnd.random() < 0.15:
+                        # a snapshot: succeeds when the parent is a LEGAL COW
+                        pvol, pimg, _ = rnd.choice(known)
+                        n += 1
+                        vol = uuid_n("bbbbbbbb", n)
+                        c.request("Volume.create", [vol, BLANK, SD, pimg, str(MiB), 4, 2,
+                                                    "DATA", "snap", pimg, pvol])
+                        known.append((vol, pimg, 4))
                     else:
                         n += 1
                         img = uuid_n("aaaaaaaa", rnd.randrange(4))
@@ -284,7 +313,7 @@ class CrashSafety(unittest.TestCase):
                             c.request("Volume.create", [vol, BLANK, SD, img, size, 5, 1])
                         else:
                             c.request("Volume.create", [vol, BLANK, SD, img, size, 4, 2])
-                        known.append((vol, img))
+                        known.append((vol, img, kind))
                     time.sleep(rnd.uniform(0, 0.01))
                 c.close()
                 vt.restart(d, signal.SIGKILL)

@@ -401,6 +401,12 @@ START_TEST(crafted_root)
 	put(root, "sys/devices/system/node/node1/meminfo", "Node 1 MemTotal: 1048576 kB\n"
 							   "Node 1 MemFree: 786432 kB\n");
 	put(root, "sys/devices/system/node/nodeX/cpulist", "0-1\n");   /* not a node */
+	put(root, "sys/devices/system/node/node0/distance", "10 21\n");
+	put(root, "sys/devices/system/node/node1/distance", "21 10\n");
+	put(root, "sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages", "0\n");
+	put(root, "sys/kernel/mm/hugepages/hugepages-1048576kB/nr_hugepages", "0\n");
+	put(root, "sys/kernel/mm/hugepages/junk/nr_hugepages", "0\n");
+	put(root, "proc/sys/kernel/numa_balancing", "1\n");
 	put(root, "proc/meminfo", "MemTotal: 2097152 kB\nMemFree: 1048576 kB\n"
 				  "Buffers: 0 kB\nCached: 0 kB\nSwapTotal: 0 kB\nSwapFree: 0 kB\n");
 	put(root, "proc/loadavg", "0.10 0.20 0.30 1/2 3\n");
@@ -487,6 +493,17 @@ START_TEST(crafted_root)
 	ck_assert_str_eq(c->os_version, "7.1");
 	ck_assert_str_eq(c->os_pretty, "Crafted Linux 7.1");
 	ck_assert_str_eq(c->uuid, "01234567-89ab-cdef-0123-456789ABCDEF");
+	ck_assert_uint_eq(c->nnodes, 2);
+	ck_assert_uint_eq(c->nodes[0].id, 0);
+	ck_assert_uint_eq(c->nodes[0].total_mib, 1024);
+	ck_assert_uint_eq(c->nodes[1].ncpus, 1);
+	ck_assert_uint_eq(c->nodes[1].cpus[0], 1);
+	ck_assert_uint_eq(c->nodes[1].ndist, 2);
+	ck_assert_uint_eq(c->nodes[1].dist[0], 21);
+	ck_assert_uint_eq(c->nhuge, 2);
+	ck_assert_uint_eq(c->huge_kb[0], 2048);
+	ck_assert_uint_eq(c->huge_kb[1], 1048576);
+	ck_assert_int_eq(c->auto_numa, 1);
 	host_state_free(h);
 
 	/* every file empty or junk: no crash, neutral values */
@@ -507,6 +524,7 @@ START_TEST(crafted_root)
 	ck_assert_uint_eq(h->caps->cpu.threads, 1);
 	ck_assert_str_eq(h->caps->online_cpus, "0");
 	ck_assert_str_eq(h->caps->uuid, "");
+	ck_assert_uint_eq(h->caps->nnodes, 2);   /* the node tree was left alone */
 	host_state_free(h);
 	rm_rf(root);
 }
@@ -569,6 +587,11 @@ START_TEST(real_host)
 	ck_assert(h->caps->kvm == (access("/dev/kvm", F_OK) == 0));
 	ck_assert_str_ne(h->caps->hostname, "");
 	ck_assert_str_ne(h->caps->os_name, "");
+	ck_assert_uint_ge(h->caps->nnodes, 1);
+	size_t node_cpus = 0;
+	for (size_t i = 0; i < h->caps->nnodes; i++)
+		node_cpus += h->caps->nodes[i].ncpus;
+	ck_assert_uint_ge(node_cpus, 1);
 	host_state_free(h);
 }
 END_TEST

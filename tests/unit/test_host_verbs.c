@@ -253,6 +253,15 @@ START_TEST(get_capabilities)
 	ck_assert(uuid->v.s.len == 0 || vd_is_uuid(uuid->v.s.ptr, uuid->v.s.len));
 	get(c, "hostname", VD_STRING);
 	get(c, "clusterLevels", VD_ARRAY);
+	const struct vd_value *nodes = get(c, "numaNodes", VD_OBJECT);
+	ck_assert_uint_ge(nodes->v.obj.n, 1);
+	const struct vd_value *n0 = &nodes->v.obj.members[0].val;
+	ck_assert(digits_only(get(n0, "totalMemory", VD_STRING)));
+	ck_assert_uint_ge(get(n0, "cpus", VD_ARRAY)->v.arr.n, 1);
+	ck_assert_uint_eq(get(c, "numaNodeDistance", VD_OBJECT)->v.obj.n, nodes->v.obj.n);
+	int64_t an = get(c, "autoNumaBalancing", VD_INT)->v.i;
+	ck_assert(an >= 0 && an <= 2);
+	get(c, "hugepages", VD_ARRAY);
 
 	/* the second call copies the cached bytes; the other JSON codec shares
 	 * the emitter, so it shares the cache entry too */

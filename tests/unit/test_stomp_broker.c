@@ -20,6 +20,7 @@ struct host {
 	size_t body_len;
 	bool has_ct, has_rt, has_flow;
 	bool reply_inline;   /* answer each request from inside the callback */
+	struct peer *nested; /* feed this peer a SUBSCRIBE from inside the callback */
 	int noutput;
 	void *output_conn;
 	int nhb;
@@ -37,6 +38,9 @@ static void copy_opt(char *dst, size_t cap, bool *has, const char *v, size_t n)
 	}
 }
 
+struct peer;
+static void nested_feed(struct peer *p);
+
 static void h_request(void *hp, struct stomp_session *s, const char *body, size_t len,
 		      const char *ct, size_t ctlen, const char *rt, size_t rtlen,
 		      const char *flow, size_t flen)
@@ -51,6 +55,8 @@ static void h_request(void *hp, struct stomp_session *s, const char *body, size_
 	copy_opt(h->flow, sizeof(h->flow), &h->has_flow, flow, flen);
 	if (h->reply_inline)
 		stomp_broker_reply(h->b, s, rt, rtlen, "application/json", body, len);
+	if (h->nested)
+		nested_feed(h->nested);
 }
 
 static void h_output(void *hp, struct stomp_session *s, void *conn)
@@ -136,6 +142,11 @@ static long feed(struct peer *p, const char *data, size_t len)
 }
 
 #define FEED(p, lit) feed((p), lit, sizeof(lit) - 1)
+
+static void nested_feed(struct peer *p)
+{
+	ck_assert_int_gt(FEED(p, "SUBSCRIBE\ndestination:n\nid:n1\nreceipt:nr\n\n\0"), 0);
+}
 
 /* Next frame the peer received, or NULL. */
 static struct stomp_frame *next(struct peer *p)
@@ -233,7 +244,7 @@ START_TEST(test_connect_version)
 	struct stomp_frame *f = expect(&A, STOMP_ERROR);
 	ck_assert_str_eq(hdr(f, "receipt-id"), "r1");
 	expect_none(&A);
-	FEED(&A, "CONNECT\naccept-version:1.1, 1.2\nreceipt:r2\n\n\0");
+	FEED(&A, "CONNECT\naccept-version:1.1, 1.2 \nreceipt:r2\n\n\0");
 	expect(&A, STOMP_CONNECTED);
 	expect_receipt(&A, "r2");
 	expect_none(&A);
@@ -256,6 +267,11 @@ static const struct hb_case hb_cases[] = {
 	{ "heart-beat:1,1\n", "1000,1000", 1000, 1000 },
 	{ "heart-beat:10000,0\n", "0,10000", 0, 10000 },
 	{ "heart-beat:junk\n", "0,0", 0, 0 },
+	{ "heart-beat: 0 , 15000 \n", "15000,0", 15000, 0 },
+	{ "heart-beat:99999999999,1\n", "1000,86400000", 1000, 86400000 },
+	{ "heart-beat:1,2,3\n", "0,0", 0, 0 },
+	{ "heart-beat:5\n", "0,0", 0, 0 },
+	{ "heart-beat:,5\n", "0,0", 0, 0 },
 };
 
 START_TEST(test_heartbeat_table)
@@ -488,6 +504,11 @@ START_TEST(test_reply_routing)
 	ck_assert_str_eq(hdr(f, "subscription"), "a9");
 	/* origin NULL: every subscriber as well */
 	ck_assert_uint_eq(stomp_broker_reply(H.b, NULL, NULL, 0, NULL, S("{}")), 2);
+	/* an empty reply-to means the default destination */
+	ck_assert_uint_eq(stomp_broker_reply(H.b, B.s, "", 0, NULL, S("{}")), 1);
+	expect(&B, STOMP_MESSAGE);
+	f = expect(&B, STOMP_MESSAGE);
+	ck_assert_str_eq(hdr(f, "destination"), "jms.topic.vdsm_responses");
 }
 END_TEST
 
@@ -524,7 +545,8 @@ START_TEST(test_prefix_forwarding)
 	expect_none(&B);
 	H.noutput = 0;
 	FEED(&A, "SEND\ndestination:jms.topic.x\ncontent-type:text/plain\ncustom:v\\c1\n"
-		 "receipt:r\ncontent-length:2\n\nhi\0");
+		 "receipt:r\nmessage-id:fake\nsubscription:fake\ntransaction:t\n"
+		 "content-length:2\n\nhi\0");
 	expect_receipt(&A, "r");
 	expect_none(&A);
 	const char *subs[] = { "1", "2", "4" };
@@ -692,6 +714,21 @@ START_TEST(test_publish_and_drop)
 }
 END_TEST
 
+START_TEST(test_forward_drop)
+{
+	teardown();
+	struct stomp_limits lim = STOMP_LIMITS_DEFAULT;
+	setup_cfg(200, lim);
+	FEED(&B, "SUBSCRIBE\ndestination:t\nid:1\n\n\0");
+	/* B never reads: forwarded messages are dropped once it is over */
+	for (int i = 0; i < 10; i++)
+		FEED(&A, "SEND\ndestination:t\n\n0123456789012345678901234567890123456789\0");
+	expect_none(&A);  /* a drop is not "Subscription not available" */
+	ck_assert_uint_gt(stomp_session_dropped(B.s), 0);
+	ck_assert_uint_le(B.out.len, 400);
+}
+END_TEST
+
 START_TEST(test_many_sessions)
 {
 	/* many sessions on one destination; the destination table grows */
@@ -746,6 +783,40 @@ START_TEST(test_escaped_names)
 }
 END_TEST
 
+START_TEST(test_nested_feed)
+{
+	/* a host may feed another session from inside a callback */
+	H.nested = &B;
+	FEED(&A, "SEND\ndestination:jms.topic.vdsm_requests\nx:1\n\n{}\0"
+		 "SEND\ndestination:n\nreceipt:after\n\nhello\0");
+	ck_assert_int_eq(H.nreq, 1);
+	expect_receipt(&B, "nr");
+	struct stomp_frame *f = expect(&B, STOMP_MESSAGE);
+	ck_assert_str_eq(hdr(f, "subscription"), "n1");
+	expect_receipt(&A, "after");
+	expect_none(&A);
+}
+END_TEST
+
+START_TEST(test_too_many_subscriptions)
+{
+	struct vd_buf in = VD_BUF_INIT;
+	for (int i = 0; i < STOMP_MAX_SUBSCRIPTIONS; i++)
+		buf_printf(&in, "SUBSCRIBE\ndestination:d%d\nid:%d\n\n%c", i % 7, i, '\0');
+	ck_assert_int_eq(feed(&A, in.data, in.len), (long)in.len);
+	buf_free(&in);
+	expect_none(&A);
+	FEED(&A, "SUBSCRIBE\ndestination:x\nid:one-more\n\n\0");
+	expect_error(&A, "Too many subscriptions");
+	ck_assert(!stomp_session_closing(A.s));
+	/* after an UNSUBSCRIBE there is room again */
+	FEED(&A, "UNSUBSCRIBE\nid:5\n\n\0SUBSCRIBE\ndestination:x\nid:one-more\n\n\0");
+	expect_none(&A);
+	ck_assert_uint_eq(stomp_broker_publish(H.b, "d3", NULL, S("x")),
+			  (STOMP_MAX_SUBSCRIPTIONS + 3) / 7);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("stomp_broker");
@@ -771,6 +842,9 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_publish_and_drop);
 	tcase_add_test(tc, test_many_sessions);
 	tcase_add_test(tc, test_escaped_names);
+	tcase_add_test(tc, test_nested_feed);
+	tcase_add_test(tc, test_too_many_subscriptions);
+	tcase_add_test(tc, test_forward_drop);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -203,6 +203,10 @@ START_TEST(test_limits)
 	/* CRLF does not count against the line */
 	check_all_splits(&lim, S("SEND\r\n0123456:89abcdef\r\n\r\n\0"),
 			 S("SEND\n0123456=89abcdef\nbody[0]=\n"));
+	/* frame size reached while still in the headers */
+	struct stomp_limits lim3 = { 40, 3, 16 };
+	check_all_splits(&lim3, S("SEND\na:1234567890123\nb:1234567890123\nc:1"), S("ERR -3\n"));
+	check_all_splits(&lim3, S("SEND\na:1234567890123\nb:1234567890123\nc:"), S("LEFT 39\n"));
 	/* header count */
 	check_all_splits(&lim, S("SEND\na:1\nb:2\nc:3\n\n\0"),
 			 S("SEND\na=1\nb=2\nc=3\nbody[0]=\n"));

@@ -572,6 +572,32 @@ START_TEST(restart_reconciles_leftovers)
 }
 END_TEST
 
+/* A child whose parent vanished is served ILLEGAL, never LEGAL. */
+START_TEST(restart_marks_orphaned_child_illegal)
+{
+	mkdomain(SD1);
+	create_vol(IMG1, VOL1, MiB, ST_FMT_COW, ST_SPARSE, NULL, NULL);
+	create_vol(IMG1, VOL2, MiB, ST_FMT_COW, ST_SPARSE, IMG1, VOL1);
+	char *d1 = vpath(IMG1, VOL1, ""), *m1 = vpath(IMG1, VOL1, ".meta");
+	ck_assert_int_eq(unlink(d1), 0);
+	ck_assert_int_eq(unlink(m1), 0);
+	reopen();
+	struct st_volume v;
+	struct st_err e = {0};
+	ck_assert_int_eq(st_volume_info(S, SD1, IMG1, VOL2, &v, &e), 0);
+	ck_assert(!v.legal);
+	free(v.description);
+	/* it can still be deleted */
+	char tid[37];
+	struct st_task_status st;
+	ck_assert_int_eq(st_volume_delete(S, SD1, IMG1, VOL2, tid, &e), 0);
+	ck_assert_int_eq(st_task_wait(S, tid, 10000, &st), 0);
+	ck_assert_int_eq(st.result, ST_TR_SUCCESS);
+	free(d1);
+	free(m1);
+}
+END_TEST
+
 START_TEST(out_of_space_efbig)
 {
 	mkdomain(SD1);
@@ -654,6 +680,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, task_stop_rolls_back_preallocation);
 	tcase_add_test(tc, task_results_survive_restart);
 	tcase_add_test(tc, restart_reconciles_leftovers);
+	tcase_add_test(tc, restart_marks_orphaned_child_illegal);
 	tcase_add_test(tc, out_of_space_efbig);
 	tcase_add_test(tc, pool_and_monitor);
 	suite_add_tcase(s, tc);

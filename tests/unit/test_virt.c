@@ -345,6 +345,71 @@ START_TEST(domxml_facts)
 }
 END_TEST
 
+/* Number formatting of the encoder (no printf on the hot path) matches
+ * printf's "%.2f" / "%.1f" / "%llu". */
+START_TEST(encode_formats)
+{
+	struct virt_snapshot *snap = snapshot_new();
+	snap->status_time = 123456789;
+	snap->nvms = 1;
+	snap->vms = xcalloc(1, sizeof *snap->vms);
+	struct virt_vm *vm = &snap->vms[0];
+	strcpy(vm->uuid, "6d5f0000-0000-4000-8000-000000000000");
+	vm->name = xstrdup("fmt\"vm");
+	vm->status = VS_UP;
+	vm->vcpus = 4;
+	vm->cpu_user = 12.345;
+	vm->cpu_sys = 0.004;
+	vm->cpu_time_ns = UINT64_MAX;
+	vm->pid = 4242;
+	vm->ndisks = 1;
+	vm->disks = xcalloc(1, sizeof *vm->disks);
+	strcpy(vm->disks[0].dev, "vda");
+	vm->disks[0].path = xstrdup("/x");
+	vm->disks[0].rd_rate = 1e20;           /* beyond the fast path */
+	vm->disks[0].wr_rate = 99.995;
+	vm->nnics = 1;
+	vm->nics = xcalloc(1, sizeof *vm->nics);
+	strcpy(vm->nics[0].ifname, "vnet0");
+	vm->nics[0].rx_rate = 0.05;
+	vm->nics[0].tx_rate = 100.0;
+	struct vd_buf out = VD_BUF_INIT;
+	struct vd_writer w;
+	memset(&w, 0, sizeof w);
+	codec_find("yajl")->writer_init(&w, &out);
+	virt_encode_all_stats(&w, snap);
+	ck_assert_int_eq(w.error, 0);
+	struct vd_arena a;
+	arena_init(&a, 4096);
+	struct vd_limits lim = VD_LIMITS_DEFAULT;
+	struct vd_value *v = NULL;
+	struct vd_codec_error err = { 0, NULL, 0 };
+	ck_assert_int_eq(codec_find("yajl")->decode(&a, out.data, out.len, &lim, &v, &err), 0);
+	const struct vd_value *o = &v->v.arr.items[0];
+	char want[64];
+	snprintf(want, sizeof want, "%.2f", 12.345);
+	ck_assert(vd_str_eq(vd_obj_get(o, "cpuUser"), want));
+	ck_assert(vd_str_eq(vd_obj_get(o, "cpuSys"), "0.00"));
+	ck_assert(vd_str_eq(vd_obj_get(o, "cpuUsage"), "18446744073709551615"));
+	ck_assert(vd_str_eq(vd_obj_get(o, "pid"), "4242"));
+	ck_assert(vd_str_eq(vd_obj_get(o, "vcpuCount"), "4"));
+	ck_assert(vd_str_eq(vd_obj_get(o, "statusTime"), "123456789"));
+	ck_assert(vd_str_eq(vd_obj_get(o, "vmName"), "fmt\"vm"));
+	const struct vd_value *d = vd_obj_get(vd_obj_get(o, "disks"), "vda");
+	snprintf(want, sizeof want, "%.2f", 1e20);
+	ck_assert(vd_str_eq(vd_obj_get(d, "readRate"), want));
+	snprintf(want, sizeof want, "%.2f", 99.995);
+	ck_assert_msg(vd_str_eq(vd_obj_get(d, "writeRate"), want) ||
+		      vd_str_eq(vd_obj_get(d, "writeRate"), "100.00"), "writeRate");
+	const struct vd_value *n = vd_obj_get(vd_obj_get(o, "network"), "vnet0");
+	ck_assert(vd_str_eq(vd_obj_get(n, "rxRate"), "0.1") || vd_str_eq(vd_obj_get(n, "rxRate"), "0.0"));
+	ck_assert(vd_str_eq(vd_obj_get(n, "txRate"), "100.0"));
+	arena_free(&a);
+	buf_free(&out);
+	snapshot_put(snap);
+}
+END_TEST
+
 /* libvirt unreachable: the backend still reports ready after its first
  * attempt, VM verbs answer 99, and it keeps retrying. */
 START_TEST(unreachable_libvirt)
@@ -387,6 +452,7 @@ static Suite *suite(void)
 	TCase *t2 = tcase_create("misc");
 	tcase_set_timeout(t2, 30);
 	tcase_add_test(t2, domxml_facts);
+	tcase_add_test(t2, encode_formats);
 	tcase_add_test(t2, unreachable_libvirt);
 	suite_add_tcase(s, t2);
 	return s;

@@ -5,6 +5,7 @@
  * VDSM's VdsmCapabilities (vdsm-api.yml): counts and sizes are strings. */
 #include "host_int.h"
 
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,11 +47,12 @@ static bool first_line(const char *root, const char *rel, struct vd_buf *b,
 	return true;
 }
 
-/* "0-3,8,10-11" → "0,1,2,3,8,10,11" (bounded); NULL when unparsable. */
-static char *expand_cpu_list(const char *s)
+/* "0-3,8,10-11" → {0,1,2,3,8,10,11} (bounded by MAX_ONLINE_CPUS); false
+ * when unparsable or empty.  *out is heap (free it). */
+static bool parse_cpu_list(const char *s, unsigned **out, size_t *n)
 {
-	struct vd_buf out = VD_BUF_INIT;
-	unsigned count = 0;
+	unsigned *v = NULL;
+	size_t cnt = 0, cap = 0;
 	const char *p = s;
 	while (*p && *p != '\n') {
 		char *e;
@@ -67,21 +69,113 @@ static char *expand_cpu_list(const char *s)
 			p = e;
 		}
 		for (long i = a; i <= b; i++) {
-			if (++count > MAX_ONLINE_CPUS)
+			if (cnt >= MAX_ONLINE_CPUS)
 				goto bad;
-			buf_printf(&out, "%s%ld", out.len ? "," : "", i);
+			if (cnt == cap) {
+				cap = cap ? cap * 2 : 16;
+				v = xrealloc(v, cap * sizeof(*v));
+			}
+			v[cnt++] = (unsigned)i;
 		}
 		if (*p == ',')
 			p++;
 		else if (*p && *p != '\n')
 			goto bad;
 	}
-	if (!out.len)
+	if (!cnt)
 		goto bad;
-	return out.data;
+	*out = v;
+	*n = cnt;
+	return true;
 bad:
-	buf_free(&out);
-	return NULL;
+	free(v);
+	return false;
+}
+
+/* "0-3,8" → "0,1,2,3,8"; NULL when unparsable. */
+static char *expand_cpu_list(const char *s)
+{
+	unsigned *v;
+	size_t n;
+	if (!parse_cpu_list(s, &v, &n))
+		return NULL;
+	struct vd_buf out = VD_BUF_INIT;
+	for (size_t i = 0; i < n; i++)
+		buf_printf(&out, "%s%u", i ? "," : "", v[i]);
+	buf_putc(&out, '\0');
+	free(v);
+	return out.data;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* NUMA cells (VDSM numaNodes / numaNodeDistance), huge page sizes and the
+ * automatic NUMA balancing state. */
+static void numa_info(struct host_caps *c, const char *root, const struct host_topo *topo,
+		      struct vd_buf *b)
+{
+	unsigned nn = topo ? topo->nnodes : 0;
+	c->nodes = xcalloc(nn ? nn : 1, sizeof(c->nodes[0]));
+	for (unsigned i = 0; i < nn; i++) {
+		struct host_caps_node *cn = &c->nodes[c->nnodes++];
+		char rel[96];
+		cn->id = topo->nodes[i];
+		snprintf(rel, sizeof(rel), "/sys/devices/system/node/node%u/cpulist", cn->id);
+		if (read_rel(root, rel, MAX_SMALL, b) == 0)
+			parse_cpu_list(b->data, &cn->cpus, &cn->ncpus);
+		uint64_t tot, fr;
+		snprintf(rel, sizeof(rel), "/sys/devices/system/node/node%u/meminfo", cn->id);
+		if (read_rel(root, rel, MAX_SMALL, b) == 0 &&
+		    host_parse_node_meminfo(b->data, b->len, &tot, &fr) == 0)
+			cn->total_mib = tot / 1024;
+		snprintf(rel, sizeof(rel), "/sys/devices/system/node/node%u/distance", cn->id);
+		if (read_rel(root, rel, MAX_SMALL, b) == 0) {
+			const char *p = b->data;
+			cn->dist = xcalloc(HOST_MAX_NODES, sizeof(cn->dist[0]));
+			while (cn->ndist < HOST_MAX_NODES) {
+				char *e;
+				unsigned long d = strtoul(p, &e, 10);
+				if (e == p || d > 100000)
+					break;
+				cn->dist[cn->ndist++] = (unsigned)d;
+				p = e;
+			}
+		}
+	}
+	if (!c->nnodes) {
+		/* no node directories: one cell with every online CPU */
+		struct host_caps_node *cn = &c->nodes[c->nnodes++];
+		parse_cpu_list(c->online_cpus, &cn->cpus, &cn->ncpus);
+		cn->total_mib = c->mem_size_mib;
+		cn->dist = xcalloc(1, sizeof(cn->dist[0]));
+		cn->dist[0] = 10;
+		cn->ndist = 1;
+	}
+
+	char path[HOST_ROOT_MAX + 64];
+	snprintf(path, sizeof(path), "%s/sys/kernel/mm/hugepages", root);
+	DIR *dir = opendir(path);
+	if (dir) {
+		struct dirent *de;
+		while ((de = readdir(dir)) != NULL && c->nhuge < VD_ARRAY_SIZE(c->huge_kb)) {
+			unsigned long long kb;
+			char tail[8];
+			if (sscanf(de->d_name, "hugepages-%llu%7s", &kb, tail) == 2 &&
+			    strcmp(tail, "kB") == 0 && kb > 0)
+				c->huge_kb[c->nhuge++] = kb;
+		}
+		closedir(dir);
+		qsort(c->huge_kb, c->nhuge, sizeof(c->huge_kb[0]), cmp_u64);
+	}
+
+	char v[16];
+	c->auto_numa = 2;   /* VDSM: cannot get the status */
+	if (first_line(root, "/proc/sys/kernel/numa_balancing", b, v, sizeof(v)))
+		c->auto_numa = strcmp(v, "0") == 0 ? 0 : 1;
 }
 
 /* VDSM's osinfo.version(): name from which release file exists; Debian's
@@ -134,7 +228,7 @@ static void host_uuid(struct host_caps *c, const char *root, struct vd_buf *b)
 	c->uuid[0] = '\0';
 }
 
-struct host_caps *host_caps_new(const char *root)
+struct host_caps *host_caps_new(const char *root, const struct host_topo *topo)
 {
 	struct host_caps *c = xcalloc(1, sizeof(*c));
 	struct vd_buf b = VD_BUF_INIT;
@@ -198,6 +292,7 @@ struct host_caps *host_caps_new(const char *root)
 		}
 	}
 	first_line(root, "/proc/cmdline", &b, c->kernel_args, sizeof(c->kernel_args));
+	numa_info(c, root, topo, &b);
 	buf_free(&b);
 	return c;
 }
@@ -209,6 +304,11 @@ void host_caps_free(struct host_caps *c)
 	unsigned n = atomic_load(&c->nenc);
 	for (unsigned i = 0; i < n; i++)
 		free(c->enc[i].bytes);
+	for (size_t i = 0; i < c->nnodes; i++) {
+		free(c->nodes[i].cpus);
+		free(c->nodes[i].dist);
+	}
+	free(c->nodes);
 	host_cpuinfo_free(&c->cpu);
 	free(c->cpu_flags_csv);
 	free(c->online_cpus);
@@ -270,5 +370,41 @@ void host_caps_encode(const struct host_caps *c, struct vd_writer *w)
 	vw_kstr(w, "liveSnapshot", "true");
 	vw_kstr(w, "liveMerge", "true");
 	vw_kstr(w, "netConfigDirty", "False");
+	vw_keyz(w, "numaNodes");
+	vw_begin_object(w);
+	for (size_t i = 0; i < c->nnodes; i++) {
+		const struct host_caps_node *cn = &c->nodes[i];
+		char k[16];
+		snprintf(k, sizeof(k), "%u", cn->id);
+		vw_keyz(w, k);
+		vw_begin_object(w);
+		vw_kstrf(w, "totalMemory", "%llu", (unsigned long long)cn->total_mib);
+		vw_keyz(w, "cpus");
+		vw_begin_array(w);
+		for (size_t j = 0; j < cn->ncpus; j++)
+			vw_int(w, cn->cpus[j]);
+		vw_end_array(w);
+		vw_end_object(w);
+	}
+	vw_end_object(w);
+	vw_keyz(w, "numaNodeDistance");
+	vw_begin_object(w);
+	for (size_t i = 0; i < c->nnodes; i++) {
+		const struct host_caps_node *cn = &c->nodes[i];
+		char k[16];
+		snprintf(k, sizeof(k), "%u", cn->id);
+		vw_keyz(w, k);
+		vw_begin_array(w);
+		for (size_t j = 0; j < cn->ndist; j++)
+			vw_int(w, cn->dist[j]);
+		vw_end_array(w);
+	}
+	vw_end_object(w);
+	vw_kint(w, "autoNumaBalancing", c->auto_numa);
+	vw_keyz(w, "hugepages");
+	vw_begin_array(w);
+	for (size_t i = 0; i < c->nhuge; i++)
+		vw_uint(w, c->huge_kb[i]);
+	vw_end_array(w);
 	vw_end_object(w);
 }

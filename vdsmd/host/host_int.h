@@ -201,6 +201,15 @@ struct host_caps_enc {
 	size_t len;
 };
 
+struct host_caps_node {
+	unsigned id;
+	uint64_t total_mib;
+	unsigned *cpus;                    /* heap */
+	size_t ncpus;
+	unsigned *dist;                    /* heap: distances to each node */
+	size_t ndist;
+};
+
 struct host_caps {
 	struct host_cpuinfo cpu;
 	char *cpu_flags_csv;               /* comma-joined */
@@ -212,15 +221,20 @@ struct host_caps {
 	char uuid[64];
 	char hostname[256];
 	char kernel_args[1024];
+	size_t nnodes;
+	struct host_caps_node *nodes;      /* heap, >= 1 */
+	int auto_numa;                     /* 0 off, 1 on, 2 unknown (VDSM) */
+	size_t nhuge;
+	uint64_t huge_kb[16];              /* huge page sizes, ascending */
 	/* encodings, published by an atomic count; writers hold enc_lock */
 	pthread_mutex_t enc_lock;
 	atomic_uint nenc;
 	struct host_caps_enc enc[HOST_CAPS_CODECS];
 };
 
-/* Gather capabilities from root ("" = /).  Never fails: missing sources give
- * empty/zero fields. */
-struct host_caps *host_caps_new(const char *root);
+/* Gather capabilities from root ("" = /) with the NUMA layout topo (may be
+ * NULL).  Never fails: missing sources give empty/zero fields. */
+struct host_caps *host_caps_new(const char *root, const struct host_topo *topo);
 void host_caps_free(struct host_caps *c);
 /* (verbs.c) Write the capabilities object through w (encoded once per codec, then
  * copied with vw_raw).  Thread-safe. */

@@ -433,11 +433,11 @@ struct host_state *host_state_new(struct vdsmd *d, const struct host_opts *o)
 	buf_init(&h->scratch);
 	atomic_init(&h->samples, 0);
 
-	h->caps = host_caps_new(h->root);
 
 	/* first sample: two readings a short interval apart, so the first
 	 * snapshot already has CPU percentages */
 	host_topo_read(h->root, &h->topo);
+	h->caps = host_caps_new(h->root, &h->topo);
 	host_raw_alloc(&h->prev);
 	host_raw_read(h->root, &h->scratch, &h->prev, &h->topo);
 	unsigned first = o->first_ms ? o->first_ms : 150;

@@ -151,8 +151,15 @@ int st_volume_create(struct storage_state *s, const struct st_volreq *r, char ta
 
 	char *idir = st_img_dir(d, r->img);
 	int rc = st_task_persist(s, t);
-	if (rc == 0 && mkdir(idir, 0755) < 0 && errno != EEXIST)
-		rc = -errno;
+	if (rc == 0) {
+		if (mkdir(idir, 0755) == 0) {
+			char *images = st_path(d->dir, "images");
+			rc = st_fsync_dir(images);   /* the new image's entry is durable */
+			free(images);
+		} else if (errno != EEXIST) {
+			rc = -errno;
+		}
+	}
 	if (rc == 0)
 		rc = st_vol_write_meta(d, v);   /* ILLEGAL until the task completes */
 	if (rc < 0) {
@@ -360,9 +367,13 @@ int st_image_delete(struct storage_state *s, const char *sd, const char *img, ch
 	struct st_task *t = st_task_alloc(ST_TK_IMAGE_DELETE);
 	snprintf(t->sd, sizeof(t->sd), "%.36s", sd);
 	snprintf(t->img, sizeof(t->img), "%.36s", img);
+	/* Newest first: a child is marked ILLEGAL (and removed) before its
+	 * parent, so a crash midway never leaves a LEGAL child without its
+	 * backing file. */
 	size_t n = im->n;
 	struct st_volume **vols = xcalloc(n, sizeof(*vols));
-	memcpy(vols, im->vols, n * sizeof(*vols));
+	for (size_t i = 0; i < n; i++)
+		vols[i] = im->vols[n - 1 - i];
 	int rc = queue_delete(s, d, t, vols, n, task_id, e);
 	free(vols);
 	return rc;
@@ -384,7 +395,7 @@ static void run_delete(struct storage_state *s, struct st_task *t)
 		n = 1;
 	} else if (im) {
 		ids = xcalloc(im->n ? im->n : 1, sizeof(*ids));
-		for (size_t i = 0; i < im->n; i++)
+		for (size_t i = im->n; i-- > 0;)   /* newest (children) first */
 			snprintf(ids[n++], 37, "%.36s", im->vols[i]->uuid);
 	}
 	bool aborted = __atomic_load_n(&t->abort, __ATOMIC_ACQUIRE);

@@ -137,6 +137,15 @@ int st_scan_domain(struct storage_state *s, struct st_domain *d)
 	closedir(dh);
 	free(images);
 	index_count_children(d);
+	/* A volume whose parent is gone cannot be read: serve it ILLEGAL. */
+	for (struct st_map_ent *e = map_first(&d->volumes); e; e = map_next(&d->volumes, e)) {
+		struct st_volume *v = map_val(e);
+		if (strcmp(v->parent, ST_BLANK_UUID) != 0 && !map_get(&d->volumes, v->parent)) {
+			log_error("storage: scan: volume %s/%s: parent %s is missing; marked ILLEGAL",
+				  v->image, v->uuid, v->parent);
+			v->legal = false;
+		}
+	}
 	st_fsync_dir(d->dir);
 	return 0;
 }

@@ -14,9 +14,48 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Decimal digits of v, written backwards ending at end; returns the start. */
+static char *u64_digits(char *end, uint64_t v)
+{
+	char *p = end;
+	do {
+		*--p = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	return p;
+}
+
+/* Number strings without printf: the 1000-VM list holds ~60000 of them. */
 static void kstr_u64(struct vd_writer *w, const char *k, uint64_t v)
 {
-	vw_kstrf(w, k, "%llu", (unsigned long long)v);
+	char buf[24];
+	char *end = buf + sizeof buf;
+	char *p = u64_digits(end, v);
+	vw_keyz(w, k);
+	vw_string(w, p, (size_t)(end - p));
+}
+
+/* "%.<decimals>f" for 0 <= v < 1e15 (decimals 1 or 2); printf otherwise. */
+static void kstr_fixed(struct vd_writer *w, const char *k, double v, unsigned decimals)
+{
+	if (!(v >= 0.0 && v < 1e15)) {
+		vw_kstrf(w, k, decimals == 1 ? "%.1f" : "%.2f", v);
+		return;
+	}
+	uint64_t scale = decimals == 1 ? 10 : 100;
+	uint64_t x = (uint64_t)(v * (double)scale + 0.5);
+	char buf[32];
+	char *end = buf + sizeof buf;
+	char *p = end;
+	uint64_t frac = x % scale;
+	for (unsigned i = 0; i < decimals; i++) {
+		*--p = (char)('0' + frac % 10);
+		frac /= 10;
+	}
+	*--p = '.';
+	p = u64_digits(p, x / scale);
+	vw_keyz(w, k);
+	vw_string(w, p, (size_t)(end - p));
 }
 
 static void encode_disks(struct vd_writer *w, const struct virt_vm *vm)
@@ -27,8 +66,8 @@ static void encode_disks(struct vd_writer *w, const struct virt_vm *vm)
 		const struct virt_disk_stats *d = &vm->disks[i];
 		vw_keyz(w, d->dev);
 		vw_begin_object(w);
-		vw_kstrf(w, "readRate", "%.2f", d->rd_rate);
-		vw_kstrf(w, "writeRate", "%.2f", d->wr_rate);
+		kstr_fixed(w, "readRate", d->rd_rate, 2);
+		kstr_fixed(w, "writeRate", d->wr_rate, 2);
 		kstr_u64(w, "readBytes", d->rd_bytes);
 		kstr_u64(w, "writtenBytes", d->wr_bytes);
 		kstr_u64(w, "readOps", d->rd_reqs);
@@ -53,8 +92,8 @@ static void encode_network(struct vd_writer *w, const struct virt_vm *vm)
 		vw_keyz(w, n->ifname);
 		vw_begin_object(w);
 		vw_kstr(w, "name", n->ifname);
-		vw_kstrf(w, "rxRate", "%.1f", n->rx_rate);
-		vw_kstrf(w, "txRate", "%.1f", n->tx_rate);
+		kstr_fixed(w, "rxRate", n->rx_rate, 1);
+		kstr_fixed(w, "txRate", n->tx_rate, 1);
 		kstr_u64(w, "rxErrors", n->rx_errs);
 		kstr_u64(w, "txErrors", n->tx_errs);
 		kstr_u64(w, "rxDropped", n->rx_drop);
@@ -112,7 +151,7 @@ static void encode_memory(struct vd_writer *w, const struct virt_vm *vm)
 		kstr_u64(w, "pageflt", vm->ms_majflt + vm->ms_minflt);
 	}
 	vw_end_object(w);
-	vw_kstrf(w, "memUsage", "%u", vm->mem_usage);
+	kstr_u64(w, "memUsage", vm->mem_usage);
 }
 
 void virt_encode_vm_stats(struct vd_writer *w, const struct virt_snapshot *snap,
@@ -134,17 +173,17 @@ void virt_encode_vm_stats(struct vd_writer *w, const struct virt_snapshot *snap,
 	if (vm->status == VS_PAUSED)
 		vw_kstr(w, "pauseCode", "NOERR");
 	kstr_u64(w, "elapsedTime", vm->elapsed_s);
-	vw_kstrf(w, "pid", "%lld", (long long)vm->pid);
-	vw_kstrf(w, "vcpuCount", "%u", vm->vcpus);
-	vw_kstrf(w, "cpuUser", "%.2f", vm->cpu_user);
-	vw_kstrf(w, "cpuSys", "%.2f", vm->cpu_sys);
+	kstr_u64(w, "pid", vm->pid > 0 ? (uint64_t)vm->pid : 0);
+	kstr_u64(w, "vcpuCount", vm->vcpus);
+	kstr_fixed(w, "cpuUser", vm->cpu_user, 2);
+	kstr_fixed(w, "cpuSys", vm->cpu_sys, 2);
 	kstr_u64(w, "cpuUsage", vm->cpu_time_ns);
 	encode_memory(w, vm);
 	encode_disks(w, vm);
 	encode_network(w, vm);
 	encode_display(w, vm);
 	vw_kstr(w, "guestIPs", "");
-	vw_kstrf(w, "hash", "%llu", (unsigned long long)(vm->hash & 0x7fffffffffffffffull));
+	kstr_u64(w, "hash", vm->hash & 0x7fffffffffffffffull);
 	vw_kstr(w, "vmType", "kvm");
 	vw_kstr(w, "kvmEnable", "true");
 	vw_kstr(w, "acpiEnable", "true");

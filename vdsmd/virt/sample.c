@@ -280,9 +280,17 @@ static void raw_free(struct raw *r)
 
 /* ---- tracker ----------------------------------------------------------- */
 
+static unsigned track_bucket(const char *uuid)
+{
+	uint32_t h = 2166136261u;
+	for (; *uuid; uuid++)
+		h = (h ^ (unsigned char)*uuid) * 16777619u;
+	return h % VIRT_TRACK_BUCKETS;
+}
+
 struct virt_track *track_find(struct virt_state *s, const char *uuid)
 {
-	for (struct virt_track *t = s->tracks; t; t = t->next)
+	for (struct virt_track *t = s->tracks[track_bucket(uuid)]; t; t = t->next)
 		if (strcmp(t->uuid, uuid) == 0)
 			return t;
 	return NULL;
@@ -303,8 +311,9 @@ struct virt_track *track_get(struct virt_state *s, const char *uuid, const char 
 	t->name = xstrdup(name ? name : "");
 	t->status = VS_UNKNOWN;
 	t->xml_domid = -2;
-	t->next = s->tracks;
-	s->tracks = t;
+	unsigned b = track_bucket(t->uuid);
+	t->next = s->tracks[b];
+	s->tracks[b] = t;
 	return t;
 }
 
@@ -320,7 +329,7 @@ static void track_free(struct virt_track *t)
 
 void track_remove(struct virt_state *s, const char *uuid)
 {
-	for (struct virt_track **pp = &s->tracks; *pp; pp = &(*pp)->next) {
+	for (struct virt_track **pp = &s->tracks[track_bucket(uuid)]; *pp; pp = &(*pp)->next) {
 		if (strcmp((*pp)->uuid, uuid) == 0) {
 			struct virt_track *t = *pp;
 			*pp = t->next;
@@ -332,10 +341,12 @@ void track_remove(struct virt_state *s, const char *uuid)
 
 void track_free_all(struct virt_state *s)
 {
-	while (s->tracks) {
-		struct virt_track *t = s->tracks;
-		s->tracks = t->next;
-		track_free(t);
+	for (unsigned b = 0; b < VIRT_TRACK_BUCKETS; b++) {
+		while (s->tracks[b]) {
+			struct virt_track *t = s->tracks[b];
+			s->tracks[b] = t->next;
+			track_free(t);
+		}
 	}
 }
 
@@ -555,7 +566,7 @@ static void merge(struct virt_state *s, struct virt_snapshot *snap, struct raw *
 		  unsigned n, uint64_t now_ms, bool is_qemu)
 {
 	unsigned cap = 0;
-	for (struct virt_track *t = s->tracks; t; t = t->next)
+	TRACK_FOREACH(s, t)
 		t->seen = false;
 	for (unsigned i = 0; i < n; i++) {
 		struct raw *r = &raws[i];
@@ -603,7 +614,7 @@ static void merge(struct virt_state *s, struct virt_snapshot *snap, struct raw *
 		}
 	}
 	/* domains libvirt no longer has (transient ones that stopped) */
-	for (struct virt_track *t = s->tracks; t; t = t->next) {
+	TRACK_FOREACH(s, t) {
 		if (t->seen)
 			continue;
 		t->gone = true;

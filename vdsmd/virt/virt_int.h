@@ -182,8 +182,10 @@ struct virt_track {
 	int xml_domid;
 	bool have_xml;
 	struct virt_domxml xml;
-	struct virt_track *next;
+	struct virt_track *next;     /* hash chain */
 };
+
+#define VIRT_TRACK_BUCKETS 4096
 
 struct virt_state {
 	struct vdsmd *d;
@@ -205,7 +207,7 @@ struct virt_state {
 	unsigned backoff_s;
 	struct virt_snapshot *snap;  /* current, NULL before the first sample */
 	uint64_t next_gen;
-	struct virt_track *tracks;
+	struct virt_track *tracks[VIRT_TRACK_BUCKETS];   /* by uuid hash */
 	unsigned sample_interval_s;
 	bool no_cache;               /* VDSMD_VIRT_NO_CACHE=1: always re-encode (bench) */
 	pthread_t sampler;
@@ -249,6 +251,9 @@ struct virt_track *track_find(struct virt_state *s, const char *uuid);
 struct virt_track *track_get(struct virt_state *s, const char *uuid, const char *name);
 void track_remove(struct virt_state *s, const char *uuid);
 void track_free_all(struct virt_state *s);
+#define TRACK_FOREACH(s, t) \
+	for (unsigned b_ = 0; b_ < VIRT_TRACK_BUCKETS; b_++) \
+		for (struct virt_track *t = (s)->tracks[b_]; t; t = t->next)
 void track_set_down(struct virt_track *t, int code, int reason, const char *msg);
 /* Down with VDSM's exit info for a VIR_DOMAIN_EVENT_STOPPED_* detail (the
  * sampler passes VIR_DOMAIN_SHUTOFF_* reason - 1: the same order). */
