@@ -282,6 +282,28 @@ class BrokerTest(unittest.TestCase):
             self.assertIsNone(d.proc.poll())
             self.assertEqual(d.stop(), 0)
 
+    def test_5_client_broker_option(self):
+        """vdsm-client --broker URI --host-id H calls a host through the
+        broker (temp-queue reply destination)."""
+        import os
+        import subprocess
+        client = os.environ.get("VDSM_CLIENT_BIN",
+                                os.path.join(vt.VDSMD_BUILD, "vdsm-client"))
+        with broker_daemon("itest5") as d:
+            wait_consuming(d)
+            self.assertTrue(d.wait_ready())
+            uri = "stomp://%s:%s@127.0.0.1:%d" % (USER, PASS, MQ.stomp_port)
+            p = subprocess.run([client, "--broker", uri, "--host-id", "itest5",
+                                "--timeout", "15", "Host", "ping2"],
+                               capture_output=True, timeout=30)
+            self.assertEqual(p.returncode, 0, p.stderr.decode())
+            self.assertEqual(p.stdout.decode().strip(), "true")
+            p = subprocess.run([client, "--broker", uri, "--host-id", "itest5",
+                                "--timeout", "15", "--compact", "Host", "getVMList"],
+                               capture_output=True, timeout=30)
+            self.assertEqual(p.returncode, 0, p.stderr.decode())
+            self.assertIsInstance(json.loads(p.stdout), list)
+
 
 if __name__ == "__main__":
     unittest.main()
