@@ -278,89 +278,6 @@ static void raw_free(struct raw *r)
 		domxml_free(&r->xml);
 }
 
-/* ---- tracker ----------------------------------------------------------- */
-
-static unsigned track_bucket(const char *uuid)
-{
-	uint32_t h = 2166136261u;
-	for (; *uuid; uuid++)
-		h = (h ^ (unsigned char)*uuid) * 16777619u;
-	return h % VIRT_TRACK_BUCKETS;
-}
-
-struct virt_track *track_find(struct virt_state *s, const char *uuid)
-{
-	for (struct virt_track *t = s->tracks[track_bucket(uuid)]; t; t = t->next)
-		if (strcmp(t->uuid, uuid) == 0)
-			return t;
-	return NULL;
-}
-
-struct virt_track *track_get(struct virt_state *s, const char *uuid, const char *name)
-{
-	struct virt_track *t = track_find(s, uuid);
-	if (t) {
-		if (name && (!t->name || strcmp(t->name, name) != 0)) {
-			free(t->name);
-			t->name = xstrdup(name);
-		}
-		return t;
-	}
-	t = xcalloc(1, sizeof *t);
-	snprintf(t->uuid, sizeof t->uuid, "%s", uuid);
-	t->name = xstrdup(name ? name : "");
-	t->status = VS_UNKNOWN;
-	t->xml_domid = -2;
-	unsigned b = track_bucket(t->uuid);
-	t->next = s->tracks[b];
-	s->tracks[b] = t;
-	return t;
-}
-
-static void track_free(struct virt_track *t)
-{
-	free(t->name);
-	free(t->exit_message);
-	free(t->prev_disks);
-	free(t->prev_nics);
-	domxml_free(&t->xml);
-	free(t);
-}
-
-void track_remove(struct virt_state *s, const char *uuid)
-{
-	for (struct virt_track **pp = &s->tracks[track_bucket(uuid)]; *pp; pp = &(*pp)->next) {
-		if (strcmp((*pp)->uuid, uuid) == 0) {
-			struct virt_track *t = *pp;
-			*pp = t->next;
-			track_free(t);
-			return;
-		}
-	}
-}
-
-void track_free_all(struct virt_state *s)
-{
-	for (unsigned b = 0; b < VIRT_TRACK_BUCKETS; b++) {
-		while (s->tracks[b]) {
-			struct virt_track *t = s->tracks[b];
-			s->tracks[b] = t->next;
-			track_free(t);
-		}
-	}
-}
-
-void track_set_down(struct virt_track *t, int code, int reason, const char *msg)
-{
-	t->status = VS_DOWN;
-	t->down_reported = true;
-	t->exit_code = code;
-	t->exit_reason = reason;
-	free(t->exit_message);
-	t->exit_message = xstrdup(msg);
-	t->have_prev = false;
-}
-
 /* ---- building the snapshot -------------------------------------------- */
 
 static int64_t read_pid(const char *name)
@@ -649,7 +566,14 @@ struct virt_snapshot *virt_sample(struct virt_state *s, virConnectPtr c)
 		unsigned stats = VIR_DOMAIN_STATS_STATE | VIR_DOMAIN_STATS_CPU_TOTAL |
 				 VIR_DOMAIN_STATS_BALLOON | VIR_DOMAIN_STATS_VCPU |
 				 VIR_DOMAIN_STATS_INTERFACE | VIR_DOMAIN_STATS_BLOCK;
-		nrec = virConnectGetAllDomainStats(c, stats, &recs, 0);
+		/* NOWAIT: a domain busy with another job (a hung QEMU monitor)
+		 * reports what it can instead of stalling the whole sample */
+		unsigned flags = s->bulk_no_nowait ? 0 : VIR_CONNECT_GET_ALL_DOMAINS_STATS_NOWAIT;
+		nrec = virConnectGetAllDomainStats(c, stats, &recs, flags);
+		if (nrec < 0 && flags && virt_last_error_code() == VIR_ERR_INVALID_ARG) {
+			s->bulk_no_nowait = true;
+			nrec = virConnectGetAllDomainStats(c, stats, &recs, 0);
+		}
 		if (nrec < 0 && virt_last_error_code() == VIR_ERR_NO_SUPPORT) {
 			log_info("virt: virConnectGetAllDomainStats not supported; per-domain calls");
 			s->bulk_unsupported = true;
