@@ -79,6 +79,19 @@ static const struct key keys[] = {
 	  "seconds between VM statistics samples" },
 	{ "storage_root", K_STR, OFF(storage_root), "/var/lib/vdsmd/storage", 0, 0,
 	  "directory holding the file storage domains" },
+	{ "broker_uri", K_STR, OFF(broker_uri), "", 0, 0,
+	  "broker mode: stomp://HOST[:PORT] or stomps://HOST[:PORT] (TLS with cert_file, "
+	  "key_file, ca_file) of a STOMP broker (RabbitMQ); empty: off" },
+	{ "broker_login", K_STR, OFF(broker_login), "", 0, 0,
+	  "broker mode: login (empty: none sent)" },
+	{ "broker_passcode", K_STR, OFF(broker_passcode), "", 0, 0,
+	  "broker mode: passcode" },
+	{ "broker_vhost", K_STR, OFF(broker_vhost), "/", 0, 0,
+	  "broker mode: virtual host (the CONNECT host header)" },
+	{ "host_id", K_STR, OFF(host_id), "", 0, 0,
+	  "broker mode: this host's id in /queue/vdsm.<host_id>.requests (empty: the machine id)" },
+	{ "broker_prefetch", K_UINT, OFF(broker_prefetch), "64", 1, 65535,
+	  "broker mode: unacknowledged requests the broker may hand us at once" },
 };
 
 static void *field(struct vd_config *cfg, const struct key *k)

@@ -10,6 +10,7 @@
 #include "../common/log.h"
 #include "../rpc/event.h"
 #include "../rpc/rpc.h"
+#include "broker.h"
 #include "host/host.h"
 #include "pool.h"
 #include "server.h"
@@ -40,6 +41,9 @@ void vdsmd_subsystem_ready(struct vdsmd *d, const char *which)
 const struct vd_codec *daemon_codec_for(const struct vdsmd *d, const char *ct, size_t ctlen)
 {
 	if (!ct || ctlen == 0)
+		return d->codec;
+	/* The common case without the registry walk. */
+	if (ctlen == 16 && memcmp(ct, "application/json", 16) == 0 && d->codec->is_json)
 		return d->codec;
 	const struct vd_codec *k = codec_find_content_type(ct, ctlen);
 	if (!k)
@@ -117,6 +121,8 @@ int daemon_init(struct vdsmd *d, char *why, size_t whylen)
 		snprintf(why, whylen, "storage: %s", vd_strerror(rc));
 		return rc;
 	}
+	if ((rc = broker_start(d, why, whylen)))
+		return rc;
 	return 0;
 }
 
@@ -124,11 +130,14 @@ void daemon_fini(struct vdsmd *d)
 {
 	if (d->srv)
 		server_stop(d->srv);
+	if (d->broker)
+		broker_stop(d->broker);
 	/* Workers finish; their completions answer into closed sessions. */
 	if (d->pool) {
 		pool_free(d->pool);
 		d->pool = NULL;
 	}
+	broker_free(d->broker);
 	/* Only what started (init may have stopped early). */
 	if (d->storage)
 		storage_fini(d);
