@@ -79,6 +79,10 @@ static const struct key keys[] = {
 	  "seconds between VM statistics samples" },
 	{ "storage_root", K_STR, OFF(storage_root), "/var/lib/vdsmd/storage", 0, 0,
 	  "directory holding the file storage domains" },
+	{ "user", K_STR, OFF(user), "", 0, 0,
+	  "run as this user: root privileges are dropped once the port is bound and the log and TLS files are open (empty: keep the starting user)" },
+	{ "allow_plaintext", K_BOOL, OFF(allow_plaintext), "no", 0, 0,
+	  "allow tls = off on a non-loopback listen address (logged as a warning)" },
 };
 
 static void *field(struct vd_config *cfg, const struct key *k)

@@ -36,6 +36,9 @@ struct vd_config {
 	char *libvirt_uri;          /* "qemu:///system" */
 	unsigned vm_sample_interval;   /* seconds, 15 */
 	char *storage_root;         /* "/var/lib/vdsmd/storage" */
+	/* security (issue 8) */
+	char *user;                 /* "": keep the starting user; else drop to it */
+	bool allow_plaintext;       /* tls off on a non-loopback address (warned) */
 	/* where the file came from, for messages */
 	char *config_file;
 };
