@@ -303,6 +303,7 @@ int client_args_params(struct client_opts *o, struct vd_arena *a)
 enum opt_id {
 	O_HOST, O_PORT, O_INSECURE, O_TIMEOUT, O_FLOW, O_FILE, O_CERT, O_KEY, O_CACERT,
 	O_CODEC, O_COMPACT, O_LIST, O_HELP, O_WAIT, O_WATCH, O_COMPLETION, O_VERSION, O_PRETTY,
+	O_BROKER, O_HOST_ID,
 };
 
 struct opt_def {
@@ -332,7 +333,73 @@ static const struct opt_def opt_defs[] = {
 	{ "bash-completion", 0, false, O_COMPLETION },
 	{ "version", 0, false, O_VERSION },
 	{ "pretty", 0, false, O_PRETTY },
+	{ "broker", 0, true, O_BROKER },
+	{ "host-id", 0, true, O_HOST_ID },
 };
+
+/* stomp[s]://[LOGIN[:PASSCODE]@]HOST[:PORT][/VHOST] */
+int client_broker_uri(struct client_opts *o, const char *uri)
+{
+	const char *p;
+	if (strncmp(uri, "stomp://", 8) == 0) {
+		o->tls = false;
+		p = uri + 8;
+	} else if (strncmp(uri, "stomps://", 9) == 0) {
+		o->tls = true;
+		p = uri + 9;
+	} else {
+		return client_usage_error("--broker: expected stomp://HOST[:PORT] or "
+					  "stomps://HOST[:PORT], got '%s'", uri);
+	}
+	o->port = o->tls ? 61614 : 61613;
+	const char *at = strchr(p, '@');
+	const char *slash = strchr(p, '/');
+	if (at && (!slash || at < slash)) {
+		const char *colon = memchr(p, ':', (size_t)(at - p));
+		size_t ul = colon ? (size_t)(colon - p) : (size_t)(at - p);
+		if (ul >= sizeof(o->broker_login))
+			return client_usage_error("--broker: login too long");
+		memcpy(o->broker_login, p, ul);
+		o->broker_login[ul] = 0;
+		if (colon) {
+			size_t pl = (size_t)(at - colon - 1);
+			if (pl >= sizeof(o->broker_passcode))
+				return client_usage_error("--broker: passcode too long");
+			memcpy(o->broker_passcode, colon + 1, pl);
+			o->broker_passcode[pl] = 0;
+		}
+		p = at + 1;
+	}
+	const char *hs = p, *he, *rest;
+	if (*p == '[') {
+		he = strchr(p, ']');
+		if (!he)
+			return client_usage_error("--broker: unterminated '[' in '%s'", uri);
+		hs = p + 1;
+		rest = he + 1;
+	} else {
+		he = p + strcspn(p, ":/");
+		rest = he;
+	}
+	size_t hl = (size_t)(he - hs);
+	if (hl == 0 || hl >= sizeof(o->broker_host))
+		return client_usage_error("--broker: missing or too long host in '%s'", uri);
+	memcpy(o->broker_host, hs, hl);
+	o->broker_host[hl] = 0;
+	o->host = o->broker_host;
+	if (*rest == ':') {
+		char *end;
+		errno = 0;
+		unsigned long port = strtoul(rest + 1, &end, 10);
+		if (errno || end == rest + 1 || port == 0 || port > 65535 || (*end && *end != '/'))
+			return client_usage_error("--broker: invalid port in '%s'", uri);
+		o->port = (unsigned)port;
+		rest = end;
+	}
+	snprintf(o->broker_vhost, sizeof(o->broker_vhost), "%s", *rest == '/' && rest[1] ? rest + 1 : "/");
+	o->broker = true;
+	return CLIENT_OK;
+}
 
 static int set_opt(struct client_opts *o, enum opt_id id, const char *name, const char *val,
 		   bool *list, bool *help, bool *watch)
@@ -385,6 +452,12 @@ static int set_opt(struct client_opts *o, enum opt_id id, const char *name, cons
 	case O_COMPLETION: o->mode = CLIENT_COMPLETION; break;
 	case O_VERSION: o->mode = CLIENT_VERSION; break;
 	case O_PRETTY: o->mode = CLIENT_PRETTY; break;
+	case O_BROKER: return client_broker_uri(o, val);
+	case O_HOST_ID:
+		if (!*val || strpbrk(val, "/.#*: "))
+			return client_usage_error("%s: invalid host id '%s'", name, val);
+		o->host_id = val;
+		break;
 	}
 	return CLIENT_OK;
 }
@@ -453,6 +526,10 @@ int client_args_parse(struct client_opts *o, struct vd_arena *a, int argc, char 
 		if (rc != CLIENT_OK)
 			return rc;
 	}
+	if (o->broker && !o->host_id)
+		return client_usage_error("--broker needs --host-id (the host to call)");
+	if (o->host_id && !o->broker)
+		return client_usage_error("--host-id needs --broker URI");
 	snprintf(o->where, sizeof(o->where), strchr(o->host, ':') ? "[%.280s]:%u" : "%.280s:%u",
 		 o->host, o->port);
 	if (!o->codec)

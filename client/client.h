@@ -60,6 +60,14 @@ struct client_opts {
 	int nparams;
 	/* the typed params object (VD_OBJECT), built by client_args_params() */
 	struct vd_value *params;
+	/* --broker URI --host-id H: call through a STOMP broker (RabbitMQ):
+	 * requests to /queue/vdsm.<H>.requests, replies on a /temp-queue,
+	 * events from /topic/vdsm.<H>.events.  URI: stomp[s]://[LOGIN:PASSCODE@]
+	 * HOST[:PORT][/VHOST] (default vhost "/"); host/port/tls come from it. */
+	bool broker;
+	const char *host_id;
+	char broker_login[128], broker_passcode[128], broker_vhost[128];
+	char broker_host[256];
 };
 
 /* ---- args.c ---------------------------------------------------------------- */
@@ -67,6 +75,9 @@ struct client_opts {
 /* Parse argv into o (no I/O beyond reading -f).  On a usage error prints the
  * message and the usage line to stderr and returns CLIENT_USAGE. */
 int client_args_parse(struct client_opts *o, struct vd_arena *a, int argc, char **argv);
+/* Parse a --broker URI into o (host, port, tls, login, passcode, vhost).
+ * CLIENT_OK or CLIENT_USAGE (message printed). */
+int client_broker_uri(struct client_opts *o, const char *uri);
 /* Type the name=value words (or the -f object) by o->decl into o->params.
  * Returns CLIENT_OK or CLIENT_USAGE (message printed). */
 int client_args_params(struct client_opts *o, struct vd_arena *a);
@@ -110,7 +121,7 @@ struct client_conn {
 	const struct client_opts *o;
 	struct vd_buf in, out;
 	struct stomp_client stomp;
-	char reply_dest[37];
+	char reply_dest[64];
 	char sub_id[37];
 	struct stomp_frame frame;   /* last frame from client_conn_next() */
 	size_t frame_len;           /* bytes of in that frame occupies */

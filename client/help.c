@@ -41,6 +41,9 @@ void client_print_help(FILE *f)
 	      "  --bash-completion     print the bash completion script\n"
 	      "  --version             print the version\n"
 	      "  --pretty              format JSON read from standard input as a result\n"
+	      "  --broker URI          call through a STOMP broker (RabbitMQ):\n"
+	      "                        stomp[s]://[LOGIN:PASSCODE@]HOST[:PORT][/VHOST]\n"
+	      "  --host-id H           with --broker: the host to call (its host_id)\n"
 	      "\nname=value params are typed by the verb's declared params: integers,\n"
 	      "booleans (true/false), JSON for objects and lists, text for strings.\n"
 	      "\nexit status: 0 success, 1 failure, 2 usage error\n", f);

@@ -356,12 +356,32 @@ int client_conn_open(struct client_conn *c, const struct client_opts *o, uint64_
 	stomp_client_init(&c->stomp, &c->out);
 	vd_uuid_generate(c->reply_dest);
 	vd_uuid_generate(c->sub_id);
+	if (o->broker) {
+		/* RabbitMQ: replies come to a temp queue of this connection
+		 * (no SUBSCRIBE); the CONNECT host is the vhost. */
+		char id[37];
+		memcpy(id, c->reply_dest, sizeof(id));
+		snprintf(c->reply_dest, sizeof(c->reply_dest), "/temp-queue/vdsm-client-%s", id);
+		stomp_client_connect(&c->stomp, o->broker_vhost,
+				     *o->broker_login ? o->broker_login : NULL,
+				     *o->broker_login ? o->broker_passcode : NULL, 0, 0);
+		return CLIENT_OK;
+	}
 	stomp_client_connect(&c->stomp, o->host, NULL, NULL, 0, 0);
 	return CLIENT_OK;
 }
 
 void client_conn_subscribe(struct client_conn *c, const char *dest, bool receipt)
 {
+	char topic[300];
+	if (c->o->broker) {
+		if (!dest)
+			return;   /* the temp queue needs no subscription */
+		if (strcmp(dest, CLIENT_EVENTS_DEST) == 0) {
+			snprintf(topic, sizeof(topic), "/topic/vdsm.%s.events", c->o->host_id);
+			dest = topic;
+		}
+	}
 	if (!dest)
 		dest = c->reply_dest;
 	if (!receipt) {
@@ -389,7 +409,13 @@ void client_conn_send_request(struct client_conn *c, const char *body, size_t le
 		extra[0].vlen = strlen(c->o->flow_id);
 		nextra = 1;
 	}
-	stomp_client_send(&c->stomp, CLIENT_REQUEST_DEST, c->reply_dest,
+	char queue[300];
+	const char *dest = CLIENT_REQUEST_DEST;
+	if (c->o->broker) {
+		snprintf(queue, sizeof(queue), "/queue/vdsm.%s.requests", c->o->host_id);
+		dest = queue;
+	}
+	stomp_client_send(&c->stomp, dest, c->reply_dest,
 			  c->o->codec->content_type, extra, nextra, body, len);
 }
 

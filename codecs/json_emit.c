@@ -120,8 +120,9 @@ static __attribute__((noinline)) void put_escaped_slow(struct vd_buf *out,
 	out->len = (size_t)(o - out->data);
 }
 
-/* Escaped body of s (no quotes) appended to out, which has room for n
- * more bytes; the slow path reserves what it needs. */
+/* Escaped body of s (no quotes) appended to out.  The caller reserved room
+ * for n bytes plus its closing bytes (at most 2); the slow path reserves
+ * what escapes need plus 2, so the closing bytes always fit. */
 static inline __attribute__((always_inline)) void put_escaped(struct vd_buf *out,
 							       const char *s, size_t n)
 {
@@ -165,8 +166,7 @@ static void j_string(struct vd_writer *w, const char *s, size_t n)
 		return;
 	out->data[out->len + (size_t)k] = '"';
 	out->len += (size_t)k + 1;
-	put_escaped(out, s, n);
-	buf_reserve(out, 1);   /* free unless put_escaped took its slow path */
+	put_escaped(out, s, n);   /* leaves room for 2 more bytes */
 	out->data[out->len++] = '"';
 }
 
@@ -185,8 +185,7 @@ static void j_key(struct vd_writer *w, const char *s, size_t n)
 	*ne |= NE_HAS;
 	*p++ = '"';
 	out->len = (size_t)(p - out->data);
-	put_escaped(out, s, n);
-	buf_reserve(out, 2);
+	put_escaped(out, s, n);   /* leaves room for 2 more bytes */
 	memcpy(out->data + out->len, "\":", 2);
 	out->len += 2;
 	w->after_key = true;

@@ -58,14 +58,16 @@ static inline bool mp_need(struct mp_dec *d, size_t n)
 	return true;
 }
 
-static bool mp_str(struct mp_dec *d, const uint8_t *tag, size_t n, const char **s, size_t *len)
+static inline bool mp_str(struct mp_dec *d, const uint8_t *tag, size_t n, const char **s, size_t *len)
 {
 	if (!mp_need(d, n))
 		return mp_fail(d, tag, VD_EPROTO, "truncated string");
 	const char *p = (const char *)d->p;
-	size_t bad = cj_utf8_check(p, n);
-	if (bad != n)
-		return mp_fail(d, d->p + bad, VD_EPROTO, "invalid UTF-8 in string");
+	if (VD_UNLIKELY(!cj_is_ascii(p, n))) {
+		size_t bad = cj_utf8_check(p, n);
+		if (bad != n)
+			return mp_fail(d, d->p + bad, VD_EPROTO, "invalid UTF-8 in string");
+	}
 	*s = p;
 	*len = n;
 	d->p += n;
@@ -73,7 +75,7 @@ static bool mp_str(struct mp_dec *d, const uint8_t *tag, size_t n, const char **
 }
 
 /* Length of the str at d->p (tag consumed); false when it is not a str. */
-static bool mp_strlen(struct mp_dec *d, uint8_t t, size_t *n)
+static inline bool mp_strlen(struct mp_dec *d, uint8_t t, size_t *n)
 {
 	if (t >= 0xa0 && t <= 0xbf) {
 		*n = t & 0x1f;

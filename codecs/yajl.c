@@ -20,6 +20,9 @@
 #include "codec_int.h"
 
 #include <yajl/yajl_parse.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 struct yctx {
 	struct tree_builder t;
@@ -242,6 +245,25 @@ static const char *y_message(struct yctx *c)
 	return r;
 }
 
+/* Offset of the first raw \f or \v in s[0..n), or n: one pass. */
+static size_t find_ff_vt(const char *s, size_t n)
+{
+	size_t i = 0;
+#ifdef __SSE2__
+	const __m128i ff = _mm_set1_epi8('\f'), vt = _mm_set1_epi8('\v');
+	for (; i + 16 <= n; i += 16) {
+		__m128i x = _mm_loadu_si128((const __m128i *)(const void *)(s + i));
+		int m = _mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(x, ff), _mm_cmpeq_epi8(x, vt)));
+		if (m)
+			return i + (size_t)__builtin_ctz((unsigned)m);
+	}
+#endif
+	for (; i < n; i++)
+		if (s[i] == '\f' || s[i] == '\v')
+			return i;
+	return n;
+}
+
 static int y_decode(struct vd_arena *a, const char *bytes, size_t len,
 		    const struct vd_limits *lim, struct vd_value **out,
 		    struct vd_codec_error *err)
@@ -257,11 +279,9 @@ static int y_decode(struct vd_arena *a, const char *bytes, size_t len,
 	 * (not whitespace outside strings, a control character inside). */
 	if (!bytes)
 		bytes = "";
-	const char *ff = len ? memchr(bytes, '\f', len) : NULL;
-	const char *vt = len ? memchr(bytes, '\v', len) : NULL;
-	if (ff || vt) {
-		const char *at = !ff ? vt : !vt ? ff : ff < vt ? ff : vt;
-		cj_set_err(err, VD_EPROTO, (size_t)(at - bytes), "invalid character");
+	size_t at = find_ff_vt(bytes, len);
+	if (at < len) {
+		cj_set_err(err, VD_EPROTO, at, "invalid character");
 		return VD_EPROTO;
 	}
 	struct yctx c;

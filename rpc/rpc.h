@@ -178,7 +178,17 @@ struct rpc_request_info {
 /* Dispatch one request body.  The engine copies what it keeps; body may be
  * freed when this returns.  reply is called exactly once, either before
  * rpc_dispatch returns or later on the dispatching thread (after the worker
- * pool's done callback). */
+ * pool's done callback).
+ *
+ * Behaviour details (PROTOCOL.md section 3; tests/unit/test_rpc_*.c):
+ *  - ids: strings and numbers are echoed; null/absent make a notification;
+ *    a bool, array or object id is -32600 answered with id null.
+ *  - named params not declared by the verb are ignored; an explicit null
+ *    for a param (other than RPC_T_ANY) counts as absent (default applies).
+ *  - top-level string args are NUL-terminated copies (rpc_arg_str).
+ *  - order: envelope → verb lookup (-32601) → code 99 → params (-32602) →
+ *    handler (or 1100 when the pool refuses a BLOCKING verb).
+ *  - a batch of more than RPC_MAX_BATCH members is one -32600. */
 void rpc_dispatch(struct rpc_engine *e, const struct rpc_request_info *info,
 		  const char *body, size_t len, rpc_reply_fn reply, void *ctx);
 

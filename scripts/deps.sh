@@ -7,7 +7,7 @@ set -eu
 
 PKGS="build-essential pkg-config libyajl-dev libmsgpack-dev libev-dev check
 libssl-dev openssl libvirt-dev qemu-utils python3 python3-stomp clang
-libclang-rt-14-dev procps"
+libclang-rt-14-dev procps rabbitmq-server"
 
 missing() {
 	for p in $PKGS; do
@@ -25,6 +25,16 @@ install() {
 	apt-get update -qq
 	# shellcheck disable=SC2086
 	apt-get install -y -qq --no-install-recommends "$@"
+	case " $* " in
+	*" rabbitmq-server "*)
+		# The package may start its system service (invoke-rc.d); the
+		# broker tests run their own private, loopback-only instance.
+		if command -v invoke-rc.d >/dev/null 2>&1; then
+			invoke-rc.d rabbitmq-server stop >/dev/null 2>&1 || true
+		fi
+		epmd -kill >/dev/null 2>&1 || true
+		;;
+	esac
 }
 
 case "${1:-ensure}" in

@@ -292,10 +292,10 @@ size_t stomp_forward(struct stomp_broker *b, const char *dest, size_t dlen,
 			struct stomp_dest *d = b->ndests ? stomp_dest_find(b, dest, i, h) : NULL;
 			for (struct stomp_sub *sub = d ? d->subs : NULL, *next; sub; sub = next) {
 				next = sub->dnext;
+				n++;  /* matched, even when dropped for a slow reader */
 				if (over_bound(b, sub->s))
 					continue;
 				stomp_deliver(b, sub, dest, dlen, ct, ctlen, extra, nextra, body, len);
-				n++;
 			}
 		}
 		if (i < dlen)

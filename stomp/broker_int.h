@@ -87,7 +87,8 @@ void stomp_deliver(struct stomp_broker *b, struct stomp_sub *sub,
 		   const char *body, size_t len);
 
 /* Forward a SEND to every subscription whose destination equals dest or is
- * a dot-separated prefix of it.  Returns deliveries. */
+ * a dot-separated prefix of it.  Returns the subscriptions matched (those
+ * over their output bound drop the message but still count). */
 size_t stomp_forward(struct stomp_broker *b, const char *dest, size_t dlen,
 		     const char *ct, size_t ctlen, const struct stomp_header *extra,
 		     unsigned nextra, const char *body, size_t len);

@@ -36,6 +36,13 @@ struct vd_config {
 	char *libvirt_uri;          /* "qemu:///system" */
 	unsigned vm_sample_interval;   /* seconds, 15 */
 	char *storage_root;         /* "/var/lib/vdsmd/storage" */
+	/* broker mode (vdsmd/broker.h); off while broker_uri is empty */
+	char *broker_uri;           /* "" | stomp://HOST[:PORT] | stomps://HOST[:PORT] */
+	char *broker_login;         /* "" = no login header */
+	char *broker_passcode;
+	char *broker_vhost;         /* "/" */
+	char *host_id;              /* "" = the machine id */
+	unsigned broker_prefetch;   /* 64 */
 	/* security (issue 8) */
 	char *user;                 /* "": keep the starting user; else drop to it */
 	bool allow_plaintext;       /* tls off on a non-loopback address (warned) */

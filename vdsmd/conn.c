@@ -96,7 +96,7 @@ void conn_close(struct vd_conn *c, const char *why)
 	ev_timer_stop(loop, &c->rt);
 	ev_timer_stop(loop, &c->st);
 	if (c->ssl)
-		tls_conn_free(c);
+		tls_conn_free(c, c->closing && c->out.len == 0 && c->state != CS_HANDSHAKE);
 	close(c->fd);
 	c->fd = -1;
 	if (c->prev)

@@ -10,6 +10,7 @@
 #include "../common/log.h"
 #include "../rpc/event.h"
 #include "../rpc/rpc.h"
+#include "broker.h"
 #include "host/host.h"
 #include "pool.h"
 #include "server.h"
@@ -122,6 +123,8 @@ int daemon_init(struct vdsmd *d, char *why, size_t whylen)
 		snprintf(why, whylen, "storage: %s", vd_strerror(rc));
 		return rc;
 	}
+	if ((rc = broker_start(d, why, whylen)))
+		return rc;
 	return 0;
 }
 
@@ -129,11 +132,14 @@ void daemon_fini(struct vdsmd *d)
 {
 	if (d->srv)
 		server_stop(d->srv);
+	if (d->broker)
+		broker_stop(d->broker);
 	/* Workers finish; their completions answer into closed sessions. */
 	if (d->pool) {
 		pool_free(d->pool);
 		d->pool = NULL;
 	}
+	broker_free(d->broker);
 	/* Only what started (init may have stopped early). */
 	if (d->storage)
 		storage_fini(d);

@@ -7,6 +7,7 @@
 #include "../rpc/event.h"
 #include "../rpc/rpc.h"
 #include "pool.h"
+#include "broker.h"
 
 static void metric(struct vd_buf *o, const char *name, const char *type, const char *help,
 		   uint64_t v)
@@ -84,6 +85,8 @@ void metrics_format(struct vd_server *s, struct vd_buf *o)
 		metric(o, "vdsmd_pool_queued", "gauge", "Blocking jobs waiting.", ps.queued);
 		metric(o, "vdsmd_pool_busy", "gauge", "Workers running a job.", ps.busy);
 	}
+	if (d->broker)
+		broker_metrics_format(d->broker, o);
 	if (d->rpc)
 		rpc_metrics_format(d->rpc, o);
 }

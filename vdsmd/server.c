@@ -13,6 +13,7 @@
 
 #include "../common/log.h"
 #include "daemon.h"
+#include "broker.h"
 #include "../rpc/event.h"
 #include "../rpc/rpc.h"
 
@@ -216,6 +217,8 @@ static void deliver_event(void *ctx, const char *bytes, size_t len, const struct
 	struct vd_server *s = ctx;
 	s->n.events_delivered += stomp_broker_publish(s->broker, EVENTS_DEST, codec->content_type,
 						      bytes, len);
+	if (s->d->broker)  /* broker mode: the host's topic too */
+		broker_publish_event(s->d->broker, bytes, len, codec);
 }
 
 static void wake_cb(struct ev_loop *loop, ev_async *w, int revents)

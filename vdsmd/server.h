@@ -157,7 +157,8 @@ int tls_handshake(struct vd_conn *c);
 /* Like read/write: > 0 bytes, 0 EOF, VD_AGAIN, or VD_EIO. */
 long tls_read(struct vd_conn *c, char *buf, size_t len);
 long tls_write(struct vd_conn *c, const char *buf, size_t len);
-void tls_conn_free(struct vd_conn *c);
+/* Free the SSL object; notify sends close_notify first (graceful close). */
+void tls_conn_free(struct vd_conn *c, bool notify);
 
 /* ---- STOMP glue (server.c) and HTTP (http.c) --------------------------- */
 

@@ -98,8 +98,13 @@ void tls_conn_start(struct vd_conn *c)
 	c->ssl = ssl;
 }
 
-void tls_conn_free(struct vd_conn *c)
+void tls_conn_free(struct vd_conn *c, bool notify)
 {
+	/* A graceful close (DISCONNECT, HTTP Connection: close, shutdown)
+	 * sends close_notify so the client sees a clean end of stream; one
+	 * non-blocking attempt, the socket is closed right after. */
+	if (notify)
+		SSL_shutdown(c->ssl);
 	SSL_free(c->ssl);
 	c->ssl = NULL;
 }

@@ -15,6 +15,7 @@ struct vd_server;
 struct host_state;
 struct virt_state;
 struct storage_state;
+struct vd_broker;
 
 struct vdsmd {
 	struct vd_config cfg;
@@ -30,6 +31,7 @@ struct vdsmd {
 	struct storage_state *storage; /* vdsmd/storage */
 	uint64_t start_ms;             /* vd_now_ms() at startup */
 	unsigned ready_mask;           /* subsystems that reported ready (atomic ops) */
+	struct vd_broker *broker;      /* broker mode (vdsmd/broker.h), NULL when off */
 };
 
 /* Called by subsystems when their first sample exists; the engine becomes

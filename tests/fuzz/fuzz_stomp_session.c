@@ -127,7 +127,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		size_t n = VD_MIN(chunk, size - off);
 		buf_append(&in, data + off, n);
 		off += n;
-		long r = stomp_session_feed(a, in.data, in.len);
+		/* Small inputs go through an exact-size copy so a read past the
+		 * bytes given is caught (frames are only modified once complete,
+		 * and complete frames are consumed, so the copy is equivalent). */
+		long r;
+		if (in.len <= 4096) {
+			char *exact = malloc(in.len);
+			memcpy(exact, in.data, in.len);
+			r = stomp_session_feed(a, exact, in.len);
+			free(exact);
+		} else {
+			r = stomp_session_feed(a, in.data, in.len);
+		}
 		if (r < 0) {
 			failed = true;
 			if (!stomp_session_closing(a))

@@ -81,6 +81,18 @@ class Process(unittest.TestCase):
             first = [l for l in d.log_lines() if " INFO " in l][0]
             self.assertRegex(first, r"listening on 127\.0\.0\.1:%d\b" % d.port)
 
+    def test_ipv6_loopback(self):
+        try:
+            with socket.socket(socket.AF_INET6) as t:
+                t.bind(("::1", 0))
+        except OSError:
+            self.skipTest("no IPv6 loopback on this machine")
+        with vt.Daemon(host="::1") as d:
+            self.assertTrue(d.wait_log(r"listening on \[::1\]:%d " % d.port))
+            c = d.stomp()
+            self.assertEqual(c.connect().cmd, "CONNECTED")
+            c.close()
+
     def test_sigterm_with_clients_exits_zero(self):
         d = vt.Daemon()
         try:

@@ -47,6 +47,15 @@ class Tls(unittest.TestCase):
         self.assertIn("result", c.call("Host.ping2"))
         c.close()
 
+    def test_disconnect_ends_cleanly(self):
+        s = self.d.tls_sock()
+        c = vt.Conn(s)
+        c.connect()
+        c.send_frame("DISCONNECT", [("receipt", "bye")])
+        self.assertEqual(c.read_frame().headers["receipt-id"], "bye")
+        self.assertEqual(s.recv(100), b"")  # close_notify: clean EOF, no SSLError
+        s.close()
+
     def test_good_client_http(self):
         s = self.d.tls_sock()
         status, _, _ = self.d.http("GET", "/metrics", sock=s)

@@ -56,7 +56,7 @@ class Daemon:
     """A vdsmd process; use as a context manager (stops it on exit)."""
 
     def __init__(self, *args, tls=False, pki=None, log_level="info",
-                 libvirt_uri="test:///default", start=True):
+                 libvirt_uri="test:///default", start=True, host="127.0.0.1"):
         self.args = list(args)
         self.tls = tls
         self.pki = pki
@@ -64,7 +64,7 @@ class Daemon:
         self.libvirt_uri = libvirt_uri
         self.proc = None
         self.port = None
-        self.host = "127.0.0.1"
+        self.host = host  # listen address, also what clients connect to
         self._lines = []
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)

@@ -244,7 +244,7 @@ START_TEST(test_connect_version)
 	struct stomp_frame *f = expect(&A, STOMP_ERROR);
 	ck_assert_str_eq(hdr(f, "receipt-id"), "r1");
 	expect_none(&A);
-	FEED(&A, "CONNECT\naccept-version:1.1, 1.2\nreceipt:r2\n\n\0");
+	FEED(&A, "CONNECT\naccept-version:1.1, 1.2 \nreceipt:r2\n\n\0");
 	expect(&A, STOMP_CONNECTED);
 	expect_receipt(&A, "r2");
 	expect_none(&A);
@@ -267,6 +267,11 @@ static const struct hb_case hb_cases[] = {
 	{ "heart-beat:1,1\n", "1000,1000", 1000, 1000 },
 	{ "heart-beat:10000,0\n", "0,10000", 0, 10000 },
 	{ "heart-beat:junk\n", "0,0", 0, 0 },
+	{ "heart-beat: 0 , 15000 \n", "15000,0", 15000, 0 },
+	{ "heart-beat:99999999999,1\n", "1000,86400000", 1000, 86400000 },
+	{ "heart-beat:1,2,3\n", "0,0", 0, 0 },
+	{ "heart-beat:5\n", "0,0", 0, 0 },
+	{ "heart-beat:,5\n", "0,0", 0, 0 },
 };
 
 START_TEST(test_heartbeat_table)
@@ -540,7 +545,8 @@ START_TEST(test_prefix_forwarding)
 	expect_none(&B);
 	H.noutput = 0;
 	FEED(&A, "SEND\ndestination:jms.topic.x\ncontent-type:text/plain\ncustom:v\\c1\n"
-		 "receipt:r\ncontent-length:2\n\nhi\0");
+		 "receipt:r\nmessage-id:fake\nsubscription:fake\ntransaction:t\n"
+		 "content-length:2\n\nhi\0");
 	expect_receipt(&A, "r");
 	expect_none(&A);
 	const char *subs[] = { "1", "2", "4" };
@@ -708,6 +714,21 @@ START_TEST(test_publish_and_drop)
 }
 END_TEST
 
+START_TEST(test_forward_drop)
+{
+	teardown();
+	struct stomp_limits lim = STOMP_LIMITS_DEFAULT;
+	setup_cfg(200, lim);
+	FEED(&B, "SUBSCRIBE\ndestination:t\nid:1\n\n\0");
+	/* B never reads: forwarded messages are dropped once it is over */
+	for (int i = 0; i < 10; i++)
+		FEED(&A, "SEND\ndestination:t\n\n0123456789012345678901234567890123456789\0");
+	expect_none(&A);  /* a drop is not "Subscription not available" */
+	ck_assert_uint_gt(stomp_session_dropped(B.s), 0);
+	ck_assert_uint_le(B.out.len, 400);
+}
+END_TEST
+
 START_TEST(test_many_sessions)
 {
 	/* many sessions on one destination; the destination table grows */
@@ -823,6 +844,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_escaped_names);
 	tcase_add_test(tc, test_nested_feed);
 	tcase_add_test(tc, test_too_many_subscriptions);
+	tcase_add_test(tc, test_forward_drop);
 	suite_add_tcase(s, tc);
 	return s;
 }

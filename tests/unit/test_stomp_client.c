@@ -235,6 +235,13 @@ START_TEST(test_client_rejects)
 	f.hdr = NULL;
 	ck_assert_int_eq(stomp_client_feed(&c, hb, 2, &f, &why), 2);
 	ck_assert_int_eq(f.cmd, STOMP_NONE);
+	char conn[] = "CONNECTED\nversion:1.2\nheart-beat:x\n\n";
+	f.hdr = NULL;
+	c.hb_want_send = c.hb_want_recv = 1000;
+	ck_assert_int_eq(stomp_client_feed(&c, conn, sizeof(conn), &f, &why), (long)sizeof(conn));
+	ck_assert(c.connected);
+	ck_assert_uint_eq(c.hb_send_ms, 0);
+	ck_assert_uint_eq(c.hb_recv_ms, 0);
 	char part[] = "RECEIPT\nreceipt-id:1\n";
 	ck_assert_int_eq(stomp_client_feed(&c, part, sizeof(part) - 1, &f, &why), VD_AGAIN);
 	buf_free(&out);

@@ -75,11 +75,46 @@ out:
 	return r.data;
 }
 
+/* The whole input from an exact-size heap copy, consumed by advancing a
+ * pointer: under ASan any read past the bytes given is caught. */
+static void run_exact(const struct stomp_limits *lim, const char *data, size_t len,
+		      const char *expect, size_t elen)
+{
+	struct vd_buf r = VD_BUF_INIT;
+	struct stomp_parser p;
+	struct stomp_header hdr[256];
+	struct stomp_frame f = { .hdr = hdr, .hdr_cap = 256 };
+	char *copy = malloc(len ? len : 1);
+	memcpy(copy, data, len);
+	stomp_parser_init(&p);
+	size_t pos = 0;
+	while (pos < len) {
+		long n = stomp_parse(&p, lim, copy + pos, len - pos, &f, NULL);
+		if (n == VD_AGAIN)
+			break;
+		if (n < 0) {
+			buf_printf(&r, "ERR %ld\n", n);
+			goto out;
+		}
+		if (f.cmd != STOMP_NONE)
+			render(&r, &f);
+		pos += (size_t)n;
+	}
+	if (pos < len)
+		buf_printf(&r, "LEFT %zu\n", len - pos);
+out:
+	if (r.len != elen || (elen && memcmp(r.data, expect, elen)))
+		ck_abort_msg("exact-size parse:\n%.*s\nexpected:\n%s", (int)r.len, r.data, expect);
+	buf_free(&r);
+	free(copy);
+}
+
 /* Whole, 1 byte at a time, every 2-chunk split: all equal expect. */
 static void check_all_splits(const struct stomp_limits *lim, const char *data, size_t len,
 			     const char *expect, size_t elen)
 {
 	size_t rlen;
+	run_exact(lim, data, len, expect, elen);
 	char *whole = run_cuts(lim, data, len, NULL, 0, &rlen);
 	if (rlen != elen || memcmp(whole, expect, elen))
 		ck_abort_msg("whole parse:\n%s\nexpected:\n%s", whole, expect);
@@ -203,6 +238,10 @@ START_TEST(test_limits)
 	/* CRLF does not count against the line */
 	check_all_splits(&lim, S("SEND\r\n0123456:89abcdef\r\n\r\n\0"),
 			 S("SEND\n0123456=89abcdef\nbody[0]=\n"));
+	/* frame size reached while still in the headers */
+	struct stomp_limits lim3 = { 40, 3, 16 };
+	check_all_splits(&lim3, S("SEND\na:1234567890123\nb:1234567890123\nc:1"), S("ERR -3\n"));
+	check_all_splits(&lim3, S("SEND\na:1234567890123\nb:1234567890123\nc:"), S("LEFT 39\n"));
 	/* header count */
 	check_all_splits(&lim, S("SEND\na:1\nb:2\nc:3\n\n\0"),
 			 S("SEND\na=1\nb=2\nc=3\nbody[0]=\n"));

@@ -5,6 +5,8 @@
  * the per-codec encoded cache; bad vmID strings; libvirt unreachable. */
 #include "virt_test.h"
 
+#include <unistd.h>
+
 #define FLEET "examples/fleet.xml"
 #define NO_SUCH_VM "00000000-0000-4000-8000-00000000dead"
 
@@ -256,6 +258,35 @@ START_TEST(rates_from_two_samples)
 }
 END_TEST
 
+/* Without virConnectGetAllDomainStats (older libvirt, other drivers) the
+ * per-domain path builds the same inventory. */
+START_TEST(per_domain_path_agrees)
+{
+	struct virt_snapshot *a = virt_snapshot_get(vfx_state(&F));
+	pthread_mutex_lock(&vfx_state(&F)->lock);
+	vfx_state(&F)->bulk_unsupported = true;
+	pthread_mutex_unlock(&vfx_state(&F)->lock);
+	vfx_resample(&F);
+	struct virt_snapshot *b = virt_snapshot_get(vfx_state(&F));
+	ck_assert_uint_gt(b->gen, a->gen);
+	ck_assert_uint_eq(a->nvms, b->nvms);
+	ck_assert_uint_eq(a->nactive, b->nactive);
+	for (unsigned i = 0; i < a->nvms; i++) {
+		const struct virt_vm *x = &a->vms[i], *y = &b->vms[i];
+		ck_assert_str_eq(x->uuid, y->uuid);
+		ck_assert_str_eq(x->name, y->name);
+		ck_assert_int_eq(x->status, y->status);
+		ck_assert_uint_eq(x->max_mem_kib, y->max_mem_kib);
+		ck_assert_uint_eq(x->mem_kib, y->mem_kib);
+		ck_assert_uint_eq(x->vcpus, y->vcpus);
+		ck_assert_uint_eq(x->ndisks, y->ndisks);
+		ck_assert_uint_eq(x->nnics, y->nnics);
+	}
+	snapshot_put(a);
+	snapshot_put(b);
+}
+END_TEST
+
 START_TEST(encoded_cache)
 {
 	const struct vd_codec *codecs[] = { codec_find("yajl"), codec_find("fallback") };
@@ -436,6 +467,45 @@ START_TEST(unreachable_libvirt)
 }
 END_TEST
 
+/* libvirt appears after startup: the retry connects and the VM verbs work
+ * without a restart. */
+START_TEST(connects_on_retry)
+{
+	char dir[] = "/tmp/vdsmd-virt-XXXXXX";
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	char path[PATH_MAX], uri[PATH_MAX + 16];
+	snprintf(path, sizeof path, "%s/fleet.xml", dir);
+	snprintf(uri, sizeof uri, "test://%s", path);
+	struct vfx f;
+	vfx_start(&f, uri, false);
+	struct virt_state *s = vfx_state(&f);
+	for (int i = 0; i < 500 && !s->reported_ready; i++)
+		vfx_sleep_ms(10);
+	ck_assert(s->reported_ready);
+	ck_assert_int_eq(vfx_err(&f, "Host.getVMList", "{}"), 99);
+	/* now "libvirt" is there */
+	FILE *in = fopen(FLEET, "r"), *out = fopen(path, "w");
+	ck_assert(in && out);
+	char buf[4096];
+	size_t n;
+	while ((n = fread(buf, 1, sizeof buf, in)) > 0)
+		ck_assert_uint_eq(fwrite(buf, 1, n, out), n);
+	fclose(in);
+	fclose(out);
+	struct virt_snapshot *snap = NULL;
+	for (int i = 0; i < 800 && !(snap = virt_snapshot_get(s)); i++)
+		vfx_sleep_ms(10);
+	ck_assert_ptr_nonnull(snap);
+	ck_assert_uint_eq(snap->nvms, 20);
+	snapshot_put(snap);
+	ck_assert_uint_eq(vfx_ok(&f, "Host.getVMList", "{}")->v.arr.n, 20);
+	ck_assert_uint_eq(s->backoff_s, 0);
+	vfx_stop(&f);
+	unlink(path);
+	rmdir(dir);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("virt");
@@ -448,12 +518,14 @@ static Suite *suite(void)
 	tcase_add_test(tc, bad_vm_ids);
 	tcase_add_test(tc, rates_from_two_samples);
 	tcase_add_test(tc, encoded_cache);
+	tcase_add_test(tc, per_domain_path_agrees);
 	suite_add_tcase(s, tc);
 	TCase *t2 = tcase_create("misc");
 	tcase_set_timeout(t2, 30);
 	tcase_add_test(t2, domxml_facts);
 	tcase_add_test(t2, encode_formats);
 	tcase_add_test(t2, unreachable_libvirt);
+	tcase_add_test(t2, connects_on_retry);
 	suite_add_tcase(s, t2);
 	return s;
 }

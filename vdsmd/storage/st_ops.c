@@ -151,8 +151,15 @@ int st_volume_create(struct storage_state *s, const struct st_volreq *r, char ta
 
 	char *idir = st_img_dir(d, r->img);
 	int rc = st_task_persist(s, t);
-	if (rc == 0 && mkdir(idir, 0755) < 0 && errno != EEXIST)
-		rc = -errno;
+	if (rc == 0) {
+		if (mkdir(idir, 0755) == 0) {
+			char *images = st_path(d->dir, "images");
+			rc = st_fsync_dir(images);   /* the new image's entry is durable */
+			free(images);
+		} else if (errno != EEXIST) {
+			rc = -errno;
+		}
+	}
 	if (rc == 0)
 		rc = st_vol_write_meta(d, v);   /* ILLEGAL until the task completes */
 	if (rc < 0) {

@@ -95,6 +95,7 @@ static virConnectPtr try_connect(struct virt_state *s)
 		log_info("virt: reconnected to %s", uri);
 	s->ever_connected = true;
 	s->bulk_unsupported = false;
+	s->bulk_no_nowait = false;
 	if (virt_events_register(s, c) < 0)
 		log_warn("virt: lifecycle events unavailable on %s: %s", uri, virt_last_error());
 	pthread_mutex_lock(&s->lock);

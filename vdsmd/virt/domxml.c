@@ -108,7 +108,7 @@ static void parse_disk(const char *p, const char *end, struct virt_domxml *x)
 	struct virt_xdisk dk;
 	memset(&dk, 0, sizeof dk);
 	const char *t = find_child(p, end, "target");
-	if (!t || !tag_attr(t, "dev", dk.dev, sizeof dk.dev))
+	if (!t || !tag_attr(t, "dev", dk.dev, sizeof dk.dev) || !dk.dev[0])
 		return;
 	const char *src = find_child(p, end, "source");
 	char path[1024] = "";

@@ -257,6 +257,9 @@ void virt_write_all_stats_cached(struct virt_state *s, struct vd_writer *w,
 	const char *bytes = slot->bytes;
 	size_t len = slot->len;
 	pthread_mutex_unlock(&snap->cache_lock);
-	/* the bytes live as long as the snapshot, which the caller holds */
+	/* the bytes live as long as the snapshot, which the caller holds; grow
+	 * the output once to its final size rather than by doubling copies */
+	if (w->out)
+		buf_reserve(w->out, len + 256);
 	vw_raw(w, bytes, len);
 }

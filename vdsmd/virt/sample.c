@@ -649,7 +649,14 @@ struct virt_snapshot *virt_sample(struct virt_state *s, virConnectPtr c)
 		unsigned stats = VIR_DOMAIN_STATS_STATE | VIR_DOMAIN_STATS_CPU_TOTAL |
 				 VIR_DOMAIN_STATS_BALLOON | VIR_DOMAIN_STATS_VCPU |
 				 VIR_DOMAIN_STATS_INTERFACE | VIR_DOMAIN_STATS_BLOCK;
-		nrec = virConnectGetAllDomainStats(c, stats, &recs, 0);
+		/* NOWAIT: a domain busy with another job (a hung QEMU monitor)
+		 * reports what it can instead of stalling the whole sample */
+		unsigned flags = s->bulk_no_nowait ? 0 : VIR_CONNECT_GET_ALL_DOMAINS_STATS_NOWAIT;
+		nrec = virConnectGetAllDomainStats(c, stats, &recs, flags);
+		if (nrec < 0 && flags && virt_last_error_code() == VIR_ERR_INVALID_ARG) {
+			s->bulk_no_nowait = true;
+			nrec = virConnectGetAllDomainStats(c, stats, &recs, 0);
+		}
 		if (nrec < 0 && virt_last_error_code() == VIR_ERR_NO_SUPPORT) {
 			log_info("virt: virConnectGetAllDomainStats not supported; per-domain calls");
 			s->bulk_unsupported = true;

@@ -204,6 +204,7 @@ struct virt_state {
 	bool ever_connected;
 	bool reported_ready;
 	bool bulk_unsupported;       /* virConnectGetAllDomainStats not available */
+	bool bulk_no_nowait;         /* ... without VIR_CONNECT_GET_ALL_DOMAINS_STATS_NOWAIT */
 	unsigned backoff_s;
 	struct virt_snapshot *snap;  /* current, NULL before the first sample */
 	uint64_t next_gen;
