@@ -19,10 +19,14 @@
 
 #define VD_DEFAULT_MAX_DEPTH 64
 #define VW_MAX_DEPTH 128
+/* Decoders never nest deeper than this, whatever the limits say (the msgpack
+ * decoder recurses). */
+#define VD_HARD_MAX_DEPTH 4096
 
 /* Limits every decoder enforces. */
 struct vd_limits {
-	unsigned max_depth;   /* nesting of arrays/objects; default 64 */
+	unsigned max_depth;   /* nesting of arrays/objects; default 64, at most
+			       * VD_HARD_MAX_DEPTH (larger values are clamped) */
 	size_t max_size;      /* input bytes; default 16 MiB */
 };
 

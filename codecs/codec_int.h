@@ -189,6 +189,11 @@ static inline bool tb_end(struct tree_builder *t)
 	return true;
 }
 
+static inline unsigned cj_max_depth(const struct vd_limits *lim)
+{
+	return lim->max_depth < VD_HARD_MAX_DEPTH ? lim->max_depth : VD_HARD_MAX_DEPTH;
+}
+
 static inline void cj_set_err(struct vd_codec_error *err, int code, size_t off,
 			      const char *reason)
 {

@@ -104,7 +104,7 @@ static int fb_decode(struct vd_arena *a, const char *bytes, size_t len,
 		return VD_ETOOBIG;
 	}
 	struct tree_builder t;
-	tb_init(&t, a, lim->max_depth);
+	tb_init(&t, a, cj_max_depth(lim));
 	const char *p = bytes, *end = bytes + len, *q;
 	const char *reason = NULL;
 	int code = VD_EPROTO;

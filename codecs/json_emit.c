@@ -69,13 +69,13 @@ static inline uint64_t swar_special(uint64_t x)
 
 /* The rest of a string from p, which starts with a byte needing an escape
  * or a non-ASCII byte. */
-static __attribute__((noinline)) void put_escaped_slow(struct vd_buf *out,
-							const unsigned char *p,
-							const unsigned char *end)
+static __attribute__((noinline)) char *put_escaped_slow(struct vd_buf *out, char *o,
+							 const unsigned char *p,
+							 const unsigned char *end)
 {
-	char *o;
 	const unsigned char *q = p;
-	/* slow path: at most 6 output bytes per remaining input byte */
+	/* at most 6 output bytes per remaining input byte */
+	out->len = (size_t)(o - out->data);
 	buf_reserve(out, 6 * (size_t)(end - q) + 2);
 	o = out->data + out->len;
 	while (q < end) {
@@ -117,17 +117,18 @@ static __attribute__((noinline)) void put_escaped_slow(struct vd_buf *out,
 		}
 		}
 	}
-	out->len = (size_t)(o - out->data);
+	return o;
 }
 
-/* Escaped body of s (no quotes) appended to out.  The caller reserved room
- * for n bytes plus its closing bytes (at most 2); the slow path reserves
- * what escapes need plus 2, so the closing bytes always fit. */
-static inline __attribute__((always_inline)) void put_escaped(struct vd_buf *out,
+/* Escaped body of s (no quotes) written at o, inside out; returns the new
+ * write position.  The caller reserved room for n bytes plus its closing
+ * bytes (at most 2); the slow path reserves what escapes need plus 2 (and
+ * may move out->data), so the closing bytes always fit.  out->len is left
+ * for the caller to set. */
+static inline __attribute__((always_inline)) char *put_escaped(struct vd_buf *out, char *o,
 							       const char *s, size_t n)
 {
 	const unsigned char *p = (const unsigned char *)s, *end = p + n;
-	char *o = out->data + out->len;
 	/* fast path: copy 8 plain ASCII bytes at a time; the last (partial)
 	 * chunk is the overlapping last 8 bytes of the string */
 	if (n >= 8) {
@@ -144,30 +145,30 @@ static inline __attribute__((always_inline)) void put_escaped(struct vd_buf *out
 		memcpy(&x, end - 8, 8);
 		if (!swar_special(x)) {
 			memcpy(o + (end - p) - 8, &x, 8);
-			out->len += n;
-			return;
+			return o + (end - p);
 		}
 	}
 bytewise:
 	while (p < end && !esc_class[*p])
 		*o++ = (char)*p++;
-	out->len = (size_t)(o - out->data);
-	if (p == end)
-		return;
-	put_escaped_slow(out, p, end);
+	if (VD_LIKELY(p == end))
+		return o;
+	return put_escaped_slow(out, o, p, end);
 }
 
 static void j_string(struct vd_writer *w, const char *s, size_t n)
 {
 	struct vd_buf *out = w->out;
 	buf_reserve(out, n + 3);
-	int k = value_sep(w, out->data + out->len);
+	char *o = out->data + out->len;
+	int k = value_sep(w, o);
 	if (k < 0)
 		return;
-	out->data[out->len + (size_t)k] = '"';
-	out->len += (size_t)k + 1;
-	put_escaped(out, s, n);   /* leaves room for 2 more bytes */
-	out->data[out->len++] = '"';
+	o += k;
+	*o++ = '"';
+	o = put_escaped(out, o, s, n);
+	*o++ = '"';
+	out->len = (size_t)(o - out->data);
 }
 
 static void j_key(struct vd_writer *w, const char *s, size_t n)
@@ -179,15 +180,14 @@ static void j_key(struct vd_writer *w, const char *s, size_t n)
 		return;
 	}
 	buf_reserve(out, n + 4);
-	char *p = out->data + out->len;
+	char *o = out->data + out->len;
 	if (*ne & NE_HAS)
-		*p++ = ',';
+		*o++ = ',';
 	*ne |= NE_HAS;
-	*p++ = '"';
-	out->len = (size_t)(p - out->data);
-	put_escaped(out, s, n);   /* leaves room for 2 more bytes */
-	memcpy(out->data + out->len, "\":", 2);
-	out->len += 2;
+	*o++ = '"';
+	o = put_escaped(out, o, s, n);
+	memcpy(o, "\":", 2);
+	out->len = (size_t)(o + 2 - out->data);
 	w->after_key = true;
 }
 

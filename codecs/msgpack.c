@@ -257,7 +257,7 @@ static int mp_decode(struct vd_arena *a, const char *bytes, size_t len,
 	}
 	struct mp_dec d = {
 		.a = a, .base = (const uint8_t *)bytes, .p = (const uint8_t *)bytes,
-		.end = (const uint8_t *)bytes + len, .max_depth = lim->max_depth,
+		.end = (const uint8_t *)bytes + len, .max_depth = cj_max_depth(lim),
 	};
 	struct vd_value v;
 	if (len == 0) {

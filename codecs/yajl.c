@@ -286,7 +286,7 @@ static int y_decode(struct vd_arena *a, const char *bytes, size_t len,
 	}
 	struct yctx c;
 	yajl_alloc_funcs afs = { ya_malloc, ya_realloc, ya_free, a };
-	tb_init(&c.t, a, lim->max_depth);
+	tb_init(&c.t, a, cj_max_depth(lim));
 	c.a = a;
 	c.base = bytes;
 	c.len = len;

@@ -42,6 +42,9 @@ const struct vd_codec *daemon_codec_for(const struct vdsmd *d, const char *ct, s
 {
 	if (!ct || ctlen == 0)
 		return d->codec;
+	/* The common case without the registry walk. */
+	if (ctlen == 16 && memcmp(ct, "application/json", 16) == 0 && d->codec->is_json)
+		return d->codec;
 	const struct vd_codec *k = codec_find_content_type(ct, ctlen);
 	if (!k)
 		return NULL;

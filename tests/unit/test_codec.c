@@ -3,6 +3,7 @@
 #include <check.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "codecs/codec.h"
@@ -224,6 +225,115 @@ START_TEST(test_writer)
 }
 END_TEST
 
+/* A writer struct copy plus out->len is a checkpoint to roll back to. */
+START_TEST(test_writer_checkpoint)
+{
+	const struct vd_codec *c = codec_list()[_i];
+	struct vd_buf b = VD_BUF_INIT;
+	struct vd_writer w, saved;
+	c->writer_init(&w, &b);
+	vw_begin_object(&w);
+	vw_kint(&w, "a", 1);
+	saved = w;
+	size_t len = b.len;
+	vw_keyz(&w, "dropped");
+	vw_begin_array(&w);
+	vw_strz(&w, "x");
+	w = saved;
+	b.len = len;
+	vw_kint(&w, "b", 2);
+	vw_keyz(&w, "raw");
+	/* vw_raw: bytes already encoded by this codec count as one value */
+	struct vd_buf r = VD_BUF_INIT;
+	struct vd_writer rw;
+	c->writer_init(&rw, &r);
+	vw_begin_array(&rw);
+	vw_int(&rw, 7);
+	vw_end_array(&rw);
+	vw_raw(&w, r.data, r.len);
+	vw_end_object(&w);
+	ck_assert_int_eq(w.error, 0);
+	struct vd_value *v, *expect;
+	struct vd_codec_error e;
+	struct vd_limits lim = VD_LIMITS_DEFAULT;
+	ck_assert_int_eq(c->decode(&arena, b.data, b.len, &lim, &v, &e), 0);
+	ck_assert_int_eq(dec("fallback", "{\"a\":1,\"b\":2,\"raw\":[7]}", &expect, &e), 0);
+	ck_assert(vd_value_equal(v, expect));
+	buf_free(&r);
+	buf_free(&b);
+}
+END_TEST
+
+/* Big and escape-heavy values through every writer and back. */
+START_TEST(test_writer_large)
+{
+	const struct vd_codec *c = codec_list()[_i];
+	size_t n = 100000;
+	char *s = xmalloc(n);
+	for (size_t k = 0; k < n; k++)
+		s[k] = (char)(k % 3 == 0 ? '\n' : k % 3 == 1 ? '"' : 'a' + k % 26);
+	struct vd_buf b = VD_BUF_INIT;
+	struct vd_writer w;
+	c->writer_init(&w, &b);
+	vw_begin_array(&w);
+	vw_string(&w, s, n);               /* one element, body > 4 KiB */
+	vw_end_array(&w);
+	ck_assert_int_eq(w.error, 0);
+	struct vd_value *v;
+	struct vd_codec_error e;
+	struct vd_limits lim = VD_LIMITS_DEFAULT;
+	ck_assert_int_eq(c->decode(&arena, b.data, b.len, &lim, &v, &e), 0);
+	ck_assert(v->type == VD_ARRAY && v->v.arr.n == 1);
+	ck_assert(v->v.arr.items[0].v.s.len == n && memcmp(v->v.arr.items[0].v.s.ptr, s, n) == 0);
+	/* containers past the one-byte header: 70000 elements, 20 keys */
+	buf_reset(&b);
+	c->writer_init(&w, &b);
+	vw_begin_object(&w);
+	for (int k = 0; k < 20; k++) {
+		char key[8];
+		snprintf(key, sizeof(key), "k%d", k);
+		vw_keyz(&w, key);
+		if (k == 3) {
+			vw_begin_array(&w);
+			for (int j = 0; j < 70000; j++)
+				vw_int(&w, j - 35000);
+			vw_end_array(&w);
+		} else {
+			vw_uint(&w, (uint64_t)k << 60);
+		}
+	}
+	vw_end_object(&w);
+	ck_assert_int_eq(w.error, 0);
+	ck_assert_int_eq(c->decode(&arena, b.data, b.len, &lim, &v, &e), 0);
+	ck_assert(v->type == VD_OBJECT && v->v.obj.n == 20);
+	const struct vd_value *arr = vd_obj_get(v, "k3");
+	ck_assert(arr->type == VD_ARRAY && arr->v.arr.n == 70000);
+	ck_assert_int_eq(arr->v.arr.items[69999].v.i, 34999);
+	ck_assert_int_eq(vd_obj_get(v, "k15")->type, VD_UINT);
+	ck_assert(vd_obj_get(v, "k15")->v.u == (uint64_t)15 << 60);
+	free(s);
+	buf_free(&b);
+}
+END_TEST
+
+/* A huge configured depth is clamped to VD_HARD_MAX_DEPTH in every decoder. */
+START_TEST(test_hard_depth)
+{
+	const struct vd_codec *c = codec_list()[_i];
+	size_t n = VD_HARD_MAX_DEPTH + 10;
+	char *doc = xmalloc(2 * n);
+	memset(doc, c->is_json ? '[' : (char)0x91, n);
+	memset(doc + n, c->is_json ? ']' : (char)0xc0, n);
+	struct vd_limits lim = { 1000000, (size_t)16 << 20 };
+	struct vd_value *v;
+	struct vd_codec_error e;
+	ck_assert_int_eq(c->decode(&arena, doc, c->is_json ? 2 * n : n + 1, &lim, &v, &e),
+			 VD_EDEPTH);
+	ck_assert_uint_eq(e.offset, VD_HARD_MAX_DEPTH);
+	free(doc);
+}
+END_TEST
+
 #ifdef WITH_MSGPACK
 START_TEST(test_msgpack)
 {
@@ -298,6 +408,12 @@ static Suite *codec_suite(void)
 	tcase_add_loop_test(tc, test_structure_errors, 0, NJSON);
 	tcase_add_loop_test(tc, test_limits, 0, NJSON);
 	tcase_add_loop_test(tc, test_writer, 0, NJSON);
+	int ncodecs = 0;
+	while (codec_list()[ncodecs])
+		ncodecs++;
+	tcase_add_loop_test(tc, test_writer_checkpoint, 0, ncodecs);
+	tcase_add_loop_test(tc, test_writer_large, 0, ncodecs);
+	tcase_add_loop_test(tc, test_hard_depth, 0, ncodecs);
 #ifdef WITH_MSGPACK
 	tcase_add_test(tc, test_msgpack);
 #endif
