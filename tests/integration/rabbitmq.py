@@ -222,6 +222,27 @@ class RabbitMQ:
                 total += int(fields[11]) + int(fields[12])
         return total / tick
 
+    def rss_kb(self):
+        """Resident memory (kB) of the node's process group, from /proc."""
+        if not self.proc:
+            return 0
+        total = 0
+        for pid in os.listdir("/proc"):
+            if not pid.isdigit():
+                continue
+            try:
+                with open("/proc/%s/stat" % pid) as f:
+                    st = f.read()
+                if int(st[st.rfind(")") + 2:].split()[2]) != self.proc.pid:
+                    continue
+                with open("/proc/%s/status" % pid) as f:
+                    for line in f:
+                        if line.startswith("VmRSS:"):
+                            total += int(line.split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+        return total
+
     def __enter__(self):
         return self
 
