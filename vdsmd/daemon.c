@@ -99,7 +99,12 @@ int daemon_init(struct vdsmd *d, char *why, size_t whylen)
 	d->limits.max_size = d->cfg.max_frame_size;
 	if ((rc = select_codec(d, why, whylen)))
 		return rc;
+	if ((rc = daemon_check_plaintext(&d->cfg, why, whylen)))
+		return rc;
 	if ((rc = server_listen(d, why, whylen)))
+		return rc;
+	/* Port bound, log and TLS files open: root is no longer needed. */
+	if ((rc = daemon_drop_privileges(d->cfg.user, why, whylen)))
 		return rc;
 	if ((rc = build_engine(d, why, whylen)))
 		return rc;
