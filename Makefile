@@ -148,6 +148,15 @@ bench: ensure-deps
 	@$(MAKE) --no-print-directory bench-build
 	@BUILD=$(BUILD) PYTHON=$(PYTHON) bench/run.sh
 
+# Fleet benchmark (issue 9): a private RabbitMQ, N vdsmd in broker mode,
+# the engine-side driver bench/fleet.c, broker vs direct (bench/fleet.py).
+# FLEET_ARGS e.g. "--sizes 1,10 --duration 5".
+.PHONY: bench-fleet
+bench-fleet: ensure-deps
+	@$(MAKE) --no-print-directory bench-build
+	@mkdir -p $(BUILD)/results
+	@BUILD=$(BUILD) $(PYTHON) bench/fleet.py --json $(BUILD)/results/bench-fleet.jsonl $(FLEET_ARGS)
+
 # --- fuzzing (clang libFuzzer, ASan + UBSan) -----------------------------
 FUZZ_CFLAGS = -std=c11 -g -O1 -fsanitize=fuzzer-no-link,address,undefined \
 	-fno-sanitize-recover=all $(DEFS) -DVD_FUZZING=1 -I. $(PKG_CFLAGS) -MMD -MP \

@@ -5,6 +5,8 @@
  *        [--warmup 1] [--method Host.ping2] [--params '{}'] [--pid SERVER_PID]
  *        [--label NAME]
  *   load --port P --idle N [--pid SERVER_PID]     idle-connection RSS
+ *   --tls DIR   connect with TLS, client.crt/client.key/ca.crt from DIR
+ *               (examples/make-pki.sh); handshake before the clock starts
  *
  * Load mode: each connection CONNECTs, SUBSCRIBEs to its own reply
  * destination and keeps `depth` requests in flight; every response's id is
@@ -32,6 +34,8 @@
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 
 #define SLOTS 4096            /* outstanding-id window per connection */
 #define HIST_FINE 20000       /* 1 us buckets up to 20 ms */
@@ -40,6 +44,7 @@
 
 struct conn {
 	int fd;
+	SSL *ssl;
 	int idx;
 	char *in;
 	size_t inlen, incap;
@@ -53,10 +58,11 @@ struct conn {
 };
 
 static struct {
-	const char *host, *method, *params, *label;
+	const char *host, *method, *params, *label, *tls;
 	int port, conns, depth, idle, pid;
 	double duration, warmup;
-} opt = { "127.0.0.1", "Host.ping2", NULL, "vdsmd", 0, 16, 8, 0, 0, 5, 1 };
+} opt = { "127.0.0.1", "Host.ping2", NULL, "vdsmd", NULL, 0, 16, 8, 0, 0, 5, 1 };
+static SSL_CTX *tls_ctx;
 
 static uint64_t hist[HIST_FINE + HIST_COARSE + 1];
 static uint64_t per_sec[MAX_SECONDS];
@@ -111,14 +117,78 @@ static int dial(void)
 	freeaddrinfo(ai);
 	int one = 1;
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
 	return fd;
+}
+
+static void tls_init(void)
+{
+	char ca[1024], crt[1024], key[1024];
+	snprintf(ca, sizeof(ca), "%s/ca.crt", opt.tls);
+	snprintf(crt, sizeof(crt), "%s/client.crt", opt.tls);
+	snprintf(key, sizeof(key), "%s/client.key", opt.tls);
+	tls_ctx = SSL_CTX_new(TLS_client_method());
+	if (!tls_ctx || SSL_CTX_load_verify_locations(tls_ctx, ca, NULL) != 1 ||
+	    SSL_CTX_use_certificate_file(tls_ctx, crt, SSL_FILETYPE_PEM) != 1 ||
+	    SSL_CTX_use_PrivateKey_file(tls_ctx, key, SSL_FILETYPE_PEM) != 1) {
+		ERR_print_errors_fp(stderr);
+		exit(1);
+	}
+	SSL_CTX_set_verify(tls_ctx, SSL_VERIFY_PEER, NULL);
+	SSL_CTX_set_mode(tls_ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+}
+
+/* Connect (TLS handshake done blocking), then switch to non-blocking. */
+static void open_conn(struct conn *c)
+{
+	c->fd = dial();
+	if (tls_ctx) {
+		c->ssl = SSL_new(tls_ctx);
+		SSL_set_fd(c->ssl, c->fd);
+		if (SSL_connect(c->ssl) != 1) {
+			ERR_print_errors_fp(stderr);
+			exit(1);
+		}
+	}
+	fcntl(c->fd, F_SETFL, fcntl(c->fd, F_GETFL) | O_NONBLOCK);
+}
+
+static ssize_t conn_write(struct conn *c, const char *p, size_t n)
+{
+	if (!c->ssl)
+		return write(c->fd, p, n);
+	int r = SSL_write(c->ssl, p, (int)n);
+	if (r > 0)
+		return r;
+	int e = SSL_get_error(c->ssl, r);
+	errno = (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) ? EAGAIN : EIO;
+	return -1;
+}
+
+static ssize_t conn_read(struct conn *c, char *p, size_t n)
+{
+	if (!c->ssl)
+		return read(c->fd, p, n);
+	int r = SSL_read(c->ssl, p, (int)n);
+	if (r > 0)
+		return r;
+	int e = SSL_get_error(c->ssl, r);
+	if (e == SSL_ERROR_ZERO_RETURN)
+		return 0;
+	errno = (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) ? EAGAIN : EIO;
+	return -1;
+}
+
+static void close_conn(struct conn *c)
+{
+	if (c->ssl)
+		SSL_free(c->ssl);
+	close(c->fd);
 }
 
 static void flush(struct conn *c)
 {
 	while (c->outoff < c->outlen) {
-		ssize_t n = write(c->fd, c->out + c->outoff, c->outlen - c->outoff);
+		ssize_t n = conn_write(c, c->out + c->outoff, c->outlen - c->outoff);
 		if (n < 0) {
 			if (errno == EAGAIN)
 				return;
@@ -249,7 +319,7 @@ static bool read_conn(struct conn *c, uint64_t t_start)
 {
 	char buf[65536];
 	for (;;) {
-		ssize_t n = read(c->fd, buf, sizeof(buf));
+		ssize_t n = conn_read(c, buf, sizeof(buf));
 		if (n < 0) {
 			if (errno == EAGAIN)
 				break;
@@ -260,7 +330,7 @@ static bool read_conn(struct conn *c, uint64_t t_start)
 			return false;
 		}
 		append(&c->in, &c->inlen, &c->incap, buf, (size_t)n);
-		if ((size_t)n < sizeof(buf))
+		if (!c->ssl && (size_t)n < sizeof(buf))
 			break;
 	}
 	handle_input(c, t_start);
@@ -309,7 +379,7 @@ static int run_idle(void)
 	int ep = epoll_create1(0);
 	int connected = 0;
 	for (int i = 0; i < opt.idle; i++) {
-		cs[i].fd = dial();
+		open_conn(&cs[i]);
 		cs[i].idx = i;
 		out_str(&cs[i], "CONNECT\naccept-version:1.2\nhost:bench\n\n");
 		append(&cs[i].out, &cs[i].outlen, &cs[i].outcap, "", 1);
@@ -344,7 +414,7 @@ static int run_idle(void)
 		       before, after, (double)(after - before) / (connected ? connected : 1));
 	}
 	for (int i = 0; i < opt.idle; i++) {
-		close(cs[i].fd);
+		close_conn(&cs[i]);
 		free(cs[i].out);
 	}
 	free(cs);
@@ -358,7 +428,7 @@ static int run_load(void)
 	int ep = epoll_create1(0);
 	for (int i = 0; i < opt.conns; i++) {
 		struct conn *c = &cs[i];
-		c->fd = dial();
+		open_conn(c);
 		c->idx = i;
 		char sub[256];
 		out_str(c, "CONNECT\naccept-version:1.2\nhost:bench\n\n");
@@ -427,7 +497,7 @@ static int run_load(void)
 	       opt.label, opt.conns, opt.depth, rps, mn, mx, percentile(0.5), percentile(0.99),
 	       percentile(0.999), errors, bad_ids, cpu_us);
 	for (int i = 0; i < opt.conns; i++) {
-		close(cs[i].fd);
+		close_conn(&cs[i]);
 		free(cs[i].in);
 		free(cs[i].out);
 	}
@@ -456,6 +526,7 @@ int main(int argc, char **argv)
 		else if (!strcmp(a, "--pid")) opt.pid = atoi(v);
 		else if (!strcmp(a, "--label")) opt.label = v;
 		else if (!strcmp(a, "--idle")) opt.idle = atoi(v);
+		else if (!strcmp(a, "--tls")) opt.tls = v;
 		else {
 			fprintf(stderr, "load: unknown option %s\n", a);
 			return 2;
@@ -464,8 +535,10 @@ int main(int argc, char **argv)
 	if (!opt.port || opt.conns < 1 || opt.depth < 1 || opt.depth > SLOTS / 2 ||
 	    opt.duration <= 0) {
 		fprintf(stderr, "usage: load --port P [--conns N] [--depth D] [--duration S] "
-				"[--warmup S] [--method M] [--params JSON] [--pid PID] [--label L] | --idle N\n");
+				"[--warmup S] [--method M] [--params JSON] [--pid PID] [--label L] [--tls DIR] | --idle N\n");
 		return 2;
 	}
+	if (opt.tls)
+		tls_init();
 	return opt.idle ? run_idle() : run_load();
 }

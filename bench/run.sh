@@ -66,6 +66,25 @@ net_bench() {
 	"$B/load" --port "$vport" --idle 10000 --pid "$vpid" | grep -v '^RESULT' || rc=1
 	echo "vdsmd total RSS after the 10000-connection run: $(sed -n 's/^VmHWM:[ \t]*//p' /proc/$vpid/status) peak"
 	kill "$vpid" 2>/dev/null; wait "$vpid" 2>/dev/null
+	# TLS (the production default): round trips and idle cost with client
+	# certificates from examples/make-pki.sh; no raw floor for TLS.
+	sh examples/make-pki.sh "$tmp/pki" > /dev/null 2>&1 || rc=1
+	"$BUILD/vdsmd" --config /dev/null --listen 127.0.0.1 --port 0 --tls on \
+		--cert-file "$tmp/pki/server.crt" --key-file "$tmp/pki/server.key" \
+		--ca-file "$tmp/pki/ca.crt" --libvirt-uri test:///default \
+		--storage-root "$tmp/storage" --log-level info 2> "$tmp/vdsmd-tls.log" &
+	tpid=$!
+	i=0
+	while ! grep -q 'listening on' "$tmp/vdsmd-tls.log" 2>/dev/null && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+	tport=$(sed -n 's/.*listening on [^ ]*:\([0-9]*\) .*/\1/p' "$tmp/vdsmd-tls.log" | head -n 1)
+	sleep 0.5
+	for c in 1:1 16:8; do
+		n=${c%:*}; d=${c#*:}
+		"$B/load" --tls "$tmp/pki" --port "$tport" --conns "$n" --depth "$d" --duration "$dur" \
+			--warmup "$warm" --pid "$tpid" --label vdsmd-tls | grep -v '^RESULT' || rc=1
+	done
+	"$B/load" --tls "$tmp/pki" --port "$tport" --idle 1000 --pid "$tpid" | grep -v '^RESULT' || rc=1
+	kill "$tpid" 2>/dev/null; wait "$tpid" 2>/dev/null
 	rm -rf "$tmp"
 }
 net_bench

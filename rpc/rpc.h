@@ -140,6 +140,8 @@ typedef int (*rpc_submit_fn)(void *pool, void (*job)(void *arg),
 			     void (*done)(void *arg), void *arg);
 
 struct rpc_engine *rpc_engine_new(const struct vd_limits *lim);
+/* No blocking job may be outstanding: free the pool (which runs the
+ * remaining completions) before the engine. */
 void rpc_engine_free(struct rpc_engine *e);
 /* Declare every family of rpc_schema_families (or extra tables, for tests). */
 int rpc_engine_declare(struct rpc_engine *e, const struct rpc_verb_decl *decls);

@@ -42,6 +42,9 @@ const struct vd_codec *daemon_codec_for(const struct vdsmd *d, const char *ct, s
 {
 	if (!ct || ctlen == 0)
 		return d->codec;
+	/* The common case without the registry walk. */
+	if (ctlen == 16 && memcmp(ct, "application/json", 16) == 0 && d->codec->is_json)
+		return d->codec;
 	const struct vd_codec *k = codec_find_content_type(ct, ctlen);
 	if (!k)
 		return NULL;
@@ -96,7 +99,12 @@ int daemon_init(struct vdsmd *d, char *why, size_t whylen)
 	d->limits.max_size = d->cfg.max_frame_size;
 	if ((rc = select_codec(d, why, whylen)))
 		return rc;
+	if ((rc = daemon_check_plaintext(&d->cfg, why, whylen)))
+		return rc;
 	if ((rc = server_listen(d, why, whylen)))
+		return rc;
+	/* Port bound, log and TLS files open: root is no longer needed. */
+	if ((rc = daemon_drop_privileges(d->cfg.user, why, whylen)))
 		return rc;
 	if ((rc = build_engine(d, why, whylen)))
 		return rc;

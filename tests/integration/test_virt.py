@@ -240,5 +240,23 @@ class Lifecycle(unittest.TestCase):
         self.assertEqual(self.ev.collect(1, timeout=0.3), [])
 
 
+class Unreachable(unittest.TestCase):
+    def test_agent_serves_without_libvirt(self):
+        """libvirt unreachable: the agent is ready for everything else, VM
+        verbs answer 99, and it keeps retrying (logged)."""
+        with vt.Daemon(libvirt_uri="test:///nonexistent/vdsmd-no-fleet.xml") as d:
+            self.assertTrue(d.wait_log(r"ready:"))
+            c = d.stomp()
+            c.connect()
+            c.subscribe(vt.RESPONSES, "r", receipt="r1")
+            self.assertIs(result(c.call("Host.ping2")), True)
+            self.assertEqual(error_code(c.call("Host.getAllVmStats")), 99)
+            self.assertEqual(error_code(c.call("VM.getStats", {"vmID": NO_VM})), 99)
+            self.assertEqual(error_code(c.call("VM.destroy", {"vmID": NO_VM})), 99)
+            self.assertEqual(int(result(c.call("Host.getStats"))["vmCount"]), 0)
+            self.assertTrue(d.wait_log(r"virt: cannot connect to libvirt.*retry in 2 s"))
+            c.close()
+
+
 if __name__ == "__main__":
     unittest.main()

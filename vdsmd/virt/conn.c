@@ -55,6 +55,23 @@ int virt_last_error_code(void)
 
 /* ---- connection ---------------------------------------------------------- */
 
+/* libvirt closed the connection (libvirtd restarted, keepalive timeout):
+ * runs on the event thread; the sampler notices at once and reconnects. */
+static void close_cb(virConnectPtr c, int reason, void *opaque)
+{
+	(void)c;
+	struct virt_state *s = opaque;
+	log_warn("virt: libvirt closed the connection (reason %d)", reason);
+	virt_kick(s);
+}
+
+static void conn_release(struct virt_state *s, virConnectPtr c)
+{
+	virt_events_unregister(s, c);
+	virConnectUnregisterCloseCallback(c, close_cb);
+	virConnectClose(c);
+}
+
 virConnectPtr virt_conn_get(struct virt_state *s)
 {
 	pthread_mutex_lock(&s->lock);
@@ -75,8 +92,7 @@ void virt_conn_lost(struct virt_state *s, virConnectPtr c)
 	if (!mine)
 		return;
 	log_warn("virt: lost the libvirt connection to %s; reconnecting", s->d->cfg.libvirt_uri);
-	virt_events_unregister(s, c);
-	virConnectClose(c);
+	conn_release(s, c);
 }
 
 static virConnectPtr try_connect(struct virt_state *s)
@@ -96,6 +112,12 @@ static virConnectPtr try_connect(struct virt_state *s)
 	s->ever_connected = true;
 	s->bulk_unsupported = false;
 	s->bulk_no_nowait = false;
+	/* keepalive (remote drivers) lets a dead libvirtd be noticed without a
+	 * hung call; the close callback reports it. Both may be unsupported. */
+	if (virConnectSetKeepAlive(c, 5, 3) < 0)
+		log_debug("virt: no keepalive on %s", uri);
+	if (virConnectRegisterCloseCallback(c, close_cb, s, NULL) < 0)
+		log_debug("virt: no close callback on %s", uri);
 	if (virt_events_register(s, c) < 0)
 		log_warn("virt: lifecycle events unavailable on %s: %s", uri, virt_last_error());
 	pthread_mutex_lock(&s->lock);
@@ -304,10 +326,8 @@ void virt_fini(struct vdsmd *d)
 		pthread_join(s->sampler, NULL);
 	virConnectPtr c = s->conn;
 	s->conn = NULL;
-	if (c) {
-		virt_events_unregister(s, c);
-		virConnectClose(c);
-	}
+	if (c)
+		conn_release(s, c);
 	if (s->ev_started) {
 		atomic_store(&s->ev_stop, true);
 		/* a zero timeout makes virEventRunDefaultImpl return */

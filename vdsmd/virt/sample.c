@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <libvirt/virterror.h>
 
 #include "../../common/log.h"
@@ -278,89 +279,6 @@ static void raw_free(struct raw *r)
 		domxml_free(&r->xml);
 }
 
-/* ---- tracker ----------------------------------------------------------- */
-
-static unsigned track_bucket(const char *uuid)
-{
-	uint32_t h = 2166136261u;
-	for (; *uuid; uuid++)
-		h = (h ^ (unsigned char)*uuid) * 16777619u;
-	return h % VIRT_TRACK_BUCKETS;
-}
-
-struct virt_track *track_find(struct virt_state *s, const char *uuid)
-{
-	for (struct virt_track *t = s->tracks[track_bucket(uuid)]; t; t = t->next)
-		if (strcmp(t->uuid, uuid) == 0)
-			return t;
-	return NULL;
-}
-
-struct virt_track *track_get(struct virt_state *s, const char *uuid, const char *name)
-{
-	struct virt_track *t = track_find(s, uuid);
-	if (t) {
-		if (name && (!t->name || strcmp(t->name, name) != 0)) {
-			free(t->name);
-			t->name = xstrdup(name);
-		}
-		return t;
-	}
-	t = xcalloc(1, sizeof *t);
-	snprintf(t->uuid, sizeof t->uuid, "%s", uuid);
-	t->name = xstrdup(name ? name : "");
-	t->status = VS_UNKNOWN;
-	t->xml_domid = -2;
-	unsigned b = track_bucket(t->uuid);
-	t->next = s->tracks[b];
-	s->tracks[b] = t;
-	return t;
-}
-
-static void track_free(struct virt_track *t)
-{
-	free(t->name);
-	free(t->exit_message);
-	free(t->prev_disks);
-	free(t->prev_nics);
-	domxml_free(&t->xml);
-	free(t);
-}
-
-void track_remove(struct virt_state *s, const char *uuid)
-{
-	for (struct virt_track **pp = &s->tracks[track_bucket(uuid)]; *pp; pp = &(*pp)->next) {
-		if (strcmp((*pp)->uuid, uuid) == 0) {
-			struct virt_track *t = *pp;
-			*pp = t->next;
-			track_free(t);
-			return;
-		}
-	}
-}
-
-void track_free_all(struct virt_state *s)
-{
-	for (unsigned b = 0; b < VIRT_TRACK_BUCKETS; b++) {
-		while (s->tracks[b]) {
-			struct virt_track *t = s->tracks[b];
-			s->tracks[b] = t->next;
-			track_free(t);
-		}
-	}
-}
-
-void track_set_down(struct virt_track *t, int code, int reason, const char *msg)
-{
-	t->status = VS_DOWN;
-	t->down_reported = true;
-	t->exit_code = code;
-	t->exit_reason = reason;
-	free(t->exit_message);
-	t->exit_message = xstrdup(msg);
-	t->have_prev = false;
-}
-
 /* ---- building the snapshot -------------------------------------------- */
 
 static int64_t read_pid(const char *name)
@@ -375,6 +293,43 @@ static int64_t read_pid(const char *name)
 		pid = 0;
 	fclose(f);
 	return pid;
+}
+
+/* Milliseconds since process pid started (0 when unknown). */
+static uint64_t proc_age_ms(int64_t pid)
+{
+	if (pid <= 0)
+		return 0;
+	char path[64], buf[1024];
+	snprintf(path, sizeof path, "/proc/%lld/stat", (long long)pid);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return 0;
+	size_t n = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	/* field 22 (starttime, clock ticks after boot) counts from after the
+	 * command name, which may contain spaces: start at the last ')' */
+	const char *p = strrchr(buf, ')');
+	if (!p)
+		return 0;
+	unsigned long long start = 0;
+	int field = 2;
+	for (p++; *p && field < 22; p++)
+		if (*p == ' ')
+			field++;
+	if (field != 22 || sscanf(p, "%llu", &start) != 1)
+		return 0;
+	double up = 0;
+	f = fopen("/proc/uptime", "r");
+	if (!f)
+		return 0;
+	if (fscanf(f, "%lf", &up) != 1)
+		up = 0;
+	fclose(f);
+	long hz = sysconf(_SC_CLK_TCK);
+	double age_s = up - (double)start / (double)(hz > 0 ? hz : 100);
+	return age_s > 0 ? (uint64_t)(age_s * 1000.0) : 0;
 }
 
 static double rate(uint64_t now, uint64_t prev, double dt_s)
@@ -604,8 +559,12 @@ static void merge(struct virt_state *s, struct virt_snapshot *snap, struct raw *
 			vm_down_from_track(vm, t);
 			t->start_ms = 0;
 		} else {
-			if (prev == VS_DOWN || prev == VS_UNKNOWN || !t->start_ms)
-				t->start_ms = now_ms;
+			if (prev == VS_DOWN || prev == VS_UNKNOWN || !t->start_ms) {
+				/* a VM already running when we first see it: its
+				 * QEMU process tells how long it has been up */
+				uint64_t age = prev == VS_UNKNOWN ? proc_age_ms(vm->pid) : 0;
+				t->start_ms = age < now_ms ? now_ms - age : now_ms;
+			}
 			t->down_reported = false;
 			t->admin_shutdown = false;
 			t->status = vm->status;

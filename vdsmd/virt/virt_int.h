@@ -2,7 +2,8 @@
  *
  *   conn.c       virt_init/fini, the libvirt connection with retry/backoff,
  *                the libvirt event-loop thread, the sampler thread
- *   sample.c     one sample: bulk stats or per-domain calls, rates, tracker
+ *   sample.c     one sample: bulk stats or per-domain calls, rates, merge
+ *   track.c      the per-VM tracker (hash by UUID) kept between samples
  *   domxml.c     the few facts the stats need from a domain's XML
  *   snapshot.c   the immutable refcounted snapshot, lookups, VM counts
  *   encode.c     VM stats objects with VDSM field names, per-codec cache
@@ -247,7 +248,7 @@ void virt_conn_lost(struct virt_state *s, virConnectPtr c);
 /* Take one sample on c and build a snapshot (sample.c). */
 struct virt_snapshot *virt_sample(struct virt_state *s, virConnectPtr c);
 
-/* Tracker (sample.c); callers hold s->lock. */
+/* Tracker (track.c); callers hold s->lock. */
 struct virt_track *track_find(struct virt_state *s, const char *uuid);
 struct virt_track *track_get(struct virt_state *s, const char *uuid, const char *name);
 void track_remove(struct virt_state *s, const char *uuid);
