@@ -54,6 +54,9 @@ struct vd_writer_ops {
 	void (*boolean)(struct vd_writer *w, bool b);
 	void (*null)(struct vd_writer *w);
 	void (*raw)(struct vd_writer *w, const void *bytes, size_t n);
+	/* Optional: a whole decoded value (vw_value), without an indirect call
+	 * per node.  NULL: vw_value walks the tree through the ops above. */
+	void (*value)(struct vd_writer *w, const struct vd_value *v);
 };
 
 struct vd_writer {
