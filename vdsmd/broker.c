@@ -607,8 +607,13 @@ int broker_start(struct vdsmd *d, char *why, size_t whylen)
 	log_info("broker mode: %s://%s as \"%s\" (vhost \"%s\", host_id %s, prefetch %u)",
 		 b->tls ? "stomps" : "stomp", b->where, cfg->broker_login, cfg->broker_vhost,
 		 cfg->host_id, cfg->broker_prefetch);
-	start_connect(b);
 	return 0;
+}
+
+void broker_connect(struct vd_broker *b)
+{
+	if (b->state == BRK_IDLE && !ev_is_active(&b->retry) && b->fd < 0)
+		start_connect(b);
 }
 
 void broker_stop(struct vd_broker *b)

@@ -103,6 +103,10 @@ int daemon_init(struct vdsmd *d, char *why, size_t whylen)
 		return rc;
 	if ((rc = server_listen(d, why, whylen)))
 		return rc;
+	/* Broker mode reads its TLS files (and the machine id) while still
+	 * root; it starts connecting at the end. */
+	if ((rc = broker_start(d, why, whylen)))
+		return rc;
 	/* Port bound, log and TLS files open: root is no longer needed. */
 	if ((rc = daemon_drop_privileges(d->cfg.user, why, whylen)))
 		return rc;
@@ -126,8 +130,8 @@ int daemon_init(struct vdsmd *d, char *why, size_t whylen)
 		snprintf(why, whylen, "storage: %s", vd_strerror(rc));
 		return rc;
 	}
-	if ((rc = broker_start(d, why, whylen)))
-		return rc;
+	if (d->broker)
+		broker_connect(d->broker);
 	return 0;
 }
 
