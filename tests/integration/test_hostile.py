@@ -737,6 +737,26 @@ class Catalogue(PingedDaemon, unittest.TestCase):
         self.assertEqual(ids, sorted(["p%d" % i for i in range(50)] +
                                      ["w%d" % i for i in range(50)]))
 
+    def case_half_closed_http_pipeline(self):
+        """answer: pipelined HTTP requests on the worker pool, then
+        shutdown(SHUT_WR): every response comes back, in order, then close."""
+        s = self.raw()
+        body = req("Host.getStorageDomains", rid="h")
+        reqs = b"".join(vt.http_request("POST", "/jsonrpc", body.replace('"h"', '"h%d"' % i),
+                                        {"Content-Type": "application/json"})
+                        for i in range(20))
+        s.sendall(reqs)
+        s.shutdown(socket.SHUT_WR)
+        state = {}
+        got = []
+        for _ in range(20):
+            status, _, rbody = vt.read_http_response(s, state=state)
+            self.assertEqual(status, 200)
+            got.append(json.loads(rbody)["id"])
+        self.assertEqual(got, ["h%d" % i for i in range(20)])
+        self.assertEqual(state["buf"], b"")
+        self.assert_closed_silently(s)
+
     def case_half_closed_before_anything(self):
         """close: connect, shutdown(SHUT_WR) at once."""
         s = self.raw()
