@@ -170,15 +170,16 @@ def main():
             fleet = None
             try:
                 t0 = time.monotonic()
-                rss0 = mq.rss_kb()
+                rss0, used0 = mq.rss_kb(), mq.used_kb()
                 fleet = Fleet(n, mq, tmp, fleet_xml)
                 time.sleep(1)
-                rss1 = mq.rss_kb()
-                per_host_kb = (rss1 - rss0) / n
-                print("fleet: %d vdsmd up and consuming in %.1f s; RabbitMQ RSS %d -> %d MiB "
-                      "(%.0f KiB per connected host)" % (n, time.monotonic() - t0,
-                                                         rss0 // 1024, rss1 // 1024,
-                                                         per_host_kb), flush=True)
+                rss1, used1 = mq.rss_kb(), mq.used_kb()
+                per_host_kb = (used1 - used0) / n
+                print("fleet: %d vdsmd up and consuming in %.1f s; RabbitMQ RSS %d -> %d MiB, "
+                      "memory used (its own accounting) %.1f -> %.1f MiB: %.0f KiB per "
+                      "connected host" % (n, time.monotonic() - t0, rss0 // 1024, rss1 // 1024,
+                                          used0 / 1024, used1 / 1024, per_host_kb),
+                      flush=True)
                 runs = []
                 for k in sorted({min(int(x), n) for x in args.engine_conns.split(",")}):
                     runs.append(("broker/%d" % k, ["--broker", str(mq.stomp_port), "--conns",
@@ -188,7 +189,7 @@ def main():
                     r = run_driver(args, margs, mq, fleet)
                     r["hosts"] = n
                     r["mode"] = mode
-                    r["mq_rss_kb_per_host"] = per_host_kb
+                    r["mq_kb_per_host"] = per_host_kb
                     rows.append(r)
                     print("fleet: N=%-3d %-8s ping %7.0f/s p50 %6.2f ms p99 %6.2f ms | poll "
                           "p50 %6.2f ms p99 %6.2f ms | total %7.0f req/s | CPU rabbitmq %3.0f%% "

@@ -323,7 +323,10 @@ static void process_input(struct vd_broker *b)
 static void do_read(struct vd_broker *b)
 {
 	unsigned gen = b->gen;
-	for (int i = 0; i < 16 && b->gen == gen; i++) {
+	/* Plain TCP: a few reads per wake-up (level-triggered, the loop comes
+	 * back).  TLS: until WANT_READ, since bytes OpenSSL already buffered
+	 * would not wake the loop again. */
+	for (int i = 0; (b->ssl || i < 16) && b->gen == gen; i++) {
 		if (b->in.len > b->d->cfg.max_frame_size + 65536) {
 			brk_disconnect(b, "frame over max_frame_size");
 			return;

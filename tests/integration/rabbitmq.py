@@ -232,6 +232,29 @@ class RabbitMQ:
                 total += int(fields[11]) + int(fields[12])
         return total / tick
 
+    def memory_breakdown(self):
+        """RabbitMQ's own memory accounting (rabbitmq-diagnostics
+        memory_breakdown), as {category: kB}; {} when unavailable."""
+        try:
+            p = subprocess.run([os.path.join(os.path.dirname(SERVER), "rabbitmq-diagnostics"),
+                                "-n", self.node, "memory_breakdown", "--unit", "kb"],
+                               env=self.env(), capture_output=True, text=True, timeout=60)
+        except (OSError, subprocess.TimeoutExpired):
+            return {}
+        out = {}
+        for line in p.stdout.splitlines():
+            k, sep, rest = line.partition(": ")
+            if sep and rest.split() and rest.split()[0].replace(".", "", 1).isdigit():
+                out[k.strip()] = float(rest.split()[0])
+        return out
+
+    def used_kb(self):
+        """Memory RabbitMQ accounts as used (breakdown minus the allocator's
+        reserved/unused space), in kB; 0 when unavailable."""
+        m = self.memory_breakdown()
+        return sum(v for k, v in m.items()
+                   if k not in ("reserved_unallocated", "allocated_unused"))
+
     def rss_kb(self):
         """Resident memory (kB) of the node's process group, from /proc."""
         if not self.proc:
