@@ -4,6 +4,7 @@
 #   make run        install missing packages, build, run vdsmd in the foreground
 #   make check      install missing packages, build with -Werror, run every test,
 #                   then the unit tests again under ASan+UBSan, then a short fuzz pass
+#   make memcheck   the integration suite against an ASan+LSan vdsmd (CI runs it)
 #   make bench      benchmarks (codec, end-to-end load, events, pool)
 #   make fuzz       every libFuzzer target for FUZZ_SECONDS each (default 60)
 #   make install    PREFIX=/usr/local DESTDIR=
@@ -63,7 +64,7 @@ UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
 BENCH_BINS := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRCS))
 FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRCS))
 
-.PHONY: all run check unit integration asan-unit bench fuzz fuzz-build \
+.PHONY: all run check unit integration asan-unit bench fuzz fuzz-build memcheck \
 	install clean deps ensure-deps tests bench-build
 .DEFAULT_GOAL := all
 # keep intermediate objects (chained pattern rules) and drop half-written targets
@@ -144,9 +145,27 @@ check: ensure-deps
 	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(or $(CHECK_FUZZ_SECONDS),5)
 	@tests/summary.sh $(BUILD)
 
+# The integration suite once more against an ASan+LSan+UBSan vdsmd (the
+# objects of asan-unit): a sanitizer report in the daemon's stderr, or a
+# non-zero exit after SIGTERM (LeakSanitizer's leak report), fails it.
+# .ci/run runs it after `make check`.
+memcheck: ensure-deps
+	@$(MAKE) --no-print-directory BUILD=$(BUILD)/asan OPT=-O1 \
+		SANFLAGS="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" all
+	@BUILD=$(BUILD)/asan PYTHON=$(PYTHON) tests/memcheck.sh
+
 bench: ensure-deps
 	@$(MAKE) --no-print-directory bench-build
 	@BUILD=$(BUILD) PYTHON=$(PYTHON) bench/run.sh
+
+# Fleet benchmark (issue 9): a private RabbitMQ, N vdsmd in broker mode,
+# the engine-side driver bench/fleet.c, broker vs direct (bench/fleet.py).
+# FLEET_ARGS e.g. "--sizes 1,10 --duration 5".
+.PHONY: bench-fleet
+bench-fleet: ensure-deps
+	@$(MAKE) --no-print-directory bench-build
+	@mkdir -p $(BUILD)/results
+	@BUILD=$(BUILD) $(PYTHON) bench/fleet.py --json $(BUILD)/results/bench-fleet.jsonl $(FLEET_ARGS)
 
 # --- fuzzing (clang libFuzzer, ASan + UBSan) -----------------------------
 FUZZ_CFLAGS = -std=c11 -g -O1 -fsanitize=fuzzer-no-link,address,undefined \

@@ -20,10 +20,11 @@ PYTHON="$PYTHON" "$B/codec" --json "$BUILD/results/bench-codec.jsonl" || rc=1
 # --- net ---
 # End-to-end STOMP round trips: bench/load.c against the raw libev floor
 # (bench/raw_server.c) and against vdsmd, same configurations, same run;
-# then the RSS of idle connections.  NET_DURATION/NET_WARMUP (seconds)
-# tune the length; the machine may be shared, so figures are noisy.
+# then the RSS of idle connections, then vdsmd over TLS.  NET_DURATION /
+# NET_WARMUP (seconds per round) and NET_ROUNDS tune the length; the machine
+# may be shared, so figures are noisy (hence alternating rounds, medians).
 net_bench() {
-	dur=${NET_DURATION:-5}
+	dur=${NET_DURATION:-3}
 	warm=${NET_WARMUP:-1}
 	tmp=$(mktemp -d /tmp/vdsmd-bench-net.XXXXXX)
 	configs="1:1 16:1 16:8"
@@ -44,18 +45,29 @@ net_bench() {
 	# Wait for readiness so Host.ping2 and friends answer normally.
 	sleep 0.5
 	echo "net: raw floor on port $rport, vdsmd on port $vport; ${dur}s runs after ${warm}s warm-up"
+	# Raw and vdsmd alternate in NET_ROUNDS rounds per configuration so both
+	# see the same machine load; the ratio uses the median round of each,
+	# and the server CPU time per request (less sensitive to a busy machine).
+	rounds=${NET_ROUNDS:-3}
 	for c in $configs; do
 		n=${c%:*}; d=${c#*:}
-		"$B/load" --port "$rport" --conns "$n" --depth "$d" --duration "$dur" --warmup "$warm" \
-			--pid "$rpid" --label raw > "$tmp/raw-$n-$d.txt" || rc=1
-		"$B/load" --port "$vport" --conns "$n" --depth "$d" --duration "$dur" --warmup "$warm" \
-			--pid "$vpid" --label vdsmd > "$tmp/vd-$n-$d.txt" || rc=1
-		grep -v '^RESULT' "$tmp/raw-$n-$d.txt" "$tmp/vd-$n-$d.txt" | sed 's/^[^:]*://'
-		rr=$(sed -n 's/^RESULT.* rps=\([0-9]*\).*/\1/p' "$tmp/raw-$n-$d.txt")
-		vr=$(sed -n 's/^RESULT.* rps=\([0-9]*\).*/\1/p' "$tmp/vd-$n-$d.txt")
+		: > "$tmp/raw-$n-$d.txt"; : > "$tmp/vd-$n-$d.txt"
+		r=0
+		while [ $r -lt "$rounds" ]; do
+			"$B/load" --port "$rport" --conns "$n" --depth "$d" --duration "$dur" --warmup "$warm" \
+				--pid "$rpid" --label raw >> "$tmp/raw-$n-$d.txt" || rc=1
+			"$B/load" --port "$vport" --conns "$n" --depth "$d" --duration "$dur" --warmup "$warm" \
+				--pid "$vpid" --label vdsmd >> "$tmp/vd-$n-$d.txt" || rc=1
+			r=$((r + 1))
+		done
+		grep -hv '^RESULT' "$tmp/raw-$n-$d.txt" "$tmp/vd-$n-$d.txt"
+		median() { sed -n "s/^RESULT.* $1=\([0-9.]*\).*/\1/p" "$2" | sort -n |
+			awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)] }'; }
+		rr=$(median rps "$tmp/raw-$n-$d.txt"); vr=$(median rps "$tmp/vd-$n-$d.txt")
+		rc_=$(median cpu_us_per_req "$tmp/raw-$n-$d.txt"); vc=$(median cpu_us_per_req "$tmp/vd-$n-$d.txt")
 		if [ -n "$rr" ] && [ -n "$vr" ] && [ "$rr" -gt 0 ]; then
-			awk -v v="$vr" -v r="$rr" -v n="$n" -v d="$d" \
-				'BEGIN { printf "ratio    %2d conns x depth %-2d vdsmd/raw = %.2fx\n", n, d, v / r }'
+			awk -v v="$vr" -v r="$rr" -v vc="$vc" -v rc="$rc_" -v n="$n" -v d="$d" -v k="$rounds" \
+				'BEGIN { printf "ratio    %2d conns x depth %-2d median of %d rounds: vdsmd %d / raw %d req/s = %.2fx; server CPU/req %.2f / %.2f us = %.2fx the floor\n", n, d, k, v, r, v / r, vc, rc, (rc > 0 ? vc / rc : 0) }'
 		fi
 	done
 	"$B/load" --port "$vport" --conns 4 --depth 4 --duration 2 --warmup 0.5 \

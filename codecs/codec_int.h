@@ -20,10 +20,13 @@
 
 /* Scan a strict RFC 8259 number starting at p (< end) and convert it into v
  * (int64 when it fits, uint64 when positive and fits, double otherwise).
- * Returns the end of the number, or NULL with *reason set on a grammar error
- * or a value outside the double range (1e400). */
+ * Returns the end of the number, or NULL with *reason set on a grammar error,
+ * a value outside the double range (1e400) or a text longer than
+ * CJ_MAX_NUMBER_LEN. */
 const char *cj_number(const char *p, const char *end, struct vd_value *v,
 		      const char **reason);
+/* Longest number text accepted (every codec refuses longer ones). */
+#define CJ_MAX_NUMBER_LEN 1024
 
 /* Shortest text that reads back to the same double ("0.1", "1e+300"),
  * always recognisable as a double ("1.0", never "1").  NaN and infinities

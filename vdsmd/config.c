@@ -92,6 +92,10 @@ static const struct key keys[] = {
 	  "broker mode: this host's id in /queue/vdsm.<host_id>.requests (empty: the machine id)" },
 	{ "broker_prefetch", K_UINT, OFF(broker_prefetch), "64", 1, 65535,
 	  "broker mode: unacknowledged requests the broker may hand us at once" },
+	{ "user", K_STR, OFF(user), "", 0, 0,
+	  "run as this user: root privileges are dropped once the port is bound and the log and TLS files are open (empty: keep the starting user)" },
+	{ "allow_plaintext", K_BOOL, OFF(allow_plaintext), "no", 0, 0,
+	  "allow tls = off on a non-loopback listen address (logged as a warning)" },
 };
 
 static void *field(struct vd_config *cfg, const struct key *k)

@@ -43,6 +43,9 @@ struct vd_config {
 	char *broker_vhost;         /* "/" */
 	char *host_id;              /* "" = the machine id */
 	unsigned broker_prefetch;   /* 64 */
+	/* security (issue 8) */
+	char *user;                 /* "": keep the starting user; else drop to it */
+	bool allow_plaintext;       /* tls off on a non-loopback address (warned) */
 	/* where the file came from, for messages */
 	char *config_file;
 };

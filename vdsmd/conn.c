@@ -20,6 +20,7 @@
 static void io_cb(struct ev_loop *loop, ev_io *w, int revents);
 static void rt_cb(struct ev_loop *loop, ev_timer *w, int revents);
 static void st_cb(struct ev_loop *loop, ev_timer *w, int revents);
+static void conn_linger(struct vd_conn *c);
 
 static void peer_name(const struct sockaddr *sa, char *out, size_t n)
 {
@@ -178,7 +179,7 @@ void conn_flush(struct vd_conn *c)
 			buf_shrink(&c->out);
 		conn_want_write(c, false);
 		if (c->closing)
-			conn_close(c, "closed after flush");
+			conn_linger(c);
 		return;
 	}
 	if (c->out.len > s->d->cfg.max_output) {
@@ -189,6 +190,28 @@ void conn_flush(struct vd_conn *c)
 		return;
 	}
 	conn_want_write(c, true);
+}
+
+/* Close after the last output was written.  Closing a socket whose receive
+ * queue holds unread bytes makes the kernel send a reset, and the peer may
+ * then lose the ERROR frame (or HTTP error) it was just sent: shut the write
+ * side instead, discard input until the peer closes, and close for good after
+ * VD_LINGER seconds at most (a peer that keeps sending is cut then). */
+static void conn_linger(struct vd_conn *c)
+{
+	struct vd_server *s = c->srv;
+	struct ev_loop *loop = s->d->loop;
+	if (c->lingering)
+		return;
+	if (s->stopping || shutdown(c->fd, SHUT_WR) < 0) {
+		conn_close(c, "closed after flush");
+		return;
+	}
+	c->lingering = true;
+	ev_timer_stop(loop, &c->st);
+	ev_timer_stop(loop, &c->rt);
+	c->rt.repeat = VD_LINGER;
+	ev_timer_again(loop, &c->rt);
 }
 
 void conn_set_heartbeat(struct vd_conn *c, unsigned send_ms, unsigned recv_ms)
@@ -216,6 +239,10 @@ static void rt_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	struct vd_conn *c = w->data;
 	struct vd_server *s = c->srv;
+	if (c->lingering) {
+		conn_close(c, "closed after flush");
+		return;
+	}
 	if (c->state == CS_HANDSHAKE) {
 		s->n.tls_failures++;
 		log_warn("connection %s: TLS handshake timed out", c->peer);
@@ -336,14 +363,22 @@ static void input(struct vd_conn *c, char *data, size_t n)
 		if (!c->dead && !c->closing && used < n)
 			buf_append(&c->in, data + used, n - used);
 	} else {
+		/* Fill up to the bound and let the parser look first: it answers an
+		 * over-limit frame with an ERROR frame before the bound is hit. */
 		size_t limit = s->d->cfg.max_frame_size + s->d->cfg.max_header_line * 2 + 4096;
-		if (c->in.len + n > limit) {
-			log_warn("connection %s: input over %zu bytes unparsed, closing", c->peer, limit);
-			conn_close(c, "input overflow");
-			return;
+		while (n && !c->dead && !c->closing) {
+			size_t take = c->in.len < limit ? VD_MIN(n, limit - c->in.len) : 0;
+			if (!take) {
+				log_warn("connection %s: input over %zu bytes unparsed, closing",
+					 c->peer, limit);
+				conn_close(c, "input overflow");
+				return;
+			}
+			buf_append(&c->in, data, take);
+			data += take;
+			n -= take;
+			conn_process(c);
 		}
-		buf_append(&c->in, data, n);
-		conn_process(c);
 	}
 }
 

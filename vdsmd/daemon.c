@@ -99,7 +99,16 @@ int daemon_init(struct vdsmd *d, char *why, size_t whylen)
 	d->limits.max_size = d->cfg.max_frame_size;
 	if ((rc = select_codec(d, why, whylen)))
 		return rc;
+	if ((rc = daemon_check_plaintext(&d->cfg, why, whylen)))
+		return rc;
 	if ((rc = server_listen(d, why, whylen)))
+		return rc;
+	/* Broker mode reads its TLS files (and the machine id) while still
+	 * root; it starts connecting at the end. */
+	if ((rc = broker_start(d, why, whylen)))
+		return rc;
+	/* Port bound, log and TLS files open: root is no longer needed. */
+	if ((rc = daemon_drop_privileges(d->cfg.user, why, whylen)))
 		return rc;
 	if ((rc = build_engine(d, why, whylen)))
 		return rc;
@@ -121,8 +130,8 @@ int daemon_init(struct vdsmd *d, char *why, size_t whylen)
 		snprintf(why, whylen, "storage: %s", vd_strerror(rc));
 		return rc;
 	}
-	if ((rc = broker_start(d, why, whylen)))
-		return rc;
+	if (d->broker)
+		broker_connect(d->broker);
 	return 0;
 }
 

@@ -9,7 +9,8 @@
  *     if (daemon_init(&d, why, sizeof why) == 0) { ...; ev_run(d.loop, 0); }
  *     daemon_fini(&d);                    // frees everything, incl. d.cfg
  *
- * Wiring order: codec → listener bound (its info line is the first) →
+ * Wiring order: codec → plaintext check → listener bound (its info line is
+ * the first) → privileges dropped (`user`) →
  * engine (declare, bind, seal) → event bus → pool → host/virt/storage →
  * broker and accept. */
 #ifndef VD_VDSMD_DAEMON_H
@@ -28,5 +29,15 @@ int daemon_main(int argc, char **argv);
  * (or a JSON one when the startup codec is not JSON), msgpack → msgpack when
  * built in; NULL when unsupported. */
 const struct vd_codec *daemon_codec_for(const struct vdsmd *d, const char *ct, size_t ctlen);
+
+/* Security (privs.c).  True when every address `addr` resolves to is a
+ * loopback one (127/8, ::1). */
+bool daemon_addr_is_loopback(const char *addr);
+/* tls off on a non-loopback listen address: VD_EINVAL with why unless
+ * allow_plaintext is set, then a loud warning is logged and 0 returned. */
+int daemon_check_plaintext(const struct vd_config *cfg, char *why, size_t whylen);
+/* Switch to `user` (supplementary groups, gid, uid) for good; "" or NULL:
+ * nothing.  Unknown user, or not root and not that user already: error. */
+int daemon_drop_privileges(const char *user, char *why, size_t whylen);
 
 #endif

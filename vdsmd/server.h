@@ -86,6 +86,9 @@ struct vd_server {
 };
 
 #define VD_RBUF (64 * 1024)
+/* Seconds a connection closed by the server keeps draining input after its
+ * last frame went out, so the peer reads that frame instead of a reset. */
+#define VD_LINGER 2.0
 
 /* Create d->srv: the TLS context (when tls is on) and the bound listening
  * socket; logs "listening on ADDR:PORT" at info level (the first info line,
@@ -112,6 +115,8 @@ struct vd_conn {
 	bool want_write;     /* EV_WRITE armed */
 	bool http_busy;      /* an HTTP request is being answered */
 	bool http_close;     /* close after the current HTTP response */
+	bool lingering;      /* output flushed, write side shut: draining input until
+	                        the peer closes or VD_LINGER passes (then close) */
 	unsigned refs;       /* pending requests holding the connection */
 	ev_io io;
 	ev_timer rt;         /* detect / handshake timeout, then receive heart-beat */

@@ -158,7 +158,13 @@ int tls_handshake(struct vd_conn *c)
 	char reason[256];
 	ssl_reason(reason, sizeof(reason));
 	s->n.tls_failures++;
-	log_warn("TLS handshake with %s failed: %s", c->peer, reason);
+	/* Say why a client certificate was refused (expired, unknown CA...). */
+	long vr = SSL_get_verify_result(ssl);
+	if (vr != X509_V_OK)
+		log_warn("TLS handshake with %s failed: %s (client certificate: %s)", c->peer,
+			 reason, X509_verify_cert_error_string(vr));
+	else
+		log_warn("TLS handshake with %s failed: %s", c->peer, reason);
 	conn_close(c, "handshake failed");
 	return -1;
 }

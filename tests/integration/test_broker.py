@@ -23,17 +23,25 @@ MQ_ERROR = None
 USER, PASS = "guest", "guest"
 
 
+PKI = None
+
+
 def setUpModule():
-    global MQ, MQ_ERROR
+    global MQ, MQ_ERROR, PKI
+    import tempfile
     try:
-        MQ = rabbitmq.RabbitMQ()
+        PKI = vt.make_pki(tempfile.mkdtemp(prefix="vdsm-broker-pki-"))
+        MQ = rabbitmq.RabbitMQ(pki=PKI)
     except Exception as e:  # reported by every test
         MQ_ERROR = "RabbitMQ could not be started: %s" % e
 
 
 def tearDownModule():
+    import shutil
     if MQ:
         MQ.close()
+    if PKI:
+        shutil.rmtree(PKI, ignore_errors=True)
 
 
 class Engine(stomp.ConnectionListener):
@@ -269,7 +277,9 @@ class BrokerTest(unittest.TestCase):
             delays = [float(x) for x in re.findall(r"reconnecting in ([0-9.]+) s",
                                                    "\n".join(d.log_lines()))]
             self.assertGreaterEqual(len(delays), 2)
-            self.assertGreater(delays[1], 1.0 - 1e-9)
+            # jittered exponential backoff: 1-2 s, then 2-4 s
+            self.assertTrue(1.0 <= delays[0] <= 2.0, delays)
+            self.assertTrue(2.0 <= delays[1] <= 4.0, delays)
             self.assertTrue(d.wait_ready())
             c = d.stomp()
             c.connect()
@@ -303,6 +313,128 @@ class BrokerTest(unittest.TestCase):
                                capture_output=True, timeout=30)
             self.assertEqual(p.returncode, 0, p.stderr.decode())
             self.assertIsInstance(json.loads(p.stdout), list)
+
+    def test_6_stomps(self):
+        """stomps://: vdsmd and vdsm-client reach RabbitMQ over TLS with the
+        cert/key/CA keys (the broker requires a client certificate)."""
+        import os
+        import subprocess
+        args = ["--broker-uri", "stomps://127.0.0.1:%d" % MQ.stomps_port,
+                "--broker-login", USER, "--broker-passcode", PASS, "--host-id", "itest6",
+                "--cert-file", os.path.join(PKI, "client.crt"),
+                "--key-file", os.path.join(PKI, "client.key"),
+                "--ca-file", os.path.join(PKI, "ca.crt")]
+        with vt.Daemon(*args) as d:
+            wait_consuming(d)
+            self.assertTrue(d.wait_ready())
+            client = os.environ.get("VDSM_CLIENT_BIN",
+                                    os.path.join(vt.VDSMD_BUILD, "vdsm-client"))
+            uri = "stomps://%s:%s@127.0.0.1:%d" % (USER, PASS, MQ.stomps_port)
+            p = subprocess.run([client, "--broker", uri, "--host-id", "itest6",
+                                "--cert", os.path.join(PKI, "client.crt"),
+                                "--key", os.path.join(PKI, "client.key"),
+                                "--cacert", os.path.join(PKI, "ca.crt"),
+                                "--timeout", "15", "Host", "ping2"],
+                               capture_output=True, timeout=30)
+            self.assertEqual(p.returncode, 0, p.stderr.decode())
+            self.assertEqual(p.stdout.decode().strip(), "true")
+        # a broker certificate from another CA is refused, with the reason
+        bad = list(args)
+        bad[-1] = os.path.join(PKI, "wrong-ca.crt")
+        with vt.Daemon(*bad) as d:
+            m = d.wait_log(r"broker .*cannot connect: TLS: broker certificate not trusted",
+                           timeout=15)
+            self.assertTrue(m, "\n".join(d.log_lines()))
+
+
+class FakeBrokerTest(unittest.TestCase):
+    """vdsmd against a scripted STOMP broker (a socket in this test): the
+    exact frames of the at-least-once contract, and a redelivered request
+    answered from the reply cache instead of running twice."""
+
+    def accept(self, lsock):
+        lsock.settimeout(15)
+        s, _ = lsock.accept()
+        c = vt.Conn(s)
+        f = c.read_frame()
+        self.assertEqual(f.cmd, "CONNECT")
+        self.assertEqual(f.headers.get("accept-version"), "1.2")
+        self.assertEqual(f.headers.get("host"), "/")
+        self.assertEqual(f.headers.get("login"), "fake")
+        self.assertEqual(f.headers.get("passcode"), "secret")
+        self.assertRegex(f.headers.get("heart-beat", ""), r"^[1-9]\d*,[1-9]\d*$")
+        c.send_frame("CONNECTED", [("version", "1.2"), ("heart-beat", "0,0")])
+        f = c.read_frame()
+        self.assertEqual(f.cmd, "SUBSCRIBE")
+        self.assertEqual(f.headers.get("destination"), "/queue/vdsm.fake1.requests")
+        self.assertEqual(f.headers.get("ack"), "client-individual")
+        self.assertEqual(f.headers.get("prefetch-count"), "7")
+        return c, f.headers["id"]
+
+    def message(self, c, sub, ack, body, redelivered=False):
+        h = [("destination", "/queue/vdsm.fake1.requests"), ("subscription", sub),
+             ("message-id", "m-" + ack), ("ack", ack), ("reply-to", "/reply-queue/r1"),
+             ("content-type", "application/json")]
+        if redelivered:
+            h.append(("redelivered", "true"))
+        c.send_frame("MESSAGE", h, body)
+
+    def test_reply_then_ack_and_dedupe(self):
+        import socket
+        lsock = socket.socket()
+        lsock.bind(("127.0.0.1", 0))
+        lsock.listen(4)
+        port = lsock.getsockname()[1]
+        with vt.Daemon("--broker-uri", "stomp://127.0.0.1:%d" % port, "--broker-login", "fake",
+                       "--broker-passcode", "secret", "--host-id", "fake1",
+                       "--broker-prefetch", "7") as d:
+            self.assertTrue(d.wait_ready())
+            c, sub = self.accept(lsock)
+            body = json.dumps({"jsonrpc": "2.0", "method": "Host.getVMList",
+                               "params": {}, "id": "dup-1"})
+            self.message(c, sub, "a1", body)
+            f = c.read_frame()
+            self.assertEqual(f.cmd, "SEND")  # the reply comes first ...
+            self.assertEqual(f.headers["destination"], "/reply-queue/r1")
+            first = f.json()
+            self.assertEqual(first["id"], "dup-1")
+            self.assertIsInstance(first["result"], list)
+            f = c.read_frame()
+            self.assertEqual((f.cmd, f.headers.get("id")), ("ACK", "a1"))  # ... then ACK
+            # the connection dies; the broker redelivers the same request
+            c.close()
+            self.assertTrue(d.wait_log(r"broker .*connection lost", timeout=10))
+            c, sub = self.accept(lsock)
+            self.message(c, sub, "a2", body, redelivered=True)
+            f = c.read_frame()
+            self.assertEqual(f.cmd, "SEND")
+            self.assertEqual(f.json(), first)
+            f = c.read_frame()
+            self.assertEqual((f.cmd, f.headers.get("id")), ("ACK", "a2"))
+            # a redelivered request never answered before runs normally
+            other = json.dumps({"jsonrpc": "2.0", "method": "Host.ping2", "id": 42})
+            self.message(c, sub, "a3", other, redelivered=True)
+            f = c.read_frame()
+            self.assertEqual(f.json(), {"jsonrpc": "2.0", "id": 42, "result": True})
+            self.assertEqual(c.read_frame().headers.get("id"), "a3")
+            m = metrics(d)
+            self.assertEqual(m["vdsmd_broker_requests_received_total"], 3)
+            self.assertEqual(m["vdsmd_broker_requests_redelivered_total"], 2)
+            self.assertEqual(m["vdsmd_broker_requests_deduplicated_total"], 1)
+            self.assertEqual(m["vdsmd_broker_requests_acked_total"], 3)
+            # executed once: the engine counted one Host.getVMList
+            _, _, text = d.http("GET", "/metrics")
+            calls = [l for l in text.decode().splitlines()
+                     if "Host.getVMList" in l and not l.startswith("#")
+                     and "_total{" in l]
+            self.assertTrue(calls, "no per-verb request counter in /metrics")
+            self.assertEqual(sum(int(float(l.split()[-1])) for l in calls), 1, calls)
+            # a broker ERROR frame: logged, reconnect
+            c.send_frame("ERROR", [("message", "fake failure")], "details")
+            self.assertTrue(d.wait_log(r"broker ERROR: fake failure", timeout=10))
+            c.close()
+            lsock.close()
+            self.assertEqual(d.stop(), 0)
 
 
 if __name__ == "__main__":

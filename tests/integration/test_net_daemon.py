@@ -185,5 +185,40 @@ class Process(unittest.TestCase):
             slow.close()
 
 
+    def test_slow_subscriber_loses_messages_not_connection(self):
+        # Fan-out (events, forwarded SENDs) is dropped for a subscriber whose
+        # output is over half of max_output; the connection stays open.
+        with vt.Daemon("--max-output", "1M") as d:
+            s = socket.socket()
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            s.connect(("127.0.0.1", d.port))
+            slow = vt.Conn(s)
+            slow.connect()
+            slow.subscribe(vt.EVENTS, "ev", receipt="r")
+            p = d.stomp()
+            p.connect()
+            for _ in range(300):  # ~19 MB the subscriber never reads
+                p.send_frame("SEND", [("destination", vt.EVENTS)], "x" * 65536)
+            p.send_frame("SUBSCRIBE", [("destination", "z"), ("id", "z"), ("receipt", "done")])
+            self.assertEqual(p.read_frame().headers["receipt-id"], "done")
+            metrics = d.http("GET", "/metrics")[2].decode()
+            dropped = int(re.search(r"\nvdsmd_stomp_messages_dropped_total (\d+)", metrics).group(1))
+            self.assertGreater(dropped, 0)
+            self.assertIn('reason="output_overflow"} 0', metrics)
+            got = 0
+            try:
+                while True:
+                    f = slow.read_frame(timeout=2)
+                    self.assertEqual(f.cmd, "MESSAGE")
+                    got += 1
+            except TimeoutError:
+                pass
+            self.assertEqual(got + dropped, 300)
+            slow.send_frame("UNSUBSCRIBE", [("id", "ev"), ("receipt", "still-open")])
+            self.assertEqual(slow.read_frame().headers["receipt-id"], "still-open")
+            slow.close()
+            p.close()
+
+
 if __name__ == "__main__":
     unittest.main()

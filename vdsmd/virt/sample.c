@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <libvirt/virterror.h>
 
 #include "../../common/log.h"
@@ -294,6 +295,43 @@ static int64_t read_pid(const char *name)
 	return pid;
 }
 
+/* Milliseconds since process pid started (0 when unknown). */
+static uint64_t proc_age_ms(int64_t pid)
+{
+	if (pid <= 0)
+		return 0;
+	char path[64], buf[1024];
+	snprintf(path, sizeof path, "/proc/%lld/stat", (long long)pid);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return 0;
+	size_t n = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	/* field 22 (starttime, clock ticks after boot) counts from after the
+	 * command name, which may contain spaces: start at the last ')' */
+	const char *p = strrchr(buf, ')');
+	if (!p)
+		return 0;
+	unsigned long long start = 0;
+	int field = 2;
+	for (p++; *p && field < 22; p++)
+		if (*p == ' ')
+			field++;
+	if (field != 22 || sscanf(p, "%llu", &start) != 1)
+		return 0;
+	double up = 0;
+	f = fopen("/proc/uptime", "r");
+	if (!f)
+		return 0;
+	if (fscanf(f, "%lf", &up) != 1)
+		up = 0;
+	fclose(f);
+	long hz = sysconf(_SC_CLK_TCK);
+	double age_s = up - (double)start / (double)(hz > 0 ? hz : 100);
+	return age_s > 0 ? (uint64_t)(age_s * 1000.0) : 0;
+}
+
 static double rate(uint64_t now, uint64_t prev, double dt_s)
 {
 	return now >= prev && dt_s > 0 ? (double)(now - prev) / dt_s : 0.0;
@@ -521,8 +559,12 @@ static void merge(struct virt_state *s, struct virt_snapshot *snap, struct raw *
 			vm_down_from_track(vm, t);
 			t->start_ms = 0;
 		} else {
-			if (prev == VS_DOWN || prev == VS_UNKNOWN || !t->start_ms)
-				t->start_ms = now_ms;
+			if (prev == VS_DOWN || prev == VS_UNKNOWN || !t->start_ms) {
+				/* a VM already running when we first see it: its
+				 * QEMU process tells how long it has been up */
+				uint64_t age = prev == VS_UNKNOWN ? proc_age_ms(vm->pid) : 0;
+				t->start_ms = age < now_ms ? now_ms - age : now_ms;
+			}
 			t->down_reported = false;
 			t->admin_shutdown = false;
 			t->status = vm->status;
