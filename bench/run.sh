@@ -154,7 +154,10 @@ fi
 # EVENTS_DURATION s (default 4) after 1 s warm-up.  The stalled subscriber
 # has a 4 KiB receive buffer and never reads; events carry ~1.5 KB so the
 # kernel buffers fill and the broker drops its events (counted) within the
-# run (--max-output 64K).  The baseline keeps the bus but publishes nothing.
+# run (--max-output 64K).  The baseline keeps the bus but publishes nothing;
+# the "control" row runs the publisher thread's 1 kHz wake-ups without
+# publishing (on a VM, idle vCPUs wake slowly, so periodic wake-ups alone can
+# change the ping rate: compare event rows with it as well as the baseline).
 events_setup() {  # label mode rate subscribers stalled -> prints rps
 	tmp=$1; mode=$2; rate=$3; subs=$4; stalled=$5
 	rm -f "$tmp/serve.out" "$tmp/sub.out" "$tmp/load.out"
@@ -185,6 +188,7 @@ events_bench() {
 	tmp=$(mktemp -d /tmp/vdsmd-bench-events.XXXXXX)
 	echo "# rpc: event-publishing overhead, Host.ping2 req/s over STOMP (4 conns x depth 8)"
 	set -- "none:0:0:0:no events (bus idle, baseline)" \
+		"tick:1000:0:0:control: thread wakes 1000/s, no events" \
 		"bus:1000:0:0:bus on, no subscribers, 1000 ev/s" \
 		"bus:1000:10:0:10 subscribers reading, 1000 ev/s" \
 		"bus:1000:10:1:10 subscribers, 1 never reads" \
