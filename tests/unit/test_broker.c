@@ -20,6 +20,7 @@
 #include "rpc/rpc.h"
 #include "vdsmd/broker.h"
 #include "vdsmd/daemon.h"
+#include "check_main.h"
 
 START_TEST(parse_uri)
 {
@@ -282,9 +283,5 @@ int main(void)
 	tcase_add_test(tc, bad_uri_stops_startup);
 	tcase_add_test(tc, scripted_broker);
 	suite_add_tcase(s, tc);
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int nf = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return nf ? 1 : 0;
+	return check_run(s);
 }

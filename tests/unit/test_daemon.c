@@ -17,6 +17,7 @@
 #include "rpc/rpc.h"
 #include "vdsmd/daemon.h"
 #include "vdsmd/server.h"
+#include "check_main.h"
 
 static char storage[64];
 
@@ -182,9 +183,5 @@ int main(void)
 	tcase_add_test(tc, startup_errors);
 	tcase_add_test(tc, health_follows_readiness);
 	suite_add_tcase(s, tc);
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int nf = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return nf ? 1 : 0;
+	return check_run(s);
 }
