@@ -368,4 +368,15 @@ virt_bench() {
 virt_bench
 # --- end virt ---
 
+# --- broker ---
+# Broker mode through a private RabbitMQ (bench/fleet.py, short version;
+# `make bench-fleet` runs 1, 10 and 50 hosts with longer runs).  FLEET=0
+# skips it.
+if [ "${FLEET:-1}" != 0 ]; then
+	echo "broker: fleet benchmark, short run (make bench-fleet for the full one)"
+	BUILD="$BUILD" "$PYTHON" bench/fleet.py --sizes 1,10 --duration 3 --warmup 1 \
+		--engine-conns 1 --json "$BUILD/results/bench-fleet-short.jsonl" || rc=1
+fi
+# --- end broker ---
+
 exit $rc

@@ -16,6 +16,7 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
+#include <openssl/x509v3.h>
 
 #include "../common/log.h"
 
@@ -418,9 +419,15 @@ static void connected_tcp(struct vd_broker *b)
 	if (!b->ssl)
 		abort();
 	SSL_set_fd(b->ssl, b->fd);
-	if (inet_pton(AF_INET, b->host, &(struct in_addr){0}) != 1 &&
-	    inet_pton(AF_INET6, b->host, &(struct in6_addr){{{0}}}) != 1)
+	/* The broker's certificate must chain to ca_file and name the host
+	 * of broker_uri (DNS name or IP address in its subjectAltName). */
+	if (inet_pton(AF_INET, b->host, &(struct in_addr){0}) == 1 ||
+	    inet_pton(AF_INET6, b->host, &(struct in6_addr){{{0}}}) == 1) {
+		X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(b->ssl), b->host);
+	} else {
 		SSL_set_tlsext_host_name(b->ssl, b->host);
+		SSL_set1_host(b->ssl, b->host);
+	}
 	tls_step(b);
 }
 

@@ -2,7 +2,8 @@
  * broker (RabbitMQ), beside the listener.
  *
  * When broker_uri is set, vdsmd connects to it (stomp:// or stomps:// with
- * the cert/key/CA of the listener), logs in (host = broker_vhost), and
+ * the cert/key/CA of the listener; the broker's certificate must chain to
+ * ca_file and name the URI's host), logs in (host = broker_vhost), and
  * subscribes to /queue/vdsm.<host_id>.requests with ack:client-individual
  * and prefetch-count:broker_prefetch.  Every MESSAGE is a JSON-RPC request
  * dispatched through the same engine as local requests; the response is sent

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -93,8 +94,14 @@ int daemon_init(struct vdsmd *d, char *why, size_t whylen)
 {
 	int rc;
 	d->start_ms = vd_now_ms();
+	/* Not ev_default_loop: the default loop installs a SIGCHLD handler
+	 * that reaps every child with waitpid(-1), which steals the exit
+	 * status of children the daemon runs itself (storage's qemu-img).
+	 * Nothing here needs ev_child; ev_signal works in any loop. */
 	if (!d->loop)
-		d->loop = ev_default_loop(0);
+		d->loop = ev_loop_new(EVFLAG_AUTO);
+	if (!d->loop)
+		abort();
 	d->limits.max_depth = d->cfg.max_depth;
 	d->limits.max_size = d->cfg.max_frame_size;
 	if ((rc = select_codec(d, why, whylen)))

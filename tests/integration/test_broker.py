@@ -51,6 +51,7 @@ class Engine(stomp.ConnectionListener):
     def __init__(self, port):
         self.replies = queue.Queue()
         self.events = queue.Queue()
+        self.receipts = queue.Queue()
         self.errors = []
         self.conn = stomp.Connection12([("127.0.0.1", port)], vhost="/",
                                        heartbeats=(0, 0), auto_content_length=True)
@@ -66,6 +67,9 @@ class Engine(stomp.ConnectionListener):
 
     def on_error(self, frame):
         self.errors.append(frame)
+
+    def on_receipt(self, frame):
+        self.receipts.put(frame.headers.get("receipt-id"))
 
     def send(self, host_id, method, params=None, req_id=None):
         req_id = req_id or str(uuid.uuid4())
@@ -89,7 +93,12 @@ class Engine(stomp.ConnectionListener):
                 return r
 
     def subscribe_events(self, host_id):
-        self.conn.subscribe("/topic/vdsm.%s.events" % host_id, id="ev", ack="auto")
+        """Subscribe to the host's event topic; returns once the broker
+        confirmed it (RECEIPT), so no event published later is missed."""
+        self.conn.subscribe("/topic/vdsm.%s.events" % host_id, id="ev", ack="auto",
+                            headers={"receipt": "sub-ev"})
+        while self.receipts.get(timeout=10) != "sub-ev":
+            pass
 
     def close(self):
         try:
@@ -149,8 +158,7 @@ class BrokerTest(unittest.TestCase):
                 self.assertTrue(vms, "the test driver has a VM")
                 # events: topic subscriber and local subscriber
                 eng.subscribe_events("itest1")
-                c.subscribe(vt.EVENTS, "ev")
-                time.sleep(0.5)  # the topic binding exists before the event
+                c.subscribe(vt.EVENTS, "ev", receipt="ev-r")
                 vm = vms[0]["vmId"]
                 r = eng.call("itest1", "VM.pause", {"vmID": vm})
                 self.assertEqual(r.get("result"), True, r)

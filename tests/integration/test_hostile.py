@@ -13,7 +13,7 @@ Outcomes (the `expect` column):
   close        the server closes without a frame (detection, TLS, limits)
   http:<code>  an HTTP status (section 5)
 
-The ping loop must see no error and no gap over 1 s; its p99 quiet and
+The ping loop must see no error and no gap over MAX_GAP (2 s); its p99 quiet and
 under attack is printed (performance itself is for `make bench`).
 
 Run as a script with --pinger HOST PORT it is that ping loop."""
@@ -35,7 +35,11 @@ import vdsmtest as vt
 
 REQ = vt.REQUESTS
 RESP = vt.RESPONSES
-MAX_GAP = 1.0  # seconds the well-behaved client may go without an answer
+# Seconds the well-behaved client may go without an answer.  A stalled loop
+# shows up as seconds; on a quiet machine the worst ping under attack is
+# ~0.1-0.2 s, but CI shares 2 cores with other jobs (load averages of 15
+# were seen), which alone delayed single pings by ~0.9 s.
+MAX_GAP = 2.0
 
 
 # ---- the well-behaved client (runs in its own process) -----------------------
@@ -736,6 +740,26 @@ class Catalogue(PingedDaemon, unittest.TestCase):
         ids = sorted(f.json()["id"] for f in frames if f.cmd == "MESSAGE")
         self.assertEqual(ids, sorted(["p%d" % i for i in range(50)] +
                                      ["w%d" % i for i in range(50)]))
+
+    def case_half_closed_http_pipeline(self):
+        """answer: pipelined HTTP requests on the worker pool, then
+        shutdown(SHUT_WR): every response comes back, in order, then close."""
+        s = self.raw()
+        body = req("Host.getStorageDomains", rid="h")
+        reqs = b"".join(vt.http_request("POST", "/jsonrpc", body.replace('"h"', '"h%d"' % i),
+                                        {"Content-Type": "application/json"})
+                        for i in range(20))
+        s.sendall(reqs)
+        s.shutdown(socket.SHUT_WR)
+        state = {}
+        got = []
+        for _ in range(20):
+            status, _, rbody = vt.read_http_response(s, state=state)
+            self.assertEqual(status, 200)
+            got.append(json.loads(rbody)["id"])
+        self.assertEqual(got, ["h%d" % i for i in range(20)])
+        self.assertEqual(state["buf"], b"")
+        self.assert_closed_silently(s)
 
     def case_half_closed_before_anything(self):
         """close: connect, shutdown(SHUT_WR) at once."""
