@@ -23,6 +23,18 @@ int verb_fail(struct rpc_call *c, const struct st_err *e)
 	return rpc_fail(c, e->code ? e->code : RPC_E_GENERAL, "%s", e->msg);
 }
 
+int verb_by_id(struct rpc_call *c, const char *arg,
+	       int (*op)(struct storage_state *s, const char *id, struct st_err *e))
+{
+	struct storage_state *s = verb_state(c);
+	if (!s)
+		return -1;
+	struct st_err e = { 0 };
+	if (op(s, rpc_arg_str(c, arg, NULL), &e) < 0)
+		return verb_fail(c, &e);
+	return 0;
+}
+
 const struct st_domain *verb_lock_domain(struct rpc_call *c, struct storage_state *s)
 {
 	struct st_err e = { 0 };
@@ -239,13 +251,7 @@ int vh_sd_get_images(struct rpc_call *c)
 
 int vh_sd_format(struct rpc_call *c)
 {
-	struct storage_state *s = verb_state(c);
-	if (!s)
-		return -1;
-	struct st_err e = { 0 };
-	if (st_domain_format(s, rpc_arg_str(c, "storagedomainID", NULL), &e) < 0)
-		return verb_fail(c, &e);
-	return 0;
+	return verb_by_id(c, "storagedomainID", st_domain_format);
 }
 
 /* ---- StoragePool --------------------------------------------------------- */
@@ -274,26 +280,24 @@ int vh_sp_create(struct rpc_call *c)
 	return 0;
 }
 
+static int pool_connect(struct storage_state *s, const char *sp, struct st_err *e)
+{
+	return st_pool_connect(s, sp, true, e);
+}
+
+static int pool_disconnect(struct storage_state *s, const char *sp, struct st_err *e)
+{
+	return st_pool_connect(s, sp, false, e);
+}
+
 int vh_sp_connect(struct rpc_call *c)
 {
-	struct storage_state *s = verb_state(c);
-	if (!s)
-		return -1;
-	struct st_err e = { 0 };
-	if (st_pool_connect(s, rpc_arg_str(c, "storagepoolID", NULL), true, &e) < 0)
-		return verb_fail(c, &e);
-	return 0;
+	return verb_by_id(c, "storagepoolID", pool_connect);
 }
 
 int vh_sp_disconnect(struct rpc_call *c)
 {
-	struct storage_state *s = verb_state(c);
-	if (!s)
-		return -1;
-	struct st_err e = { 0 };
-	if (st_pool_connect(s, rpc_arg_str(c, "storagepoolID", NULL), false, &e) < 0)
-		return verb_fail(c, &e);
-	return 0;
+	return verb_by_id(c, "storagepoolID", pool_disconnect);
 }
 
 /* Caller holds the lock. */

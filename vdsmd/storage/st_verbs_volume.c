@@ -234,24 +234,12 @@ int vh_task_get_status(struct rpc_call *c)
 
 int vh_task_clear(struct rpc_call *c)
 {
-	struct storage_state *s = verb_state(c);
-	if (!s)
-		return -1;
-	struct st_err e = { 0 };
-	if (st_task_clear(s, rpc_arg_str(c, "taskID", NULL), &e) < 0)
-		return verb_fail(c, &e);
-	return 0;
+	return verb_by_id(c, "taskID", st_task_clear);
 }
 
 int vh_task_stop(struct rpc_call *c)
 {
-	struct storage_state *s = verb_state(c);
-	if (!s)
-		return -1;
-	struct st_err e = { 0 };
-	if (st_task_stop(s, rpc_arg_str(c, "taskID", NULL), &e) < 0)
-		return verb_fail(c, &e);
-	return 0;
+	return verb_by_id(c, "taskID", st_task_stop);
 }
 
 int vh_host_get_all_tasks_statuses(struct rpc_call *c)
