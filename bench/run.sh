@@ -213,14 +213,15 @@ EOF2
 		r=$((r + 1))
 	done
 	base=$(cat "$tmp/best1")
-	printf "%-40s %10s %9s  %s\n" "setup" "req/s" "vs first" "events"
+	ctl=$(cat "$tmp/best2")
+	printf "%-40s %10s %9s %9s  %s\n" "setup" "req/s" "vs first" "vs ctl" "events"
 	n=0
 	for s in "$@"; do
 		n=$((n + 1))
 		label=${s#*:*:*:*:}
 		v=$(cat "$tmp/best$n")
-		awk -v l="$label" -v v="$v" -v b="$base" -v st="$(cat "$tmp/stats$n")" \
-			'BEGIN { printf "%-40s %10d %8.1f%%  %s\n", l, v, (b > 0 ? 100 * v / b : 0), st }'
+		awk -v l="$label" -v v="$v" -v b="$base" -v c="$ctl" -v st="$(cat "$tmp/stats$n")" \
+			'BEGIN { printf "%-40s %10d %8.1f%% %8.1f%%  %s\n", l, v, (b > 0 ? 100 * v / b : 0), (c > 0 ? 100 * v / c : 0), st }'
 	done
 	rm -rf "$tmp"
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "codecs/codec.h"
+#include "check_main.h"
 
 static const char *const json_codecs[] = { "yajl", "fallback" };
 #define NJSON 2
@@ -440,9 +441,5 @@ static Suite *codec_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(codec_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return check_run(codec_suite());
 }

@@ -10,6 +10,7 @@
 #include "common/log.h"
 #include "vdsmd/config.h"
 #include "vdsmd/daemon.h"
+#include "check_main.h"
 
 START_TEST(loopback_addresses)
 {
@@ -66,9 +67,5 @@ int main(void)
 	tcase_add_test(tc, plaintext_check);
 	tcase_add_test(tc, user_lookup);
 	suite_add_tcase(s, tc);
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int nf = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return nf ? 1 : 0;
+	return check_run(s);
 }

@@ -14,6 +14,7 @@
 
 #include "common/log.h"
 #include "vdsmd/storage/st.h"
+#include "check_main.h"
 
 #define SD1 "11111111-1111-1111-1111-111111111111"
 #define SD2 "22222222-2222-2222-2222-222222222222"
@@ -722,9 +723,5 @@ static Suite *suite(void)
 int main(void)
 {
 	log_set_level(VD_LOG_ERROR);
-	SRunner *sr = srunner_create(suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(suite());
 }
