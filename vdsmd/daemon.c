@@ -201,6 +201,9 @@ int daemon_main(int argc, char **argv)
 		log_info("stopped");
 	}
 	daemon_fini(&d);
+	/* daemon_init made this loop (ev_loop_new): it is ours to destroy */
+	if (d.loop)
+		ev_loop_destroy(d.loop);
 	log_close();
 	return status;
 }
