@@ -207,4 +207,22 @@ static inline void cj_set_err(struct vd_codec_error *err, int code, size_t off,
 	}
 }
 
+/* What every decode() does first: a NULL *lim becomes the defaults, NULL
+ * *bytes an empty body, and a body over the size limit is refused.
+ * Returns 0, or VD_ETOOBIG with err set. */
+static inline int cj_decode_begin(const char **bytes, size_t len, const struct vd_limits **lim,
+				  struct vd_codec_error *err)
+{
+	static const struct vd_limits deflim = VD_LIMITS_DEFAULT;
+	if (!*lim)
+		*lim = &deflim;
+	if (!*bytes)
+		*bytes = "";
+	if (len > (*lim)->max_size) {
+		cj_set_err(err, VD_ETOOBIG, (*lim)->max_size, "input larger than the size limit");
+		return VD_ETOOBIG;
+	}
+	return 0;
+}
+
 #endif

@@ -268,17 +268,9 @@ static int y_decode(struct vd_arena *a, const char *bytes, size_t len,
 		    const struct vd_limits *lim, struct vd_value **out,
 		    struct vd_codec_error *err)
 {
-	static const struct vd_limits deflim = VD_LIMITS_DEFAULT;
-	if (!lim)
-		lim = &deflim;
-	if (len > lim->max_size) {
-		cj_set_err(err, VD_ETOOBIG, lim->max_size, "input larger than the size limit");
-		return VD_ETOOBIG;
-	}
-	/* yajl takes \f and \v for whitespace.  A raw one is never valid JSON
-	 * (not whitespace outside strings, a control character inside). */
-	if (!bytes)
-		bytes = "";
+	int rc = cj_decode_begin(&bytes, len, &lim, err);
+	if (rc < 0)
+		return rc;
 	/* A top-level number is buffered by yajl's lexer, slowly when huge;
 	 * refuse an over-long one before yajl sees it (same limit as
 	 * cj_number's). */
@@ -297,6 +289,8 @@ static int y_decode(struct vd_arena *a, const char *bytes, size_t len,
 			return VD_EPROTO;
 		}
 	}
+	/* yajl takes \f and \v for whitespace.  A raw one is never valid JSON
+	 * (not whitespace outside strings, a control character inside). */
 	size_t at = find_ff_vt(bytes, len);
 	if (at < len) {
 		cj_set_err(err, VD_EPROTO, at, "invalid character");
