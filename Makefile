@@ -4,6 +4,7 @@
 #   make run        install missing packages, build, run vdsmd in the foreground
 #   make check      install missing packages, build with -Werror, run every test,
 #                   then the unit tests again under ASan+UBSan, then a short fuzz pass
+#   make memcheck   the integration suite against an ASan+LSan vdsmd (CI runs it)
 #   make bench      benchmarks (codec, end-to-end load, events, pool)
 #   make fuzz       every libFuzzer target for FUZZ_SECONDS each (default 60)
 #   make install    PREFIX=/usr/local DESTDIR=
@@ -63,7 +64,7 @@ UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
 BENCH_BINS := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRCS))
 FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRCS))
 
-.PHONY: all run check unit integration asan-unit bench fuzz fuzz-build \
+.PHONY: all run check unit integration asan-unit bench fuzz fuzz-build memcheck \
 	install clean deps ensure-deps tests bench-build
 .DEFAULT_GOAL := all
 # keep intermediate objects (chained pattern rules) and drop half-written targets
@@ -143,6 +144,15 @@ check: ensure-deps
 	@$(MAKE) --no-print-directory asan-unit
 	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(or $(CHECK_FUZZ_SECONDS),5)
 	@tests/summary.sh $(BUILD)
+
+# The integration suite once more against an ASan+LSan+UBSan vdsmd (the
+# objects of asan-unit): a sanitizer report in the daemon's stderr, or a
+# non-zero exit after SIGTERM (LeakSanitizer's leak report), fails it.
+# .ci/run runs it after `make check`.
+memcheck: ensure-deps
+	@$(MAKE) --no-print-directory BUILD=$(BUILD)/asan OPT=-O1 \
+		SANFLAGS="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" all
+	@BUILD=$(BUILD)/asan PYTHON=$(PYTHON) tests/memcheck.sh
 
 bench: ensure-deps
 	@$(MAKE) --no-print-directory bench-build

@@ -6,9 +6,11 @@
  *       Runs a vdsmd in-process (daemon_init) with the given flags, prints
  *       "port N", waits until the agent is ready, prints "ready", then
  *       publishes RATE events/s from a separate thread through the real
- *       event bus.  MODE: none (no events: the baseline), bus (published and
- *       fanned out), drop (the bus is disabled after ready: every event is
- *       dropped at the bus, no fan-out).  On SIGTERM prints
+ *       event bus.  MODE: none (no events, no publisher thread), tick (the
+ *       publisher thread wakes RATE times/s but publishes nothing: same
+ *       wake-up pattern as bus, no events), bus (published and fanned out),
+ *       drop (the bus is disabled after ready: every event is dropped at
+ *       the bus, no fan-out).  On SIGTERM prints
  *       "stats published=.. bus_dropped=.. delivered=.. sub_dropped=.."
  *       and exits.
  *
@@ -59,7 +61,10 @@ static void *publisher(void *arg)
 	clock_gettime(CLOCK_MONOTONIC, &next);
 	uint64_t period = 1000000000ull / (s->rate ? s->rate : 1);
 	static const char vm[] = "5ba6c0f4-2b05-4e5d-9d0b-6f5e0d4c1a11";
+	bool tick_only = strcmp(s->mode, "tick") == 0;
 	while (!s->stop) {
+		if (tick_only)
+			goto sleep;
 		struct rpc_event ev;
 		struct vd_writer *w = rpc_event_begin(&ev, s->d.bus, "|virt|VM_status|%s", vm);
 		vw_keyz(w, vm);
@@ -76,6 +81,7 @@ static void *publisher(void *arg)
 		vw_end_object(w);
 		rpc_event_publish(s->d.bus, &ev);
 		s->attempted++;
+sleep:
 		next.tv_nsec += (long)period;
 		while (next.tv_nsec >= 1000000000L) {
 			next.tv_nsec -= 1000000000L;

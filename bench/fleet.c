@@ -85,6 +85,7 @@ static struct {
 	struct ev_loop *loop;
 	bool measuring, stopping;
 	uint64_t errors, sent, lost;
+	uint64_t poll_bytes, poll_n;
 	ev_tstamp t_measure;
 } G = { .login = "guest", .passcode = "guest", .duration = 10, .warmup = 2,
 	.period_ms = 1000, .ping_depth = 1, .engine_conns = 1 };
@@ -189,6 +190,10 @@ static void on_reply(const char *body, size_t len)
 		uint64_t us = (vd_now_ns() - h->sent_ns[k][s]) / 1000;
 		lat_add(&h->lat[k], (uint32_t)VD_MIN(us, (uint64_t)UINT32_MAX));
 		h->done[k]++;
+		if (k == K_POLL) {
+			G.poll_bytes += len;
+			G.poll_n++;
+		}
 	}
 	if (k == K_PING && !G.stopping)
 		send_req(h, K_PING, 0);
@@ -352,7 +357,9 @@ static void report(void)
 			       " %s_rps=%.0f %s_p50_us=%u %s_p99_us=%u %s_p99_worst_us=%u",
 			       names[k], rps, names[k], m50, names[k], m99, names[k], worst);
 	}
-	printf("%s rps=%.0f errors=%llu lost=%llu\n", result, (double)total / G.duration,
+	printf("%s rps=%.0f poll_reply_bytes=%.0f errors=%llu lost=%llu\n", result,
+	       (double)total / G.duration,
+	       G.poll_n ? (double)G.poll_bytes / (double)G.poll_n : 0.0,
 	       (unsigned long long)G.errors, (unsigned long long)G.lost);
 	free(p50s);
 	free(p99s);

@@ -170,10 +170,16 @@ def main():
             fleet = None
             try:
                 t0 = time.monotonic()
+                rss0, used0 = mq.rss_kb(), mq.used_kb()
                 fleet = Fleet(n, mq, tmp, fleet_xml)
-                print("fleet: %d vdsmd up and consuming in %.1f s" % (n, time.monotonic() - t0),
-                      flush=True)
                 time.sleep(1)
+                rss1, used1 = mq.rss_kb(), mq.used_kb()
+                per_host_kb = (used1 - used0) / n
+                print("fleet: %d vdsmd up and consuming in %.1f s; RabbitMQ RSS %d -> %d MiB, "
+                      "memory used (its own accounting) %.1f -> %.1f MiB: %.0f KiB per "
+                      "connected host" % (n, time.monotonic() - t0, rss0 // 1024, rss1 // 1024,
+                                          used0 / 1024, used1 / 1024, per_host_kb),
+                      flush=True)
                 runs = []
                 for k in sorted({min(int(x), n) for x in args.engine_conns.split(",")}):
                     runs.append(("broker/%d" % k, ["--broker", str(mq.stomp_port), "--conns",
@@ -183,14 +189,16 @@ def main():
                     r = run_driver(args, margs, mq, fleet)
                     r["hosts"] = n
                     r["mode"] = mode
+                    r["mq_kb_per_host"] = per_host_kb
                     rows.append(r)
                     print("fleet: N=%-3d %-8s ping %7.0f/s p50 %6.2f ms p99 %6.2f ms | poll "
                           "p50 %6.2f ms p99 %6.2f ms | total %7.0f req/s | CPU rabbitmq %3.0f%% "
-                          "vdsmd %3.0f%% driver %3.0f%% | errors %d lost %d"
+                          "vdsmd %3.0f%% driver %3.0f%% | poll reply %.0f B | errors %d lost %d"
                           % (n, mode, r["ping_rps"], r["ping_p50_us"] / 1e3,
                              r["ping_p99_us"] / 1e3, r["poll_p50_us"] / 1e3,
                              r["poll_p99_us"] / 1e3, r["rps"], r["broker_cpu_pct"],
-                             r["vdsmd_cpu_pct"], r["driver_cpu_pct"], r["errors"], r["lost"]),
+                             r["vdsmd_cpu_pct"], r["driver_cpu_pct"], r["poll_reply_bytes"],
+                             r["errors"], r["lost"]),
                           flush=True)
             except RuntimeError as e:
                 print("fleet: N=%d failed: %s" % (n, e), flush=True)

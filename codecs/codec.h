@@ -32,10 +32,11 @@ struct vd_limits {
 
 #define VD_LIMITS_DEFAULT { VD_DEFAULT_MAX_DEPTH, (size_t)16 << 20 }
 
-/* Why a decode failed: byte offset into the input and a static reason. */
+/* Why a decode failed: byte offset into the input and a reason. */
 struct vd_codec_error {
 	size_t offset;
-	const char *reason;
+	const char *reason;   /* static text, or yajl's own message copied into
+			       * the decode arena (valid until its reset) */
 	int code;             /* VD_EPROTO, VD_EDEPTH or VD_ETOOBIG */
 };
 
@@ -54,6 +55,9 @@ struct vd_writer_ops {
 	void (*boolean)(struct vd_writer *w, bool b);
 	void (*null)(struct vd_writer *w);
 	void (*raw)(struct vd_writer *w, const void *bytes, size_t n);
+	/* Optional: a whole decoded value (vw_value), without an indirect call
+	 * per node.  NULL: vw_value walks the tree through the ops above. */
+	void (*value)(struct vd_writer *w, const struct vd_value *v);
 };
 
 struct vd_writer {

@@ -20,10 +20,13 @@
 
 /* Scan a strict RFC 8259 number starting at p (< end) and convert it into v
  * (int64 when it fits, uint64 when positive and fits, double otherwise).
- * Returns the end of the number, or NULL with *reason set on a grammar error
- * or a value outside the double range (1e400). */
+ * Returns the end of the number, or NULL with *reason set on a grammar error,
+ * a value outside the double range (1e400) or a text longer than
+ * CJ_MAX_NUMBER_LEN. */
 const char *cj_number(const char *p, const char *end, struct vd_value *v,
 		      const char **reason);
+/* Longest number text accepted (every codec refuses longer ones). */
+#define CJ_MAX_NUMBER_LEN 1024
 
 /* Shortest text that reads back to the same double ("0.1", "1e+300"),
  * always recognisable as a double ("1.0", never "1").  NaN and infinities
@@ -202,6 +205,24 @@ static inline void cj_set_err(struct vd_codec_error *err, int code, size_t off,
 		err->offset = off;
 		err->reason = reason;
 	}
+}
+
+/* What every decode() does first: a NULL *lim becomes the defaults, NULL
+ * *bytes an empty body, and a body over the size limit is refused.
+ * Returns 0, or VD_ETOOBIG with err set. */
+static inline int cj_decode_begin(const char **bytes, size_t len, const struct vd_limits **lim,
+				  struct vd_codec_error *err)
+{
+	static const struct vd_limits deflim = VD_LIMITS_DEFAULT;
+	if (!*lim)
+		*lim = &deflim;
+	if (!*bytes)
+		*bytes = "";
+	if (len > (*lim)->max_size) {
+		cj_set_err(err, VD_ETOOBIG, (*lim)->max_size, "input larger than the size limit");
+		return VD_ETOOBIG;
+	}
+	return 0;
 }
 
 #endif

@@ -94,15 +94,9 @@ static int fb_decode(struct vd_arena *a, const char *bytes, size_t len,
 		     const struct vd_limits *lim, struct vd_value **out,
 		     struct vd_codec_error *err)
 {
-	static const struct vd_limits deflim = VD_LIMITS_DEFAULT;
-	if (!lim)
-		lim = &deflim;
-	if (!bytes)
-		bytes = "";
-	if (len > lim->max_size) {
-		cj_set_err(err, VD_ETOOBIG, lim->max_size, "input larger than the size limit");
-		return VD_ETOOBIG;
-	}
+	int rc = cj_decode_begin(&bytes, len, &lim, err);
+	if (rc < 0)
+		return rc;
 	struct tree_builder t;
 	tb_init(&t, a, cj_max_depth(lim));
 	const char *p = bytes, *end = bytes + len, *q;

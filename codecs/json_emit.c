@@ -55,6 +55,19 @@ static inline int value_sep(struct vd_writer *w, char *p)
 	return 0;
 }
 
+/* Room for a value of up to n bytes, its separator written: where the value
+ * goes (out->len already past the separator), or NULL on a misplaced value. */
+static inline char *j_slot(struct vd_writer *w, size_t n)
+{
+	struct vd_buf *out = w->out;
+	buf_reserve(out, n + 1);
+	int k = value_sep(w, out->data + out->len);
+	if (k < 0)
+		return NULL;
+	out->len += (size_t)k;
+	return out->data + out->len;
+}
+
 #define ONES 0x0101010101010101ull
 #define HIGHS 0x8080808080808080ull
 
@@ -159,12 +172,9 @@ bytewise:
 static void j_string(struct vd_writer *w, const char *s, size_t n)
 {
 	struct vd_buf *out = w->out;
-	buf_reserve(out, n + 3);
-	char *o = out->data + out->len;
-	int k = value_sep(w, o);
-	if (k < 0)
+	char *o = j_slot(w, n + 2);
+	if (!o)
 		return;
-	o += k;
 	*o++ = '"';
 	o = put_escaped(out, o, s, n);
 	*o++ = '"';
@@ -198,12 +208,11 @@ static void j_begin(struct vd_writer *w, char c, uint8_t kind)
 		w->error = VD_EINVAL;
 		return;
 	}
-	buf_reserve(out, 2);
-	int k = value_sep(w, out->data + out->len);
-	if (k < 0)
+	char *o = j_slot(w, 1);
+	if (!o)
 		return;
-	out->data[out->len + (size_t)k] = c;
-	out->len += (size_t)k + 1;
+	*o = c;
+	out->len++;
 	w->nonempty[++w->depth] = kind;
 }
 
@@ -226,35 +235,25 @@ static void j_end_array(struct vd_writer *w) { j_end(w, ']', 0); }
 /* A scalar of at most 32 bytes produced by fmt. */
 static inline void j_put(struct vd_writer *w, const char *s, size_t n)
 {
-	struct vd_buf *out = w->out;
-	buf_reserve(out, n + 1);
-	int k = value_sep(w, out->data + out->len);
-	if (k < 0)
+	char *o = j_slot(w, n);
+	if (!o)
 		return;
-	memcpy(out->data + out->len + (size_t)k, s, n);
-	out->len += (size_t)k + n;
+	memcpy(o, s, n);
+	w->out->len += n;
 }
 
 static void j_int64(struct vd_writer *w, int64_t i)
 {
-	struct vd_buf *out = w->out;
-	buf_reserve(out, 24);
-	int k = value_sep(w, out->data + out->len);
-	if (k < 0)
-		return;
-	out->len += (size_t)k;
-	out->len += cj_fmt_i64(i, out->data + out->len);
+	char *o = j_slot(w, 23);
+	if (o)
+		w->out->len += cj_fmt_i64(i, o);
 }
 
 static void j_uint64(struct vd_writer *w, uint64_t u)
 {
-	struct vd_buf *out = w->out;
-	buf_reserve(out, 24);
-	int k = value_sep(w, out->data + out->len);
-	if (k < 0)
-		return;
-	out->len += (size_t)k;
-	out->len += cj_fmt_u64(u, out->data + out->len);
+	char *o = j_slot(w, 23);
+	if (o)
+		w->out->len += cj_fmt_u64(u, o);
 }
 
 static void j_double(struct vd_writer *w, double d)
@@ -278,15 +277,39 @@ static void j_null(struct vd_writer *w)
 
 static void j_raw(struct vd_writer *w, const void *bytes, size_t n)
 {
-	struct vd_buf *out = w->out;
-	buf_reserve(out, n + 1);
-	int k = value_sep(w, out->data + out->len);
-	if (k < 0)
+	char *o = j_slot(w, n);
+	if (!o)
 		return;
-	out->len += (size_t)k;
 	if (n)
-		memcpy(out->data + out->len, bytes, n);
-	out->len += n;
+		memcpy(o, bytes, n);
+	w->out->len += n;
+}
+
+/* vw_value for this writer: the same calls, direct instead of through ops. */
+static void j_value(struct vd_writer *w, const struct vd_value *v)
+{
+	switch (v->type) {
+	case VD_NULL: j_null(w); break;
+	case VD_BOOL: j_bool(w, v->v.b); break;
+	case VD_INT: j_int64(w, v->v.i); break;
+	case VD_UINT: j_uint64(w, v->v.u); break;
+	case VD_DOUBLE: j_double(w, v->v.d); break;
+	case VD_STRING: j_string(w, v->v.s.ptr, v->v.s.len); break;
+	case VD_ARRAY:
+		j_begin_array(w);
+		for (size_t i = 0; i < v->v.arr.n; i++)
+			j_value(w, &v->v.arr.items[i]);
+		j_end_array(w);
+		break;
+	case VD_OBJECT:
+		j_begin_object(w);
+		for (size_t i = 0; i < v->v.obj.n; i++) {
+			j_key(w, v->v.obj.members[i].key, v->v.obj.members[i].klen);
+			j_value(w, &v->v.obj.members[i].val);
+		}
+		j_end_object(w);
+		break;
+	}
 }
 
 static const struct vd_writer_ops json_ops = {
@@ -302,6 +325,7 @@ static const struct vd_writer_ops json_ops = {
 	.boolean = j_bool,
 	.null = j_null,
 	.raw = j_raw,
+	.value = j_value,
 };
 
 void json_writer_init(struct vd_writer *w, struct vd_buf *out)

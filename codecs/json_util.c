@@ -143,6 +143,12 @@ const char *cj_number(const char *p, const char *end, struct vd_value *v,
 		}
 		exp10 += eneg ? -e : e;
 	}
+	if (VD_UNLIKELY(p - start > CJ_MAX_NUMBER_LEN)) {
+		/* RFC 8259 section 9 lets us limit precision; glibc's strtod needs
+		 * seconds for megabytes of digits, which would stall the loop */
+		*reason = "number longer than 1024 characters";
+		return NULL;
+	}
 	if (isint && exact) {
 		if (!neg) {
 			if (m <= (uint64_t)INT64_MAX) {

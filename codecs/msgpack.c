@@ -246,15 +246,9 @@ static int mp_decode(struct vd_arena *a, const char *bytes, size_t len,
 		     const struct vd_limits *lim, struct vd_value **out,
 		     struct vd_codec_error *err)
 {
-	static const struct vd_limits deflim = VD_LIMITS_DEFAULT;
-	if (!lim)
-		lim = &deflim;
-	if (!bytes)
-		bytes = "";
-	if (len > lim->max_size) {
-		cj_set_err(err, VD_ETOOBIG, lim->max_size, "input larger than the size limit");
-		return VD_ETOOBIG;
-	}
+	int rc = cj_decode_begin(&bytes, len, &lim, err);
+	if (rc < 0)
+		return rc;
 	struct mp_dec d = {
 		.a = a, .base = (const uint8_t *)bytes, .p = (const uint8_t *)bytes,
 		.end = (const uint8_t *)bytes + len, .max_depth = cj_max_depth(lim),
@@ -428,6 +422,33 @@ static void m_raw(struct vd_writer *w, const void *bytes, size_t n)
 	buf_append(w->out, bytes, n);
 }
 
+/* vw_value for this writer: the same calls, direct instead of through ops. */
+static void m_value(struct vd_writer *w, const struct vd_value *v)
+{
+	switch (v->type) {
+	case VD_NULL: m_null(w); break;
+	case VD_BOOL: m_bool(w, v->v.b); break;
+	case VD_INT: m_int64(w, v->v.i); break;
+	case VD_UINT: m_uint64(w, v->v.u); break;
+	case VD_DOUBLE: m_double(w, v->v.d); break;
+	case VD_STRING: m_string(w, v->v.s.ptr, v->v.s.len); break;
+	case VD_ARRAY:
+		m_begin(w, 0);
+		for (size_t i = 0; i < v->v.arr.n; i++)
+			m_value(w, &v->v.arr.items[i]);
+		m_end(w, 0);
+		break;
+	case VD_OBJECT:
+		m_begin(w, MK_OBJ);
+		for (size_t i = 0; i < v->v.obj.n; i++) {
+			m_key(w, v->v.obj.members[i].key, v->v.obj.members[i].klen);
+			m_value(w, &v->v.obj.members[i].val);
+		}
+		m_end(w, MK_OBJ);
+		break;
+	}
+}
+
 static const struct vd_writer_ops msgpack_ops = {
 	.begin_object = m_begin_object,
 	.end_object = m_end_object,
@@ -441,6 +462,7 @@ static const struct vd_writer_ops msgpack_ops = {
 	.boolean = m_bool,
 	.null = m_null,
 	.raw = m_raw,
+	.value = m_value,
 };
 
 static void mp_writer_init(struct vd_writer *w, struct vd_buf *out)

@@ -116,6 +116,10 @@ void vw_kstrf(struct vd_writer *w, const char *k, const char *fmt, ...)
 
 void vw_value(struct vd_writer *w, const struct vd_value *v)
 {
+	if (w->ops->value) {
+		w->ops->value(w, v);
+		return;
+	}
 	switch (v->type) {
 	case VD_NULL: vw_null(w); break;
 	case VD_BOOL: vw_bool(w, v->v.b); break;

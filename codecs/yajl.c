@@ -268,17 +268,29 @@ static int y_decode(struct vd_arena *a, const char *bytes, size_t len,
 		    const struct vd_limits *lim, struct vd_value **out,
 		    struct vd_codec_error *err)
 {
-	static const struct vd_limits deflim = VD_LIMITS_DEFAULT;
-	if (!lim)
-		lim = &deflim;
-	if (len > lim->max_size) {
-		cj_set_err(err, VD_ETOOBIG, lim->max_size, "input larger than the size limit");
-		return VD_ETOOBIG;
+	int rc = cj_decode_begin(&bytes, len, &lim, err);
+	if (rc < 0)
+		return rc;
+	/* A top-level number is buffered by yajl's lexer, slowly when huge;
+	 * refuse an over-long one before yajl sees it (same limit as
+	 * cj_number's). */
+	{
+		size_t i = 0, j;
+		while (i < len && (bytes[i] == ' ' || bytes[i] == '\n' || bytes[i] == '\r' ||
+				   bytes[i] == '\t'))
+			i++;
+		for (j = i; j < len && j - i <= CJ_MAX_NUMBER_LEN &&
+			    ((unsigned char)(bytes[j] - '0') < 10 || bytes[j] == '-' ||
+			     bytes[j] == '+' || bytes[j] == '.' || bytes[j] == 'e' ||
+			     bytes[j] == 'E'); j++)
+			;
+		if (j - i > CJ_MAX_NUMBER_LEN) {
+			cj_set_err(err, VD_EPROTO, i, "number longer than 1024 characters");
+			return VD_EPROTO;
+		}
 	}
 	/* yajl takes \f and \v for whitespace.  A raw one is never valid JSON
 	 * (not whitespace outside strings, a control character inside). */
-	if (!bytes)
-		bytes = "";
 	size_t at = find_ff_vt(bytes, len);
 	if (at < len) {
 		cj_set_err(err, VD_EPROTO, at, "invalid character");

@@ -29,7 +29,8 @@ static struct err_wire err_lookup(enum rpc_err e)
 	case RPC_E_NO_DOMAIN:    return (struct err_wire){ 358, "Storage domain does not exist" };
 	case RPC_E_DOMAIN_EXISTS: return (struct err_wire){ 365, "Storage domain already exists" };
 	case RPC_E_NO_TASK:      return (struct err_wire){ 401, "Task id unknown" };
-	case RPC_E_TASK_STATE:   return (struct err_wire){ 411, "Operation is not allowed in this task state" };
+	case RPC_E_TASK_STATE:   return (struct err_wire){ 410, "Operation is not allowed in this task state" };
+	case RPC_E_TASK_ABORTED: return (struct err_wire){ 411, "Task is aborted" };
 	case RPC_E_NO_RESOURCES: return (struct err_wire){ 1100, "Not enough resources" };
 	case RPC_E__COUNT:       break;
 	}

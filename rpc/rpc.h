@@ -81,7 +81,8 @@ enum rpc_err {
 	RPC_E_NO_DOMAIN,      /* 358 */
 	RPC_E_DOMAIN_EXISTS,  /* 365 */
 	RPC_E_NO_TASK,        /* 401 */
-	RPC_E_TASK_STATE,     /* 411 (task not in a state for the operation) */
+	RPC_E_TASK_STATE,     /* 410 TaskStateError (task not in a state for the operation) */
+	RPC_E_TASK_ABORTED,   /* 411 TaskAborted (the code an aborted task's result carries) */
 	RPC_E_NO_RESOURCES,   /* 1100 */
 	RPC_E__COUNT
 };

@@ -39,6 +39,11 @@ struct stomp_broker *stomp_broker_new(const struct stomp_broker_config *cfg,
 	return b;
 }
 
+void stomp_broker_set_write_direct(struct stomp_broker *b, stomp_write_direct_fn fn)
+{
+	b->write_direct = fn;
+}
+
 void stomp_broker_free(struct stomp_broker *b)
 {
 	if (!b)
@@ -231,7 +236,8 @@ void stomp_deliver(struct stomp_broker *b, struct stomp_sub *sub,
 		      dl + stomp_escaped_max(ctlen) + sub->escidlen + len;
 	for (unsigned i = 0; i < nextra; i++)
 		need += stomp_escaped_max(extra[i].nlen) + stomp_escaped_max(extra[i].vlen) + 2;
-	buf_reserve(out, need);
+	bool direct = len >= STOMP_DIRECT_MIN && out->len == 0 && b->write_direct;
+	buf_reserve(out, direct ? need - len : need);
 	char *w = out->data + out->len;
 	w = STOMP_PUT_LIT(w, "MESSAGE\ndestination:");
 	if (dest)
@@ -259,6 +265,25 @@ void stomp_deliver(struct stomp_broker *b, struct stomp_sub *sub,
 		*w++ = '\n';
 	}
 	*w++ = '\n';
+	if (direct) {
+		/* Large body, nothing queued before it: the host writes head and
+		 * body from where they are; only what it could not write is
+		 * copied into the buffer. */
+		size_t hlen = (size_t)(w - out->data);
+		const struct stomp_iov iov[3] = { { out->data, hlen }, { body, len }, { "", 1 } };
+		size_t done = b->write_direct(b->host, sub->s, sub->s->conn, iov, 3);
+		out->len = hlen;
+		buf_consume(out, done);  /* the head, or what is left of it */
+		if (done < hlen + len)
+			buf_append(out, done > hlen ? body + (done - hlen) : body,
+				   done > hlen ? len - (done - hlen) : len);
+		if (done < hlen + len + 1)
+			buf_putc(out, '\0');
+		b->st.frames_out++;
+		if (out->len && sub->s != b->feeding && b->ops.output)
+			b->ops.output(b->host, sub->s, sub->s->conn);
+		return;
+	}
 	if (len)
 		w = stomp_put(w, body, len);
 	*w++ = '\0';

@@ -59,6 +59,7 @@ struct stomp_broker {
 	struct stomp_session *feeding;     /* session inside stomp_session_feed */
 	uint64_t msg_seq;
 	struct stomp_broker_stats st;
+	stomp_write_direct_fn write_direct;  /* NULL: always buffer */
 };
 
 /* FNV-1a, incremental: h = stomp_hash_step(h, c) from STOMP_HASH_INIT. */

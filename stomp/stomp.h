@@ -98,6 +98,13 @@ struct stomp_broker;
 struct stomp_session;
 
 /* What the broker asks of its host (the daemon). */
+/* One piece of an outgoing frame (write_direct below). */
+struct stomp_iov {
+	const char *base;
+	size_t len;
+};
+#define STOMP_DIRECT_MIN (64u * 1024)
+
 struct stomp_broker_ops {
 	/* A SEND to a request destination.  The reply must be delivered with
 	 * stomp_broker_reply() (possibly later, even after the session closed). */
@@ -125,6 +132,16 @@ struct stomp_broker *stomp_broker_new(const struct stomp_broker_config *cfg,
 				      const struct stomp_broker_ops *ops, void *host);
 /* Free every session first. */
 void stomp_broker_free(struct stomp_broker *b);
+
+/* Optional hook.  A MESSAGE with a body of at least STOMP_DIRECT_MIN bytes
+ * for a session whose output buffer is empty: the host may write the n
+ * pieces (head, body, NUL) straight to its connection (writev) and returns
+ * how many bytes it wrote (0 when it cannot); the broker appends the rest
+ * to the output buffer.  Saves copying a large reply (a 1.5 MB cached
+ * Host.getAllVmStats) into the buffer.  NULL (the default): always buffer. */
+typedef size_t (*stomp_write_direct_fn)(void *host, struct stomp_session *s, void *conn,
+					const struct stomp_iov *iov, unsigned n);
+void stomp_broker_set_write_direct(struct stomp_broker *b, stomp_write_direct_fn fn);
 
 /* A session for one connection; out is the connection's output buffer. */
 struct stomp_session *stomp_session_new(struct stomp_broker *b, struct vd_buf *out, void *conn);

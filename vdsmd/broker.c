@@ -16,6 +16,7 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
+#include <openssl/x509v3.h>
 
 #include "../common/log.h"
 
@@ -119,12 +120,13 @@ static unsigned brk_rand(struct vd_broker *b)
 static void schedule_retry(struct vd_broker *b)
 {
 	struct ev_loop *loop = b->d->loop;
-	/* Full delay between 50 % and 100 % of the current step (jitter keeps a
-	 * fleet restarted together from reconnecting in lockstep). */
-	double delay = b->backoff * (0.5 + 0.5 * (brk_rand(b) / 32767.0));
-	if (delay < BRK_BACKOFF_MIN)
-		delay = BRK_BACKOFF_MIN;
-	b->backoff = VD_MIN(b->backoff * 2, BRK_BACKOFF_MAX);
+	/* Between 1x and 2x the current step (1 s, 2 s, 4 s, ... capped at
+	 * 60 s): the jitter keeps a fleet that lost its broker together from
+	 * reconnecting in lockstep, from the first retry on. */
+	double delay = b->backoff * (1.0 + brk_rand(b) / 32768.0);
+	if (delay > BRK_BACKOFF_MAX)
+		delay = BRK_BACKOFF_MAX;
+	b->backoff = VD_MIN(b->backoff * 2, BRK_BACKOFF_MAX / 2);
 	ev_timer_stop(loop, &b->retry);
 	ev_timer_set(&b->retry, delay, 0);
 	ev_timer_start(loop, &b->retry);
@@ -322,7 +324,10 @@ static void process_input(struct vd_broker *b)
 static void do_read(struct vd_broker *b)
 {
 	unsigned gen = b->gen;
-	for (int i = 0; i < 16 && b->gen == gen; i++) {
+	/* Plain TCP: a few reads per wake-up (level-triggered, the loop comes
+	 * back).  TLS: until WANT_READ, since bytes OpenSSL already buffered
+	 * would not wake the loop again. */
+	for (int i = 0; (b->ssl || i < 16) && b->gen == gen; i++) {
 		if (b->in.len > b->d->cfg.max_frame_size + 65536) {
 			brk_disconnect(b, "frame over max_frame_size");
 			return;
@@ -414,9 +419,15 @@ static void connected_tcp(struct vd_broker *b)
 	if (!b->ssl)
 		abort();
 	SSL_set_fd(b->ssl, b->fd);
-	if (inet_pton(AF_INET, b->host, &(struct in_addr){0}) != 1 &&
-	    inet_pton(AF_INET6, b->host, &(struct in6_addr){{{0}}}) != 1)
+	/* The broker's certificate must chain to ca_file and name the host
+	 * of broker_uri (DNS name or IP address in its subjectAltName). */
+	if (inet_pton(AF_INET, b->host, &(struct in_addr){0}) == 1 ||
+	    inet_pton(AF_INET6, b->host, &(struct in6_addr){{{0}}}) == 1) {
+		X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(b->ssl), b->host);
+	} else {
 		SSL_set_tlsext_host_name(b->ssl, b->host);
+		SSL_set1_host(b->ssl, b->host);
+	}
 	tls_step(b);
 }
 
@@ -606,8 +617,13 @@ int broker_start(struct vdsmd *d, char *why, size_t whylen)
 	log_info("broker mode: %s://%s as \"%s\" (vhost \"%s\", host_id %s, prefetch %u)",
 		 b->tls ? "stomps" : "stomp", b->where, cfg->broker_login, cfg->broker_vhost,
 		 cfg->host_id, cfg->broker_prefetch);
-	start_connect(b);
 	return 0;
+}
+
+void broker_connect(struct vd_broker *b)
+{
+	if (b->state == BRK_IDLE && !ev_is_active(&b->retry) && b->fd < 0)
+		start_connect(b);
 }
 
 void broker_stop(struct vd_broker *b)

@@ -2,7 +2,8 @@
  * broker (RabbitMQ), beside the listener.
  *
  * When broker_uri is set, vdsmd connects to it (stomp:// or stomps:// with
- * the cert/key/CA of the listener), logs in (host = broker_vhost), and
+ * the cert/key/CA of the listener; the broker's certificate must chain to
+ * ca_file and name the URI's host), logs in (host = broker_vhost), and
  * subscribes to /queue/vdsm.<host_id>.requests with ack:client-individual
  * and prefetch-count:broker_prefetch.  Every MESSAGE is a JSON-RPC request
  * dispatched through the same engine as local requests; the response is sent
@@ -47,10 +48,13 @@ struct vd_broker_stats {
 int broker_parse_uri(const char *uri, char *host, size_t hostlen, unsigned *port,
 		     bool *tls, char *why, size_t whylen);
 
-/* Create d->broker and start connecting when d->cfg.broker_uri is set
- * (nothing otherwise).  Needs d->loop and d->rpc.  0 or vd_err with why
- * (bad URI, unreadable TLS files). */
+/* Create d->broker when d->cfg.broker_uri is set (nothing otherwise):
+ * checks the URI and host_id, reads the TLS files (call it before dropping
+ * privileges).  Needs d->loop.  0 or vd_err with why (bad URI or host_id,
+ * unreadable TLS files). */
 int broker_start(struct vdsmd *d, char *why, size_t whylen);
+/* Start connecting (once the engine exists: d->rpc). */
+void broker_connect(struct vd_broker *b);
 /* Close the connection (unACKed requests go back to the queue) and stop
  * the timers; replies finishing afterwards are dropped. */
 void broker_stop(struct vd_broker *b);

@@ -17,7 +17,7 @@ enum brk_state {
 };
 
 #define BRK_BACKOFF_MIN 1.0
-#define BRK_BACKOFF_MAX 60.0
+#define BRK_BACKOFF_MAX 60.0     /* delays are step..2*step, step <= MAX/2 */
 #define BRK_HEARTBEAT_MS 10000u
 #define BRK_CACHE_TTL_MS 60000u
 #define BRK_CACHE_MAX 4096

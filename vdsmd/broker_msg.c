@@ -27,8 +27,9 @@ static struct stomp_header hdr(const char *n, const char *v)
 
 /* ---- reply cache ----------------------------------------------------------- */
 
-/* "s:<string>" / "i:<int>" for a request id; false for other id types. */
-static bool id_key(const struct vd_value *id, char **out)
+/* "s:<string>" / "i:<int>" for a request id, then " <reply-to>" (ids are
+ * only unique per requester); false for other id types. */
+static bool id_key(const struct vd_value *id, const char *reply_to, char **out)
 {
 	if (!id)
 		return false;
@@ -43,6 +44,8 @@ static bool id_key(const struct vd_value *id, char **out)
 	} else {
 		return false;
 	}
+	buf_putc(&k, ' ');
+	buf_puts(&k, reply_to ? reply_to : "");
 	buf_putc(&k, 0);
 	*out = k.data;
 	return true;
@@ -117,7 +120,7 @@ void brk_cache_free(struct vd_broker *b)
  * key; false when it has none we can key on.  Only redelivered requests pay
  * for this decode. */
 static bool body_key(struct vd_broker *b, const struct vd_codec *codec, const char *body,
-		     size_t len, char **key)
+		     size_t len, const char *reply_to, char **key)
 {
 	struct vd_arena a;
 	arena_init(&a, 4096);
@@ -128,7 +131,7 @@ static bool body_key(struct vd_broker *b, const struct vd_codec *codec, const ch
 		if (v->type == VD_ARRAY && v->v.arr.n == 1)
 			v = &v->v.arr.items[0];
 		if (v->type == VD_OBJECT)
-			ok = id_key(vd_obj_get(v, "id"), key);
+			ok = id_key(vd_obj_get(v, "id"), reply_to, key);
 	}
 	arena_free(&a);
 	return ok;
@@ -157,6 +160,8 @@ static void send_ack(struct vd_broker *b, const char *ack)
 
 static void dispatch(struct vd_broker *b, const char *body, size_t len, const char *ack,
 		     const char *reply_to, const char *ct, const char *flow);
+static bool answer_from_cache(struct vd_broker *b, const char *body, size_t len,
+			      const char *ack, const char *reply_to, const char *ct);
 
 static void run_parked(struct vd_broker *b)
 {
@@ -165,7 +170,8 @@ static void run_parked(struct vd_broker *b)
 		b->parked = p->next;
 		if (!b->parked)
 			b->parked_tail = &b->parked;
-		dispatch(b, p->body, p->len, p->ack, p->reply_to, p->ct, p->flow);
+		if (!answer_from_cache(b, p->body, p->len, p->ack, p->reply_to, p->ct))
+			dispatch(b, p->body, p->len, p->ack, p->reply_to, p->ct, p->flow);
 		free(p->body);
 		free(p->ack);
 		free(p->reply_to);
@@ -195,8 +201,13 @@ static void on_reply(void *ctx, const struct rpc_response *r)
 	struct brk_req *q = ctx;
 	struct vd_broker *b = q->b;
 	bool current = q->gen == b->gen && brk_online(b) && !b->freed;
+	/* Off the books first: a flush below may lose the connection, which
+	 * counts what is still pending as stale. */
+	b->pending--;
+	if (!current && b->stale_pending)
+		b->stale_pending--;
 	char *key = NULL;
-	if (r->len && id_key(r->id, &key)) {
+	if (r->len && id_key(r->id, q->reply_to, &key)) {
 		if (!b->freed)
 			cache_put(b, key, r);
 		else
@@ -215,17 +226,16 @@ static void on_reply(void *ctx, const struct rpc_response *r)
 		/* Its delivery died with the old connection: the broker
 		 * redelivers the request, which the cache now answers. */
 		b->st.stale_replies++;
-		if (b->stale_pending)
-			b->stale_pending--;
 	}
 	free(q->ack);
 	free(q->reply_to);
 	free(q);
-	if (--b->pending == 0 && b->freed) {
-		brk_release(b);
+	if (b->freed) {
+		if (b->pending == 0)
+			brk_release(b);
 		return;
 	}
-	if (!current && !b->freed)
+	if (!current)
 		run_parked(b);
 }
 
@@ -257,6 +267,27 @@ static char *hdup(const struct stomp_frame *f, const char *name)
 	return v ? xstrndup(v, n) : NULL;
 }
 
+/* Answer a redelivered request from the cache; true when it was. */
+static bool answer_from_cache(struct vd_broker *b, const char *body, size_t len,
+			      const char *ack, const char *reply_to, const char *ct)
+{
+	const struct vd_codec *codec = daemon_codec_for(b->d, ct, ct ? strlen(ct) : 0);
+	char *key = NULL;
+	const struct brk_cache_entry *e = NULL;
+	if (codec && body_key(b, codec, body, len, reply_to, &key))
+		e = cache_get(b, key);
+	if (e) {
+		log_info("broker: redelivered request %s answered from the reply cache", key + 2);
+		b->st.duplicates++;
+		if (reply_to)
+			send_reply(b, reply_to, e->bytes, e->len, e->codec);
+		send_ack(b, ack);
+		brk_flush(b);
+	}
+	free(key);
+	return e != NULL;
+}
+
 void brk_on_message(struct vd_broker *b, const struct stomp_frame *f)
 {
 	b->st.requests++;
@@ -271,24 +302,9 @@ void brk_on_message(struct vd_broker *b, const struct stomp_frame *f)
 	size_t len = f->body_len;
 	if (redel && strcmp(redel, "true") == 0) {
 		b->st.redelivered++;
-		const struct vd_codec *codec = daemon_codec_for(b->d, ct, ct ? strlen(ct) : 0);
-		char *key = NULL;
-		const struct brk_cache_entry *e = NULL;
-		if (codec && body_key(b, codec, body, len, &key))
-			e = cache_get(b, key);
-		if (e) {
-			log_info("broker: redelivered request %s answered from the reply cache",
-				 key + 2);
-			b->st.duplicates++;
-			if (reply_to)
-				send_reply(b, reply_to, e->bytes, e->len, e->codec);
-			send_ack(b, ack);
-			free(key);
-			goto out;
-		}
-		free(key);
 		if (b->stale_pending) {
-			/* Maybe still running from the previous connection. */
+			/* Maybe still running from the previous connection: wait
+			 * for those to finish, then look in the cache. */
 			struct brk_parked *p = xcalloc(1, sizeof(*p));
 			p->body = xmalloc(len + 1);
 			memcpy(p->body, body, len);
@@ -302,6 +318,8 @@ void brk_on_message(struct vd_broker *b, const struct stomp_frame *f)
 			b->parked_tail = &p->next;
 			return;
 		}
+		if (answer_from_cache(b, body, len, ack, reply_to, ct))
+			goto out;
 	}
 	dispatch(b, body, len, ack, reply_to, ct, flow);
 out:

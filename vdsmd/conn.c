@@ -80,9 +80,17 @@ void conn_ref(struct vd_conn *c)
 	c->refs++;
 }
 
+/* After the peer's end of stream: close once nothing is owed to it. */
+static void conn_check_eof(struct vd_conn *c)
+{
+	if (c->eof && !c->dead && c->refs == 0 && c->out.len == 0)
+		conn_close(c, "peer closed");
+}
+
 void conn_unref(struct vd_conn *c)
 {
 	c->refs--;
+	conn_check_eof(c);
 }
 
 void conn_close(struct vd_conn *c, const char *why)
@@ -140,8 +148,11 @@ void conn_want_write(struct vd_conn *c, bool want_write)
 	c->want_write = want_write;
 	struct ev_loop *loop = c->srv->d->loop;
 	ev_io_stop(loop, &c->io);
-	ev_io_set(&c->io, c->fd, EV_READ | (want_write ? EV_WRITE : 0));
-	ev_io_start(loop, &c->io);
+	int events = (c->eof ? 0 : EV_READ) | (want_write ? EV_WRITE : 0);
+	if (events) {
+		ev_io_set(&c->io, c->fd, events);
+		ev_io_start(loop, &c->io);
+	}
 }
 
 void conn_flush(struct vd_conn *c)
@@ -178,8 +189,12 @@ void conn_flush(struct vd_conn *c)
 		if (c->out.cap > OUT_KEEP)
 			buf_shrink(&c->out);
 		conn_want_write(c, false);
-		if (c->closing)
+		if (c->closing && !c->eof)
 			conn_linger(c);
+		else if (c->closing && c->eof)
+			conn_close(c, "closed after flush");
+		else
+			conn_check_eof(c);
 		return;
 	}
 	if (c->out.len > s->d->cfg.max_output) {
@@ -398,6 +413,16 @@ static void on_readable(struct vd_conn *c)
 		}
 		if (n == VD_AGAIN)
 			break;
+		if (n == 0 && !c->closing && (c->refs || c->out.len) &&
+		    (c->state == CS_STOMP || c->state == CS_HTTP)) {
+			/* Half-close: requests already received are still answered
+			 * (conn_check_eof closes once they are). */
+			bool w = c->want_write;
+			c->eof = true;
+			c->want_write = !w;  /* re-arm the watcher without EV_READ */
+			conn_want_write(c, w);
+			break;
+		}
 		if (n <= 0) {
 			conn_close(c, n == 0 ? "peer closed" : "read error");
 			return;

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -93,8 +94,14 @@ int daemon_init(struct vdsmd *d, char *why, size_t whylen)
 {
 	int rc;
 	d->start_ms = vd_now_ms();
+	/* Not ev_default_loop: the default loop installs a SIGCHLD handler
+	 * that reaps every child with waitpid(-1), which steals the exit
+	 * status of children the daemon runs itself (storage's qemu-img).
+	 * Nothing here needs ev_child; ev_signal works in any loop. */
 	if (!d->loop)
-		d->loop = ev_default_loop(0);
+		d->loop = ev_loop_new(EVFLAG_AUTO);
+	if (!d->loop)
+		abort();
 	d->limits.max_depth = d->cfg.max_depth;
 	d->limits.max_size = d->cfg.max_frame_size;
 	if ((rc = select_codec(d, why, whylen)))
@@ -102,6 +109,10 @@ int daemon_init(struct vdsmd *d, char *why, size_t whylen)
 	if ((rc = daemon_check_plaintext(&d->cfg, why, whylen)))
 		return rc;
 	if ((rc = server_listen(d, why, whylen)))
+		return rc;
+	/* Broker mode reads its TLS files (and the machine id) while still
+	 * root; it starts connecting at the end. */
+	if ((rc = broker_start(d, why, whylen)))
 		return rc;
 	/* Port bound, log and TLS files open: root is no longer needed. */
 	if ((rc = daemon_drop_privileges(d->cfg.user, why, whylen)))
@@ -126,8 +137,8 @@ int daemon_init(struct vdsmd *d, char *why, size_t whylen)
 		snprintf(why, whylen, "storage: %s", vd_strerror(rc));
 		return rc;
 	}
-	if ((rc = broker_start(d, why, whylen)))
-		return rc;
+	if (d->broker)
+		broker_connect(d->broker);
 	return 0;
 }
 
@@ -190,6 +201,9 @@ int daemon_main(int argc, char **argv)
 		log_info("stopped");
 	}
 	daemon_fini(&d);
+	/* daemon_init made this loop (ev_loop_new): it is ours to destroy */
+	if (d.loop)
+		ev_loop_destroy(d.loop);
 	log_close();
 	return status;
 }

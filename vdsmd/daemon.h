@@ -5,7 +5,8 @@
  *
  *     struct vdsmd d = {0};
  *     config_load(&d.cfg, ...);           // or fill d.cfg by hand
- *     d.loop = ev_loop_new(0);            // daemon_init uses ev_default_loop when NULL
+ *     d.loop = ev_loop_new(0);            // daemon_init makes one with ev_loop_new when NULL
+ *                                         // (never ev_default_loop: it reaps every child)
  *     if (daemon_init(&d, why, sizeof why) == 0) { ...; ev_run(d.loop, 0); }
  *     daemon_fini(&d);                    // frees everything, incl. d.cfg
  *

@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 
 #include "../common/log.h"
 #include "daemon.h"
@@ -126,8 +127,8 @@ struct stomp_req {
 	struct vd_server *srv;
 	struct stomp_session *sess;
 	struct vd_conn *conn;
-	size_t rtlen;
-	char *reply_to;   /* NULL: default response destination */
+	size_t rtlen;     /* 0: default response destination */
+	char reply_to[];  /* inline: one allocation per request */
 };
 
 void stomp_conn_open(struct vd_conn *c)
@@ -141,7 +142,7 @@ static void stomp_reply(void *ctx, const struct rpc_response *r)
 	struct vd_server *s = q->srv;
 	if (r->len) {
 		struct stomp_session *origin = stomp_session_alive(q->sess) ? q->sess : NULL;
-		stomp_broker_reply(s->broker, origin, q->reply_to, q->rtlen,
+		stomp_broker_reply(s->broker, origin, q->rtlen ? q->reply_to : NULL, q->rtlen,
 				   r->codec->content_type, r->bytes, r->len);
 		/* Replies finishing later (worker pool) are flushed here; those
 		 * answered during the connection's own feed are written after it. */
@@ -151,7 +152,6 @@ static void stomp_reply(void *ctx, const struct rpc_response *r)
 	stomp_session_unref(q->sess);
 	if (q->conn)
 		conn_unref(q->conn);
-	free(q->reply_to);
 	free(q);
 }
 
@@ -174,12 +174,15 @@ static void on_request(void *host, struct stomp_session *ss, const char *body, s
 			    c ? c->peer : "?", len, codec->name);
 	}
 	s->n.stomp_requests++;
-	struct stomp_req *q = xmalloc(sizeof(*q));
+	if (!reply_to)
+		rtlen = 0;
+	struct stomp_req *q = xmalloc(sizeof(*q) + rtlen + 1);
 	q->srv = s;
 	q->sess = ss;
 	q->conn = c;
 	q->rtlen = rtlen;
-	q->reply_to = reply_to && rtlen ? xstrndup(reply_to, rtlen) : NULL;
+	memcpy(q->reply_to, reply_to ? reply_to : "", rtlen);
+	q->reply_to[rtlen] = '\0';
 	stomp_session_ref(ss);
 	if (c)
 		conn_ref(c);
@@ -203,6 +206,31 @@ static void on_heartbeat(void *host, struct stomp_session *ss, void *conn,
 {
 	if (conn)
 		conn_set_heartbeat(conn, send_ms, recv_ms);
+}
+
+/* A large MESSAGE (see stomp_broker_set_write_direct) to a plaintext connection with
+ * nothing queued: writev head, body and NUL from where they are, so a
+ * 1.5 MB reply is not first copied into the connection's output buffer
+ * (and that buffer never grows to the reply's size).  TLS connections take
+ * the buffered path. */
+static size_t on_write_direct(void *host, struct stomp_session *ss, void *conn,
+			      const struct stomp_iov *iov, unsigned n)
+{
+	struct vd_server *s = host;
+	struct vd_conn *c = conn;
+	if (!c || c->dead || c->ssl || c->fd < 0 || c->out.len || n > 8)
+		return 0;
+	struct iovec v[8];
+	for (unsigned i = 0; i < n; i++) {
+		v[i].iov_base = (void *)iov[i].base;
+		v[i].iov_len = iov[i].len;
+	}
+	ssize_t w = writev(c->fd, v, (int)n);
+	if (w <= 0)
+		return 0;  /* EAGAIN or an error: the buffered path sees it */
+	s->n.bytes_out += (uint64_t)w;
+	c->last_out = ev_now(s->d->loop);
+	return (size_t)w;
 }
 
 static const struct stomp_broker_ops broker_ops = {
@@ -338,6 +366,7 @@ void server_start(struct vdsmd *d)
 		.server_name = "vdsmd/" VDSMD_VERSION,
 	};
 	s->broker = stomp_broker_new(&bc, &broker_ops, s);
+	stomp_broker_set_write_direct(s->broker, on_write_direct);
 	s->rbuf = xmalloc(VD_RBUF);
 	ev_io_init(&s->lio, accept_cb, s->lfd, EV_READ);
 	s->lio.data = s;

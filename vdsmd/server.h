@@ -115,6 +115,8 @@ struct vd_conn {
 	bool want_write;     /* EV_WRITE armed */
 	bool http_busy;      /* an HTTP request is being answered */
 	bool http_close;     /* close after the current HTTP response */
+	bool eof;            /* peer shut its write side: no more reading; closed once
+	                        pending requests are answered and output is flushed */
 	bool lingering;      /* output flushed, write side shut: draining input until
 	                        the peer closes or VD_LINGER passes (then close) */
 	unsigned refs;       /* pending requests holding the connection */

@@ -57,6 +57,12 @@ int tls_ctx_new(const struct vd_config *cfg, struct ssl_ctx_st **out, char *why,
 	SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS | SSL_MODE_ENABLE_PARTIAL_WRITE |
 			      SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
 	SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION);
+	/* No TLS 1.3 session tickets: OpenSSL sends two after every handshake
+	 * by default, which delays the first reply (the client's first frame
+	 * waits behind ticket issuance: median 1.6 -> 0.6 ms) and our clients
+	 * (the engine's long-lived connection, one-shot vdsm-client) do not
+	 * resume sessions. */
+	SSL_CTX_set_num_tickets(ctx, 0);
 	static const unsigned char sid[] = "vdsmd";
 	SSL_CTX_set_session_id_context(ctx, sid, sizeof(sid) - 1);
 	const char *what = NULL, *file = NULL;

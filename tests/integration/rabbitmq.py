@@ -2,6 +2,8 @@
 
     with rabbitmq.RabbitMQ() as mq:      # starts it, fails loudly when it cannot
         mq.stomp_port, mq.amqp_port
+        # RabbitMQ(pki=DIR): also STOMP over TLS on mq.stomps_port with
+        # DIR/server.{crt,key}, client certificates required (DIR/ca.crt)
         mq.restart()                     # same data dir and ports
     # stopped, with its epmd, temp dir removed
 
@@ -56,10 +58,11 @@ def port_open(port, host="127.0.0.1"):
 
 
 class RabbitMQ:
-    def __init__(self, start=True, extra_conf=""):
+    def __init__(self, start=True, extra_conf="", pki=None):
         self.tmp = tempfile.mkdtemp(prefix="vdsm-rabbitmq-")
         (self.amqp_port, self.stomp_port, self.dist_port,
-         self.epmd_port) = free_ports(4)
+         self.epmd_port, self.stomps_port) = free_ports(5)
+        self.pki = pki
         self.node = "vdsmtest%d@localhost" % os.getpid()
         self.extra_conf = extra_conf
         self.proc = None
@@ -85,6 +88,13 @@ class RabbitMQ:
             f.write("management.tcp.ip = 127.0.0.1\n")
             f.write("log.file.level = info\n")
             f.write("log.console = false\n")
+            if self.pki:
+                f.write("stomp.listeners.ssl.1 = 127.0.0.1:%d\n" % self.stomps_port)
+                f.write("ssl_options.cacertfile = %s\n" % os.path.join(self.pki, "ca.crt"))
+                f.write("ssl_options.certfile = %s\n" % os.path.join(self.pki, "server.crt"))
+                f.write("ssl_options.keyfile = %s\n" % os.path.join(self.pki, "server.key"))
+                f.write("ssl_options.verify = verify_peer\n")
+                f.write("ssl_options.fail_if_no_peer_cert = true\n")
             f.write(self.extra_conf)
         cookie = os.path.join(self.tmp, "home", ".erlang.cookie")
         if not os.path.exists(cookie):
@@ -138,7 +148,7 @@ class RabbitMQ:
             if self.proc.poll() is not None:
                 raise RuntimeError("RabbitMQ exited with status %s during startup:\n%s"
                                    % (self.proc.returncode, self.log_tail()))
-            if port_open(self.stomp_port):
+            if port_open(self.stomp_port) and (not self.pki or port_open(self.stomps_port)):
                 return self
             time.sleep(0.2)
         raise RuntimeError("RabbitMQ did not open its STOMP port %d within %gs:\n%s"
@@ -221,6 +231,50 @@ class RabbitMQ:
             if int(fields[2]) == self.proc.pid:
                 total += int(fields[11]) + int(fields[12])
         return total / tick
+
+    def memory_breakdown(self):
+        """RabbitMQ's own memory accounting (rabbitmq-diagnostics
+        memory_breakdown), as {category: kB}; {} when unavailable."""
+        try:
+            p = subprocess.run([os.path.join(os.path.dirname(SERVER), "rabbitmq-diagnostics"),
+                                "-n", self.node, "memory_breakdown", "--unit", "kb"],
+                               env=self.env(), capture_output=True, text=True, timeout=60)
+        except (OSError, subprocess.TimeoutExpired):
+            return {}
+        out = {}
+        for line in p.stdout.splitlines():
+            k, sep, rest = line.partition(": ")
+            if sep and rest.split() and rest.split()[0].replace(".", "", 1).isdigit():
+                out[k.strip()] = float(rest.split()[0])
+        return out
+
+    def used_kb(self):
+        """Memory RabbitMQ accounts as used (breakdown minus the allocator's
+        reserved/unused space), in kB; 0 when unavailable."""
+        m = self.memory_breakdown()
+        return sum(v for k, v in m.items()
+                   if k not in ("reserved_unallocated", "allocated_unused"))
+
+    def rss_kb(self):
+        """Resident memory (kB) of the node's process group, from /proc."""
+        if not self.proc:
+            return 0
+        total = 0
+        for pid in os.listdir("/proc"):
+            if not pid.isdigit():
+                continue
+            try:
+                with open("/proc/%s/stat" % pid) as f:
+                    st = f.read()
+                if int(st[st.rfind(")") + 2:].split()[2]) != self.proc.pid:
+                    continue
+                with open("/proc/%s/status" % pid) as f:
+                    for line in f:
+                        if line.startswith("VmRSS:"):
+                            total += int(line.split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+        return total
 
     def __enter__(self):
         return self

@@ -23,17 +23,25 @@ MQ_ERROR = None
 USER, PASS = "guest", "guest"
 
 
+PKI = None
+
+
 def setUpModule():
-    global MQ, MQ_ERROR
+    global MQ, MQ_ERROR, PKI
+    import tempfile
     try:
-        MQ = rabbitmq.RabbitMQ()
+        PKI = vt.make_pki(tempfile.mkdtemp(prefix="vdsm-broker-pki-"))
+        MQ = rabbitmq.RabbitMQ(pki=PKI)
     except Exception as e:  # reported by every test
         MQ_ERROR = "RabbitMQ could not be started: %s" % e
 
 
 def tearDownModule():
+    import shutil
     if MQ:
         MQ.close()
+    if PKI:
+        shutil.rmtree(PKI, ignore_errors=True)
 
 
 class Engine(stomp.ConnectionListener):
@@ -43,6 +51,7 @@ class Engine(stomp.ConnectionListener):
     def __init__(self, port):
         self.replies = queue.Queue()
         self.events = queue.Queue()
+        self.receipts = queue.Queue()
         self.errors = []
         self.conn = stomp.Connection12([("127.0.0.1", port)], vhost="/",
                                        heartbeats=(0, 0), auto_content_length=True)
@@ -58,6 +67,9 @@ class Engine(stomp.ConnectionListener):
 
     def on_error(self, frame):
         self.errors.append(frame)
+
+    def on_receipt(self, frame):
+        self.receipts.put(frame.headers.get("receipt-id"))
 
     def send(self, host_id, method, params=None, req_id=None):
         req_id = req_id or str(uuid.uuid4())
@@ -81,7 +93,12 @@ class Engine(stomp.ConnectionListener):
                 return r
 
     def subscribe_events(self, host_id):
-        self.conn.subscribe("/topic/vdsm.%s.events" % host_id, id="ev", ack="auto")
+        """Subscribe to the host's event topic; returns once the broker
+        confirmed it (RECEIPT), so no event published later is missed."""
+        self.conn.subscribe("/topic/vdsm.%s.events" % host_id, id="ev", ack="auto",
+                            headers={"receipt": "sub-ev"})
+        while self.receipts.get(timeout=10) != "sub-ev":
+            pass
 
     def close(self):
         try:
@@ -141,8 +158,7 @@ class BrokerTest(unittest.TestCase):
                 self.assertTrue(vms, "the test driver has a VM")
                 # events: topic subscriber and local subscriber
                 eng.subscribe_events("itest1")
-                c.subscribe(vt.EVENTS, "ev")
-                time.sleep(0.5)  # the topic binding exists before the event
+                c.subscribe(vt.EVENTS, "ev", receipt="ev-r")
                 vm = vms[0]["vmId"]
                 r = eng.call("itest1", "VM.pause", {"vmID": vm})
                 self.assertEqual(r.get("result"), True, r)
@@ -269,7 +285,9 @@ class BrokerTest(unittest.TestCase):
             delays = [float(x) for x in re.findall(r"reconnecting in ([0-9.]+) s",
                                                    "\n".join(d.log_lines()))]
             self.assertGreaterEqual(len(delays), 2)
-            self.assertGreater(delays[1], 1.0 - 1e-9)
+            # jittered exponential backoff: 1-2 s, then 2-4 s
+            self.assertTrue(1.0 <= delays[0] <= 2.0, delays)
+            self.assertTrue(2.0 <= delays[1] <= 4.0, delays)
             self.assertTrue(d.wait_ready())
             c = d.stomp()
             c.connect()
@@ -303,6 +321,38 @@ class BrokerTest(unittest.TestCase):
                                capture_output=True, timeout=30)
             self.assertEqual(p.returncode, 0, p.stderr.decode())
             self.assertIsInstance(json.loads(p.stdout), list)
+
+    def test_6_stomps(self):
+        """stomps://: vdsmd and vdsm-client reach RabbitMQ over TLS with the
+        cert/key/CA keys (the broker requires a client certificate)."""
+        import os
+        import subprocess
+        args = ["--broker-uri", "stomps://127.0.0.1:%d" % MQ.stomps_port,
+                "--broker-login", USER, "--broker-passcode", PASS, "--host-id", "itest6",
+                "--cert-file", os.path.join(PKI, "client.crt"),
+                "--key-file", os.path.join(PKI, "client.key"),
+                "--ca-file", os.path.join(PKI, "ca.crt")]
+        with vt.Daemon(*args) as d:
+            wait_consuming(d)
+            self.assertTrue(d.wait_ready())
+            client = os.environ.get("VDSM_CLIENT_BIN",
+                                    os.path.join(vt.VDSMD_BUILD, "vdsm-client"))
+            uri = "stomps://%s:%s@127.0.0.1:%d" % (USER, PASS, MQ.stomps_port)
+            p = subprocess.run([client, "--broker", uri, "--host-id", "itest6",
+                                "--cert", os.path.join(PKI, "client.crt"),
+                                "--key", os.path.join(PKI, "client.key"),
+                                "--cacert", os.path.join(PKI, "ca.crt"),
+                                "--timeout", "15", "Host", "ping2"],
+                               capture_output=True, timeout=30)
+            self.assertEqual(p.returncode, 0, p.stderr.decode())
+            self.assertEqual(p.stdout.decode().strip(), "true")
+        # a broker certificate from another CA is refused, with the reason
+        bad = list(args)
+        bad[-1] = os.path.join(PKI, "wrong-ca.crt")
+        with vt.Daemon(*bad) as d:
+            m = d.wait_log(r"broker .*cannot connect: TLS: broker certificate not trusted",
+                           timeout=15)
+            self.assertTrue(m, "\n".join(d.log_lines()))
 
 
 class FakeBrokerTest(unittest.TestCase):

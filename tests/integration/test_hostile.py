@@ -13,7 +13,7 @@ Outcomes (the `expect` column):
   close        the server closes without a frame (detection, TLS, limits)
   http:<code>  an HTTP status (section 5)
 
-The ping loop must see no error and no gap over 1 s; its p99 quiet and
+The ping loop must see no error and no gap over MAX_GAP (2 s); its p99 quiet and
 under attack is printed (performance itself is for `make bench`).
 
 Run as a script with --pinger HOST PORT it is that ping loop."""
@@ -35,7 +35,11 @@ import vdsmtest as vt
 
 REQ = vt.REQUESTS
 RESP = vt.RESPONSES
-MAX_GAP = 1.0  # seconds the well-behaved client may go without an answer
+# Seconds the well-behaved client may go without an answer.  A stalled loop
+# shows up as seconds; on a quiet machine the worst ping under attack is
+# ~0.1-0.2 s, but CI shares 2 cores with other jobs (load averages of 15
+# were seen), which alone delayed single pings by ~0.9 s.
+MAX_GAP = 2.0
 
 
 # ---- the well-behaved client (runs in its own process) -----------------------
@@ -86,6 +90,7 @@ class Pinger:
     def stop(self):
         self.p.stdin.close()
         data = self.p.stdout.read()
+        self.p.stdout.close()
         self.p.wait(10)
         return json.loads(data)
 
@@ -95,15 +100,17 @@ def percentile(xs, q):
     return xs[min(len(xs) - 1, int(q * len(xs)))] if xs else 0.0
 
 
-def check_samples(tc, samples, since, label):
-    """No error, no gap over MAX_GAP after `since`; returns (n, p50, p99)."""
+def check_samples(tc, samples, since, label, timeline=()):
+    """No error, no gap over MAX_GAP after `since`; returns (n, p50, p99).
+    timeline: (case, start, end) to name the cases running during a stall."""
+    def during(t0, t1):
+        return [n for n, a, b in timeline if a <= t1 and b >= t0]
     tc.assertTrue(samples, "the well-behaved client recorded nothing")
-    errs = [s for s in samples if s[2]]
+    errs = [s + [during(s[0], s[0] + s[1])] for s in samples if s[2]]
     tc.assertFalse(errs, "%s: the well-behaved client saw errors: %r" % (label, errs[:3]))
-    worst = max(s[1] for s in samples)
-    gaps = [b[0] - a[0] for a, b in zip(samples, samples[1:])]
-    tc.assertLess(max([worst] + gaps), MAX_GAP,
-                  "%s: the well-behaved client stalled (%.2f s)" % (label, max([worst] + gaps)))
+    stalls = [(a[0], b[0] - a[0]) for a, b in zip(samples, samples[1:]) if b[0] - a[0] >= MAX_GAP]
+    tc.assertFalse(stalls, "%s: the well-behaved client stalled: %r" % (
+        label, [(round(g, 2), during(t, t + g)) for t, g in stalls[:3]]))
     lat = [s[1] for s in samples if s[0] >= since]
     return len(lat), percentile(lat, 0.5), percentile(lat, 0.99)
 
@@ -183,6 +190,7 @@ class PingedDaemon:
         cls.d = vt.Daemon(*cls.ARGS, tls=cls.TLS, pki=cls.pki)
         if not cls.TLS:
             assert cls.d.wait_ready(), "vdsmd never became ready"
+        cls.timeline = []
         cls.pinger = Pinger(cls.d, cls.pki)
         time.sleep(1.5)  # quiet phase
         cls.attack_start = time.monotonic()
@@ -199,12 +207,14 @@ class PingedDaemon:
         cls = type(self)
         samples = cls.pinger.stop()
         cls.pinger = None
-        n, p50, p99 = check_samples(self, samples, cls.attack_start, cls.__name__)
+        n, p50, p99 = check_samples(self, samples, cls.attack_start, cls.__name__,
+                                    cls.timeline)
         quiet = [s[1] for s in samples if s[0] < cls.attack_start]
         sys.stderr.write("\n  %s well-behaved Host.ping2: quiet n=%d p50=%.2f ms p99=%.2f ms; "
-                         "under attack n=%d p50=%.2f ms p99=%.2f ms\n" %
+                         "under attack n=%d p50=%.2f ms p99=%.2f ms max=%.1f ms\n" %
                          (cls.__name__, len(quiet), percentile(quiet, .5) * 1e3,
-                          percentile(quiet, .99) * 1e3, n, p50 * 1e3, p99 * 1e3))
+                          percentile(quiet, .99) * 1e3, n, p50 * 1e3, p99 * 1e3,
+                          max(x[1] for x in samples) * 1e3))
 
 
 class Catalogue(PingedDaemon, unittest.TestCase):
@@ -731,6 +741,26 @@ class Catalogue(PingedDaemon, unittest.TestCase):
         self.assertEqual(ids, sorted(["p%d" % i for i in range(50)] +
                                      ["w%d" % i for i in range(50)]))
 
+    def case_half_closed_http_pipeline(self):
+        """answer: pipelined HTTP requests on the worker pool, then
+        shutdown(SHUT_WR): every response comes back, in order, then close."""
+        s = self.raw()
+        body = req("Host.getStorageDomains", rid="h")
+        reqs = b"".join(vt.http_request("POST", "/jsonrpc", body.replace('"h"', '"h%d"' % i),
+                                        {"Content-Type": "application/json"})
+                        for i in range(20))
+        s.sendall(reqs)
+        s.shutdown(socket.SHUT_WR)
+        state = {}
+        got = []
+        for _ in range(20):
+            status, _, rbody = vt.read_http_response(s, state=state)
+            self.assertEqual(status, 200)
+            got.append(json.loads(rbody)["id"])
+        self.assertEqual(got, ["h%d" % i for i in range(20)])
+        self.assertEqual(state["buf"], b"")
+        self.assert_closed_silently(s)
+
     def case_half_closed_before_anything(self):
         """close: connect, shutdown(SHUT_WR) at once."""
         s = self.raw()
@@ -841,7 +871,11 @@ def build_table(cls):
     for i, name in enumerate(cases):
         def make(n):
             def t(self):
-                getattr(self, n)()
+                t0 = time.monotonic()
+                try:
+                    getattr(self, n)()
+                finally:
+                    self.timeline.append((n, t0, time.monotonic()))
             t.__doc__ = getattr(cls, n).__doc__
             return t
         setattr(cls, "test_%02d_%s" % (i, name[5:]), make(name))

@@ -20,6 +20,8 @@
 #include "rpc/rpc.h"
 #include "vdsmd/broker.h"
 #include "vdsmd/daemon.h"
+#include "check_main.h"
+#include "daemon_test.h"
 
 START_TEST(parse_uri)
 {
@@ -80,30 +82,16 @@ static char storage[64];
 static int start_daemon(struct vdsmd *d, const char *uri, const char *host_id, char *why,
 			size_t whylen)
 {
-	snprintf(storage, sizeof(storage), "/tmp/vdsmd-test-broker-XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(storage));
-	const char *argv[] = { "vdsmd", "--config", "/dev/null", "--listen", "127.0.0.1",
-			       "--port", "0", "--tls", "off", "--log-level", "error",
-			       "--libvirt-uri", "test:///default", "--storage-root", storage,
-			       "--broker-uri", uri, "--broker-login", "u", "--broker-passcode", "p",
-			       "--host-id", host_id, "--vm-sample-interval", "1",
-			       "--host-sample-interval", "1" };
-	memset(d, 0, sizeof(*d));
-	ck_assert_int_eq(config_load(&d->cfg, (int)(sizeof(argv) / sizeof(argv[0])),
-				     (char **)argv, why, whylen), 0);
-	log_set_level(VD_LOG_ERROR);
-	d->loop = ev_loop_new(0);
-	return daemon_init(d, why, whylen);
+	const char *extra[] = { "--broker-uri", uri, "--broker-login", "u", "--broker-passcode", "p",
+				"--host-id", host_id, "--vm-sample-interval", "1",
+				"--host-sample-interval", "1" };
+	return daemon_test_start(d, storage, "broker", extra, sizeof(extra) / sizeof(extra[0]),
+				 why, whylen);
 }
 
 static void stop_daemon(struct vdsmd *d)
 {
-	struct ev_loop *loop = d->loop;
-	daemon_fini(d);
-	ev_loop_destroy(loop);
-	char cmd[128];
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", storage);
-	ck_assert_int_eq(system(cmd), 0);
+	daemon_test_stop(d, storage);
 }
 
 START_TEST(bad_uri_stops_startup)
@@ -282,9 +270,5 @@ int main(void)
 	tcase_add_test(tc, bad_uri_stops_startup);
 	tcase_add_test(tc, scripted_broker);
 	suite_add_tcase(s, tc);
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int nf = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return nf ? 1 : 0;
+	return check_run(s);
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "codecs/codec.h"
+#include "check_main.h"
 
 static const char *const json_codecs[] = { "yajl", "fallback" };
 #define NJSON 2
@@ -397,11 +398,28 @@ START_TEST(test_msgpack)
 END_TEST
 #endif
 
+START_TEST(test_registry)
+{
+	ck_assert_ptr_nonnull(codec_find("yajl"));
+	ck_assert_ptr_nonnull(codec_find("fallback"));
+	ck_assert_ptr_null(codec_find("xml"));
+	ck_assert(codec_known("msgpack") && codec_known("yajl") && !codec_known("xml"));
+	const char *ct = "application/json; charset=utf-8";
+	const struct vd_codec *c = codec_find_content_type(ct, strlen(ct));
+	ck_assert(c && c->is_json);
+	ck_assert_ptr_null(codec_find_content_type("", 0));
+	ck_assert_ptr_null(codec_find_content_type("text/plain", 10));
+	for (const struct vd_codec *const *l = codec_list(); *l; l++)
+		ck_assert_ptr_eq(codec_find((*l)->name), *l);
+}
+END_TEST
+
 static Suite *codec_suite(void)
 {
 	Suite *s = suite_create("codec");
 	TCase *tc = tcase_create("core");
 	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_registry);
 	tcase_add_loop_test(tc, test_decode_object, 0, NJSON);
 	tcase_add_loop_test(tc, test_numbers, 0, NJSON);
 	tcase_add_loop_test(tc, test_strings, 0, NJSON);
@@ -423,9 +441,5 @@ static Suite *codec_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(codec_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return check_run(codec_suite());
 }

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "codecs/codec.h"
+#include "check_main.h"
 
 #define MAX_CASES 512
 
@@ -188,11 +189,8 @@ int main(void)
 	tcase_add_test(tc, test_corpus_size);
 	tcase_add_loop_test(tc, test_golden_case, 0, ncases);
 	suite_add_tcase(s, tc);
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
+	int rc = check_run(s);
 	for (int i = 0; i < ncases; i++)
 		free(case_names[i]);
-	return failed ? 1 : 0;
+	return rc;
 }

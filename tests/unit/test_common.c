@@ -7,6 +7,7 @@
 #include "common/buf.h"
 #include "common/log.h"
 #include "common/vd.h"
+#include "check_main.h"
 
 START_TEST(buf_append_consume)
 {
@@ -114,9 +115,5 @@ int main(void)
 	tcase_add_test(tc, log_levels);
 	tcase_add_test(tc, clock_monotonic);
 	suite_add_tcase(s, tc);
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(s);
 }

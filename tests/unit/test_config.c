@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "vdsmd/config.h"
+#include "check_main.h"
 
 static char tmpl[64];
 
@@ -166,9 +167,5 @@ int main(void)
 	tcase_add_test(tc, bad_flags);
 	tcase_add_test(tc, usage_lists_every_key);
 	suite_add_tcase(s, tc);
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int nf = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return nf ? 1 : 0;
+	return check_run(s);
 }

@@ -17,34 +17,21 @@
 #include "rpc/rpc.h"
 #include "vdsmd/daemon.h"
 #include "vdsmd/server.h"
+#include "check_main.h"
+#include "daemon_test.h"
 
 static char storage[64];
 
 static int init_daemon(struct vdsmd *d, const char *extra1, const char *extra2, char *why,
 		       size_t whylen)
 {
-	snprintf(storage, sizeof(storage), "/tmp/vdsmd-test-daemon-XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(storage));
-	const char *argv[] = { "vdsmd", "--config", "/dev/null", "--listen", "127.0.0.1",
-			       "--port", "0", "--tls", "off", "--log-level", "error",
-			       "--libvirt-uri", "test:///default", "--storage-root", storage,
-			       extra1, extra2 };
-	int argc = extra1 ? 17 : 15;
-	memset(d, 0, sizeof(*d));
-	ck_assert_int_eq(config_load(&d->cfg, argc, (char **)argv, why, whylen), 0);
-	log_set_level(VD_LOG_ERROR);
-	d->loop = ev_loop_new(0);
-	return daemon_init(d, why, whylen);
+	const char *extra[] = { extra1, extra2 };
+	return daemon_test_start(d, storage, "daemon", extra, extra1 ? 2 : 0, why, whylen);
 }
 
 static void fini_daemon(struct vdsmd *d)
 {
-	struct ev_loop *loop = d->loop;
-	daemon_fini(d);
-	ev_loop_destroy(loop);
-	char cmd[128];
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", storage);
-	ck_assert_int_eq(system(cmd), 0);
+	daemon_test_stop(d, storage);
 }
 
 START_TEST(ready_needs_host_and_virt)
@@ -182,9 +169,5 @@ int main(void)
 	tcase_add_test(tc, startup_errors);
 	tcase_add_test(tc, health_follows_readiness);
 	suite_add_tcase(s, tc);
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int nf = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return nf ? 1 : 0;
+	return check_run(s);
 }

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "vdsmd/host/host_int.h"
+#include "check_main.h"
 
 #define S(lit) (lit), (sizeof(lit) - 1)
 
@@ -651,9 +652,5 @@ int main(void)
 	tcase_add_test(tc, real_host);
 	tcase_add_test(tc, sampler_thread_swaps);
 	suite_add_tcase(s, tc);
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(s);
 }

@@ -13,6 +13,7 @@
 #include "rpc/rpc.h"
 #include "rpc/schema.h"
 #include "vdsmd/host/host_int.h"
+#include "check_main.h"
 
 static struct vdsmd g_d;
 
@@ -415,9 +416,5 @@ int main(void)
 	tcase_add_test(tc, concurrent_readers);
 	tcase_add_test(tc, through_engine);
 	suite_add_tcase(s, tc);
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(s);
 }

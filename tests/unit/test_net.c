@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "vdsmd/server.h"
+#include "check_main.h"
 
 static int detect(const char *s)
 {
@@ -154,9 +155,5 @@ int main(void)
 	tcase_add_test(tc, http_rejects);
 	tcase_add_test(tc, http_header_limit);
 	suite_add_tcase(s, tc);
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int nf = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return nf ? 1 : 0;
+	return check_run(s);
 }

@@ -303,7 +303,8 @@ static const struct { enum rpc_err e; int code; const char *msg; } codes[] = {
 	{ RPC_E_NO_DOMAIN, 358, "Storage domain does not exist" },
 	{ RPC_E_DOMAIN_EXISTS, 365, "Storage domain already exists" },
 	{ RPC_E_NO_TASK, 401, "Task id unknown" },
-	{ RPC_E_TASK_STATE, 411, "Operation is not allowed in this task state" },
+	{ RPC_E_TASK_STATE, 410, "Operation is not allowed in this task state" },
+	{ RPC_E_TASK_ABORTED, 411, "Task is aborted" },
 	{ RPC_E_NO_RESOURCES, 1100, "Not enough resources" },
 };
 

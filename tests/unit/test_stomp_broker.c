@@ -7,6 +7,7 @@
 
 #include "common/buf.h"
 #include "stomp/stomp.h"
+#include "check_main.h"
 
 #define S(lit) lit, sizeof(lit) - 1
 
@@ -817,6 +818,69 @@ START_TEST(test_too_many_subscriptions)
 }
 END_TEST
 
+/* The write_direct hook: a large reply to a session with nothing queued is
+ * offered to the host as head/body/NUL pieces; whatever the host did not
+ * write (nothing, part of the head, part of the body, all but the NUL,
+ * everything) ends up in the output buffer, so the bytes on the wire are
+ * always one whole MESSAGE frame. */
+static struct vd_buf wd_wire;
+static size_t wd_limit;
+static int wd_calls;
+
+static size_t wd_hook(void *hp, struct stomp_session *s, void *conn,
+		      const struct stomp_iov *iov, unsigned n)
+{
+	ck_assert_ptr_eq(conn, &A.conn_tag);
+	wd_calls++;
+	size_t done = 0;
+	for (unsigned i = 0; i < n && done < wd_limit; i++) {
+		size_t take = VD_MIN(iov[i].len, wd_limit - done);
+		buf_append(&wd_wire, iov[i].base, take);
+		done += take;
+	}
+	return done;
+}
+
+START_TEST(test_write_direct)
+{
+	size_t len = STOMP_DIRECT_MIN + 1000;
+	char *body = malloc(len);
+	for (size_t i = 0; i < len; i++)
+		body[i] = (char)('a' + i % 26);
+	stomp_broker_set_write_direct(H.b, wd_hook);
+	ck_assert_int_gt(FEED(&A, "SUBSCRIBE\ndestination:r\nid:s1\n\n\0"), 0);
+	const size_t limits[] = { 0, 5, 100, 200, 70000, len + 150, (size_t)-1 };
+	for (size_t k = 0; k < VD_ARRAY_SIZE(limits); k++) {
+		wd_limit = limits[k];
+		wd_calls = 0;
+		buf_reset(&wd_wire);
+		A.out.len = A.rpos = 0;
+		ck_assert_uint_eq(stomp_broker_reply(H.b, A.s, "r", 1, "application/json", body, len), 1);
+		ck_assert_int_eq(wd_calls, 1);
+		buf_append(&wd_wire, A.out.data, A.out.len);   /* wire, then the buffered rest */
+		A.out.len = 0;
+		buf_append(&A.out, wd_wire.data, wd_wire.len);
+		struct stomp_frame *f = expect(&A, STOMP_MESSAGE);
+		ck_assert_str_eq(hdr(f, "destination"), "r");
+		ck_assert_str_eq(hdr(f, "subscription"), "s1");
+		ck_assert_uint_eq(f->body_len, len);
+		ck_assert(memcmp(f->body, body, len) == 0);
+		expect_none(&A);
+	}
+	/* something already queued, or a small body: buffered as before */
+	A.out.len = A.rpos = 0;
+	wd_calls = 0;
+	buf_append(&A.out, "\n", 1);
+	stomp_broker_reply(H.b, A.s, "r", 1, NULL, body, len);
+	stomp_broker_reply(H.b, A.s, "r", 1, NULL, body, 100);
+	A.out.len = A.rpos = 0;
+	stomp_broker_reply(H.b, A.s, "r", 1, NULL, body, 100);
+	ck_assert_int_eq(wd_calls, 0);
+	buf_free(&wd_wire);
+	free(body);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("stomp_broker");
@@ -845,15 +909,12 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_nested_feed);
 	tcase_add_test(tc, test_too_many_subscriptions);
 	tcase_add_test(tc, test_forward_drop);
+	tcase_add_test(tc, test_write_direct);
 	suite_add_tcase(s, tc);
 	return s;
 }
 
 int main(void)
 {
-	SRunner *sr = srunner_create(suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(suite());
 }

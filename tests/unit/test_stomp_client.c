@@ -8,6 +8,7 @@
 
 #include "common/buf.h"
 #include "stomp/stomp.h"
+#include "check_main.h"
 
 #define S(lit) lit, sizeof(lit) - 1
 
@@ -298,9 +299,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(suite());
 }

@@ -14,6 +14,7 @@
 
 #include "common/log.h"
 #include "vdsmd/storage/st.h"
+#include "check_main.h"
 
 #define SD1 "11111111-1111-1111-1111-111111111111"
 #define SD2 "22222222-2222-2222-2222-222222222222"
@@ -329,6 +330,36 @@ START_TEST(volume_qcow2_and_snapshot)
 }
 END_TEST
 
+/* qemu-img's exit status decides: a wrapper that makes a valid image but
+ * exits 3 without a word fails the task (it used to be judged by output). */
+START_TEST(qemu_img_exit_status_counts)
+{
+	mkdomain(SD1);
+	char *bin = st_pathf("%s/bin", root);
+	ck_assert_int_eq(mkdir(bin, 0755), 0);
+	char *fake = st_pathf("%s/qemu-img", bin);
+	FILE *f = fopen(fake, "w");
+	ck_assert_ptr_nonnull(f);
+	fprintf(f, "#!/bin/sh\n/usr/bin/qemu-img \"$@\"\nexit 3\n");
+	fclose(f);
+	ck_assert_int_eq(chmod(fake, 0755), 0);
+	char *old = strdup(getenv("PATH") ? getenv("PATH") : "/usr/bin:/bin");
+	char *path = st_pathf("%s:%s", bin, old);
+	setenv("PATH", path, 1);
+	struct st_task_status st = create_vol(IMG1, VOL1, MiB, ST_FMT_COW, ST_SPARSE, NULL, NULL);
+	setenv("PATH", old, 1);
+	ck_assert_int_eq(st.result, ST_TR_CLEAN_SUCCESS);
+	ck_assert_msg(strstr(st.message, "exit 3"), "%s", st.message);
+	char *p = vpath(IMG1, VOL1, "");
+	ck_assert(!exists(p));
+	free(p);
+	free(path);
+	free(old);
+	free(fake);
+	free(bin);
+}
+END_TEST
+
 START_TEST(volume_create_errors)
 {
 	mkdomain(SD1);
@@ -477,7 +508,8 @@ START_TEST(task_stop_rolls_back_preallocation)
 	ck_assert_int_eq(st_task_wait(S, tid, 10000, &st), 0);
 	ck_assert_int_eq(st.state, ST_TS_FINISHED);
 	ck_assert_int_eq(st.result, ST_TR_CLEAN_SUCCESS);
-	ck_assert_int_eq(st.code, 411);
+	ck_assert_int_eq(st.code, 411);   /* VDSM TaskAborted */
+	ck_assert_int_eq(rpc_err_code(RPC_E_TASK_STATE), 410);
 	ck_assert_ptr_nonnull(strstr(st.message, "aborted"));
 	char *dp = vpath(IMG1, VOL1, ""), *mp = vpath(IMG1, VOL1, ".meta");
 	ck_assert(!exists(dp));
@@ -675,6 +707,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, volume_raw_sparse_and_prealloc);
 	tcase_add_test(tc, volume_qcow2_and_snapshot);
 	tcase_add_test(tc, volume_create_errors);
+	tcase_add_test(tc, qemu_img_exit_status_counts);
 	tcase_add_test(tc, volume_delete_and_image_delete);
 	tcase_add_test(tc, volume_set_description);
 	tcase_add_test(tc, task_stop_rolls_back_preallocation);
@@ -690,9 +723,5 @@ static Suite *suite(void)
 int main(void)
 {
 	log_set_level(VD_LOG_ERROR);
-	SRunner *sr = srunner_create(suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(suite());
 }

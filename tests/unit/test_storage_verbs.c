@@ -16,6 +16,7 @@
 #include "vdsmd/storage/st.h"
 #include "vdsmd/storage/storage.h"
 #include "vdsmd/vdsmd.h"
+#include "check_main.h"
 
 #define SD "11111111-1111-1111-1111-111111111111"
 #define SD2 "22222222-2222-2222-2222-222222222222"
@@ -450,9 +451,5 @@ static Suite *suite(void)
 int main(void)
 {
 	log_set_level(VD_LOG_ERROR);
-	SRunner *sr = srunner_create(suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(suite());
 }

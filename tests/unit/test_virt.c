@@ -4,6 +4,7 @@
  * for the same URI; VDSM field names and types; rates from two samples;
  * the per-codec encoded cache; bad vmID strings; libvirt unreachable. */
 #include "virt_test.h"
+#include "check_main.h"
 
 #include <unistd.h>
 
@@ -532,9 +533,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return check_run(suite());
 }

@@ -4,6 +4,7 @@
  * its exit info until VM.destroy, and the events reach the bus in order
  * with increasing notify_time. */
 #include "virt_test.h"
+#include "check_main.h"
 
 #define FLEET "examples/fleet.xml"
 #define VM0 "6d5f0000-0000-4000-8000-000000000000"    /* running */
@@ -315,9 +316,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return check_run(suite());
 }

@@ -19,7 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define TASK_ABORTED_CODE 411   /* VDSM's TaskAborted */
+#define TASK_ABORTED_CODE rpc_err_code(RPC_E_TASK_ABORTED)   /* 411, VDSM's TaskAborted */
 
 static bool blank(const char *u)
 {

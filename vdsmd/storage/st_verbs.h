@@ -8,6 +8,14 @@
 /* The storage state, or NULL after answering "storage is not available". */
 struct storage_state *verb_state(struct rpc_call *c);
 int verb_fail(struct rpc_call *c, const struct st_err *e);
+/* Takes s->lock and finds the domain named by the "storagedomainID" argument.
+ * Found: returns it with the lock held (the caller unlocks).  Not found: the
+ * lock is released, the call answered with the lookup's error, NULL returned. */
+const struct st_domain *verb_lock_domain(struct rpc_call *c, struct storage_state *s);
+/* The whole of a verb that applies op to the string argument arg and answers
+ * true (op's error otherwise): StorageDomain.format, Task.clear, ... */
+int verb_by_id(struct rpc_call *c, const char *arg,
+	       int (*op)(struct storage_state *s, const char *id, struct st_err *e));
 /* Writes one volume's VolumeInfo (caller holds s->lock). */
 void verb_write_volume_info(struct vd_writer *w, const struct storage_state *s,
 			    const struct st_domain *d, const struct st_volume *v);

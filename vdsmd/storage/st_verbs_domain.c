@@ -23,6 +23,30 @@ int verb_fail(struct rpc_call *c, const struct st_err *e)
 	return rpc_fail(c, e->code ? e->code : RPC_E_GENERAL, "%s", e->msg);
 }
 
+int verb_by_id(struct rpc_call *c, const char *arg,
+	       int (*op)(struct storage_state *s, const char *id, struct st_err *e))
+{
+	struct storage_state *s = verb_state(c);
+	if (!s)
+		return -1;
+	struct st_err e = { 0 };
+	if (op(s, rpc_arg_str(c, arg, NULL), &e) < 0)
+		return verb_fail(c, &e);
+	return 0;
+}
+
+const struct st_domain *verb_lock_domain(struct rpc_call *c, struct storage_state *s)
+{
+	struct st_err e = { 0 };
+	pthread_mutex_lock(&s->lock);
+	const struct st_domain *d = st_domain_get(s, rpc_arg_str(c, "storagedomainID", NULL), &e);
+	if (!d) {
+		pthread_mutex_unlock(&s->lock);
+		verb_fail(c, &e);
+	}
+	return d;
+}
+
 /* An int, a string of digits, or (names) via parse: 0 when unusable. */
 static int enum_arg(const struct vd_value *v, int (*parse)(const char *))
 {
@@ -132,14 +156,10 @@ int vh_sd_get_info(struct rpc_call *c)
 	struct storage_state *s = verb_state(c);
 	if (!s)
 		return -1;
-	struct st_err e = { 0 };
 	struct vd_writer *w = c->w;
-	pthread_mutex_lock(&s->lock);
-	const struct st_domain *d = st_domain_get(s, rpc_arg_str(c, "storagedomainID", NULL), &e);
-	if (!d) {
-		pthread_mutex_unlock(&s->lock);
-		return verb_fail(c, &e);
-	}
+	const struct st_domain *d = verb_lock_domain(c, s);
+	if (!d)
+		return -1;
 	vw_begin_object(w);
 	vw_kstr(w, "uuid", d->uuid);
 	vw_kstr(w, "type", st_domtype_name(d->type));
@@ -171,14 +191,10 @@ int vh_sd_get_stats(struct rpc_call *c)
 	struct storage_state *s = verb_state(c);
 	if (!s)
 		return -1;
-	struct st_err e = { 0 };
 	struct vd_writer *w = c->w;
-	pthread_mutex_lock(&s->lock);
-	const struct st_domain *d = st_domain_get(s, rpc_arg_str(c, "storagedomainID", NULL), &e);
-	if (!d) {
-		pthread_mutex_unlock(&s->lock);
-		return verb_fail(c, &e);
-	}
+	const struct st_domain *d = verb_lock_domain(c, s);
+	if (!d)
+		return -1;
 	vw_begin_object(w);
 	vw_kstrf(w, "disktotal", "%lld", (long long)d->disktotal);
 	vw_kstrf(w, "diskfree", "%lld", (long long)d->diskfree);
@@ -199,14 +215,10 @@ int vh_sd_get_volumes(struct rpc_call *c)
 	struct storage_state *s = verb_state(c);
 	if (!s)
 		return -1;
-	struct st_err e = { 0 };
 	const char *img = rpc_arg_str(c, "imageID", NULL);
-	pthread_mutex_lock(&s->lock);
-	const struct st_domain *d = st_domain_get(s, rpc_arg_str(c, "storagedomainID", NULL), &e);
-	if (!d) {
-		pthread_mutex_unlock(&s->lock);
-		return verb_fail(c, &e);
-	}
+	const struct st_domain *d = verb_lock_domain(c, s);
+	if (!d)
+		return -1;
 	vw_begin_array(c->w);
 	if (!img || strcmp(img, ST_BLANK_UUID) == 0) {
 		for (struct st_map_ent *it = map_first(&d->volumes); it; it = map_next(&d->volumes, it))
@@ -226,13 +238,9 @@ int vh_sd_get_images(struct rpc_call *c)
 	struct storage_state *s = verb_state(c);
 	if (!s)
 		return -1;
-	struct st_err e = { 0 };
-	pthread_mutex_lock(&s->lock);
-	const struct st_domain *d = st_domain_get(s, rpc_arg_str(c, "storagedomainID", NULL), &e);
-	if (!d) {
-		pthread_mutex_unlock(&s->lock);
-		return verb_fail(c, &e);
-	}
+	const struct st_domain *d = verb_lock_domain(c, s);
+	if (!d)
+		return -1;
 	vw_begin_array(c->w);
 	for (struct st_map_ent *it = map_first(&d->images); it; it = map_next(&d->images, it))
 		vw_strz(c->w, map_key(it));
@@ -243,13 +251,7 @@ int vh_sd_get_images(struct rpc_call *c)
 
 int vh_sd_format(struct rpc_call *c)
 {
-	struct storage_state *s = verb_state(c);
-	if (!s)
-		return -1;
-	struct st_err e = { 0 };
-	if (st_domain_format(s, rpc_arg_str(c, "storagedomainID", NULL), &e) < 0)
-		return verb_fail(c, &e);
-	return 0;
+	return verb_by_id(c, "storagedomainID", st_domain_format);
 }
 
 /* ---- StoragePool --------------------------------------------------------- */
@@ -278,26 +280,24 @@ int vh_sp_create(struct rpc_call *c)
 	return 0;
 }
 
+static int pool_connect(struct storage_state *s, const char *sp, struct st_err *e)
+{
+	return st_pool_connect(s, sp, true, e);
+}
+
+static int pool_disconnect(struct storage_state *s, const char *sp, struct st_err *e)
+{
+	return st_pool_connect(s, sp, false, e);
+}
+
 int vh_sp_connect(struct rpc_call *c)
 {
-	struct storage_state *s = verb_state(c);
-	if (!s)
-		return -1;
-	struct st_err e = { 0 };
-	if (st_pool_connect(s, rpc_arg_str(c, "storagepoolID", NULL), true, &e) < 0)
-		return verb_fail(c, &e);
-	return 0;
+	return verb_by_id(c, "storagepoolID", pool_connect);
 }
 
 int vh_sp_disconnect(struct rpc_call *c)
 {
-	struct storage_state *s = verb_state(c);
-	if (!s)
-		return -1;
-	struct st_err e = { 0 };
-	if (st_pool_connect(s, rpc_arg_str(c, "storagepoolID", NULL), false, &e) < 0)
-		return verb_fail(c, &e);
-	return 0;
+	return verb_by_id(c, "storagepoolID", pool_disconnect);
 }
 
 /* Caller holds the lock. */

@@ -61,12 +61,13 @@ static const struct st_volume *lookup(struct rpc_call *c, struct storage_state *
 {
 	struct st_err e = { 0 };
 	const char *img = rpc_arg_str(c, "imageID", NULL), *vol = rpc_arg_str(c, "volumeID", NULL);
-	pthread_mutex_lock(&s->lock);
-	const struct st_domain *d = st_domain_get(s, rpc_arg_str(c, "storagedomainID", NULL), &e);
+	const struct st_domain *d = verb_lock_domain(c, s);
 	const struct st_volume *v = NULL;
-	if (d && !map_get(&d->images, img))
+	if (!d)
+		return NULL;
+	if (!map_get(&d->images, img))
 		st_fail(&e, RPC_E_NO_IMAGE, "%s in domain %s", img, d->uuid);
-	else if (d && (!(v = map_get(&d->volumes, vol)) || strcmp(v->image, img) != 0)) {
+	else if (!(v = map_get(&d->volumes, vol)) || strcmp(v->image, img) != 0) {
 		v = NULL;
 		st_fail(&e, RPC_E_NO_VOLUME, "%s in image %s", vol, img);
 	}
@@ -111,13 +112,9 @@ int vh_img_get_volumes(struct rpc_call *c)
 	struct storage_state *s = verb_state(c);
 	if (!s)
 		return -1;
-	struct st_err e = { 0 };
-	pthread_mutex_lock(&s->lock);
-	const struct st_domain *d = st_domain_get(s, rpc_arg_str(c, "storagedomainID", NULL), &e);
-	if (!d) {
-		pthread_mutex_unlock(&s->lock);
-		return verb_fail(c, &e);
-	}
+	const struct st_domain *d = verb_lock_domain(c, s);
+	if (!d)
+		return -1;
 	const struct st_image *im = map_get(&d->images, rpc_arg_str(c, "imageID", NULL));
 	vw_begin_array(c->w);
 	for (size_t i = 0; im && i < im->n; i++)
@@ -237,24 +234,12 @@ int vh_task_get_status(struct rpc_call *c)
 
 int vh_task_clear(struct rpc_call *c)
 {
-	struct storage_state *s = verb_state(c);
-	if (!s)
-		return -1;
-	struct st_err e = { 0 };
-	if (st_task_clear(s, rpc_arg_str(c, "taskID", NULL), &e) < 0)
-		return verb_fail(c, &e);
-	return 0;
+	return verb_by_id(c, "taskID", st_task_clear);
 }
 
 int vh_task_stop(struct rpc_call *c)
 {
-	struct storage_state *s = verb_state(c);
-	if (!s)
-		return -1;
-	struct st_err e = { 0 };
-	if (st_task_stop(s, rpc_arg_str(c, "taskID", NULL), &e) < 0)
-		return verb_fail(c, &e);
-	return 0;
+	return verb_by_id(c, "taskID", st_task_stop);
 }
 
 int vh_host_get_all_tasks_statuses(struct rpc_call *c)

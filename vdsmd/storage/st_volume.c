@@ -187,11 +187,10 @@ static int preallocate(struct storage_state *s, struct st_task *t, int fd, int64
 }
 
 /* qemu-img is started with PR_SET_PDEATHSIG so that it dies with vdsmd (a
- * kill -9 leaves no orphan writing behind the restart's scan).  Its exit
- * status cannot be relied on: the event loop (libev) reaps children with
- * waitpid(-1) on SIGCHLD.  So success is judged by what can be observed: no
- * output from `qemu-img -q` and a valid qcow2 header of the requested size
- * (checked by the caller); the status is used when we do get it. */
+ * kill -9 leaves no orphan writing behind the restart's scan).  Success is
+ * its exit status 0 (the daemon's loop is an ev_loop_new loop, which does
+ * not reap children; see daemon_init), plus a valid qcow2 header of the
+ * requested size (checked by the caller). */
 struct qemu_child {
 	const char *exe;
 	char *const *argv;
@@ -275,22 +274,24 @@ static int run_qemu_img(char *const argv[], char *err, size_t errlen)
 	pid_t w;
 	while ((w = waitpid(pid, &status, 0)) < 0 && errno == EINTR)
 		;
-	bool known = w == pid;   /* else the event loop reaped it first */
-	if (got == 0 && (!known || (WIFEXITED(status) && WEXITSTATUS(status) == 0)))
+	if (w != pid) {
+		snprintf(err, errlen, "qemu-img create: cannot get its exit status: %s",
+			 strerror(errno));
+		return -EIO;
+	}
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
 		return 0;
 	while (got && (out[got - 1] == '\n' || out[got - 1] == ' '))
 		out[--got] = '\0';
 	for (char *p = out; *p; p++)
 		if (*p == '\n')
 			*p = ' ';
-	if (known && WIFSIGNALED(status))
+	if (WIFSIGNALED(status))
 		snprintf(err, errlen, "qemu-img create killed by signal %d: %s", WTERMSIG(status),
 			 got ? out : "(no output)");
-	else if (known && WIFEXITED(status))
+	else
 		snprintf(err, errlen, "qemu-img create failed (exit %d): %s", WEXITSTATUS(status),
 			 got ? out : "(no output)");
-	else
-		snprintf(err, errlen, "qemu-img create failed: %s", out);
 	if (strstr(out, "No space left"))
 		return -ENOSPC;
 	if (strstr(out, "too large"))

@@ -128,6 +128,7 @@ static int lifecycle_cb(virConnectPtr conn, virDomainPtr dom, int event, int det
 		return 0;
 	}
 	struct virt_track *t = track_get(s, uuid, name);
+	t->event_seq = ++s->event_seq;
 	if (st == VS_DOWN) {
 		if (event == VIR_DOMAIN_EVENT_CRASHED)
 			track_set_down(t, VIRT_EXIT_ERROR, VIRT_REASON_GENERIC_ERROR, "VM crashed");

@@ -81,8 +81,13 @@ static int fail_libvirt(struct rpc_call *c, const char *what, const char *id)
 	return rpc_fail(c, RPC_E_GENERAL, "%s %s: %s", what, id, virt_last_error());
 }
 
-/* pause / cont share everything but the call */
-static int simple_verb(struct rpc_call *c, int (*fn)(virDomainPtr), const char *what)
+/* The body of a verb on one existing domain: 0, or -1 with the call failed. */
+typedef int (*domain_action)(struct rpc_call *c, struct virt_state *s, virDomainPtr dom,
+			     const char *id);
+
+/* pause / cont / shutdown: begin, look the VM up, act, then wait for a fresh
+ * sample; they differ only in the action. */
+static int domain_verb(struct rpc_call *c, domain_action act)
 {
 	struct virt_state *s = state_of(c);
 	const char *id = rpc_arg_str(c, "vmID", NULL);
@@ -93,10 +98,8 @@ static int simple_verb(struct rpc_call *c, int (*fn)(virDomainPtr), const char *
 	virDomainPtr dom = lookup(c, s, conn, id);
 	if (!dom)
 		goto out;
-	if (fn(dom) < 0) {
-		fail_libvirt(c, what, id);
+	if (act(c, s, dom, id) < 0)
 		goto out;
-	}
 	rc = 0;
 	refresh(s);
 out:
@@ -106,14 +109,26 @@ out:
 	return rc;
 }
 
+static int act_pause(struct rpc_call *c, struct virt_state *s, virDomainPtr dom, const char *id)
+{
+	(void)s;
+	return virDomainSuspend(dom) < 0 ? fail_libvirt(c, "pause", id) : 0;
+}
+
+static int act_cont(struct rpc_call *c, struct virt_state *s, virDomainPtr dom, const char *id)
+{
+	(void)s;
+	return virDomainResume(dom) < 0 ? fail_libvirt(c, "cont", id) : 0;
+}
+
 int virt_verb_pause(struct rpc_call *c)
 {
-	return simple_verb(c, virDomainSuspend, "pause");
+	return domain_verb(c, act_pause);
 }
 
 int virt_verb_cont(struct rpc_call *c)
 {
-	return simple_verb(c, virDomainResume, "cont");
+	return domain_verb(c, act_cont);
 }
 
 static void mark_admin(struct virt_state *s, const char *id, const char *name, bool on)
@@ -125,20 +140,12 @@ static void mark_admin(struct virt_state *s, const char *id, const char *name, b
 	pthread_mutex_unlock(&s->lock);
 }
 
-int virt_verb_shutdown(struct rpc_call *c)
+static int act_shutdown(struct rpc_call *c, struct virt_state *s, virDomainPtr dom,
+			const char *id)
 {
-	struct virt_state *s = state_of(c);
-	const char *id = rpc_arg_str(c, "vmID", NULL);
 	bool reboot = rpc_arg_bool(c, "reboot", false);
 	bool force = rpc_arg_bool(c, "force", false);
 	const char *msg = rpc_arg_str(c, "message", NULL);
-	virConnectPtr conn = begin(c, s);
-	if (!conn)
-		return -1;
-	int rc = -1;
-	virDomainPtr dom = lookup(c, s, conn, id);
-	if (!dom)
-		goto out;
 	log_info("virt: %s %s%s%s", reboot ? "reboot" : "shutdown", id,
 		 msg && *msg ? ": " : "", msg ? msg : "");
 	if (!reboot)
@@ -148,16 +155,14 @@ int virt_verb_shutdown(struct rpc_call *c)
 		r = virDomainDestroy(dom);
 	if (r < 0) {
 		mark_admin(s, id, NULL, false);
-		fail_libvirt(c, reboot ? "reboot" : "shutdown", id);
-		goto out;
+		return fail_libvirt(c, reboot ? "reboot" : "shutdown", id);
 	}
-	rc = 0;
-	refresh(s);
-out:
-	if (dom)
-		virDomainFree(dom);
-	virConnectClose(conn);
-	return rc;
+	return 0;
+}
+
+int virt_verb_shutdown(struct rpc_call *c)
+{
+	return domain_verb(c, act_shutdown);
 }
 
 int virt_verb_destroy(struct rpc_call *c)

@@ -518,7 +518,7 @@ static void snapshot_add_vm(struct virt_snapshot *snap, unsigned *cap, struct vi
 }
 
 static void merge(struct virt_state *s, struct virt_snapshot *snap, struct raw *raws,
-		  unsigned n, uint64_t now_ms, bool is_qemu)
+		  unsigned n, uint64_t now_ms, bool is_qemu, uint64_t seq0)
 {
 	unsigned cap = 0;
 	TRACK_FOREACH(s, t)
@@ -540,6 +540,11 @@ static void merge(struct virt_state *s, struct virt_snapshot *snap, struct raw *
 		struct virt_vm *vm;
 		snapshot_add_vm(snap, &cap, &vm);
 		vm_from_raw(vm, r, t, now_ms, is_qemu);
+		/* A lifecycle event handled after this raw state was read is
+		 * newer: a stale "running" must not undo its Down (and its exit
+		 * reason), nor a stale "off" its start. */
+		if (t->event_seq > seq0 && t->status != VS_UNKNOWN)
+			vm->status = t->status;
 		enum virt_status prev = t->status;
 		if (vm->status == VS_DOWN) {
 			if (!t->down_reported) {
@@ -598,6 +603,9 @@ static void merge(struct virt_state *s, struct virt_snapshot *snap, struct raw *
 struct virt_snapshot *virt_sample(struct virt_state *s, virConnectPtr c)
 {
 	uint64_t t0 = vd_now_ns();
+	pthread_mutex_lock(&s->lock);
+	uint64_t seq0 = s->event_seq;  /* events after this are newer than the sample */
+	pthread_mutex_unlock(&s->lock);
 	struct raw *raws = NULL;
 	unsigned n = 0;
 	virDomainStatsRecordPtr *recs = NULL;
@@ -689,7 +697,7 @@ struct virt_snapshot *virt_sample(struct virt_state *s, virConnectPtr c)
 	const char *uri = s->d->cfg.libvirt_uri;
 	bool is_qemu = uri && strncmp(uri, "qemu", 4) == 0;
 	pthread_mutex_lock(&s->lock);
-	merge(s, snap, raws, n, now_ms, is_qemu);
+	merge(s, snap, raws, n, now_ms, is_qemu, seq0);
 	pthread_mutex_unlock(&s->lock);
 
 	for (unsigned i = 0; i < n; i++)

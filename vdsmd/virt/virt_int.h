@@ -170,6 +170,7 @@ struct virt_track {
 	int exit_code, exit_reason;
 	char *exit_message;
 	bool admin_shutdown;         /* our VM.shutdown/destroy is in progress */
+	uint64_t event_seq;          /* state's event_seq at its last lifecycle event */
 	/* previous counters for rates */
 	bool have_prev;
 	uint64_t prev_ms;
@@ -196,6 +197,7 @@ struct virt_state {
 	bool kick;                   /* sample now */
 	uint64_t kick_seq;           /* bumped by every virt_kick() */
 	uint64_t done_seq;           /* kick_seq seen at the start of the last finished sample */
+	uint64_t event_seq;          /* bumped by every lifecycle event (under lock) */
 	/* VMs removed by VM.destroy: samples and events in flight must not
 	 * bring them back (expire after VIRT_TOMB_MS) */
 	struct { char uuid[37]; uint64_t ms; } tombs[64];
