@@ -327,6 +327,14 @@ static void str_array(struct vd_writer *w, const char *const *v, size_t n)
 	vw_end_array(w);
 }
 
+static void int_array(struct vd_writer *w, const unsigned *v, size_t n)
+{
+	vw_begin_array(w);
+	for (size_t i = 0; i < n; i++)
+		vw_int(w, v[i]);
+	vw_end_array(w);
+}
+
 void host_caps_encode(const struct host_caps *c, struct vd_writer *w)
 {
 	vw_begin_object(w);
@@ -374,16 +382,11 @@ void host_caps_encode(const struct host_caps *c, struct vd_writer *w)
 	vw_begin_object(w);
 	for (size_t i = 0; i < c->nnodes; i++) {
 		const struct host_caps_node *cn = &c->nodes[i];
-		char k[16];
-		snprintf(k, sizeof(k), "%u", cn->id);
-		vw_keyz(w, k);
+		host_key_u(w, cn->id);
 		vw_begin_object(w);
 		vw_kstrf(w, "totalMemory", "%llu", (unsigned long long)cn->total_mib);
 		vw_keyz(w, "cpus");
-		vw_begin_array(w);
-		for (size_t j = 0; j < cn->ncpus; j++)
-			vw_int(w, cn->cpus[j]);
-		vw_end_array(w);
+		int_array(w, cn->cpus, cn->ncpus);
 		vw_end_object(w);
 	}
 	vw_end_object(w);
@@ -391,13 +394,8 @@ void host_caps_encode(const struct host_caps *c, struct vd_writer *w)
 	vw_begin_object(w);
 	for (size_t i = 0; i < c->nnodes; i++) {
 		const struct host_caps_node *cn = &c->nodes[i];
-		char k[16];
-		snprintf(k, sizeof(k), "%u", cn->id);
-		vw_keyz(w, k);
-		vw_begin_array(w);
-		for (size_t j = 0; j < cn->ndist; j++)
-			vw_int(w, cn->dist[j]);
-		vw_end_array(w);
+		host_key_u(w, cn->id);
+		int_array(w, cn->dist, cn->ndist);
 	}
 	vw_end_object(w);
 	vw_kint(w, "autoNumaBalancing", c->auto_numa);
