@@ -24,6 +24,8 @@
 /* Read at most max bytes of path into out (reset first; NUL-terminated past
  * len).  A longer file is truncated at max.  0 or VD_EIO / VD_ENOENT. */
 int host_read_file(const char *path, size_t max, struct vd_buf *out);
+/* host_read_file() of root followed by rel ("" or a test tree + "/proc/stat"). */
+int host_read_rel(const char *root, const char *rel, size_t max, struct vd_buf *out);
 
 /* ---- /proc parsers ----------------------------------------------------- */
 
