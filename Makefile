@@ -201,3 +201,9 @@ clean:
 	rm -rf $(BUILD)
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+
+# --- static analysis (cppcheck + clang-tidy; config in .clang-tidy and
+# tests/cppcheck-suppressions.txt) -----------------------------------------
+.PHONY: lint
+lint:
+	@BUILD=$(BUILD) tests/lint.sh

@@ -41,7 +41,7 @@ static struct virt_snapshot *wait_snapshot(struct virt_state *s)
 #define TIME_LOOP(per_call, body) do { \
 	unsigned long n_ = 0; double t0_ = now_s(), t_; \
 	do { body; n_++; t_ = now_s() - t0_; } while (t_ < 0.3 || n_ < 5); \
-	per_call = t_ / (double)n_; \
+	(per_call) = t_ / (double)n_; \
 } while (0)
 
 int main(int argc, char **argv)

@@ -23,7 +23,7 @@
 	X(ERR_reason_error_string) X(ERR_clear_error) X(X509_verify_cert_error_string)
 
 struct client_ssl {
-#define CLIENT_SSL_MEMBER(f) __typeof__(f) *f;
+#define CLIENT_SSL_MEMBER(f) __typeof__(f) *f;  // NOLINT(bugprone-macro-parentheses): f names a member
 	CLIENT_SSL_FUNCS(CLIENT_SSL_MEMBER)
 #undef CLIENT_SSL_MEMBER
 };

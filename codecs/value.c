@@ -49,7 +49,8 @@ bool vd_value_equal(const struct vd_value *a, const struct vd_value *b)
 	case VD_DOUBLE:
 		if (isnan(a->v.d) && isnan(b->v.d))
 			return true;
-		return memcmp(&a->v.d, &b->v.d, sizeof(double)) == 0;
+		/* bit equality on purpose: 0.0 and -0.0 are different values here */
+		return memcmp(&a->v.d, &b->v.d, sizeof(double)) == 0;  // NOLINT(bugprone-suspicious-memory-comparison,cert-exp42-c,cert-flp37-c)
 	case VD_STRING:
 		return a->v.s.len == b->v.s.len &&
 		       (a->v.s.len == 0 || memcmp(a->v.s.ptr, b->v.s.ptr, a->v.s.len) == 0);

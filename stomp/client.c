@@ -88,11 +88,32 @@ static unsigned hb_pick(unsigned mine, unsigned theirs)
 	return mine && theirs ? VD_MAX(mine, theirs) : 0;
 }
 
+/* "<sx>,<sy>" from the server's CONNECTED: decimal digits only, each at
+ * most 10 days of ms (sscanf("%u") was undefined behaviour on overflow). */
+static bool parse_hb_pair(const char *s, unsigned *sx, unsigned *sy)
+{
+	unsigned long v[2] = { 0, 0 };
+	for (int i = 0; i < 2; i++) {
+		if (*s < '0' || *s > '9')
+			return false;
+		while (*s >= '0' && *s <= '9') {
+			v[i] = v[i] * 10 + (unsigned long)(*s++ - '0');
+			if (v[i] > 864000000ul)
+				return false;
+		}
+		if (*s++ != (i == 0 ? ',' : '\0'))
+			return false;
+	}
+	*sx = (unsigned)v[0];
+	*sy = (unsigned)v[1];
+	return true;
+}
+
 static void on_connected(struct stomp_client *c, const struct stomp_frame *f)
 {
 	unsigned sx = 0, sy = 0;
 	const char *hb = stomp_frame_get(f, "heart-beat", NULL);
-	if (hb && sscanf(hb, "%u,%u", &sx, &sy) != 2)
+	if (hb && !parse_hb_pair(hb, &sx, &sy))
 		sx = sy = 0;
 	/* The server sends every sx and wants traffic every sy. */
 	c->hb_send_ms = hb_pick(c->hb_want_send, sy);

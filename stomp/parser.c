@@ -257,7 +257,7 @@ static long scan_headers(struct stomp_parser *p, const struct stomp_limits *lim,
 static long split_headers(struct stomp_parser *p, char *buf, struct stomp_frame *f,
 			  const char **why)
 {
-	char *s = memchr(buf, '\n', p->body_start) + 1;  /* after the command line */
+	char *s = (char *)memchr(buf, '\n', p->body_start) + 1;  /* after the command line */
 	char *hend = buf + p->body_start;
 	unsigned n = 0;
 	if (p->lines > f->hdr_cap)

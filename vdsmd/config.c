@@ -328,7 +328,8 @@ static int load_flags(struct vd_config *cfg, int argc, char **argv, char *why, s
 {
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
-		if (strncmp(a, "--", 2) != 0) {
+		/* argv[i] is non-NULL for i < argc */
+		if (strncmp(a, "--", 2) != 0) {  // NOLINT(clang-analyzer-core.NonNullParamChecker)
 			snprintf(why, whylen, "%s: unexpected argument (see --help)", a);
 			return VD_EINVAL;
 		}

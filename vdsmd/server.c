@@ -76,6 +76,7 @@ static int bind_listener(struct vd_server *s, const char *addr, unsigned port,
 		return VD_EIO;
 	}
 	struct sockaddr_storage ss;
+	memset(&ss, 0, sizeof(ss));  /* getsockname may fail: AF_INET 0.0.0.0:0 */
 	socklen_t sl = sizeof(ss);
 	getsockname(fd, (struct sockaddr *)&ss, &sl);
 	char a[INET6_ADDRSTRLEN] = "?";

@@ -249,6 +249,41 @@ START_TEST(test_client_rejects)
 }
 END_TEST
 
+/* The server's heart-beat header is parsed strictly: an out-of-range or
+ * malformed pair means no heart-beats (sscanf("%u") overflowed: UB). */
+START_TEST(test_client_heartbeat_header_bounds)
+{
+	static const struct { const char *hb; unsigned send, recv; } cases[] = {
+		{ "5000,6000", 6000, 5000 },
+		{ "0,0", 0, 0 },
+		{ "99999999999999999999,6000", 0, 0 },
+		{ "5000,99999999999", 0, 0 },
+		{ "5000", 0, 0 },
+		{ "5000,", 0, 0 },
+		{ ",6000", 0, 0 },
+		{ "-1,6000", 0, 0 },
+		{ "5000,6000x", 0, 0 },
+		{ "864000000,864000000", 864000000, 864000000 },
+		{ "864000001,1000", 0, 0 },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct vd_buf out = VD_BUF_INIT;
+		struct stomp_client c;
+		struct stomp_frame f = { 0 };
+		const char *why = NULL;
+		stomp_client_init(&c, &out);
+		c.hb_want_send = c.hb_want_recv = 1000;
+		char conn[128];
+		int n = snprintf(conn, sizeof(conn), "CONNECTED\nversion:1.2\nheart-beat:%s\n\n", cases[i].hb);
+		ck_assert_int_eq(stomp_client_feed(&c, conn, (size_t)n + 1, &f, &why), n + 1);
+		ck_assert(c.connected);
+		ck_assert_msg(c.hb_send_ms == cases[i].send && c.hb_recv_ms == cases[i].recv,
+			      "%s: send %u recv %u", cases[i].hb, c.hb_send_ms, c.hb_recv_ms);
+		buf_free(&out);
+	}
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("stomp_client");
@@ -257,6 +292,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_round_trip);
 	tcase_add_test(tc, test_client_heartbeat_negotiation);
 	tcase_add_test(tc, test_client_rejects);
+	tcase_add_test(tc, test_client_heartbeat_header_bounds);
 	suite_add_tcase(s, tc);
 	return s;
 }

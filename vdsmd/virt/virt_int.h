@@ -257,7 +257,7 @@ void track_remove(struct virt_state *s, const char *uuid);
 void track_free_all(struct virt_state *s);
 #define TRACK_FOREACH(s, t) \
 	for (unsigned b_ = 0; b_ < VIRT_TRACK_BUCKETS; b_++) \
-		for (struct virt_track *t = (s)->tracks[b_]; t; t = t->next)
+		for (struct virt_track *t = (s)->tracks[b_]; t; t = t->next) /* NOLINT(bugprone-macro-parentheses): t is a declared name */
 void track_set_down(struct virt_track *t, int code, int reason, const char *msg);
 /* Down with VDSM's exit info for a VIR_DOMAIN_EVENT_STOPPED_* detail (the
  * sampler passes VIR_DOMAIN_SHUTOFF_* reason - 1: the same order). */
