@@ -91,13 +91,7 @@ static bool parse_int(const char *s, struct vd_value *v)
 	unsigned long long u = strtoull(s, &end, 10);
 	if (errno || *end)
 		return false;
-	if (u <= INT64_MAX) {
-		v->type = VD_INT;
-		v->v.i = (int64_t)u;
-	} else {
-		v->type = VD_UINT;
-		v->v.u = u;
-	}
+	vd_set_uint(v, (uint64_t)u);
 	return true;
 }
 

@@ -151,13 +151,7 @@ const char *cj_number(const char *p, const char *end, struct vd_value *v,
 	}
 	if (isint && exact) {
 		if (!neg) {
-			if (m <= (uint64_t)INT64_MAX) {
-				v->type = VD_INT;
-				v->v.i = (int64_t)m;
-			} else {
-				v->type = VD_UINT;
-				v->v.u = m;
-			}
+			vd_set_uint(v, m);
 			return p;
 		}
 		if (m <= (uint64_t)INT64_MAX + 1) {

@@ -199,13 +199,7 @@ static bool mp_value(struct mp_dec *d, struct vd_value *v, unsigned depth)
 			return false;
 		uint64_t u = be(d->p, w);
 		d->p += w;
-		if (u <= (uint64_t)INT64_MAX) {
-			v->type = VD_INT;
-			v->v.i = (int64_t)u;
-		} else {
-			v->type = VD_UINT;
-			v->v.u = u;
-		}
+		vd_set_uint(v, u);
 		return true;
 	}
 	case 0xd0: case 0xd1: case 0xd2: case 0xd3: {

@@ -44,6 +44,19 @@ struct vd_member {
 	struct vd_value val;
 };
 
+/* Sets v to the non-negative integer u as the model holds it: VD_INT when
+ * u fits int64, else VD_UINT. */
+static inline void vd_set_uint(struct vd_value *v, uint64_t u)
+{
+	if (u <= (uint64_t)INT64_MAX) {
+		v->type = VD_INT;
+		v->v.i = (int64_t)u;
+	} else {
+		v->type = VD_UINT;
+		v->v.u = u;
+	}
+}
+
 /* "null", "bool", "int", "uint", "double", "string", "array", "object". */
 const char *vd_type_name(enum vd_type t);
 

@@ -16,13 +16,6 @@
 #define MAX_SMALL (64u << 10)
 #define MAX_ONLINE_CPUS 8192
 
-static int read_rel(const char *root, const char *rel, size_t max, struct vd_buf *b)
-{
-	char path[HOST_ROOT_MAX + 128];
-	snprintf(path, sizeof(path), "%s%s", root, rel);
-	return host_read_file(path, max, b);
-}
-
 static bool exists_rel(const char *root, const char *rel)
 {
 	char path[HOST_ROOT_MAX + 128];
@@ -34,7 +27,7 @@ static bool exists_rel(const char *root, const char *rel)
 static bool first_line(const char *root, const char *rel, struct vd_buf *b,
 		       char *out, size_t outlen)
 {
-	if (read_rel(root, rel, MAX_SMALL, b) != 0 || b->len == 0)
+	if (host_read_rel(root, rel, MAX_SMALL, b) != 0 || b->len == 0)
 		return false;
 	size_t n = strcspn(b->data, "\r\n");
 	while (n > 0 && (b->data[n - 1] == ' ' || b->data[n - 1] == '\t'))
@@ -125,15 +118,15 @@ static void numa_info(struct host_caps *c, const char *root, const struct host_t
 		char rel[96];
 		cn->id = topo->nodes[i];
 		snprintf(rel, sizeof(rel), "/sys/devices/system/node/node%u/cpulist", cn->id);
-		if (read_rel(root, rel, MAX_SMALL, b) == 0)
+		if (host_read_rel(root, rel, MAX_SMALL, b) == 0)
 			parse_cpu_list(b->data, &cn->cpus, &cn->ncpus);
 		uint64_t tot, fr;
 		snprintf(rel, sizeof(rel), "/sys/devices/system/node/node%u/meminfo", cn->id);
-		if (read_rel(root, rel, MAX_SMALL, b) == 0 &&
+		if (host_read_rel(root, rel, MAX_SMALL, b) == 0 &&
 		    host_parse_node_meminfo(b->data, b->len, &tot, &fr) == 0)
 			cn->total_mib = tot / 1024;
 		snprintf(rel, sizeof(rel), "/sys/devices/system/node/node%u/distance", cn->id);
-		if (read_rel(root, rel, MAX_SMALL, b) == 0) {
+		if (host_read_rel(root, rel, MAX_SMALL, b) == 0) {
 			const char *p = b->data;
 			cn->dist = xcalloc(HOST_MAX_NODES, sizeof(cn->dist[0]));
 			while (cn->ndist < HOST_MAX_NODES) {
@@ -183,8 +176,8 @@ static void numa_info(struct host_caps *c, const char *root, const struct host_t
 static void os_info(struct host_caps *c, const char *root, struct vd_buf *b)
 {
 	char osr_name[64] = "", osr_ver[64] = "";
-	if (read_rel(root, "/etc/os-release", MAX_SMALL, b) == 0 ||
-	    read_rel(root, "/usr/lib/os-release", MAX_SMALL, b) == 0) {
+	if (host_read_rel(root, "/etc/os-release", MAX_SMALL, b) == 0 ||
+	    host_read_rel(root, "/usr/lib/os-release", MAX_SMALL, b) == 0) {
 		host_parse_keyval(b->data, b->len, "PRETTY_NAME", c->os_pretty, sizeof(c->os_pretty));
 		host_parse_keyval(b->data, b->len, "NAME", osr_name, sizeof(osr_name));
 		host_parse_keyval(b->data, b->len, "VERSION_ID", osr_ver, sizeof(osr_ver));
@@ -235,7 +228,7 @@ struct host_caps *host_caps_new(const char *root, const struct host_topo *topo)
 	pthread_mutex_init(&c->enc_lock, NULL);
 	atomic_init(&c->nenc, 0);
 
-	if (read_rel(root, "/proc/cpuinfo", MAX_CPUINFO, &b) == 0)
+	if (host_read_rel(root, "/proc/cpuinfo", MAX_CPUINFO, &b) == 0)
 		host_parse_cpuinfo(b.data, b.len, &c->cpu);
 	else
 		host_parse_cpuinfo("", 0, &c->cpu);
@@ -269,7 +262,7 @@ struct host_caps *host_caps_new(const char *root, const struct host_topo *topo)
 	}
 
 	struct host_meminfo m;
-	if (read_rel(root, "/proc/meminfo", MAX_SMALL, &b) == 0 &&
+	if (host_read_rel(root, "/proc/meminfo", MAX_SMALL, &b) == 0 &&
 	    host_parse_meminfo(b.data, b.len, &m) == 0)
 		c->mem_size_mib = m.total_kb / 1024;
 
@@ -327,6 +320,14 @@ static void str_array(struct vd_writer *w, const char *const *v, size_t n)
 	vw_end_array(w);
 }
 
+static void int_array(struct vd_writer *w, const unsigned *v, size_t n)
+{
+	vw_begin_array(w);
+	for (size_t i = 0; i < n; i++)
+		vw_int(w, v[i]);
+	vw_end_array(w);
+}
+
 void host_caps_encode(const struct host_caps *c, struct vd_writer *w)
 {
 	vw_begin_object(w);
@@ -374,16 +375,11 @@ void host_caps_encode(const struct host_caps *c, struct vd_writer *w)
 	vw_begin_object(w);
 	for (size_t i = 0; i < c->nnodes; i++) {
 		const struct host_caps_node *cn = &c->nodes[i];
-		char k[16];
-		snprintf(k, sizeof(k), "%u", cn->id);
-		vw_keyz(w, k);
+		host_key_u(w, cn->id);
 		vw_begin_object(w);
 		vw_kstrf(w, "totalMemory", "%llu", (unsigned long long)cn->total_mib);
 		vw_keyz(w, "cpus");
-		vw_begin_array(w);
-		for (size_t j = 0; j < cn->ncpus; j++)
-			vw_int(w, cn->cpus[j]);
-		vw_end_array(w);
+		int_array(w, cn->cpus, cn->ncpus);
 		vw_end_object(w);
 	}
 	vw_end_object(w);
@@ -391,13 +387,8 @@ void host_caps_encode(const struct host_caps *c, struct vd_writer *w)
 	vw_begin_object(w);
 	for (size_t i = 0; i < c->nnodes; i++) {
 		const struct host_caps_node *cn = &c->nodes[i];
-		char k[16];
-		snprintf(k, sizeof(k), "%u", cn->id);
-		vw_keyz(w, k);
-		vw_begin_array(w);
-		for (size_t j = 0; j < cn->ndist; j++)
-			vw_int(w, cn->dist[j]);
-		vw_end_array(w);
+		host_key_u(w, cn->id);
+		int_array(w, cn->dist, cn->ndist);
 	}
 	vw_end_object(w);
 	vw_kint(w, "autoNumaBalancing", c->auto_numa);

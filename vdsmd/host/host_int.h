@@ -24,6 +24,8 @@
 /* Read at most max bytes of path into out (reset first; NUL-terminated past
  * len).  A longer file is truncated at max.  0 or VD_EIO / VD_ENOENT. */
 int host_read_file(const char *path, size_t max, struct vd_buf *out);
+/* host_read_file() of root followed by rel ("" or a test tree + "/proc/stat"). */
+int host_read_rel(const char *root, const char *rel, size_t max, struct vd_buf *out);
 
 /* ---- /proc parsers ----------------------------------------------------- */
 
@@ -241,6 +243,8 @@ void host_caps_free(struct host_caps *c);
 void host_caps_write(struct host_caps *c, struct vd_writer *w);
 /* Write the object field by field (used to build the cached encoding). */
 void host_caps_encode(const struct host_caps *c, struct vd_writer *w);
+/* (verbs.c) An object key that is the decimal text of v ("0", "17"). */
+void host_key_u(struct vd_writer *w, unsigned v);
 
 /* ---- the backend's state ----------------------------------------------- */
 

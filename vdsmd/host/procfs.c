@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -34,6 +35,13 @@ int host_read_file(const char *path, size_t max, struct vd_buf *out)
 	buf_reserve(out, 1);
 	out->data[out->len] = '\0';
 	return rc;
+}
+
+int host_read_rel(const char *root, const char *rel, size_t max, struct vd_buf *out)
+{
+	char path[HOST_ROOT_MAX + 128];
+	snprintf(path, sizeof(path), "%s%s", root, rel);
+	return host_read_file(path, max, out);
 }
 
 /* ---- small scanning helpers --------------------------------------------- */

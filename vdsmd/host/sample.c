@@ -25,13 +25,6 @@ static void path_join(char *out, size_t outlen, const char *root, const char *re
 	snprintf(out, outlen, "%s%s", root, rel);
 }
 
-static int read_rel(const char *root, const char *rel, size_t max, struct vd_buf *b)
-{
-	char path[HOST_ROOT_MAX + 128];
-	path_join(path, sizeof(path), root, rel);
-	return host_read_file(path, max, b);
-}
-
 void host_raw_alloc(struct host_raw *r)
 {
 	memset(r, 0, sizeof(*r));
@@ -66,23 +59,23 @@ void host_raw_read(const char *root, struct vd_buf *b, struct host_raw *r,
 	clock_gettime(CLOCK_REALTIME, &ts);
 	r->wall = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 
-	if (read_rel(root, "/proc/stat", MAX_STAT, b) == 0) {
+	if (host_read_rel(root, "/proc/stat", MAX_STAT, b) == 0) {
 		r->cpu_ok = host_parse_stat(b->data, b->len, &r->cpu, &r->btime) == 0;
 		if (cpus && cpu_ids) {
 			int n = host_parse_stat_cpus(b->data, b->len, cpus, cpu_ids, HOST_MAX_CPUS);
 			r->ncpu = n > 0 ? (size_t)n : 0;
 		}
 	}
-	if (read_rel(root, "/proc/uptime", MAX_SMALL, b) == 0)
+	if (host_read_rel(root, "/proc/uptime", MAX_SMALL, b) == 0)
 		host_parse_uptime(b->data, b->len, &r->uptime);
-	if (read_rel(root, "/proc/meminfo", MAX_SMALL, b) == 0)
+	if (host_read_rel(root, "/proc/meminfo", MAX_SMALL, b) == 0)
 		r->mem_ok = host_parse_meminfo(b->data, b->len, &r->mem) == 0;
-	if (read_rel(root, "/proc/loadavg", MAX_SMALL, b) == 0)
+	if (host_read_rel(root, "/proc/loadavg", MAX_SMALL, b) == 0)
 		r->load_ok = host_parse_loadavg(b->data, b->len, r->load) == 0;
-	if (read_rel(root, "/proc/self/stat", MAX_SMALL, b) == 0)
+	if (host_read_rel(root, "/proc/self/stat", MAX_SMALL, b) == 0)
 		r->self_ok = host_parse_pid_stat(b->data, b->len, &r->self_utime,
 						 &r->self_stime) == 0;
-	if (ifs && read_rel(root, "/proc/net/dev", MAX_NETDEV, b) == 0) {
+	if (ifs && host_read_rel(root, "/proc/net/dev", MAX_NETDEV, b) == 0) {
 		int n = host_parse_netdev(b->data, b->len, ifs, HOST_MAX_IFACES);
 		r->nif = n > 0 ? (size_t)n : 0;
 	}
@@ -90,7 +83,7 @@ void host_raw_read(const char *root, struct vd_buf *b, struct host_raw *r,
 		char rel[96];
 		snprintf(rel, sizeof(rel), "/sys/devices/system/node/node%u/meminfo", topo->nodes[i]);
 		struct host_node_raw *nr = &r->nodes[r->nnode];
-		if (read_rel(root, rel, MAX_SMALL, b) == 0 &&
+		if (host_read_rel(root, rel, MAX_SMALL, b) == 0 &&
 		    host_parse_node_meminfo(b->data, b->len, &nr->total_kb, &nr->free_kb) == 0) {
 			nr->id = topo->nodes[i];
 			r->nnode++;
@@ -126,7 +119,7 @@ void host_topo_read(const char *root, struct host_topo *t)
 	for (unsigned i = 0; i < t->nnodes; i++) {
 		char rel[96];
 		snprintf(rel, sizeof(rel), "/sys/devices/system/node/node%u/cpulist", t->nodes[i]);
-		if (read_rel(root, rel, MAX_SMALL, &b) != 0)
+		if (host_read_rel(root, rel, MAX_SMALL, &b) != 0)
 			continue;
 		/* "0-3,8-11" */
 		const char *p = b.data;

@@ -99,7 +99,7 @@ static void write_network(struct vd_writer *w, const struct host_snapshot *s)
 	vw_end_object(w);
 }
 
-static void key_u(struct vd_writer *w, unsigned v)
+void host_key_u(struct vd_writer *w, unsigned v)
 {
 	char b[16];
 	int n = snprintf(b, sizeof(b), "%u", v);
@@ -114,7 +114,7 @@ static void write_cpu_numa(struct vd_writer *w, const struct host_snapshot *s)
 	vw_begin_object(w);
 	for (size_t i = 0; i < s->ncpu; i++) {
 		const struct host_cpu_stat *c = &s->cpus[i];
-		key_u(w, c->id);
+		host_key_u(w, c->id);
 		vw_begin_object(w);
 		vw_kint(w, "nodeIndex", c->node);
 		kstr_2f(w, "cpuUser", c->user);
@@ -126,7 +126,7 @@ static void write_cpu_numa(struct vd_writer *w, const struct host_snapshot *s)
 	vw_keyz(w, "numaNodeMemFree");
 	vw_begin_object(w);
 	for (size_t i = 0; i < s->nnode; i++) {
-		key_u(w, s->nodes[i].id);
+		host_key_u(w, s->nodes[i].id);
 		vw_begin_object(w);
 		kstr_u64(w, "memFree", s->nodes[i].free_mib);
 		vw_kint(w, "memPercent", s->nodes[i].percent);

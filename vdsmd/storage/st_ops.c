@@ -59,6 +59,18 @@ static void rmdir_if_empty(const char *dir)
 	}
 }
 
+/* The end of a job on one image: its directory goes when the image has no
+ * volume left (empty), and the domain is no longer busy with the job. */
+static void job_release(struct storage_state *s, struct st_domain *d, const char *idir,
+			bool empty)
+{
+	if (empty)
+		rmdir_if_empty(idir);
+	pthread_mutex_lock(&s->lock);
+	d->busy--;
+	pthread_mutex_unlock(&s->lock);
+}
+
 /* ---- Volume.create ------------------------------------------------------- */
 
 int st_volume_create(struct storage_state *s, const struct st_volreq *r, char task_id[37],
@@ -237,11 +249,7 @@ static void run_create(struct storage_state *s, struct st_task *t)
 	index_del_volume(d, t->vol);
 	bool empty = !map_get(&d->images, t->img);
 	pthread_mutex_unlock(&s->lock);
-	if (empty)
-		rmdir_if_empty(idir);
-	pthread_mutex_lock(&s->lock);
-	d->busy--;
-	pthread_mutex_unlock(&s->lock);
+	job_release(s, d, idir, empty);
 	free(mp);
 	free(idir);
 	st_task_finish(s, t, clean ? ST_TR_CLEAN_SUCCESS : ST_TR_CLEAN_FAILURE,
@@ -449,11 +457,7 @@ static void run_delete(struct storage_state *s, struct st_task *t)
 		im->deleting = false;
 	bool empty = !im;
 	pthread_mutex_unlock(&s->lock);
-	if (empty)
-		rmdir_if_empty(idir);
-	pthread_mutex_lock(&s->lock);
-	d->busy--;
-	pthread_mutex_unlock(&s->lock);
+	job_release(s, d, idir, empty);
 	free(idir);
 	free(ids);
 	if (aborted)

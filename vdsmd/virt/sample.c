@@ -554,12 +554,8 @@ static void merge(struct virt_state *s, struct virt_snapshot *snap, struct raw *
 					track_set_down(t, VIRT_EXIT_NORMAL, VIRT_REASON_SUCCESS, "Down");
 				else if (r->state == VIR_DOMAIN_SHUTOFF && r->reason > 0)
 					track_stopped(t, r->reason - 1);
-				else if (t->admin_shutdown)
-					track_set_down(t, VIRT_EXIT_NORMAL, VIRT_REASON_ADMIN_SHUTDOWN,
-						       "Admin shut down from the engine");
-				else
-					track_set_down(t, VIRT_EXIT_ERROR, VIRT_REASON_LOST_QEMU_CONNECTION,
-						       "Lost connection with qemu process");
+				else   /* admin shut down, else lost the qemu process */
+					track_stopped(t, VIR_DOMAIN_EVENT_STOPPED_DESTROYED);
 			}
 			vm_down_from_track(vm, t);
 			t->start_ms = 0;
@@ -582,14 +578,8 @@ static void merge(struct virt_state *s, struct virt_snapshot *snap, struct raw *
 		if (t->seen)
 			continue;
 		t->gone = true;
-		if (!t->down_reported) {
-			if (t->admin_shutdown)
-				track_set_down(t, VIRT_EXIT_NORMAL, VIRT_REASON_ADMIN_SHUTDOWN,
-					       "Admin shut down from the engine");
-			else
-				track_set_down(t, VIRT_EXIT_ERROR, VIRT_REASON_LOST_QEMU_CONNECTION,
-					       "Lost connection with qemu process");
-		}
+		if (!t->down_reported)   /* admin shut down, else lost the qemu process */
+			track_stopped(t, VIR_DOMAIN_EVENT_STOPPED_DESTROYED);
 		struct virt_vm *vm;
 		snapshot_add_vm(snap, &cap, &vm);
 		snprintf(vm->uuid, sizeof vm->uuid, "%s", t->uuid);
