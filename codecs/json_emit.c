@@ -190,11 +190,12 @@ static void j_key(struct vd_writer *w, const char *s, size_t n)
 		return;
 	}
 	buf_reserve(out, n + 4);
+	/* buf_reserve() left cap >= n + 4 > 0, so data is non-NULL */
 	char *o = out->data + out->len;
 	if (*ne & NE_HAS)
-		*o++ = ',';
+		*o++ = ',';  // NOLINT(clang-analyzer-core.NullDereference)
 	*ne |= NE_HAS;
-	*o++ = '"';
+	*o++ = '"';  // NOLINT(clang-analyzer-core.NullDereference)
 	o = put_escaped(out, o, s, n);
 	memcpy(o, "\":", 2);
 	out->len = (size_t)(o + 2 - out->data);

@@ -343,7 +343,8 @@ START_TEST(qemu_img_exit_status_counts)
 	fprintf(f, "#!/bin/sh\n/usr/bin/qemu-img \"$@\"\nexit 3\n");
 	fclose(f);
 	ck_assert_int_eq(chmod(fake, 0755), 0);
-	char *old = strdup(getenv("PATH") ? getenv("PATH") : "/usr/bin:/bin");
+	const char *path0 = getenv("PATH");
+	char *old = strdup(path0 ? path0 : "/usr/bin:/bin");
 	char *path = st_pathf("%s:%s", bin, old);
 	setenv("PATH", path, 1);
 	struct st_task_status st = create_vol(IMG1, VOL1, MiB, ST_FMT_COW, ST_SPARSE, NULL, NULL);
