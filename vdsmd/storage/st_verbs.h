@@ -8,10 +8,11 @@
 /* The storage state, or NULL after answering "storage is not available". */
 struct storage_state *verb_state(struct rpc_call *c);
 int verb_fail(struct rpc_call *c, const struct st_err *e);
-/* Takes s->lock and finds the domain named by the "storagedomainID" argument.
- * Found: returns it with the lock held (the caller unlocks).  Not found: the
- * lock is released, the call answered with the lookup's error, NULL returned. */
-const struct st_domain *verb_lock_domain(struct rpc_call *c, struct storage_state *s);
+/* verb_state() into *sp, then takes its lock and finds the domain named by the
+ * "storagedomainID" argument.  Found: returns it with the lock held (the
+ * caller unlocks (*sp)->lock).  Otherwise the call is answered (storage not
+ * available, or the lookup's error, the lock released) and NULL returned. */
+const struct st_domain *verb_lock_domain(struct rpc_call *c, struct storage_state **sp);
 /* The whole of a verb that applies op to the string argument arg and answers
  * true (op's error otherwise): StorageDomain.format, Task.clear, ... */
 int verb_by_id(struct rpc_call *c, const char *arg,

@@ -35,8 +35,11 @@ int verb_by_id(struct rpc_call *c, const char *arg,
 	return 0;
 }
 
-const struct st_domain *verb_lock_domain(struct rpc_call *c, struct storage_state *s)
+const struct st_domain *verb_lock_domain(struct rpc_call *c, struct storage_state **sp)
 {
+	struct storage_state *s = *sp = verb_state(c);
+	if (!s)
+		return NULL;
 	struct st_err e = { 0 };
 	pthread_mutex_lock(&s->lock);
 	const struct st_domain *d = st_domain_get(s, rpc_arg_str(c, "storagedomainID", NULL), &e);
@@ -153,11 +156,9 @@ int vh_sd_create(struct rpc_call *c)
 
 int vh_sd_get_info(struct rpc_call *c)
 {
-	struct storage_state *s = verb_state(c);
-	if (!s)
-		return -1;
+	struct storage_state *s;
 	struct vd_writer *w = c->w;
-	const struct st_domain *d = verb_lock_domain(c, s);
+	const struct st_domain *d = verb_lock_domain(c, &s);
 	if (!d)
 		return -1;
 	vw_begin_object(w);
@@ -188,11 +189,9 @@ int vh_sd_get_info(struct rpc_call *c)
 
 int vh_sd_get_stats(struct rpc_call *c)
 {
-	struct storage_state *s = verb_state(c);
-	if (!s)
-		return -1;
+	struct storage_state *s;
 	struct vd_writer *w = c->w;
-	const struct st_domain *d = verb_lock_domain(c, s);
+	const struct st_domain *d = verb_lock_domain(c, &s);
 	if (!d)
 		return -1;
 	vw_begin_object(w);
@@ -212,11 +211,9 @@ int vh_sd_get_stats(struct rpc_call *c)
 
 int vh_sd_get_volumes(struct rpc_call *c)
 {
-	struct storage_state *s = verb_state(c);
-	if (!s)
-		return -1;
+	struct storage_state *s;
 	const char *img = rpc_arg_str(c, "imageID", NULL);
-	const struct st_domain *d = verb_lock_domain(c, s);
+	const struct st_domain *d = verb_lock_domain(c, &s);
 	if (!d)
 		return -1;
 	vw_begin_array(c->w);
@@ -235,10 +232,8 @@ int vh_sd_get_volumes(struct rpc_call *c)
 
 int vh_sd_get_images(struct rpc_call *c)
 {
-	struct storage_state *s = verb_state(c);
-	if (!s)
-		return -1;
-	const struct st_domain *d = verb_lock_domain(c, s);
+	struct storage_state *s;
+	const struct st_domain *d = verb_lock_domain(c, &s);
 	if (!d)
 		return -1;
 	vw_begin_array(c->w);

@@ -56,12 +56,12 @@ void verb_write_volume_info(struct vd_writer *w, const struct storage_state *s,
 }
 
 /* Finds a volume under the lock (held on success; released on failure). */
-static const struct st_volume *lookup(struct rpc_call *c, struct storage_state *s,
+static const struct st_volume *lookup(struct rpc_call *c, struct storage_state **sp,
 				      const struct st_domain **dp)
 {
 	struct st_err e = { 0 };
 	const char *img = rpc_arg_str(c, "imageID", NULL), *vol = rpc_arg_str(c, "volumeID", NULL);
-	const struct st_domain *d = verb_lock_domain(c, s);
+	const struct st_domain *d = verb_lock_domain(c, sp);
 	const struct st_volume *v = NULL;
 	if (!d)
 		return NULL;
@@ -72,7 +72,7 @@ static const struct st_volume *lookup(struct rpc_call *c, struct storage_state *
 		st_fail(&e, RPC_E_NO_VOLUME, "%s in image %s", vol, img);
 	}
 	if (!v) {
-		pthread_mutex_unlock(&s->lock);
+		pthread_mutex_unlock(&(*sp)->lock);
 		verb_fail(c, &e);
 		return NULL;
 	}
@@ -82,9 +82,9 @@ static const struct st_volume *lookup(struct rpc_call *c, struct storage_state *
 
 int vh_vol_get_info(struct rpc_call *c)
 {
-	struct storage_state *s = verb_state(c);
+	struct storage_state *s;
 	const struct st_domain *d;
-	const struct st_volume *v = s ? lookup(c, s, &d) : NULL;
+	const struct st_volume *v = lookup(c, &s, &d);
 	if (!v)
 		return -1;
 	verb_write_volume_info(c->w, s, d, v);
@@ -94,9 +94,9 @@ int vh_vol_get_info(struct rpc_call *c)
 
 int vh_vol_get_size(struct rpc_call *c)
 {
-	struct storage_state *s = verb_state(c);
+	struct storage_state *s;
 	const struct st_domain *d;
-	const struct st_volume *v = s ? lookup(c, s, &d) : NULL;
+	const struct st_volume *v = lookup(c, &s, &d);
 	if (!v)
 		return -1;
 	vw_begin_object(c->w);
@@ -109,10 +109,8 @@ int vh_vol_get_size(struct rpc_call *c)
 
 int vh_img_get_volumes(struct rpc_call *c)
 {
-	struct storage_state *s = verb_state(c);
-	if (!s)
-		return -1;
-	const struct st_domain *d = verb_lock_domain(c, s);
+	struct storage_state *s;
+	const struct st_domain *d = verb_lock_domain(c, &s);
 	if (!d)
 		return -1;
 	const struct st_image *im = map_get(&d->images, rpc_arg_str(c, "imageID", NULL));
