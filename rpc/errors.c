@@ -25,6 +25,7 @@ static struct err_wire err_lookup(enum rpc_err e)
 	case RPC_E_RECOVERING:   return (struct err_wire){ 99, "Recovering from crash or Initializing" };
 	case RPC_E_GENERAL:      return (struct err_wire){ 100, "General Exception" };
 	case RPC_E_NO_VOLUME:    return (struct err_wire){ 201, "Volume does not exist" };
+	case RPC_E_VOLUME_EXISTS: return (struct err_wire){ 205, "Volume already exists" };
 	case RPC_E_NO_IMAGE:     return (struct err_wire){ 268, "Image does not exist in domain" };
 	case RPC_E_NO_DOMAIN:    return (struct err_wire){ 358, "Storage domain does not exist" };
 	case RPC_E_DOMAIN_EXISTS: return (struct err_wire){ 365, "Storage domain already exists" };
@@ -84,7 +85,10 @@ void rpc_write_error(struct vd_writer *w, enum rpc_err e, const char *detail)
 	vw_keyz(w, "message");
 	if (detail && *detail) {
 		char msg[512];
-		int n = snprintf(msg, sizeof(msg), "%s: %s", ew.message, detail);
+		/* "Prefix: detail", or "Prefix. detail" after a full sentence */
+		size_t ml = strlen(ew.message);
+		const char *sep = ml && ew.message[ml - 1] == '.' ? " " : ": ";
+		int n = snprintf(msg, sizeof(msg), "%s%s%s", ew.message, sep, detail);
 		if (n < 0)
 			n = 0;
 		if ((size_t)n >= sizeof(msg))

@@ -77,6 +77,7 @@ enum rpc_err {
 	RPC_E_RECOVERING,     /* 99 */
 	RPC_E_GENERAL,        /* 100 */
 	RPC_E_NO_VOLUME,      /* 201 */
+	RPC_E_VOLUME_EXISTS,  /* 205 */
 	RPC_E_NO_IMAGE,       /* 268 */
 	RPC_E_NO_DOMAIN,      /* 358 */
 	RPC_E_DOMAIN_EXISTS,  /* 365 */

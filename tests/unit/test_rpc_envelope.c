@@ -299,6 +299,7 @@ static const struct { enum rpc_err e; int code; const char *msg; } codes[] = {
 	{ RPC_E_RECOVERING, 99, "Recovering from crash or Initializing" },
 	{ RPC_E_GENERAL, 100, "General Exception" },
 	{ RPC_E_NO_VOLUME, 201, "Volume does not exist" },
+	{ RPC_E_VOLUME_EXISTS, 205, "Volume already exists" },
 	{ RPC_E_NO_IMAGE, 268, "Image does not exist in domain" },
 	{ RPC_E_NO_DOMAIN, 358, "Storage domain does not exist" },
 	{ RPC_E_DOMAIN_EXISTS, 365, "Storage domain already exists" },
@@ -320,7 +321,10 @@ START_TEST(every_error_code)
 		snprintf(body, sizeof(body),
 			 "{\"jsonrpc\":\"2.0\",\"id\":%zu,\"method\":\"Test.fail\",\"params\":{\"err\":%d}}",
 			 i, (int)codes[i].e);
-		snprintf(prefix, sizeof(prefix), "%s: detail for Test.fail\"", codes[i].msg);
+		/* a message that is a full sentence is followed by " ", others by ": " */
+		size_t ml = strlen(codes[i].msg);
+		snprintf(prefix, sizeof(prefix), "%s%sdetail for Test.fail\"", codes[i].msg,
+			 codes[i].msg[ml - 1] == '.' ? " " : ": ");
 		char id[16];
 		snprintf(id, sizeof(id), "%zu", i);
 		check_error(body, id, codes[i].code, prefix);
