@@ -416,8 +416,8 @@ START_TEST(volume_create_errors)
 	S->prealloc_chunk_delay_us = 0;
 	ck_assert_int_eq(st_volume_create(S, &r, tid, &e), 0);
 	ck_assert_int_eq(st_volume_create(S, &r, tid, &e), -1);
-	ck_assert_int_eq(e.code, RPC_E_GENERAL);
-	ck_assert_ptr_nonnull(strstr(e.msg, "already exists"));
+	ck_assert_int_eq(e.code, RPC_E_VOLUME_EXISTS);
+	ck_assert_ptr_nonnull(strstr(e.msg, VOL1));
 	/* lookups */
 	struct st_volume v;
 	ck_assert_int_eq(st_volume_info(S, SD1, IMG2, VOL1, &v, &e), -1);

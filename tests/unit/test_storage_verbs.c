@@ -327,13 +327,15 @@ START_TEST(error_codes_and_traversal)
 	ck_assert_int_eq(err_code("Volume.getSize", "[\"" VOL2 "\",\"" BLANK "\",\"" SD "\",\"" IMG "\"]"), 201);
 	ck_assert_int_eq(err_code("Volume.getInfo", "[\"" VOL "\",\"" BLANK "\",\"" SD2 "\",\"" IMG "\"]"), 358);
 	ck_assert_int_eq(err_code("Image.delete", "[\"" IMG2 "\",\"" BLANK "\",\"" SD "\"]"), 268);
+	ck_assert_int_eq(err_code("Image.getVolumes", "[\"" IMG2 "\",\"" BLANK "\",\"" SD "\"]"), 268);
+	ck_assert_int_eq(err_code("Image.getVolumes", "[\"" IMG "\",\"" BLANK "\",\"" SD2 "\"]"), 358);
 	ck_assert_int_eq(err_code("Volume.delete", "[\"" VOL2 "\",\"" BLANK "\",\"" SD "\",\"" IMG "\"]"), 201);
 	ck_assert_int_eq(err_code("Task.getStatus", "[\"" VOL2 "\"]"), 401);
 	ck_assert_int_eq(err_code("Task.stop", "[\"" VOL2 "\"]"), 401);
-	/* duplicate create */
+	/* duplicate create: VDSM's VolumeAlreadyExists */
 	char p[1024];
 	snprintf(p, sizeof(p), "[\"%s\",\"%s\",\"%s\",\"%s\",\"1048576\",5,2]", VOL, BLANK, SD, IMG);
-	ck_assert_int_eq(err_code("Volume.create", p), 100);
+	ck_assert_int_eq(err_code("Volume.create", p), 205);
 	/* sizes */
 	const char *bad_sizes[] = { "\"0\"", "\"1000\"", "-512", "\"-512\"", "\"abc\"",
 				    "\"99999999999999999999999\"", "1.5", "null" };

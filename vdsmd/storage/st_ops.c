@@ -117,7 +117,7 @@ int st_volume_create(struct storage_state *s, const struct st_volreq *r, char ta
 	if (!d)
 		goto fail_locked;
 	if (map_get(&d->volumes, r->vol)) {
-		st_fail(e, RPC_E_GENERAL, "Volume already exists: %s", r->vol);
+		st_fail(e, RPC_E_VOLUME_EXISTS, "%s", r->vol);
 		goto fail_locked;
 	}
 	if (im && im->deleting) {

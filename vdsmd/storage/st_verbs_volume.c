@@ -113,9 +113,14 @@ int vh_img_get_volumes(struct rpc_call *c)
 	const struct st_domain *d = verb_lock_domain(c, &s);
 	if (!d)
 		return -1;
-	const struct st_image *im = map_get(&d->images, rpc_arg_str(c, "imageID", NULL));
+	const char *img = rpc_arg_str(c, "imageID", NULL);
+	const struct st_image *im = map_get(&d->images, img);
+	if (!im) {
+		pthread_mutex_unlock(&s->lock);
+		return rpc_fail(c, RPC_E_NO_IMAGE, "%s", img);
+	}
 	vw_begin_array(c->w);
-	for (size_t i = 0; im && i < im->n; i++)
+	for (size_t i = 0; i < im->n; i++)
 		vw_strz(c->w, im->vols[i]->uuid);
 	vw_end_array(c->w);
 	pthread_mutex_unlock(&s->lock);
