@@ -567,11 +567,13 @@ static void merge(struct virt_state *s, struct virt_snapshot *snap, struct raw *
 				t->start_ms = age < now_ms ? now_ms - age : now_ms;
 			}
 			t->down_reported = false;
-			/* a running VM has no shutdown of ours in progress, unless
-			 * VM.shutdown/destroy marked it after this state was read:
-			 * the stale "running" must not lose that mark (its STOPPED
-			 * event would then say user instead of admin shutdown) */
-			if (t->admin_seq <= seq0)
+			/* a VM seen running again after being down has no shutdown
+			 * of ours in progress, unless VM.shutdown/destroy marked it
+			 * after this state was read.  A VM still running keeps the
+			 * mark: a guest may take several sample intervals to act on
+			 * an ACPI shutdown, and its STOPPED event must still say
+			 * admin (not user) shutdown. */
+			if (prev == VS_DOWN && t->admin_seq <= seq0)
 				t->admin_shutdown = false;
 			t->status = vm->status;
 			vm->elapsed_s = (now_ms - t->start_ms) / 1000;
