@@ -299,6 +299,61 @@ START_TEST(stops_by_itself)
 }
 END_TEST
 
+/* The race of VM.shutdown with the sampler, interleaved deterministically:
+ * the sampler reads the domain "running", then VM.shutdown marks it as
+ * ours (the hook runs between read and merge), then the stale sample is
+ * merged, then libvirt's STOPPED event comes: it is an admin shutdown (6),
+ * not a user one (7). */
+struct mark_hook {
+	char id[VIR_UUID_STRING_BUFLEN];
+	int fired;
+};
+
+static void mark_between_read_and_merge(struct virt_state *s, void *arg)
+{
+	struct mark_hook *h = arg;
+	if (h->fired++)
+		return;
+	virt_mark_admin(s, h->id, "test", true);
+}
+
+START_TEST(admin_mark_survives_stale_sample)
+{
+	vfx_stop(&F);
+	vfx_start(&F, "test:///default", true);
+	struct evlog l;
+	memset(&l, 0, sizeof l);
+	virConnectPtr c = virConnectOpen("test:///default");
+	ck_assert_ptr_nonnull(c);
+	virDomainPtr dom = virDomainLookupByName(c, "test");
+	ck_assert_ptr_nonnull(dom);
+	struct mark_hook h;
+	memset(&h, 0, sizeof h);
+	virDomainGetUUIDString(dom, h.id);
+	ck_assert_str_eq(status_of(h.id), "Up");
+
+	struct virt_state *s = vfx_state(&F);
+	pthread_mutex_lock(&s->lock);
+	s->sample_read_hook_arg = &h;
+	s->sample_read_hook = mark_between_read_and_merge;
+	pthread_mutex_unlock(&s->lock);
+	vfx_resample(&F);     /* read "running" → mark → merge "running" */
+	pthread_mutex_lock(&s->lock);
+	s->sample_read_hook = NULL;
+	s->sample_read_hook_arg = NULL;
+	pthread_mutex_unlock(&s->lock);
+	ck_assert_int_ge(h.fired, 1);
+
+	ck_assert_int_eq(virDomainShutdown(dom), 0);   /* the STOPPED event comes now */
+	ev_wait(&l, 1);
+	ck_assert_str_eq(l.status[l.n - 1], "Down");
+	ck_assert_int_eq(l.exit_code[l.n - 1], 0);
+	ck_assert_int_eq(l.exit_reason[l.n - 1], VIRT_REASON_ADMIN_SHUTDOWN);
+	virDomainFree(dom);
+	virConnectClose(c);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("virt_lifecycle");
@@ -310,6 +365,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, verb_errors);
 	tcase_add_test(tc, create_and_duplicates);
 	tcase_add_test(tc, stops_by_itself);
+	tcase_add_test(tc, admin_mark_survives_stale_sample);
 	suite_add_tcase(s, tc);
 	return s;
 }

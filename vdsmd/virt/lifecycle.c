@@ -131,12 +131,15 @@ int virt_verb_cont(struct rpc_call *c)
 	return domain_verb(c, act_cont);
 }
 
-static void mark_admin(struct virt_state *s, const char *id, const char *name, bool on)
+void virt_mark_admin(struct virt_state *s, const char *id, const char *name, bool on)
 {
 	pthread_mutex_lock(&s->lock);
 	struct virt_track *t = on ? track_get(s, id, name) : track_find(s, id);
-	if (t)
+	if (t) {
 		t->admin_shutdown = on;
+		/* a sample read before this mark must not clear it (merge) */
+		t->admin_seq = ++s->event_seq;
+	}
 	pthread_mutex_unlock(&s->lock);
 }
 
@@ -149,12 +152,12 @@ static int act_shutdown(struct rpc_call *c, struct virt_state *s, virDomainPtr d
 	log_info("virt: %s %s%s%s", reboot ? "reboot" : "shutdown", id,
 		 msg && *msg ? ": " : "", msg ? msg : "");
 	if (!reboot)
-		mark_admin(s, id, virDomainGetName(dom), true);
+		virt_mark_admin(s, id, virDomainGetName(dom), true);
 	int r = reboot ? virDomainReboot(dom, 0) : virDomainShutdown(dom);
 	if (r < 0 && force && !reboot)
 		r = virDomainDestroy(dom);
 	if (r < 0) {
-		mark_admin(s, id, NULL, false);
+		virt_mark_admin(s, id, NULL, false);
 		return fail_libvirt(c, reboot ? "reboot" : "shutdown", id);
 	}
 	return 0;
@@ -176,9 +179,9 @@ int virt_verb_destroy(struct rpc_call *c)
 	virDomainPtr dom = virDomainLookupByUUIDString(conn, id);
 	if (dom) {
 		if (virDomainIsActive(dom) == 1) {
-			mark_admin(s, id, virDomainGetName(dom), true);
+			virt_mark_admin(s, id, virDomainGetName(dom), true);
 			if (virDomainDestroy(dom) < 0 && virDomainIsActive(dom) == 1) {
-				mark_admin(s, id, NULL, false);
+				virt_mark_admin(s, id, NULL, false);
 				fail_libvirt(c, "destroy", id);
 				goto out;
 			}

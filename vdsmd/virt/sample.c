@@ -567,7 +567,14 @@ static void merge(struct virt_state *s, struct virt_snapshot *snap, struct raw *
 				t->start_ms = age < now_ms ? now_ms - age : now_ms;
 			}
 			t->down_reported = false;
-			t->admin_shutdown = false;
+			/* a VM seen running again after being down has no shutdown
+			 * of ours in progress, unless VM.shutdown/destroy marked it
+			 * after this state was read.  A VM still running keeps the
+			 * mark: a guest may take several sample intervals to act on
+			 * an ACPI shutdown, and its STOPPED event must still say
+			 * admin (not user) shutdown. */
+			if (prev == VS_DOWN && t->admin_seq <= seq0)
+				t->admin_shutdown = false;
 			t->status = vm->status;
 			vm->elapsed_s = (now_ms - t->start_ms) / 1000;
 			vm_rates(vm, r, t, now_ms);
@@ -679,6 +686,12 @@ struct virt_snapshot *virt_sample(struct virt_state *s, virConnectPtr c)
 		fill_per_domain(r, x);
 	}
 
+	pthread_mutex_lock(&s->lock);
+	void (*hook)(struct virt_state *, void *) = s->sample_read_hook;
+	void *hook_arg = s->sample_read_hook_arg;
+	pthread_mutex_unlock(&s->lock);
+	if (hook)
+		hook(s, hook_arg);
 	uint64_t now_ms = vd_now_ms();
 	struct virt_snapshot *snap = snapshot_new();
 	snap->taken_ms = now_ms;

@@ -171,6 +171,7 @@ struct virt_track {
 	char *exit_message;
 	bool admin_shutdown;         /* our VM.shutdown/destroy is in progress */
 	uint64_t event_seq;          /* state's event_seq at its last lifecycle event */
+	uint64_t admin_seq;          /* state's event_seq when admin_shutdown was last set */
 	/* previous counters for rates */
 	bool have_prev;
 	uint64_t prev_ms;
@@ -197,7 +198,11 @@ struct virt_state {
 	bool kick;                   /* sample now */
 	uint64_t kick_seq;           /* bumped by every virt_kick() */
 	uint64_t done_seq;           /* kick_seq seen at the start of the last finished sample */
-	uint64_t event_seq;          /* bumped by every lifecycle event (under lock) */
+	uint64_t event_seq;          /* bumped by every lifecycle event and admin mark (under lock) */
+	/* test hook: called by virt_sample() on the sampler thread after the
+	 * domain states are read and before they are merged (NULL normally) */
+	void (*sample_read_hook)(struct virt_state *s, void *arg);
+	void *sample_read_hook_arg;
 	/* VMs removed by VM.destroy: samples and events in flight must not
 	 * bring them back (expire after VIRT_TOMB_MS) */
 	struct { char uuid[37]; uint64_t ms; } tombs[64];
@@ -284,6 +289,9 @@ int virt_verb_create(struct rpc_call *c);
 int virt_verb_pause(struct rpc_call *c);
 int virt_verb_cont(struct rpc_call *c);
 int virt_verb_shutdown(struct rpc_call *c);
+/* Mark (on) or unmark VM id as being shut down by us (VM.shutdown/destroy):
+ * its STOPPED event then reports admin shutdown. Takes s->lock. */
+void virt_mark_admin(struct virt_state *s, const char *id, const char *name, bool on);
 int virt_verb_destroy(struct rpc_call *c);
 
 /* Human text of the last libvirt error (thread-local in libvirt). */
