@@ -205,5 +205,5 @@ clean:
 # --- static analysis (cppcheck + clang-tidy; config in .clang-tidy and
 # tests/cppcheck-suppressions.txt) -----------------------------------------
 .PHONY: lint
-lint:
+lint: ensure-deps
 	@BUILD=$(BUILD) tests/lint.sh
