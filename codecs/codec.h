@@ -118,8 +118,8 @@ static inline void vw_strz(struct vd_writer *w, const char *s) { vw_string(w, s,
 static inline void vw_kstr(struct vd_writer *w, const char *k, const char *s) { vw_keyz(w, k); vw_strz(w, s); }
 static inline void vw_kint(struct vd_writer *w, const char *k, int64_t i) { vw_keyz(w, k); vw_int(w, i); }
 static inline void vw_kbool(struct vd_writer *w, const char *k, bool b) { vw_keyz(w, k); vw_bool(w, b); }
-/* A string built with printf formatting (VDSM sends most numbers as strings). */
-void vw_strf(struct vd_writer *w, const char *fmt, ...) VD_PRINTF(2, 3);
+/* A key and a string built with printf formatting (VDSM sends most numbers as
+ * strings). */
 void vw_kstrf(struct vd_writer *w, const char *k, const char *fmt, ...) VD_PRINTF(3, 4);
 /* Write a decoded value (any type, recursively). */
 void vw_value(struct vd_writer *w, const struct vd_value *v);

@@ -97,14 +97,6 @@ static void vw_vstrf(struct vd_writer *w, const char *fmt, va_list ap)
 	va_end(ap2);
 }
 
-void vw_strf(struct vd_writer *w, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vw_vstrf(w, fmt, ap);
-	va_end(ap);
-}
-
 void vw_kstrf(struct vd_writer *w, const char *k, const char *fmt, ...)
 {
 	va_list ap;
