@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "../../rpc/event.h"
+#include "check_main.h"
 
 static const struct vd_codec *json(void)
 {
@@ -303,9 +304,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return check_run(suite());
 }

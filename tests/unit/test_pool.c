@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "../../vdsmd/pool.h"
+#include "check_main.h"
 
 struct shared {
 	pthread_mutex_t mu;
@@ -272,9 +273,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return check_run(suite());
 }

@@ -7,6 +7,7 @@
 
 #include <ev.h>
 #include "../../vdsmd/pool.h"
+#include "check_main.h"
 
 enum { MAXR = 16 };
 
@@ -286,9 +287,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return check_run(suite());
 }

@@ -4,6 +4,7 @@
  * seal errors, metrics.  No sockets: bodies go straight to rpc_dispatch. */
 #include "rpc_test.h"
 #include "../../rpc/schema.h"
+#include "check_main.h"
 
 static struct test_app app;
 static struct rpc_engine *eng;
@@ -614,9 +615,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return check_run(suite());
 }

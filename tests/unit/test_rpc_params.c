@@ -2,6 +2,7 @@
  * positional params, defaults parsed at declaration, every type check with
  * a message naming the param, declaration-time errors. */
 #include "rpc_test.h"
+#include "check_main.h"
 
 static struct test_app app;
 static struct rpc_engine *eng;
@@ -289,9 +290,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return check_run(suite());
 }
