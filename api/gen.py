@@ -40,6 +40,7 @@ BUILTINS = {
     "int-or-numstring": "RPC_T_INTSTR",  # JSON int, or a string of digits
     "numstring": "RPC_T_STRING",         # a string holding a decimal number
     "float-string": "RPC_T_STRING",      # a number as a string, or a JSON float
+    "bool-or-string": "RPC_T_BOOL",      # true/false, or "true"/"false" (any case)
 }
 
 FLAGS = {"blocking": "RPC_F_BLOCKING", "always": "RPC_F_ALWAYS"}
