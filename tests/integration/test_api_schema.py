@@ -126,6 +126,37 @@ class GeneratorTest(unittest.TestCase):
                 err = self.fails(msg, verbs=verbs)
                 self.assertIn("Ns.yaml", err)
 
+    def test_vdsm_baseline(self):
+        """api/vdsm/ holds VDSM's verbs not implemented yet and its types; a
+        declaration in api/ itself replaces the baseline's of that name."""
+        self.write()
+        os.mkdir(os.path.join(self.dir, "vdsm"))
+        base = os.path.join(self.dir, "vdsm")
+        with open(os.path.join(base, "types.yaml"), "w") as f:
+            f.write("types:\n  Thing:\n    description: base\n    kind: object\n"
+                    "    open: true\n  Other:\n    description: base only\n"
+                    "    kind: map\n    of: int\n")
+        with open(os.path.join(base, "Ns.yaml"), "w") as f:
+            f.write("namespace: Ns\nverbs:\n  get:\n    description: base get\n"
+                    "    implemented: false\n    result: Other\n    errors: []\n"
+                    "  more:\n    description: base only\n    implemented: false\n"
+                    "    result: Other\n    errors: []\n")
+        types, verbs = gen.load(self.dir)
+        by = {v["name"]: v for v in verbs}
+        self.assertEqual(sorted(by), ["Ns.get", "Ns.later", "Ns.more"])
+        self.assertTrue(by["Ns.get"]["implemented"])         # api/Ns.yaml wins
+        self.assertEqual(by["Ns.get"]["description"], "get a thing")
+        self.assertFalse(by["Ns.more"]["implemented"])
+        self.assertEqual(types["Thing"]["description"], "a thing")  # api/types.yaml wins
+        self.assertEqual(types["Other"]["kind"], "map")
+        with open(os.path.join(base, "Ns.yaml"), "a") as f:
+            f.write("  done:\n    description: x\n    implemented: true\n    backend: host\n"
+                    "    result: Other\n    errors: []\n")
+        with self.assertRaises(gen.SchemaError) as cm:
+            gen.load(self.dir)
+        self.assertIn("Ns.done", str(cm.exception))
+        self.assertIn("unimplemented verbs only", str(cm.exception))
+
     def test_namespace_matches_file(self):
         self.fails("belongs in Ns.yaml", name="Other.yaml")
 
