@@ -209,35 +209,54 @@ static struct host_cpu_model *find_model(struct host_cpu_map *map, const char *n
 	return NULL;
 }
 
-/* Replace "@base" entries by the base's features (depth-bounded: a cycle
- * or a missing base drops the reference, and the model then lacks those
- * features, which only makes it look more usable; a missing base is
- * therefore treated as unusable through the "@" marker left behind). */
-static void expand_one(struct host_cpu_map *map, struct host_cpu_model *m, int depth)
+/* The features of m with its base models' ("@name" entries) expanded,
+ * into out; false when a base is missing, a cycle or more than 8 levels. */
+static bool collect(struct host_cpu_map *map, const struct host_cpu_model *m,
+		    struct host_strv *seen, struct host_strv *out, int depth)
 {
+	if (depth > 8 || host_strv_has(seen, m->name))
+		return false;
+	host_strv_add(seen, m->name, strlen(m->name));
+	bool ok = true;
 	for (size_t i = 0; i < m->features.n; i++) {
-		if (m->features.v[i][0] != '@')
+		const char *f = m->features.v[i];
+		if (f[0] != '@') {
+			host_strv_add(out, f, strlen(f));
 			continue;
-		struct host_cpu_model *b = find_model(map, m->features.v[i] + 1);
-		if (!b || b == m || depth > 8)
-			continue;       /* "@name" stays: never matched → unusable */
-		expand_one(map, b, depth + 1);
-		if (!m->vendor && b->vendor)
-			m->vendor = xstrdup(b->vendor);
-		free(m->features.v[i]);
-		m->features.v[i] = m->features.v[--m->features.n];
-		for (size_t j = 0; j < b->features.n; j++)
-			host_strv_add(&m->features, b->features.v[j], strlen(b->features.v[j]));
-		i = (size_t)-1;    /* rescan: the base may have added "@" entries */
+		}
+		const struct host_cpu_model *b = find_model(map, f + 1);
+		if (!b || !collect(map, b, seen, out, depth + 1))
+			ok = false;
 	}
+	return ok;
 }
 
+/* Replace every model's "@base" entries by the bases' features.  A model
+ * whose bases cannot be resolved keeps one "@" entry, which no host flag
+ * matches: it is never reported usable. */
 void host_cpu_map_expand(struct host_cpu_map *map)
 {
+	struct host_strv *lists = xcalloc(map->n ? map->n : 1, sizeof(*lists));
 	for (size_t i = 0; i < map->n; i++) {
-		expand_one(map, &map->m[i], 0);
-		host_strv_sort(&map->m[i].features);
+		struct host_strv seen = { 0 };
+		if (!collect(map, &map->m[i], &seen, &lists[i], 0))
+			host_strv_add(&lists[i], "@", 1);
+		host_strv_free(&seen);
 	}
+	for (size_t i = 0; i < map->n; i++) {
+		struct host_cpu_model *m = &map->m[i];
+		/* the vendor of the nearest base that names one */
+		for (size_t j = 0; !m->vendor && j < m->features.n; j++)
+			if (m->features.v[j][0] == '@') {
+				const struct host_cpu_model *b = find_model(map, m->features.v[j] + 1);
+				if (b && b->vendor)
+					m->vendor = xstrdup(b->vendor);
+			}
+		host_strv_free(&m->features);
+		m->features = lists[i];
+		host_strv_sort(&m->features);
+	}
+	free(lists);
 }
 
 void host_cpu_map_read(const char *root, const char *prefix, struct host_cpu_map *map)
