@@ -361,10 +361,12 @@ struct host_snapshot *host_snapshot_get(struct host_state *h);
 int host_mom_set(struct host_state *h, const struct vd_value *kv, char *why, size_t whylen);
 /* Write "momPolicy": {stored entries} into the open getStats object. */
 void host_mom_write(struct host_state *h, struct vd_writer *w);
-/* Handlers of the verbs declared in api/ for this backend beyond
- * host_bindings (ping, getHardwareInfo, setMOMPolicyParameters, getJobs,
- * hostdevListByCaps). */
-extern const struct rpc_binding host_bindings_ext[];
+/* (verbs_ext.c) Handlers bound in host_bindings (verbs.c). */
+int host_ping(struct rpc_call *c);
+int host_get_hardware_info(struct rpc_call *c);
+int host_set_mom_policy_parameters(struct rpc_call *c);
+int host_get_jobs(struct rpc_call *c);
+int host_hostdev_list_by_caps(struct rpc_call *c);
 
 /* Read the raw counters from root into r (allocated with host_raw_alloc);
  * topo (may be NULL) names the NUMA nodes whose meminfo is read. */

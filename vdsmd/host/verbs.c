@@ -1,5 +1,5 @@
 /* vdsmd/host/verbs.c - handlers of the Host family declared in
- * rpc/schema_host.c.  They run on the loop thread and never block: getStats
+ * api/Host.yaml.  They run on the loop thread and never block: getStats
  * reads the latest snapshot (a mutex-guarded pointer load + reference),
  * getCapabilities copies its cached encoding.  The engine binds them with
  * app = the struct vdsmd (d->host is the backend state).
@@ -346,5 +346,10 @@ const struct rpc_binding host_bindings[] = {
 	{ "Host.confirmConnectivity", host_confirm_connectivity },
 	{ "Host.getStats", host_get_stats },
 	{ "Host.getCapabilities", host_get_capabilities },
+	{ "Host.ping", host_ping },
+	{ "Host.getHardwareInfo", host_get_hardware_info },
+	{ "Host.setMOMPolicyParameters", host_set_mom_policy_parameters },
+	{ "Host.getJobs", host_get_jobs },
+	{ "Host.hostdevListByCaps", host_hostdev_list_by_caps },
 	{ NULL, NULL },
 };

@@ -15,7 +15,7 @@ static struct host_state *state_of(struct rpc_call *c)
 }
 
 /* Host.ping (deprecated twin of ping2): nothing written → true. */
-static int host_ping(struct rpc_call *c)
+int host_ping(struct rpc_call *c)
 {
 	(void)c;
 	return 0;
@@ -29,7 +29,7 @@ static void kdmi(struct vd_writer *w, const char *k, const char *v)
 		vw_kstr(w, k, v);
 }
 
-static int host_get_hardware_info(struct rpc_call *c)
+int host_get_hardware_info(struct rpc_call *c)
 {
 	struct host_state *h = state_of(c);
 	struct host_dmi d;
@@ -134,7 +134,7 @@ void host_mom_write(struct host_state *h, struct vd_writer *w)
 	vw_end_object(w);
 }
 
-static int host_set_mom_policy_parameters(struct rpc_call *c)
+int host_set_mom_policy_parameters(struct rpc_call *c)
 {
 	struct host_state *h = state_of(c);
 	if (!h)
@@ -148,14 +148,14 @@ static int host_set_mom_policy_parameters(struct rpc_call *c)
 /* Host.getJobs: vdsmd runs no host jobs (storage work is tracked as SPM
  * tasks, Host.getAllTasksStatuses), so the honest answer is an empty map
  * whatever the filters. */
-static int host_get_jobs(struct rpc_call *c)
+int host_get_jobs(struct rpc_call *c)
 {
 	vw_begin_object(c->w);
 	vw_end_object(c->w);
 	return 0;
 }
 
-static int host_hostdev_list_by_caps(struct rpc_call *c)
+int host_hostdev_list_by_caps(struct rpc_call *c)
 {
 	struct host_state *h = state_of(c);
 	struct host_strv caps = { 0 };
@@ -194,12 +194,3 @@ static int host_hostdev_list_by_caps(struct rpc_call *c)
 		return rpc_fail(c, RPC_E_GENERAL, "%s", why);
 	return 0;
 }
-
-const struct rpc_binding host_bindings_ext[] = {
-	{ "Host.ping", host_ping },
-	{ "Host.getHardwareInfo", host_get_hardware_info },
-	{ "Host.setMOMPolicyParameters", host_set_mom_policy_parameters },
-	{ "Host.getJobs", host_get_jobs },
-	{ "Host.hostdevListByCaps", host_hostdev_list_by_caps },
-	{ NULL, NULL },
-};
