@@ -405,6 +405,77 @@ VERB_RULES = {"Host.getCapabilities": CAPS_RULES, "Host.getStats": STATS_RULES,
               "Host.getHardwareInfo": HWINFO_RULES}
 
 
+# --- the declared result types (api/, build/gen/api.json) -------------------
+
+def load_api():
+    with open(os.path.join(vt.VDSMD_BUILD, "gen", "api.json")) as f:
+        return json.load(f)
+
+
+def conforms(api, t, v, path="$"):
+    """None when v fits the type expression t of api.json, else a reason."""
+    kind = t.get("t")
+    if kind == "list":
+        if not isinstance(v, list):
+            return "%s: want an array" % path
+        for i, x in enumerate(v):
+            why = conforms(api, t["of"], x, "%s[%d]" % (path, i))
+            if why:
+                return why
+        return None
+    if kind == "map":
+        if not isinstance(v, dict):
+            return "%s: want an object" % path
+        for k, x in v.items():
+            why = conforms(api, t["of"], x, "%s.%s" % (path, k))
+            if why:
+                return why
+        return None
+    if kind == "union":
+        for alt in t["of"]:
+            if conforms(api, alt, v, path) is None:
+                return None
+        return "%s: %r fits no alternative" % (path, v)
+    name = t["name"]
+    builtin = {
+        "any": lambda x: True, "null": lambda x: x is None,
+        "boolean": lambda x: isinstance(x, bool), "string": lambda x: isinstance(x, str),
+        "uuid": lambda x: isinstance(x, str) and re.fullmatch(
+            r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", x) is not None,
+        "int": is_int, "uint": lambda x: is_int(x) and x >= 0,
+        "float": lambda x: isinstance(x, (int, float)) and not isinstance(x, bool),
+        "number": lambda x: isinstance(x, (int, float)) and not isinstance(x, bool),
+        "object": lambda x: isinstance(x, dict), "array": lambda x: isinstance(x, list),
+        "int-or-numstring": lambda x: intish(x) is None,
+        "numstring": lambda x: float_str(x) is None,
+        "float-string": lambda x: floatish(x) is None,
+    }
+    if name in builtin:
+        return None if builtin[name](v) else "%s: %r is not %s" % (path, v, name)
+    nt = api["types"][name]
+    if nt["kind"] == "enum":
+        return None if v in nt["values"] else "%s: %r not in %s" % (path, v, name)
+    if nt["kind"] == "alias":
+        return conforms(api, nt["type"], v, path)
+    if nt["kind"] == "map":
+        return conforms(api, {"t": "map", "of": nt["of"]}, v, path)
+    if not isinstance(v, dict):
+        return "%s: want an object (%s)" % (path, name)
+    for f, fd in nt["fields"].items():
+        if f not in v:
+            if fd["required"]:
+                return "%s.%s missing (%s)" % (path, f, name)
+            continue
+        why = conforms(api, fd["type"], v[f], "%s.%s" % (path, f))
+        if why:
+            return why
+    if not nt.get("open"):
+        extra = set(v) - set(nt["fields"])
+        if extra:
+            return "%s: keys not declared in %s: %s" % (path, name, sorted(extra))
+    return None
+
+
 def call_ready(c, method, params=None, timeout=10.0, **kw):
     deadline = time.monotonic() + timeout
     while True:
@@ -420,6 +491,7 @@ class EngineHostFlows(unittest.TestCase):
     def setUpClass(cls):
         with open(flows_path()) as f:
             cls.flows = json.load(f)
+        cls.api = load_api()
         cls.d = vt.Daemon()
         assert cls.d.wait_ready(), "vdsmd never became ready"
         cls.vds = cls.d.stomp()
@@ -487,6 +559,9 @@ class EngineHostFlows(unittest.TestCase):
                 seen.append(m)
                 self.check_reads(step, res)
                 self.check_step(step, res)
+                if m.startswith("Host."):
+                    decl = self.api["verbs"][m]
+                    self.assertIsNone(conforms(self.api, decl["result"], res, m))
         return seen
 
     def check_step(self, step, res):
