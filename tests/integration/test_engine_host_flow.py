@@ -22,7 +22,14 @@ import re
 import time
 import unittest
 
+import xml.etree.ElementTree as ET
+
 import vdsmtest as vt
+
+try:
+    import privlibvirt     # helper "virt": a private libvirtd with real QEMU
+except ImportError:
+    privlibvirt = None
 
 IRS_REQUESTS = "jms.topic.vdsm_irs_requests"
 
@@ -651,6 +658,50 @@ class EngineHostFlows(unittest.TestCase):
         st = os.statvfs("/tmp")
         free = st.f_bavail * st.f_frsize // 2**20
         self.assertLess(abs(int(stats["diskStats"]["/tmp"]["free"]) - free), 64)
+
+
+class LibvirtDomainCaps(unittest.TestCase):
+    """With a libvirt that has domain capabilities (a private libvirtd with
+    real QEMU), machines and CPU models come from libvirt, as VDSM reads
+    them; checked against virsh's own answers."""
+
+    def test_caps_from_libvirt(self):
+        if privlibvirt is None:
+            self.skipTest("tests/integration/privlibvirt.py (helper virt) is not on this branch")
+        lv = privlibvirt.PrivateLibvirt()
+        if lv.skip_reason:
+            self.skipTest(lv.skip_reason)
+        try:
+            virt = "kvm"
+            r = lv.virsh("domcapabilities", "--virttype", virt)
+            if r.returncode != 0:
+                virt = "qemu"
+                r = lv.virsh("domcapabilities", "--virttype", virt)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            dc = ET.fromstring(r.stdout)
+            want_models = sorted("model_" + m.text for m in
+                                 dc.findall("./cpu/mode[@name='custom']/model[@usable='yes']"))
+            caps = ET.fromstring(lv.virsh("capabilities").stdout)
+            arch = caps.find(".//guest/arch[@name='x86_64']")
+            kvm = arch.find("domain[@type='kvm']")
+            machines = set()
+            for m in (kvm if kvm is not None and kvm.findall("machine") else arch).findall("machine"):
+                machines.add(m.text)
+                if m.get("canonical"):
+                    machines.add(m.get("canonical"))
+            with vt.Daemon(libvirt_uri=lv.uri) as d:
+                self.assertTrue(d.wait_ready())
+                c = d.stomp()
+                c.connect()
+                c.subscribe(vt.RESPONSES, "s", receipt="r")
+                res = call_ready(c, "Host.getCapabilities", timeout=30)["result"]
+                c.close()
+                self.assertTrue(any("from libvirt" in l for l in d.log_lines()))
+            self.assertEqual(sorted(res["emulatedMachines"]), sorted(machines))
+            got = sorted(f for f in res["cpuFlags"].split(",") if f.startswith("model_"))
+            self.assertEqual(got, want_models)
+        finally:
+            lv.stop()
 
 
 if __name__ == "__main__":

@@ -164,16 +164,26 @@ bool host_libvirt_caps(const char *uri, const char *arch, struct host_strv *mach
 	if (!uri || !*uri)
 		return false;
 	virSetErrorFunc(NULL, quiet);
-	virConnectPtr conn = virConnectOpenReadOnly(uri);
+	/* domain capabilities need a read-write connection (libvirt's ACL
+	 * connect:write); VDSM holds one too */
+	virConnectPtr conn = virConnectOpen(uri);
+	if (!conn)
+		conn = virConnectOpenReadOnly(uri);
 	if (!conn) {
 		log_info("host: libvirt %s not reachable for domain capabilities", uri);
 		return false;
 	}
 	bool ok = false;
-	char *dc = virConnectGetDomainCapabilities(conn, NULL, arch, NULL, "kvm", 0);
-	if (!dc)
-		dc = virConnectGetDomainCapabilities(conn, NULL, arch, NULL, "qemu", 0);
+	/* KVM's view first (VDSM's); a libvirt that cannot use KVM runs
+	 * guests under TCG, whose view is then what this host can run */
+	const char *virt = "kvm";
+	char *dc = virConnectGetDomainCapabilities(conn, NULL, arch, NULL, virt, 0);
+	if (!dc) {
+		virt = "qemu";
+		dc = virConnectGetDomainCapabilities(conn, NULL, arch, NULL, virt, 0);
+	}
 	if (dc) {
+		log_info("host: CPU models and machines from libvirt %s (%s domains)", uri, virt);
 		host_parse_domcaps(dc, strlen(dc), models, features);
 		free(dc);
 		char *caps = virConnectGetCapabilities(conn);
