@@ -576,6 +576,77 @@ START_TEST(caps_bare_tree)
 }
 END_TEST
 
+/* The network provider's sections replace the empty ones, on every call
+ * (the cached encoding is bypassed while one is plugged in). */
+struct fake_net {
+	int calls;
+};
+
+static void fake_net_write(void *ctx, struct vd_writer *w)
+{
+	struct fake_net *f = ctx;
+	f->calls++;
+	static const char *const keys[] = { "nics", "bridges", "vlans", "bondings" };
+	vw_keyz(w, "networks");
+	vw_begin_object(w);
+	vw_keyz(w, "ovirtmgmt");
+	vw_begin_object(w);
+	vw_kint(w, "call", f->calls);
+	vw_end_object(w);
+	vw_end_object(w);
+	for (size_t i = 0; i < VD_ARRAY_SIZE(keys); i++) {
+		vw_keyz(w, keys[i]);
+		vw_begin_object(w);
+		vw_end_object(w);
+	}
+	vw_keyz(w, "nameservers");
+	vw_begin_array(w);
+	vw_end_array(w);
+}
+
+START_TEST(net_provider)
+{
+	struct host_topo t;
+	host_topo_read(BARE, &t);
+	struct host_caps *c = host_caps_new(BARE, &t, NULL);
+	struct fake_net f = { 0 };
+	struct host_net_provider np = { .ctx = &f, .write_caps = fake_net_write };
+	struct vd_arena a;
+	arena_init(&a, 1 << 16);
+	for (int round = 1; round <= 2; round++) {
+		struct vd_buf b = VD_BUF_INIT;
+		struct vd_writer w;
+		codec_find("yajl")->writer_init(&w, &b);
+		if (round == 2)
+			atomic_store(&c->net, &np);
+		host_caps_write(c, &w);
+		const struct vd_value *v = decode(&a, &b);
+		const struct vd_value *n = get(v, "networks", VD_OBJECT);
+		if (round == 1) {
+			ck_assert_uint_eq(n->v.obj.n, 0);
+		} else {
+			ck_assert_int_eq(get(get(n, "ovirtmgmt", VD_OBJECT), "call", VD_INT)->v.i, 1);
+			/* each key once: the empty defaults are not written too */
+			size_t count = 0;
+			for (size_t i = 0; i < v->v.obj.n; i++)
+				count += v->v.obj.members[i].klen == 8 &&
+					 memcmp(v->v.obj.members[i].key, "networks", 8) == 0;
+			ck_assert_uint_eq(count, 1);
+		}
+		buf_free(&b);
+	}
+	/* a second call asks the provider again */
+	struct vd_buf b = VD_BUF_INIT;
+	struct vd_writer w;
+	codec_find("yajl")->writer_init(&w, &b);
+	host_caps_write(c, &w);
+	ck_assert_int_eq(f.calls, 2);
+	buf_free(&b);
+	arena_free(&a);
+	host_caps_free(c);
+}
+END_TEST
+
 /* getStats' readings through the snapshot, as the handler writes them. */
 static const struct vd_value *stats_of(const char *root, struct vd_arena *a, struct vd_buf *b,
 				       struct host_state **hp)
@@ -672,6 +743,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, mom_policy);
 	tcase_add_test(tc, caps_full_tree);
 	tcase_add_test(tc, caps_bare_tree);
+	tcase_add_test(tc, net_provider);
 	tcase_add_test(tc, stats_full_tree);
 	tcase_add_test(tc, stats_bare_tree);
 	suite_add_tcase(s, tc);

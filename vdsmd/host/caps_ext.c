@@ -249,8 +249,11 @@ void host_caps_ext_gather(struct host_caps *c, const char *root, const char *lib
 {
 	struct utsname u;
 	char qarch[32] = "x86_64", mapname[16] = "x86";
-	if (uname(&u) == 0)
+	if (uname(&u) == 0) {
 		arch_names(u.machine, qarch, sizeof(qarch), mapname, sizeof(mapname));
+		/* VDSM: a PREEMPT_RT kernel says "RT" in its version string */
+		c->ext.realtime = strstr(u.version, "RT") != NULL;
+	}
 
 	c->ext.source = "none";
 	struct host_strv feats = { 0 };
@@ -434,7 +437,7 @@ void host_caps_ext_encode(const struct host_caps *c, struct vd_writer *w)
 	vw_kbool(w, "clearBitmapsEnabled", false);
 	vw_kbool(w, "cd_change_pdiv", false);
 	vw_kbool(w, "ovnConfigured", false);
-	vw_kbool(w, "realtimeKernel", false);
+	vw_kbool(w, "realtimeKernel", x->realtime);
 	vw_kstr(w, "tscFrequency", "");
 	vw_kbool(w, "tscScaling", false);
 	empty_object(w, "hooks");

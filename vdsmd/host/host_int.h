@@ -242,7 +242,7 @@ struct host_caps_ext {
 	const char *source;                /* "libvirt", "qemu" or "none" */
 	struct host_hba hba;
 	int kdump, selinux;
-	bool fips, nested, iommu, vnc_tls;
+	bool fips, nested, iommu, vnc_tls, realtime;
 	uint64_t boot_time;
 	size_t npkgs;
 	struct host_pkg pkgs[HOST_PKGS_MAX];
