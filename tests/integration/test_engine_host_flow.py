@@ -19,6 +19,7 @@ import fcntl
 import json
 import os
 import re
+import subprocess
 import time
 import unittest
 
@@ -655,6 +656,29 @@ class EngineHostFlows(unittest.TestCase):
         if ksm:
             with open("/sys/kernel/mm/ksm/run") as f:
                 self.assertEqual(stats["ksmState"], f.read().strip() == "1")
+        qemu = "/usr/bin/qemu-system-x86_64"
+        if os.uname().machine == "x86_64" and os.access(qemu, os.X_OK):
+            # the test driver has no domain capabilities: QEMU's own lists
+            out = subprocess.run([qemu, "-machine", "help"], capture_output=True, text=True).stdout
+            machines = set()
+            for line in out.splitlines()[1:]:
+                name = line.split(" ", 1)[0]
+                if name and name != "none":
+                    machines.add(name)
+                    m = re.search(r"\(alias of ([^)]+)\)", line)
+                    if m:
+                        machines.add(m.group(1))
+            self.assertEqual(sorted(caps["emulatedMachines"]), sorted(machines))
+            cpus = subprocess.run([qemu, "-cpu", "help"], capture_output=True, text=True).stdout
+            names = {l.split()[1] for l in cpus.split("Recognized")[0].splitlines()[1:]
+                     if len(l.split()) > 1}
+            models = [f[6:] for f in caps["cpuFlags"].split(",") if f.startswith("model_")]
+            self.assertTrue(models)
+            for m in models:
+                self.assertIn(m, names)
+                self.assertTrue(os.path.exists("/usr/share/libvirt/cpu_map/x86_%s.xml" % m), m)
+        else:
+            print("test_4_this_machine: SKIPPED the QEMU part (no qemu-system-x86_64)")
         st = os.statvfs("/tmp")
         free = st.f_bavail * st.f_frsize // 2**20
         self.assertLess(abs(int(stats["diskStats"]["/tmp"]["free"]) - free), 64)
