@@ -167,13 +167,13 @@ void host_hba_read(const char *root, struct host_hba *h)
 			continue;
 		struct host_fc_hba *f = &h->fc[h->nfc];
 		memset(f, 0, sizeof(*f));
-		snprintf(f->host, sizeof(f->host), "%s", n);
-		char rel[160];
-		snprintf(rel, sizeof(rel), "/sys/class/fc_host/%s/port_name", n);
+		snprintf(f->host, sizeof(f->host), "%.31s", n);
+		char rel[256];
+		snprintf(rel, sizeof(rel), "/sys/class/fc_host/%.31s/port_name", n);
 		if (!line_of(root, rel, f->wwpn, sizeof(f->wwpn)))
 			continue;       /* VDSM needs the port name */
 		strip_0x(f->wwpn);
-		snprintf(rel, sizeof(rel), "/sys/class/fc_host/%s/node_name", n);
+		snprintf(rel, sizeof(rel), "/sys/class/fc_host/%.31s/node_name", n);
 		if (line_of(root, rel, f->wwnn, sizeof(f->wwnn)))
 			strip_0x(f->wwnn);
 		/* model: the SCSI host's attributes, under the names the drivers
@@ -184,11 +184,11 @@ void host_hba_read(const char *root, struct host_hba *h)
 		snprintf(f->model_desc, sizeof(f->model_desc), "Unknown");
 		for (size_t i = 0; i < VD_ARRAY_SIZE(names); i++) {
 			char m[128], dsc[256];
-			snprintf(rel, sizeof(rel), "/sys/class/fc_host/%s/device/scsi_host/%s/%s",
+			snprintf(rel, sizeof(rel), "/sys/class/fc_host/%.31s/device/scsi_host/%.31s/%s",
 				 n, n, names[i]);
 			if (!line_of(root, rel, m, sizeof(m)))
 				continue;
-			snprintf(rel, sizeof(rel), "/sys/class/fc_host/%s/device/scsi_host/%s/%s",
+			snprintf(rel, sizeof(rel), "/sys/class/fc_host/%.31s/device/scsi_host/%.31s/%s",
 				 n, n, descs[i]);
 			if (!line_of(root, rel, dsc, sizeof(dsc)))
 				dsc[0] = '\0';
