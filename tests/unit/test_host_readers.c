@@ -549,6 +549,23 @@ START_TEST(caps_full_tree)
 }
 END_TEST
 
+START_TEST(spec_ctrl_from_ibrs)
+{
+	struct host_topo t;
+	host_topo_read(BARE, &t);
+	struct host_caps *c = host_caps_new(BARE, &t, NULL);
+	ck_assert_str_eq(c->cpu_flags_csv, "fpu");
+	host_caps_spec_ctrl(c);                         /* no models: unchanged */
+	ck_assert_str_eq(c->cpu_flags_csv, "fpu");
+	host_strv_add(&c->ext.models, "model_Haswell-IBRS", 18);
+	host_caps_spec_ctrl(c);
+	ck_assert_str_eq(c->cpu_flags_csv, "fpu,spec_ctrl");
+	host_caps_spec_ctrl(c);                         /* once */
+	ck_assert_str_eq(c->cpu_flags_csv, "fpu,spec_ctrl");
+	host_caps_free(c);
+}
+END_TEST
+
 START_TEST(caps_bare_tree)
 {
 	struct vd_arena a;
@@ -743,6 +760,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, mom_policy);
 	tcase_add_test(tc, caps_full_tree);
 	tcase_add_test(tc, caps_bare_tree);
+	tcase_add_test(tc, spec_ctrl_from_ibrs);
 	tcase_add_test(tc, net_provider);
 	tcase_add_test(tc, stats_full_tree);
 	tcase_add_test(tc, stats_bare_tree);

@@ -245,6 +245,28 @@ static bool iommu(const char *root)
 	return any;
 }
 
+void host_caps_spec_ctrl(struct host_caps *c)
+{
+	/* VDSM: a usable "-IBRS" model means the CPU has spec_ctrl, which the
+	 * engine's IBRS CPU types require (cpuinfo may not list it) */
+	bool ibrs = false;
+	for (size_t i = 0; i < c->ext.models.n && !ibrs; i++) {
+		size_t n = strlen(c->ext.models.v[i]);
+		ibrs = n > 5 && strcmp(c->ext.models.v[i] + n - 5, "-IBRS") == 0;
+	}
+	if (!ibrs)
+		return;
+	const char *f = c->cpu_flags_csv ? c->cpu_flags_csv : "";
+	for (const char *p = f; (p = strstr(p, "spec_ctrl")) != NULL; p += 9)
+		if ((p == f || p[-1] == ',') && (p[9] == ',' || p[9] == '\0'))
+			return;
+	struct vd_buf b = VD_BUF_INIT;
+	buf_printf(&b, "%s%sspec_ctrl", f, *f ? "," : "");
+	buf_putc(&b, '\0');
+	free(c->cpu_flags_csv);
+	c->cpu_flags_csv = b.data;
+}
+
 void host_caps_ext_gather(struct host_caps *c, const char *root, const char *libvirt_uri)
 {
 	struct utsname u;
@@ -285,6 +307,7 @@ void host_caps_ext_gather(struct host_caps *c, const char *root, const char *lib
 		qemu_models(c, root, qarch, mapname);
 	}
 	host_strv_free(&feats);
+	host_caps_spec_ctrl(c);
 	log_info("host: %zu emulated machines and %zu usable CPU models (from %s)",
 		 c->ext.machines.n, c->ext.models.n, c->ext.source);
 

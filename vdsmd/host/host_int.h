@@ -283,6 +283,8 @@ struct host_caps *host_caps_new(const char *root, const struct host_topo *topo,
 /* (caps_ext.c) Fill c->ext and the per-node huge pages; free c->ext. */
 void host_caps_ext_gather(struct host_caps *c, const char *root, const char *libvirt_uri);
 void host_caps_ext_free(struct host_caps *c);
+/* Add spec_ctrl to the CPU flags when a usable model ends in -IBRS (VDSM). */
+void host_caps_spec_ctrl(struct host_caps *c);
 /* (caps_ext.c) Write the keys of c->ext into the open capabilities object. */
 void host_caps_ext_encode(const struct host_caps *c, struct vd_writer *w);
 /* The vdsm package version/release vdsmd reports (README: "Versions"). */
