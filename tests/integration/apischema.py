@@ -30,19 +30,6 @@ import re
 # regression.  tests/integration/test_api_schema.py fails on an entry that
 # names a type or key the schema does not have.
 KNOWN_GAPS = {
-    # host (vdsmd/host): Host.getCapabilities
-    ("VdsmCapabilities", k) for k in (
-        "HBAInventory", "ISCSIInitiatorName", "additionalFeatures", "bondings", "bridges",
-        "cpuTopology", "emulatedMachines", "guestOverhead", "hostdevPassthrough",
-        "kdumpStatus", "lastClientIface", "nameservers", "networks", "nics", "reservedMem",
-        "rngSources", "selinux", "supportsIPv6", "vdsmToCpusAffinity", "vlans",
-        "vncEncrypted")
-} | {
-    ("VdsmCapabilities", "hostname"),  # extra: sent, not in VDSM's type
-    ("NumaNode", "hugepages"),
-    # host: Host.getStats
-    ("HostStats", "ksmMergeAcrossNodes"), ("HostStats", "diskStats"),
-    ("NumaNodeMemoryStats", "hugepages"),
     # virt (vdsmd/virt): VM stats and definitions
     ("RunningVmStats", "cpuActual"), ("RunningVmStats", "displayPort"),
     ("RunningVmStats", "guestCPUCount"), ("RunningVmStats", "guestFQDN"),
