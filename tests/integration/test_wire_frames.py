@@ -173,7 +173,7 @@ class LifecycleReplies(unittest.TestCase):
                             break
                         msg = json.loads(f[2])
                         if msg.get("id") == i:
-                            self.assertIs(msg.get("result"), True, msg)
+                            self.assertIn("result", msg, msg)
                             order.append("reply")
                         elif msg.get("method") == "|virt|VM_status|" + self.VM:
                             order.append(msg["params"][self.VM]["status"])
