@@ -102,6 +102,12 @@ net_bench() {
 net_bench
 # --- end net ---
 
+# --- wire ---
+# One frame per write (PROTOCOL.md 2) against the old batching
+# (stomp_batch_writes), plaintext and TLS, 16x8 and 1x1: bench/wire.sh.
+BUILD="$BUILD" sh bench/wire.sh || rc=1
+# --- end wire ---
+
 # --- client ---
 # vdsm-client startup: wall time of a whole `vdsm-client --insecure Host ping2`
 # process (fork+exec, connect, STOMP, reply, exit) against a running vdsmd

@@ -165,8 +165,12 @@ void conn_want_write(struct vd_conn *c, bool want_write)
  * several of at most 16 KiB for a bigger frame, none shared). */
 static long write_some(struct vd_conn *c, const char *p, size_t n)
 {
-	if (c->ssl)
-		return tls_write(c, p, n);
+	if (c->ssl) {
+		/* 0 from SSL_write: the peer is gone (EPIPE, close_notify); it is
+		 * no progress to retry (that would spin), close instead. */
+		long w = tls_write(c, p, n);
+		return w == 0 ? VD_EIO : w;
+	}
 	long w = write(c->fd, p, n);
 	if (w < 0)
 		w = (errno == EAGAIN || errno == EWOULDBLOCK) ? VD_AGAIN

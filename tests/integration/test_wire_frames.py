@@ -118,6 +118,30 @@ class ManyCalls(unittest.TestCase):
         self.run_calls(True)
 
 
+class PeerGone(unittest.TestCase):
+    """A TLS client that sends many requests and leaves without reading:
+    the frame writes after it is gone fail (EPIPE) and close the
+    connection; the daemon keeps serving (a 0 from SSL_write once made the
+    write loop spin)."""
+
+    def test_tls_client_leaves_mid_output(self):
+        with vt.Daemon(tls=True, pki=PKI) as d:
+            for _ in range(3):
+                s = vt.tls_connect(d.host, d.port, PKI)
+                s.sendall(vt.frame("CONNECT", [("accept-version", "1.2"), ("host", "x")],
+                                   content_length=False) +
+                          vt.frame("SUBSCRIBE", [("destination", vt.RESPONSES), ("id", "r")]) +
+                          b"".join(libclient.LibraryClient.request("Host.ping2", {}, i)
+                                   for i in range(300)))
+                s.close()  # unread replies: the kernel answers with a reset
+            time.sleep(0.5)
+            c = vt.Conn(vt.tls_connect(d.host, d.port, PKI))
+            c.connect()
+            c.subscribe(vt.RESPONSES, "r")
+            self.assertIs(c.call("Host.ping2", timeout=5).get("result"), True)
+            c.close()
+
+
 class LifecycleReplies(unittest.TestCase):
     """The engine's one connection subscribes to replies and events: the
     reply of a lifecycle verb comes first and is not held back behind the
