@@ -15,6 +15,8 @@ struct vd_server;
 struct host_state;
 struct virt_state;
 struct storage_state;
+struct net_state;
+struct vd_writer;
 struct vd_broker;
 
 struct vdsmd {
@@ -32,6 +34,13 @@ struct vdsmd {
 	uint64_t start_ms;             /* vd_now_ms() at startup */
 	unsigned ready_mask;           /* subsystems that reported ready (atomic ops) */
 	struct vd_broker *broker;      /* broker mode (vdsmd/broker.h), NULL when off */
+	struct net_state *net;         /* vdsmd/net */
+	/* Small interfaces between backends, set by the one that provides them
+	 * (NULL: not provided).  Set by net_init, used by host/: */
+	void (*confirm_connectivity)(struct vdsmd *d);  /* Host.confirmConnectivity */
+	/* Host.getCapabilities' network sections ("networks", "bridges", "nics",
+	 * "vlans", "bondings": keys and values) into the open caps object. */
+	void (*caps_network)(struct vdsmd *d, struct vd_writer *w);
 };
 
 /* Called by subsystems when their first sample exists; the engine becomes

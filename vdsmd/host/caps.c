@@ -331,6 +331,12 @@ static void int_array(struct vd_writer *w, const unsigned *v, size_t n)
 void host_caps_encode(const struct host_caps *c, struct vd_writer *w)
 {
 	vw_begin_object(w);
+	host_caps_fields(c, w);
+	vw_end_object(w);
+}
+
+void host_caps_fields(const struct host_caps *c, struct vd_writer *w)
+{
 	vw_kstr(w, "cpuModel", c->cpu.model);
 	vw_kstrf(w, "cpuCores", "%u", c->cpu.cores);
 	vw_kstrf(w, "cpuSockets", "%u", c->cpu.sockets);
@@ -397,5 +403,4 @@ void host_caps_encode(const struct host_caps *c, struct vd_writer *w)
 	for (size_t i = 0; i < c->nhuge; i++)
 		vw_uint(w, c->huge_kb[i]);
 	vw_end_array(w);
-	vw_end_object(w);
 }

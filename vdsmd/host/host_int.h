@@ -243,6 +243,9 @@ void host_caps_free(struct host_caps *c);
 void host_caps_write(struct host_caps *c, struct vd_writer *w);
 /* Write the object field by field (used to build the cached encoding). */
 void host_caps_encode(const struct host_caps *c, struct vd_writer *w);
+/* The same members without the enclosing object (for callers that add the
+ * network sections, d->caps_network). */
+void host_caps_fields(const struct host_caps *c, struct vd_writer *w);
 /* (verbs.c) An object key that is the decimal text of v ("0", "17"). */
 void host_key_u(struct vd_writer *w, unsigned v);
 

@@ -1,0 +1,380 @@
+/* vdsmd/net/net.c - the network backend's state: the running and safe confs,
+ * their files, restore at startup, the transaction (apply, roll back, wait
+ * for the connectivity confirmation) and the link monitor that publishes
+ * |net|host_conn|no_id.  Verb handlers are in verbs.c. */
+#include "net_priv.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../../common/log.h"
+#include "../../rpc/event.h"
+
+/* ---- files ------------------------------------------------------------------ */
+
+static void read_bootid(char *out, size_t outlen)
+{
+	out[0] = '\0';
+	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
+	if (!f)
+		return;
+	if (fgets(out, (int)outlen, f))
+		out[strcspn(out, "\n")] = '\0';
+	fclose(f);
+}
+
+static int mkdir_p(const char *dir)
+{
+	char p[PATH_MAX];
+	snprintf(p, sizeof(p), "%s", dir);
+	for (char *s = p + 1; *s; s++)
+		if (*s == '/') {
+			*s = '\0';
+			if (mkdir(p, 0755) < 0 && errno != EEXIST)
+				return VD_EIO;
+			*s = '/';
+		}
+	return mkdir(p, 0755) < 0 && errno != EEXIST ? VD_EIO : 0;
+}
+
+/* tmp, fsync, rename, fsync dir: a reader sees the old file or the new one. */
+int net_file_write(const char *dir, const char *name, const struct vd_buf *b)
+{
+	char tmp[PATH_MAX], path[PATH_MAX];
+	if (mkdir_p(dir))
+		return VD_EIO;
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	snprintf(tmp, sizeof(tmp), "%s/.%s.tmp", dir, name);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return VD_EIO;
+	size_t off = 0;
+	while (off < b->len) {
+		ssize_t w = write(fd, b->data + off, b->len - off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			close(fd);
+			unlink(tmp);
+			return VD_EIO;
+		}
+		off += (size_t)w;
+	}
+	if (fsync(fd) < 0 || close(fd) < 0 || rename(tmp, path) < 0) {
+		unlink(tmp);
+		return VD_EIO;
+	}
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd >= 0) {
+		fsync(dfd);
+		close(dfd);
+	}
+	return 0;
+}
+
+/* Serialized conf (JSON through the yajl/fallback codec). */
+void net_conf_encode(const struct net_conf *c, const char *bootid, struct vd_buf *out)
+{
+	const struct vd_codec *k = codec_find("yajl");
+	if (!k)
+		k = codec_find("fallback");
+	struct vd_writer w;
+	k->writer_init(&w, out);
+	net_conf_write(c, bootid, &w);
+}
+
+/* 0 and *c filled; VD_ENOENT when the file does not exist; VD_EPROTO when it
+ * is unreadable (logged). */
+int net_file_read(const char *dir, const char *name, struct net_conf *c, char *bootid,
+		  size_t bootidlen)
+{
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? VD_ENOENT : VD_EIO;
+	struct vd_buf b = VD_BUF_INIT;
+	int rc = 0;
+	for (;;) {
+		buf_reserve(&b, 65536);
+		ssize_t n = read(fd, b.data + b.len, b.cap - b.len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			rc = VD_EIO;
+			break;
+		}
+		if (n == 0)
+			break;
+		b.len += (size_t)n;
+		if (b.len > (4u << 20)) {
+			rc = VD_ETOOBIG;
+			break;
+		}
+	}
+	close(fd);
+	if (rc == 0) {
+		struct vd_arena a;
+		arena_init(&a, 16384);
+		struct vd_limits lim = VD_LIMITS_DEFAULT;
+		struct vd_value *v = NULL;
+		struct vd_codec_error ce;
+		struct net_err e = { 0 };
+		const struct vd_codec *k = codec_find("yajl");
+		if (!k)
+			k = codec_find("fallback");
+		if (k->decode(&a, b.data, b.len, &lim, &v, &ce) < 0) {
+			log_error("net: %s: not JSON at byte %zu: %s", path, ce.offset, ce.reason);
+			rc = VD_EPROTO;
+		} else if (net_conf_read(v, c, bootid, bootidlen, &e) < 0) {
+			log_error("net: %s: %s", path, e.msg);
+			rc = VD_EPROTO;
+		}
+		arena_free(&a);
+	}
+	buf_free(&b);
+	return rc;
+}
+
+int net_persist(struct net_state *ns, const char *name, const struct net_conf *c)
+{
+	struct vd_buf b = VD_BUF_INIT;
+	net_conf_encode(c, ns->bootid, &b);
+	int rc = net_file_write(ns->dir, name, &b);
+	buf_free(&b);
+	if (rc)
+		log_error("net: cannot write %s/%s: %s", ns->dir, name, strerror(errno));
+	return rc;
+}
+
+bool net_conf_same(const struct net_conf *a, const struct net_conf *b)
+{
+	struct vd_buf x = VD_BUF_INIT, y = VD_BUF_INIT;
+	net_conf_encode(a, NULL, &x);
+	net_conf_encode(b, NULL, &y);
+	bool same = x.len == y.len && memcmp(x.data, y.data, x.len) == 0;
+	buf_free(&x);
+	buf_free(&y);
+	return same;
+}
+
+/* ---- events ------------------------------------------------------------------- */
+
+void net_notify_host_conn(struct net_state *ns)
+{
+	struct event_bus *bus = ns->d ? ns->d->bus : NULL;
+	if (!bus || !event_bus_enabled(bus))
+		return;
+	struct rpc_event ev;
+	rpc_event_begin(&ev, bus, "|net|host_conn|no_id");
+	rpc_event_publish(bus, &ev);
+}
+
+/* What the engine watches of the managed networks: the state and addresses
+ * of each network's device.  A change publishes |net|host_conn|no_id. */
+static uint64_t fingerprint(struct net_state *ns)
+{
+	struct net_snap s;
+	if (net_snap_read(&s))
+		return 0;
+	uint64_t h = 1469598103934665603ull;
+	pthread_mutex_lock(&ns->lock);
+	for (unsigned i = 0; i < ns->running->nnets; i++) {
+		char top[NET_IFNAME];
+		net_net_top(&ns->running->nets[i], top);
+		const struct net_dev *d = net_snap_dev(&s, top);
+		char line[64 + NET_MAX_ADDRS * NET_IP_STR];
+		int n = snprintf(line, sizeof(line), "%s|%s|%d|", top, d ? d->operstate : "-",
+				 d ? d->up : -1);
+		for (unsigned j = 0; d && j < d->naddrs && n > 0 && (size_t)n < sizeof(line); j++)
+			n += snprintf(line + n, sizeof(line) - (size_t)n, "%s/%u,", d->addrs[j].addr,
+				      d->addrs[j].prefix);
+		for (int j = 0; j < n && (size_t)j < sizeof(line); j++)
+			h = (h ^ (unsigned char)line[j]) * 1099511628211ull;
+	}
+	pthread_mutex_unlock(&ns->lock);
+	net_snap_free(&s);
+	return h;
+}
+
+static void on_monitor(struct ev_loop *loop, ev_io *io, int revents)
+{
+	(void)loop;
+	(void)revents;
+	struct net_state *ns = io->data;
+	net_mon_drain(ns->mon);
+	uint64_t f = fingerprint(ns);
+	if (f != ns->fingerprint) {
+		ns->fingerprint = f;
+		log_info("net: management links changed, notifying");
+		net_notify_host_conn(ns);
+	}
+}
+
+/* ---- transaction ---------------------------------------------------------------- */
+
+void net_confirm(struct vdsmd *d)
+{
+	struct net_state *ns = d ? d->net : NULL;
+	if (!ns)
+		return;
+	pthread_mutex_lock(&ns->lock);
+	ns->confirm_ms = vd_now_ms();
+	pthread_cond_broadcast(&ns->cond);
+	pthread_mutex_unlock(&ns->lock);
+}
+
+static void confirm_hook(struct vdsmd *d)
+{
+	net_confirm(d);
+}
+
+bool net_wait_confirm(struct net_state *ns, uint64_t since_ms, unsigned timeout_s)
+{
+	struct timespec until;
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_sec += timeout_s;
+	bool seen = false;
+	pthread_mutex_lock(&ns->lock);
+	while (!(seen = ns->confirm_ms > since_ms) && !ns->stopping)
+		if (pthread_cond_timedwait(&ns->cond, &ns->lock, &until) == ETIMEDOUT) {
+			seen = ns->confirm_ms > since_ms;
+			break;
+		}
+	pthread_mutex_unlock(&ns->lock);
+	return seen;
+}
+
+/* from -> to; on failure back to `from` (to's baselines make that exact). */
+int net_transition(struct net_state *ns, const struct net_conf *from, struct net_conf *to,
+		   struct net_err *e)
+{
+	(void)ns;
+	if (net_apply(from, to, e) == 0)
+		return 0;
+	struct net_err e2 = { 0 };
+	struct net_conf *back = xmalloc(sizeof(*back));
+	*back = *from;
+	if (net_apply(to, back, &e2))
+		log_error("net: rollback incomplete: %s", e2.msg);
+	else
+		log_info("net: rolled back after: %s", e->msg);
+	free(back);
+	return VD_EIO;
+}
+
+/* ---- init ------------------------------------------------------------------------ */
+
+static void restore(struct net_state *ns)
+{
+	struct net_conf *empty = xcalloc(1, sizeof(*empty));
+	struct net_conf *run = xcalloc(1, sizeof(*run));
+	char run_boot[64] = "";
+	int rs = net_file_read(ns->dir, "safe.json", ns->safe, NULL, 0);
+	int rr = net_file_read(ns->dir, "running.json", run, run_boot, sizeof(run_boot));
+	if (rs && rs != VD_ENOENT)
+		log_error("net: safe configuration unreadable: managing nothing until "
+			  "setSafeNetworkConfig");
+	const struct net_conf *from = run;
+	if (rr || strcmp(run_boot, ns->bootid) != 0)
+		from = empty;  /* fresh links (reboot) or nothing known: build the safe conf */
+	if (rr == 0 && from == run && net_conf_same(run, ns->safe)) {
+		*ns->running = *run;
+	} else if (rr == VD_ENOENT && rs == VD_ENOENT) {
+		memset(ns->running, 0, sizeof(*ns->running));
+	} else {
+		struct net_err e = { 0 };
+		struct net_conf *to = xmalloc(sizeof(*to));
+		*to = *ns->safe;
+		log_info("net: %s: restoring the safe network configuration (%u networks, "
+			 "%u bonds)", from == run ? "configuration applied but never made safe"
+			 : "links not configured since boot", to->nnets, to->nbonds);
+		if (net_transition(ns, from, to, &e) == 0) {
+			*ns->running = *to;
+			*ns->safe = *to;
+		} else {
+			log_error("net: cannot restore the safe configuration: %s", e.msg);
+			*ns->running = *from;
+		}
+		free(to);
+	}
+	net_persist(ns, "running.json", ns->running);
+	free(run);
+	free(empty);
+}
+
+int net_init(struct vdsmd *d)
+{
+	struct net_state *ns = xcalloc(1, sizeof(*ns));
+	ns->d = d;
+	ns->running = xcalloc(1, sizeof(*ns->running));
+	ns->safe = xcalloc(1, sizeof(*ns->safe));
+	pthread_mutex_init(&ns->lock, NULL);
+	pthread_mutex_init(&ns->setup_lock, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&ns->cond, &ca);
+	pthread_condattr_destroy(&ca);
+	snprintf(ns->dir, sizeof(ns->dir), "%s",
+		 d->cfg.net_state_dir && d->cfg.net_state_dir[0] ? d->cfg.net_state_dir
+								   : "/var/lib/vdsmd/netconf");
+	read_bootid(ns->bootid, sizeof(ns->bootid));
+	d->net = ns;
+	struct stat st;
+	if (stat(ns->dir, &st) == 0)
+		restore(ns);
+	int fd = net_mon_open(&ns->mon);
+	if (fd >= 0 && d->loop) {
+		ns->fingerprint = fingerprint(ns);
+		ev_io_init(&ns->mon_io, on_monitor, fd, EV_READ);
+		ns->mon_io.data = ns;
+		ev_io_start(d->loop, &ns->mon_io);
+	} else {
+		log_warn("net: cannot watch links (no |net|host_conn| events)");
+	}
+	d->confirm_connectivity = confirm_hook;
+	d->caps_network = net_caps_write;
+	log_info("net: state in %s, %u networks, %u bonds managed", ns->dir,
+		 ns->running->nnets, ns->running->nbonds);
+	return 0;
+}
+
+void net_stop(struct vdsmd *d)
+{
+	struct net_state *ns = d->net;
+	if (!ns)
+		return;
+	pthread_mutex_lock(&ns->lock);
+	ns->stopping = true;
+	pthread_cond_broadcast(&ns->cond);
+	pthread_mutex_unlock(&ns->lock);
+}
+
+void net_fini(struct vdsmd *d)
+{
+	struct net_state *ns = d->net;
+	if (!ns)
+		return;
+	if (ns->mon) {
+		if (d->loop)
+			ev_io_stop(d->loop, &ns->mon_io);
+		net_mon_close(ns->mon);
+	}
+	d->confirm_connectivity = NULL;
+	d->caps_network = NULL;
+	pthread_cond_destroy(&ns->cond);
+	pthread_mutex_destroy(&ns->lock);
+	pthread_mutex_destroy(&ns->setup_lock);
+	free(ns->running);
+	free(ns->safe);
+	free(ns);
+	d->net = NULL;
+}
