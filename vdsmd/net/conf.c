@@ -424,7 +424,12 @@ int net_parse_bond(const char *name, size_t nlen, const struct vd_value *a,
 			return net_fail(e, NET_E_BONDING, "bond %s: options too long", b->name);
 		rl += (size_t)n;
 	}
-	snprintf(b->options, sizeof(b->options), "mode=%s%s", mode, rest);
+	size_t ml = strlen(mode);
+	if (5 + ml + rl >= sizeof(b->options))
+		return net_fail(e, NET_E_BONDING, "bond %s: options too long", b->name);
+	memcpy(b->options, "mode=", 5);
+	memcpy(b->options + 5, mode, ml);
+	memcpy(b->options + 5 + ml, rest, rl + 1);
 	return 0;
 }
 
