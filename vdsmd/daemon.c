@@ -77,11 +77,6 @@ static int build_engine(struct vdsmd *d, char *why, size_t whylen)
 			snprintf(why, whylen, "cannot declare verb family %zu", i);
 			return VD_EINVAL;
 		}
-	/* vdsmd/net's verbs, declared by the backend until api/ (issue 12) holds them */
-	if (rpc_engine_declare(d->rpc, net_decls) < 0) {
-		snprintf(why, whylen, "cannot declare the network verbs");
-		return VD_EINVAL;
-	}
 	if (rpc_engine_bind(d->rpc, host_bindings, d) < 0 ||
 	    rpc_engine_bind(d->rpc, virt_bindings, d) < 0 ||
 	    rpc_engine_bind(d->rpc, storage_bindings, d) < 0 ||

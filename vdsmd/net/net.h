@@ -45,9 +45,8 @@ void net_caps_write(struct vdsmd *d, struct vd_writer *w);
 /* Host.confirmConnectivity: wakes a setupNetworks waiting for it. */
 void net_confirm(struct vdsmd *d);
 
-/* Handlers (app = the struct vdsmd). */
+/* Handlers (app = the struct vdsmd); the verbs are declared in api/Host.yaml
+ * (backend: net). */
 extern const struct rpc_binding net_bindings[];
-/* Declarations of the verbs above until the api/ schema lands (issue 12). */
-extern const struct rpc_verb_decl net_decls[];
 
 #endif
