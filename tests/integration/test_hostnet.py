@@ -72,6 +72,58 @@ def ip(*args, ns=None, check=True):
     return r.stdout
 
 
+def _api():
+    path = os.path.join(vt.VDSMD_BUILD, "gen", "api.json")
+    with open(path) as f:
+        return json.load(f)
+
+
+def conforms(value, texpr, api, where="result"):
+    """Check value against a type expression of build/gen/api.json (the
+    api/ schema); raises AssertionError naming the path."""
+    t = texpr["t"]
+    if t == "list":
+        assert isinstance(value, list), "%s: not a list" % where
+        for i, v in enumerate(value):
+            conforms(v, texpr["of"], api, "%s[%d]" % (where, i))
+        return
+    if t == "map":
+        assert isinstance(value, dict), "%s: not an object" % where
+        for k, v in value.items():
+            conforms(v, texpr["of"], api, "%s.%s" % (where, k))
+        return
+    if t == "union":
+        errs = []
+        for alt in texpr["of"]:
+            try:
+                return conforms(value, alt, api, where)
+            except AssertionError as e:
+                errs.append(str(e))
+        raise AssertionError("; ".join(errs))
+    name = texpr["name"]
+    simple = {"string": str, "boolean": bool, "object": dict, "array": list}
+    if name in simple:
+        assert isinstance(value, simple[name]), "%s: not %s: %r" % (where, name, value)
+    elif name in ("int", "uint"):
+        assert isinstance(value, int) and not isinstance(value, bool), "%s: not int" % where
+    elif name == "numstring":
+        assert isinstance(value, str) and value.isdigit(), "%s: not numstring" % where
+    elif name in api["types"]:
+        ty = api["types"][name]
+        if ty["kind"] == "object":
+            assert isinstance(value, dict), "%s: not an object" % where
+            for fname, f in ty.get("fields", {}).items():
+                if fname in value:
+                    conforms(value[fname], f["type"], api, where + "." + fname)
+                else:
+                    assert not f["required"], "%s: %s missing" % (where, fname)
+            if not ty.get("open"):
+                extra = set(value) - set(ty.get("fields", {}))
+                assert not extra, "%s: unexpected keys %s" % (where, sorted(extra))
+        elif ty["kind"] == "map":
+            conforms(value, {"t": "map", "of": ty["of"]}, api, where)
+
+
 def setns(path):
     fd = os.open(path, os.O_RDONLY)
     try:
@@ -157,7 +209,10 @@ class HostNet(unittest.TestCase):
                                                 "options": options or {}}, timeout)
 
     def netcaps(self):
-        return self.ok("Host.getNetworkCapabilities")
+        r = self.ok("Host.getNetworkCapabilities")
+        api = _api()
+        conforms(r, api["verbs"]["Host.getNetworkCapabilities"]["result"], api)
+        return r
 
     def link(self, name):
         out = ip("-j", "-d", "link", "show", name, ns=self.hns, check=False)
@@ -213,6 +268,8 @@ class HostNet(unittest.TestCase):
         self.assertEqual(full["networks"]["blue"]["iface"], "blue")
         self.assertIn("blue", full["bridges"])
         stats = self.ok("Host.getNetworkStatistics")
+        api = _api()
+        conforms(stats, api["verbs"]["Host.getNetworkStatistics"]["result"], api)
         self.assertIn("blue", stats["network"])
         self.assertIsInstance(stats["network"]["eth1"]["rx"], str)
         # |net|host_conn|no_id tells the engine to refresh capabilities
