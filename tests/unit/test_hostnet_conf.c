@@ -125,6 +125,11 @@ START_TEST(errors_by_cause)
 		{ "{\"blue\":{\"remove\":true}}", "{}", NET_E_BRIDGE },
 		{ "{}", "{\"bond0\":{\"remove\":true}}", NET_E_BONDING },
 		{ "[]", "{}", NET_E_PARAMS },
+		{ "{\"blue\":{\"nic\":\"eth1\",\"frobnicate\":1}}", "{}", NET_E_PARAMS },
+		{ "{\"blue\":{\"nic\":\"eth1\",\"nameservers\":[\"192.0.2.53\"]}}", "{}", NET_E_PARAMS },
+		{ "{\"blue\":{\"nic\":\"eth1\",\"custom\":{\"a\":\"b\"}}}", "{}", NET_E_PARAMS },
+		{ "{}", "{\"bond0\":{\"nics\":[\"eth1\"],\"hwaddr\":\"02:00:00:00:00:01\"}}", NET_E_PARAMS },
+		{ "{}", "{\"bond0\":{\"nics\":[\"eth1\"],\"switch\":\"ovs\"}}", NET_E_PARAMS },
 	};
 	for (size_t i = 0; i < VD_ARRAY_SIZE(t); i++) {
 		int got = req(&empty, t[i].nets, t[i].bonds, &c, &e);
@@ -132,6 +137,10 @@ START_TEST(errors_by_cause)
 			      t[i].code);
 		ck_assert(e.msg[0]);
 	}
+	/* empty nameservers / custom, as the engine may send them, are fine */
+	ck_assert_int_eq(req(&empty, "{\"blue\":{\"nic\":\"eth1\",\"nameservers\":[],"
+			     "\"custom\":{},\"blockingdhcp\":\"true\",\"switch\":\"legacy\"}}", "{}", &c,
+			     &e), 0);
 	/* two networks on one nic: one untagged + tagged ones are fine */
 	ck_assert_int_eq(req(&empty, "{\"blue\":{\"nic\":\"eth1\"},\"red\":{\"nic\":\"eth1\","
 			     "\"vlan\":3}}", "{}", &c, &e), 0);

@@ -227,10 +227,36 @@ static int mask_prefix(const char *s)
 	return p;
 }
 
-/* Attributes vdsmd does not implement: refused, never silently dropped. */
-static const char *const unsupported_net_attrs[] = {
-	"hostQos", "qosInbound", "qosOutbound", "nameservers_ovs", NULL
+/* The attributes vdsmd implements; any other is refused (code 21) naming
+ * it, never silently dropped.  "nameservers" and "custom" are accepted only
+ * empty; hostQos, OVS, dhcpv6 and ipv6autoconf are refused below. */
+static const char *const known_net_attrs[] = {
+	"nic", "bonding", "vlan", "bridged", "stp", "STP", "mtu", "bootproto", "ipaddr",
+	"netmask", "prefix", "gateway", "defaultRoute", "ipv6addr", "ipv6gateway", "dhcpv6",
+	"ipv6autoconf", "switch", "remove", "nameservers", "custom", "blockingdhcp", NULL
 };
+
+static bool empty_or_absent(const struct vd_value *v)
+{
+	return !v || v->type == VD_NULL || (v->type == VD_ARRAY && v->v.arr.n == 0) ||
+	       (v->type == VD_OBJECT && v->v.obj.n == 0) ||
+	       (v->type == VD_STRING && v->v.s.len == 0);
+}
+
+static int check_keys(const struct vd_value *a, const char *const *known, const char *what,
+		      const char *name, struct net_err *e)
+{
+	for (size_t i = 0; i < a->v.obj.n; i++) {
+		const struct vd_member *m = &a->v.obj.members[i];
+		bool ok = false;
+		for (const char *const *k = known; *k && !ok; k++)
+			ok = strlen(*k) == m->klen && memcmp(*k, m->key, m->klen) == 0;
+		if (!ok)
+			return net_fail(e, NET_E_PARAMS, "%s %s: attribute \"%.*s\" is not supported "
+					"by vdsmd", what, name, (int)VD_MIN(m->klen, 40), m->key);
+	}
+	return 0;
+}
 
 int net_parse_net(const char *name, size_t nlen, const struct vd_value *a,
 		  struct net_net *n, struct net_err *e)
@@ -243,10 +269,14 @@ int net_parse_net(const char *name, size_t nlen, const struct vd_value *a,
 	memcpy(n->name, name, nlen);
 	if (!a || a->type != VD_OBJECT)
 		return net_fail(e, NET_E_PARAMS, "network %s: attributes must be an object", n->name);
-	for (const char *const *u = unsupported_net_attrs; *u; u++)
-		if (vd_obj_get(a, *u))
-			return net_fail(e, NET_E_PARAMS, "network %s: %s is not supported by vdsmd",
-					n->name, *u);
+	if (check_keys(a, known_net_attrs, "network", n->name, e))
+		return VD_EINVAL;
+	if (!empty_or_absent(vd_obj_get(a, "nameservers")))
+		return net_fail(e, NET_E_PARAMS, "network %s: nameservers are not supported by "
+				"vdsmd (it does not manage resolv.conf)", n->name);
+	if (!empty_or_absent(vd_obj_get(a, "custom")))
+		return net_fail(e, NET_E_PARAMS, "network %s: custom properties are not supported "
+				"by vdsmd (no hooks)", n->name);
 	char sw[16], tmp[NET_IP_STR];
 	long x;
 	bool b;
@@ -364,6 +394,15 @@ int net_parse_bond(const char *name, size_t nlen, const struct vd_value *a,
 	memcpy(b->name, name, nlen);
 	if (!a || a->type != VD_OBJECT)
 		return net_fail(e, NET_E_PARAMS, "bond %s: attributes must be an object", b->name);
+	static const char *const known[] = { "nics", "options", "switch", "remove", NULL };
+	if (check_keys(a, known, "bond", b->name, e))
+		return VD_EINVAL;
+	char sw[16];
+	if (get_str(a, "switch", sw, sizeof(sw), e))
+		return VD_EINVAL;
+	if (sw[0] && strcmp(sw, "legacy") != 0)
+		return net_fail(e, NET_E_PARAMS, "bond %s: switch \"%s\" is not supported (only "
+				"legacy)", b->name, sw);
 	const struct vd_value *nics = vd_obj_get(a, "nics");
 	if (!nics || nics->type != VD_ARRAY || nics->v.arr.n == 0)
 		return net_fail(e, NET_E_BONDING, "bond %s: nics must be a non-empty list", b->name);
