@@ -202,6 +202,10 @@ static int setup(struct rpc_call *c, struct net_state *ns, struct net_conf *old,
 		net_notify_host_conn(ns);
 		return VD_EIO;
 	}
+	/* reported while the engine's confirmation is awaited */
+	pthread_mutex_lock(&ns->lock);
+	*ns->running = *new;
+	pthread_mutex_unlock(&ns->lock);
 	if (check) {
 		uint64_t t0 = vd_now_ms();
 		if (!net_wait_confirm(ns, t0, (unsigned)timeout)) {
@@ -213,14 +217,14 @@ static int setup(struct rpc_call *c, struct net_state *ns, struct net_conf *old,
 			if (net_apply(new, back, &e2))
 				log_error("net: rollback incomplete: %s", e2.msg);
 			free(back);
+			pthread_mutex_lock(&ns->lock);
+			*ns->running = *old;
+			pthread_mutex_unlock(&ns->lock);
 			net_persist(ns, "running.json", old);
 			net_notify_host_conn(ns);
 			return net_fail(e, NET_E_LOST_CONN, "connectivity check failed");
 		}
 	}
-	pthread_mutex_lock(&ns->lock);
-	*ns->running = *new;
-	pthread_mutex_unlock(&ns->lock);
 	net_notify_host_conn(ns);
 done:
 	if (commit) {
