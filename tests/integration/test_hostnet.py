@@ -414,6 +414,18 @@ class HostNet(unittest.TestCase):
         self.assert_pristine()
         self.assertEqual(self.netcaps()["networks"], {})
 
+    def test_unreadable_safe_file_leaves_links_alone(self):
+        self.assertIn("result", self.setup_networks({"blue": self.BLUE}))
+        with open(os.path.join(self.state, "safe.json"), "w") as f:
+            f.write('{"version":1,"networks":{"blue":')
+        vt.restart(self.d, signal.SIGKILL)
+        self.assertTrue(self.d.wait_ready(20))
+        self.assertTrue(self.d.wait_log("safe.json unreadable", 1), self.d.log_lines()[-10:])
+        self.c = self.client()
+        self.assertEqual(self.link("eth1")["master"], "blue")
+        self.assertIn("192.0.2.65/27", self.addrs("blue"))
+        self.assertIn("blue", self.netcaps()["networks"])
+
     def test_engine_connect_flow_creates_bridged_ovirtmgmt(self):
         """engine-flows.json, connect flow step 3, then steps 4 and the save."""
         step3 = {"ovirtmgmt": {"nic": "eth0", "mtu": 1500, "bridged": "true",

@@ -279,9 +279,19 @@ static void restore(struct net_state *ns)
 	char run_boot[64] = "";
 	int rs = net_file_read(ns->dir, "safe.json", ns->safe, NULL, 0);
 	int rr = net_file_read(ns->dir, "running.json", run, run_boot, sizeof(run_boot));
-	if (rs && rs != VD_ENOENT)
-		log_error("net: safe configuration unreadable: managing nothing until "
-			  "setSafeNetworkConfig");
+	if (rs && rs != VD_ENOENT) {
+		/* never roll back to a configuration we cannot read: keep the
+		 * links as they are */
+		log_error("net: %s/safe.json unreadable: links left as they are until "
+			  "setSafeNetworkConfig", ns->dir);
+		memset(ns->safe, 0, sizeof(*ns->safe));
+		if (rr == 0 && strcmp(run_boot, ns->bootid) == 0)
+			*ns->running = *run;
+		*ns->safe = *ns->running;
+		free(run);
+		free(empty);
+		return;
+	}
 	const struct net_conf *from = run;
 	if (rr || strcmp(run_boot, ns->bootid) != 0)
 		from = empty;  /* fresh links (reboot) or nothing known: build the safe conf */
