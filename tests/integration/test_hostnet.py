@@ -321,6 +321,16 @@ class HostNet(unittest.TestCase):
         self.assertIn("result", r, r)
         self.assert_pristine()
 
+    @unittest.skipIf(HAS_VLAN, "this kernel has 802.1Q VLANs (test_vlan_over_bond covers them)")
+    def test_vlan_unsupported_by_the_kernel_rolls_back(self):
+        # built after "blue": the kernel refuses the VLAN device
+        r = self.setup_networks({"blue": self.BLUE,
+                                 "red": {"nic": "eth2", "vlan": 10, "bridged": True}})
+        self.assertEqual(r["error"]["code"], 26, r)
+        self.assertIn("eth2.10", r["error"]["message"])
+        self.assert_pristine()
+        self.assertEqual(self.netcaps()["networks"], {})
+
     def test_mtu_change_and_removal(self):
         self.assertIn("result", self.setup_networks({"blue": self.BLUE}))
         self.assertEqual(self.link("blue")["mtu"], 1500)

@@ -372,7 +372,7 @@ int net_parse_net(const char *name, size_t nlen, const struct vd_value *a,
 	if (n->ipv6gateway[0] && (!ip6_ok(n->ipv6gateway) || !n->ipv6addr[0]))
 		return net_fail(e, NET_E_ADDR, "network %s: bad ipv6gateway \"%s\"", n->name,
 				n->ipv6gateway);
-	if (n->bridged && n->vlan >= 0 && strlen(net_net_base(n)) > 10)
+	if (n->vlan >= 0 && strlen(net_net_base(n)) > 10)
 		return net_fail(e, NET_E_VLAN, "network %s: base device name too long for a "
 				"VLAN device", n->name);
 	return 0;
