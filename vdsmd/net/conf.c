@@ -105,7 +105,7 @@ bool net_conf_uses_nic(const struct net_conf *c, const char *nic)
 /* ---- attribute readers ----------------------------------------------------- */
 
 /* A device name: 1..15 chars, no '/', ':', whitespace, not "." or "..". */
-static bool ifname_ok(const char *s, size_t n)
+bool net_ifname_ok(const char *s, size_t n)
 {
 	if (n == 0 || n >= NET_IFNAME || (n == 1 && s[0] == '.') ||
 	    (n == 2 && s[0] == '.' && s[1] == '.'))
@@ -118,7 +118,7 @@ static bool ifname_ok(const char *s, size_t n)
 }
 
 /* String attribute into out; absent → "" (0), wrong type → error. */
-static int get_str(const struct vd_value *a, const char *key, char *out, size_t outlen,
+int net_attr_str(const struct vd_value *a, const char *key, char *out, size_t outlen,
 		   struct net_err *e)
 {
 	const struct vd_value *v = vd_obj_get(a, key);
@@ -140,7 +140,7 @@ static int get_str(const struct vd_value *a, const char *key, char *out, size_t 
 }
 
 /* Booleans as VDSM takes them: true/false, "true"/"false" (any case), 1/0. */
-static int get_bool(const struct vd_value *a, const char *key, bool dflt, bool *out,
+int net_attr_bool(const struct vd_value *a, const char *key, bool dflt, bool *out,
 		    struct net_err *e)
 {
 	const struct vd_value *v = vd_obj_get(a, key);
@@ -169,7 +169,7 @@ static int get_bool(const struct vd_value *a, const char *key, bool dflt, bool *
 }
 
 /* Integer (or decimal string) in [lo, hi]; absent → dflt. */
-static int get_int(const struct vd_value *a, const char *key, long dflt, long lo, long hi,
+int net_attr_int(const struct vd_value *a, const char *key, long dflt, long lo, long hi,
 		   enum net_ecode code, long *out, struct net_err *e)
 {
 	const struct vd_value *v = vd_obj_get(a, key);
@@ -262,7 +262,7 @@ int net_parse_net(const char *name, size_t nlen, const struct vd_value *a,
 		  struct net_net *n, struct net_err *e)
 {
 	memset(n, 0, sizeof(*n));
-	if (!ifname_ok(name, nlen))
+	if (!net_ifname_ok(name, nlen))
 		return net_fail(e, NET_E_BRIDGE, "network name \"%.*s\" is not a valid "
 				"device name (1-15 characters, no '/', ':' or spaces)",
 				(int)VD_MIN(nlen, 64), name);
@@ -280,51 +280,51 @@ int net_parse_net(const char *name, size_t nlen, const struct vd_value *a,
 	char sw[16], tmp[NET_IP_STR];
 	long x;
 	bool b;
-	if (get_str(a, "switch", sw, sizeof(sw), e))
+	if (net_attr_str(a, "switch", sw, sizeof(sw), e))
 		return VD_EINVAL;
 	if (sw[0] && strcmp(sw, "legacy") != 0)
 		return net_fail(e, NET_E_PARAMS, "network %s: switch \"%s\" is not supported "
 				"(only legacy)", n->name, sw);
-	if (get_str(a, "nic", n->nic, sizeof(n->nic), e) ||
-	    get_str(a, "bonding", n->bonding, sizeof(n->bonding), e))
+	if (net_attr_str(a, "nic", n->nic, sizeof(n->nic), e) ||
+	    net_attr_str(a, "bonding", n->bonding, sizeof(n->bonding), e))
 		return VD_EINVAL;
 	if (n->nic[0] && n->bonding[0])
 		return net_fail(e, NET_E_PARAMS, "network %s: both nic and bonding given", n->name);
 	if (!n->nic[0] && !n->bonding[0])
 		return net_fail(e, NET_E_PARAMS, "network %s: needs a nic or a bonding "
 				"(nicless networks are not supported)", n->name);
-	if (!ifname_ok(net_net_base(n), strlen(net_net_base(n))))
+	if (!net_ifname_ok(net_net_base(n), strlen(net_net_base(n))))
 		return net_fail(e, NET_E_NIC, "network %s: bad device name \"%s\"", n->name,
 				net_net_base(n));
-	if (get_int(a, "vlan", -1, 0, 4094, NET_E_VLAN, &x, e))
+	if (net_attr_int(a, "vlan", -1, 0, 4094, NET_E_VLAN, &x, e))
 		return VD_EINVAL;
 	n->vlan = (int)x;
-	if (get_bool(a, "bridged", true, &n->bridged, e) ||
-	    get_bool(a, "stp", false, &n->stp, e) ||
-	    get_bool(a, "STP", n->stp, &n->stp, e))
+	if (net_attr_bool(a, "bridged", true, &n->bridged, e) ||
+	    net_attr_bool(a, "stp", false, &n->stp, e) ||
+	    net_attr_bool(a, "STP", n->stp, &n->stp, e))
 		return VD_EINVAL;
-	if (get_int(a, "mtu", 1500, 68, 65535, NET_E_PARAMS, &x, e))
+	if (net_attr_int(a, "mtu", 1500, 68, 65535, NET_E_PARAMS, &x, e))
 		return VD_EINVAL;
 	n->mtu = (unsigned)x;
-	if (get_str(a, "bootproto", n->bootproto, sizeof(n->bootproto), e))
+	if (net_attr_str(a, "bootproto", n->bootproto, sizeof(n->bootproto), e))
 		return VD_EINVAL;
 	if (!n->bootproto[0])
 		strcpy(n->bootproto, "none");
 	if (strcmp(n->bootproto, "none") && strcmp(n->bootproto, "dhcp"))
 		return net_fail(e, NET_E_PARAMS, "network %s: bootproto \"%s\" (none or dhcp)",
 				n->name, n->bootproto);
-	if (get_bool(a, "dhcpv6", false, &b, e))
+	if (net_attr_bool(a, "dhcpv6", false, &b, e))
 		return VD_EINVAL;
 	if (b)
 		return net_fail(e, NET_E_PARAMS, "network %s: dhcpv6 is not supported by vdsmd",
 				n->name);
-	if (get_bool(a, "ipv6autoconf", false, &b, e))
+	if (net_attr_bool(a, "ipv6autoconf", false, &b, e))
 		return VD_EINVAL;
 	if (b)
 		return net_fail(e, NET_E_PARAMS, "network %s: ipv6autoconf is not supported by "
 				"vdsmd", n->name);
-	if (get_str(a, "ipaddr", n->ipaddr, sizeof(n->ipaddr), e) ||
-	    get_str(a, "gateway", n->gateway, sizeof(n->gateway), e))
+	if (net_attr_str(a, "ipaddr", n->ipaddr, sizeof(n->ipaddr), e) ||
+	    net_attr_str(a, "gateway", n->gateway, sizeof(n->gateway), e))
 		return VD_EINVAL;
 	if (n->ipaddr[0] && !ip4_ok(n->ipaddr))
 		return net_fail(e, NET_E_ADDR, "network %s: bad ipaddr \"%s\"", n->name, n->ipaddr);
@@ -334,7 +334,7 @@ int net_parse_net(const char *name, size_t nlen, const struct vd_value *a,
 	if (n->ipaddr[0] && strcmp(n->bootproto, "dhcp") == 0)
 		return net_fail(e, NET_E_PARAMS, "network %s: ipaddr with bootproto dhcp",
 				n->name);
-	if (get_str(a, "netmask", tmp, sizeof(tmp), e))
+	if (net_attr_str(a, "netmask", tmp, sizeof(tmp), e))
 		return VD_EINVAL;
 	if (tmp[0]) {
 		int p = mask_prefix(tmp);
@@ -342,7 +342,7 @@ int net_parse_net(const char *name, size_t nlen, const struct vd_value *a,
 			return net_fail(e, NET_E_ADDR, "network %s: bad netmask \"%s\"", n->name, tmp);
 		n->prefix = (unsigned)p;
 	}
-	if (get_int(a, "prefix", n->prefix, 0, 32, NET_E_ADDR, &x, e))
+	if (net_attr_int(a, "prefix", n->prefix, 0, 32, NET_E_ADDR, &x, e))
 		return VD_EINVAL;
 	n->prefix = (unsigned)x;
 	if (n->ipaddr[0] && n->prefix == 0)
@@ -351,10 +351,10 @@ int net_parse_net(const char *name, size_t nlen, const struct vd_value *a,
 	if (!n->ipaddr[0] && (n->prefix || (n->gateway[0] && strcmp(n->bootproto, "dhcp"))))
 		return net_fail(e, NET_E_ADDR, "network %s: netmask/gateway without ipaddr",
 				n->name);
-	if (get_bool(a, "defaultRoute", false, &n->defroute, e))
+	if (net_attr_bool(a, "defaultRoute", false, &n->defroute, e))
 		return VD_EINVAL;
-	if (get_str(a, "ipv6addr", n->ipv6addr, sizeof(n->ipv6addr), e) ||
-	    get_str(a, "ipv6gateway", n->ipv6gateway, sizeof(n->ipv6gateway), e))
+	if (net_attr_str(a, "ipv6addr", n->ipv6addr, sizeof(n->ipv6addr), e) ||
+	    net_attr_str(a, "ipv6gateway", n->ipv6gateway, sizeof(n->ipv6gateway), e))
 		return VD_EINVAL;
 	if (n->ipv6addr[0]) {
 		char *slash = strchr(n->ipv6addr, '/');
@@ -388,7 +388,7 @@ int net_parse_bond(const char *name, size_t nlen, const struct vd_value *a,
 		   struct net_bond *b, struct net_err *e)
 {
 	memset(b, 0, sizeof(*b));
-	if (!ifname_ok(name, nlen) || nlen < 5 || strncmp(name, "bond", 4) != 0)
+	if (!net_ifname_ok(name, nlen) || nlen < 5 || strncmp(name, "bond", 4) != 0)
 		return net_fail(e, NET_E_BONDING, "bond name \"%.*s\" must be bond followed by "
 				"up to 11 characters", (int)VD_MIN(nlen, 64), name);
 	memcpy(b->name, name, nlen);
@@ -398,7 +398,7 @@ int net_parse_bond(const char *name, size_t nlen, const struct vd_value *a,
 	if (check_keys(a, known, "bond", b->name, e))
 		return VD_EINVAL;
 	char sw[16];
-	if (get_str(a, "switch", sw, sizeof(sw), e))
+	if (net_attr_str(a, "switch", sw, sizeof(sw), e))
 		return VD_EINVAL;
 	if (sw[0] && strcmp(sw, "legacy") != 0)
 		return net_fail(e, NET_E_PARAMS, "bond %s: switch \"%s\" is not supported (only "
@@ -411,7 +411,7 @@ int net_parse_bond(const char *name, size_t nlen, const struct vd_value *a,
 				NET_MAX_SLAVES);
 	for (size_t i = 0; i < nics->v.arr.n; i++) {
 		const struct vd_value *s = &nics->v.arr.items[i];
-		if (s->type != VD_STRING || !ifname_ok(s->v.s.ptr, s->v.s.len))
+		if (s->type != VD_STRING || !net_ifname_ok(s->v.s.ptr, s->v.s.len))
 			return net_fail(e, NET_E_NIC, "bond %s: bad nic name", b->name);
 		for (unsigned j = 0; j < b->nnics; j++)
 			if (strlen(b->nics[j]) == s->v.s.len &&
@@ -428,7 +428,7 @@ int net_parse_bond(const char *name, size_t nlen, const struct vd_value *a,
 			memcpy(b->nics[j - 1], t, NET_IFNAME);
 		}
 	char opts[NET_OPTS_MAX];
-	if (get_str(a, "options", opts, sizeof(opts), e))
+	if (net_attr_str(a, "options", opts, sizeof(opts), e))
 		return VD_EINVAL;
 	/* normalize: mode first as a name, then the rest in their order */
 	char mode[24] = "balance-rr", rest[NET_OPTS_MAX] = "";
@@ -543,7 +543,7 @@ static int by_name_bond(const void *a, const void *b)
 static bool is_removal(const struct vd_value *attrs, struct net_err *e, int *rc)
 {
 	bool rm = false;
-	*rc = attrs && attrs->type == VD_OBJECT ? get_bool(attrs, "remove", false, &rm, e) : 0;
+	*rc = attrs && attrs->type == VD_OBJECT ? net_attr_bool(attrs, "remove", false, &rm, e) : 0;
 	return rm;
 }
 
@@ -627,129 +627,5 @@ int net_conf_request(const struct net_conf *old, const struct vd_value *networks
 		if (net_conf_uses_nic(out, out->base[i].nic))
 			out->base[k++] = out->base[i];
 	out->nbase = k;
-	return 0;
-}
-
-/* ---- persistence ------------------------------------------------------------ */
-
-static void kstr_if(struct vd_writer *w, const char *k, const char *v)
-{
-	if (v[0])
-		vw_kstr(w, k, v);
-}
-
-void net_conf_write(const struct net_conf *c, const char *bootid, struct vd_writer *w)
-{
-	vw_begin_object(w);
-	vw_kint(w, "version", 1);
-	if (bootid)
-		vw_kstr(w, "bootid", bootid);
-	vw_keyz(w, "networks");
-	vw_begin_object(w);
-	for (unsigned i = 0; i < c->nnets; i++) {
-		const struct net_net *n = &c->nets[i];
-		vw_keyz(w, n->name);
-		vw_begin_object(w);
-		kstr_if(w, "nic", n->nic);
-		kstr_if(w, "bonding", n->bonding);
-		if (n->vlan >= 0)
-			vw_kint(w, "vlan", n->vlan);
-		vw_kbool(w, "bridged", n->bridged);
-		vw_kbool(w, "stp", n->stp);
-		vw_kint(w, "mtu", n->mtu);
-		vw_kstr(w, "bootproto", n->bootproto);
-		kstr_if(w, "ipaddr", n->ipaddr);
-		if (n->ipaddr[0])
-			vw_kint(w, "prefix", n->prefix);
-		kstr_if(w, "gateway", n->gateway);
-		vw_kbool(w, "defaultRoute", n->defroute);
-		kstr_if(w, "ipv6addr", n->ipv6addr);
-		kstr_if(w, "ipv6gateway", n->ipv6gateway);
-		vw_kstr(w, "switch", "legacy");
-		vw_end_object(w);
-	}
-	vw_end_object(w);
-	vw_keyz(w, "bondings");
-	vw_begin_object(w);
-	for (unsigned i = 0; i < c->nbonds; i++) {
-		const struct net_bond *b = &c->bonds[i];
-		vw_keyz(w, b->name);
-		vw_begin_object(w);
-		vw_keyz(w, "nics");
-		vw_begin_array(w);
-		for (unsigned j = 0; j < b->nnics; j++)
-			vw_strz(w, b->nics[j]);
-		vw_end_array(w);
-		vw_kstr(w, "options", b->options);
-		vw_kstr(w, "switch", "legacy");
-		vw_end_object(w);
-	}
-	vw_end_object(w);
-	vw_keyz(w, "baseline");
-	vw_begin_object(w);
-	for (unsigned i = 0; i < c->nbase; i++) {
-		const struct net_base *b = &c->base[i];
-		vw_keyz(w, b->nic);
-		vw_begin_object(w);
-		vw_kint(w, "mtu", b->mtu);
-		vw_kbool(w, "up", b->up);
-		vw_keyz(w, "addrs");
-		vw_begin_array(w);
-		for (unsigned j = 0; j < b->naddrs; j++)
-			vw_strz(w, b->addrs[j]);
-		vw_end_array(w);
-		kstr_if(w, "gateway", b->gw4);
-		vw_end_object(w);
-	}
-	vw_end_object(w);
-	vw_end_object(w);
-}
-
-int net_conf_read(const struct vd_value *v, struct net_conf *out, char *bootid,
-		  size_t bootidlen, struct net_err *e)
-{
-	struct net_conf empty;
-	memset(&empty, 0, sizeof(empty));
-	memset(out, 0, sizeof(*out));
-	if (!v || v->type != VD_OBJECT)
-		return net_fail(e, NET_E_PARAMS, "persisted conf is not an object");
-	const struct vd_value *ver = vd_obj_get(v, "version");
-	if (!ver || ver->type != VD_INT || ver->v.i != 1)
-		return net_fail(e, NET_E_PARAMS, "persisted conf: unknown version");
-	if (bootid && bootidlen) {
-		bootid[0] = '\0';
-		if (get_str(v, "bootid", bootid, bootidlen, e))
-			return VD_EINVAL;
-	}
-	int rc = net_conf_request(&empty, vd_obj_get(v, "networks"), vd_obj_get(v, "bondings"),
-				  NULL, NULL, out, e);
-	if (rc)
-		return rc;
-	const struct vd_value *base = vd_obj_get(v, "baseline");
-	if (base && base->type != VD_OBJECT)
-		return net_fail(e, NET_E_PARAMS, "persisted conf: baseline is not an object");
-	for (size_t i = 0; base && i < base->v.obj.n; i++) {
-		const struct vd_member *m = &base->v.obj.members[i];
-		if (out->nbase == NET_MAX_NETS || !ifname_ok(m->key, m->klen))
-			return net_fail(e, NET_E_PARAMS, "persisted conf: bad baseline entry");
-		struct net_base *b = &out->base[out->nbase];
-		memset(b, 0, sizeof(*b));
-		memcpy(b->nic, m->key, m->klen);
-		long x;
-		if (get_int(&m->val, "mtu", 1500, 68, 65535, NET_E_PARAMS, &x, e) ||
-		    get_bool(&m->val, "up", true, &b->up, e) ||
-		    get_str(&m->val, "gateway", b->gw4, sizeof(b->gw4), e))
-			return VD_EINVAL;
-		b->mtu = (unsigned)x;
-		const struct vd_value *ad = vd_obj_get(&m->val, "addrs");
-		for (size_t j = 0; ad && ad->type == VD_ARRAY && j < ad->v.arr.n; j++) {
-			const struct vd_value *s = &ad->v.arr.items[j];
-			if (s->type != VD_STRING || s->v.s.len >= NET_IP_STR || b->naddrs == NET_MAX_ADDRS)
-				return net_fail(e, NET_E_PARAMS, "persisted conf: bad baseline address");
-			memcpy(b->addrs[b->naddrs++], s->v.s.ptr, s->v.s.len);
-		}
-		if (net_conf_uses_nic(out, b->nic))
-			out->nbase++;
-	}
 	return 0;
 }

@@ -112,6 +112,16 @@ void net_net_vlandev(const struct net_net *n, char out[NET_IFNAME]);
 /* True when nic is used by a network or a bond of c. */
 bool net_conf_uses_nic(const struct net_conf *c, const char *nic);
 
+/* Attribute readers (VDSM's coercions): absent -> default / "", a wrong
+ * type -> NET_E_PARAMS (NET_E_* code for ints) with *e naming the key. */
+bool net_ifname_ok(const char *s, size_t n);
+int net_attr_str(const struct vd_value *a, const char *key, char *out, size_t outlen,
+		 struct net_err *e);
+int net_attr_bool(const struct vd_value *a, const char *key, bool dflt, bool *out,
+		  struct net_err *e);
+int net_attr_int(const struct vd_value *a, const char *key, long dflt, long lo, long hi,
+		 enum net_ecode code, long *out, struct net_err *e);
+
 /* Parse one network's attributes (a setupNetworks value) into *n. */
 int net_parse_net(const char *name, size_t nlen, const struct vd_value *attrs,
 		  struct net_net *n, struct net_err *e);
@@ -124,7 +134,7 @@ int net_conf_request(const struct net_conf *old, const struct vd_value *networks
 		     const struct vd_value *bondings,
 		     bool (*nic_exists)(void *ctx, const char *nic), void *ctx,
 		     struct net_conf *out, struct net_err *e);
-/* Persistence format: one JSON object {"networks": {...}, "bondings": {...},
+/* persist.c.  Persistence format: one JSON object {"networks": {...}, "bondings": {...},
  * "baseline": {...}, "bootid": "..."} in VDSM's attribute names, so a stored
  * file reads back through the same parser.  bootid may be NULL. */
 void net_conf_write(const struct net_conf *c, const char *bootid, struct vd_writer *w);
