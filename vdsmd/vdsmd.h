@@ -39,8 +39,10 @@ struct vdsmd {
 	 * (NULL: not provided).  Set by net_init, used by host/: */
 	void (*confirm_connectivity)(struct vdsmd *d);  /* Host.confirmConnectivity */
 	/* Host.getCapabilities' network sections ("networks", "bridges", "nics",
-	 * "vlans", "bondings": keys and values) into the open caps object. */
-	void (*caps_network)(struct vdsmd *d, struct vd_writer *w);
+	 * "vlans", "bondings", "nameservers": keys and values) into the open caps
+	 * object; ctx is this struct vdsmd.  (The shape of host's planned
+	 * struct host_net_provider.write_caps, which can replace this hook.) */
+	void (*caps_network)(void *ctx, struct vd_writer *w);
 };
 
 /* Called by subsystems when their first sample exists; the engine becomes

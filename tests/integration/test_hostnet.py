@@ -466,6 +466,9 @@ class HostNet(unittest.TestCase):
         self.assertEqual(caps["bridges"]["ovirtmgmt"]["addr"], "192.0.2.1")
         self.assertEqual(caps["bridges"]["ovirtmgmt"]["ports"], ["eth0"])
         self.assertIn("eth0", caps["nics"])
+        self.assertIsInstance(caps["nameservers"], list)
+        for key in ("networks", "bridges", "nics", "vlans", "bondings"):
+            self.assertIsInstance(caps[key], dict, key)
         self.assertEqual(self.ok("Host.setSafeNetworkConfig"), True)
         with open(os.path.join(self.state, "safe.json")) as f:
             self.assertIn("ovirtmgmt", json.load(f)["networks"])

@@ -38,10 +38,12 @@ void net_fini(struct vdsmd *d);
  * its confirmation rolls back and answers now. */
 void net_stop(struct vdsmd *d);
 
-/* Writes "networks", "bridges", "nics", "vlans" and "bondings" (keys and
- * values) into the object w is inside of: Host.getCapabilities' network
- * sections.  Reads the kernel; thread-safe. */
-void net_caps_write(struct vdsmd *d, struct vd_writer *w);
+/* Writes "networks", "bridges", "nics", "vlans", "bondings" and
+ * "nameservers" (keys and values) into the object w is inside of:
+ * Host.getCapabilities' network sections.  vdsmd is the struct vdsmd (the
+ * signature of a host network provider's write_caps).  One netlink dump
+ * (~0.2 ms); thread-safe. */
+void net_caps_write(void *vdsmd, struct vd_writer *w);
 /* Host.confirmConnectivity: wakes a setupNetworks waiting for it. */
 void net_confirm(struct vdsmd *d);
 

@@ -282,8 +282,9 @@ static int net_set_safe(struct rpc_call *c)
 	return 0;
 }
 
-void net_caps_write(struct vdsmd *d, struct vd_writer *w)
+void net_caps_write(void *vdsmd, struct vd_writer *w)
 {
+	struct vdsmd *d = vdsmd;
 	struct net_state *ns = d ? d->net : NULL;
 	struct net_snap s;
 	struct net_conf *cur = xcalloc(1, sizeof(*cur));
@@ -304,6 +305,10 @@ void net_caps_write(struct vdsmd *d, struct vd_writer *w)
 			vw_end_object(w);
 		}
 	}
+	/* vdsmd does not manage resolv.conf (nameservers are refused) */
+	vw_keyz(w, "nameservers");
+	vw_begin_array(w);
+	vw_end_array(w);
 	free(cur);
 }
 
@@ -311,9 +316,6 @@ static int net_get_caps(struct rpc_call *c)
 {
 	vw_begin_object(c->w);
 	net_caps_write(c->app, c->w);
-	vw_keyz(c->w, "nameservers");
-	vw_begin_array(c->w);
-	vw_end_array(c->w);
 	vw_kbool(c->w, "supportsIPv6", true);
 	vw_end_object(c->w);
 	return 0;
