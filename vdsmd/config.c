@@ -86,6 +86,9 @@ static const struct key keys[] = {
 	  "seconds between VM statistics samples" },
 	{ "storage_root", K_STR, OFF(storage_root), "/var/lib/vdsmd/storage", 0, 0,
 	  "directory holding the file storage domains" },
+	{ "net_state_dir", K_STR, OFF(net_state_dir), "/var/lib/vdsmd/netconf", 0, 0,
+	  "directory of the persisted network configuration (running.json, safe.json); "
+	  "restored at startup when it exists" },
 	{ "broker_uri", K_STR, OFF(broker_uri), "", 0, 0,
 	  "broker mode: stomp://HOST[:PORT] or stomps://HOST[:PORT] (TLS with cert_file, "
 	  "key_file, ca_file) of a STOMP broker (RabbitMQ); empty: off" },
