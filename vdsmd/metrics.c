@@ -59,6 +59,12 @@ void metrics_format(struct vd_server *s, struct vd_buf *o)
 		       bs.subscriptions);
 		metric(o, "vdsmd_stomp_messages_dropped_total", "counter",
 		       "Messages dropped for slow subscribers.", bs.messages_dropped);
+		metric(o, "vdsmd_stomp_replies_unrouted_total", "counter",
+		       "Replies not sent: the requesting connection had no subscription on the "
+		       "reply destination (or was gone).", bs.replies_unrouted);
+		metric(o, "vdsmd_stomp_reserved_refused_total", "counter",
+		       "SENDs refused: the destination is a reply or events destination.",
+		       bs.reserved_refused);
 	}
 	metric(o, "vdsmd_stomp_requests_total", "counter", "JSON-RPC requests received over STOMP.",
 	       n->stomp_requests);

@@ -18,7 +18,7 @@
 #include "../rpc/event.h"
 #include "../rpc/rpc.h"
 
-#define EVENTS_DEST "jms.queue.events"
+#define EVENTS_DEST STOMP_EVENTS_DEST
 #define STOP_GRACE 2.0  /* seconds to flush before connections are cut */
 
 /* ---- listener ---------------------------------------------------------- */
@@ -140,7 +140,17 @@ static void stomp_reply(void *ctx, const struct rpc_response *r)
 {
 	struct stomp_req *q = ctx;
 	struct vd_server *s = q->srv;
-	if (r->len) {
+	struct vd_conn *c = q->conn;
+	if (r->len && c && !c->dead && c->out.len &&
+	    c->out.len + r->len > s->d->cfg.max_output) {
+		/* The output bound holds before a reply is queued: a peer that
+		 * does not read its replies is closed, not buffered for. */
+		s->n.overflow_closes++;
+		log_warn("connection %s: %zu bytes of output pending, a %zu-byte reply would pass "
+			 "max_output %zu, closing slow reader", c->peer, c->out.len, r->len,
+			 s->d->cfg.max_output);
+		conn_close(c, "output overflow");
+	} else if (r->len) {
 		struct stomp_session *origin = stomp_session_alive(q->sess) ? q->sess : NULL;
 		stomp_broker_reply(s->broker, origin, q->rtlen ? q->reply_to : NULL, q->rtlen,
 				   r->codec->content_type, r->bytes, r->len);
