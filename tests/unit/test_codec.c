@@ -393,6 +393,25 @@ START_TEST(test_msgpack)
 	ck_assert_int_eq(mp->decode(&arena, deep + 1, 65, &lim, &back, &e), 0);
 	ck_assert_int_eq(mp->decode(&arena, deep, 66, &lim, &back, &e), VD_EDEPTH);
 	ck_assert_uint_eq(e.offset, 64);
+	/* 63 nested array32 headers, each claiming every byte left of a 1 MiB
+	 * body: refused (truncated) with arena use proportional to the input,
+	 * not to the claims (reserving them up front took ~1.5 GB here) */
+	size_t big = (size_t)1 << 20;
+	unsigned char *nest = calloc(1, big);
+	for (size_t i = 0; i < 63; i++) {
+		uint32_t left = (uint32_t)(big - 5 * (i + 1));
+		nest[5 * i] = 0xdd;
+		nest[5 * i + 1] = (unsigned char)(left >> 24);
+		nest[5 * i + 2] = (unsigned char)(left >> 16);
+		nest[5 * i + 3] = (unsigned char)(left >> 8);
+		nest[5 * i + 4] = (unsigned char)left;
+	}
+	memset(nest + 5 * 63, 0xc0, big - 5 * 63 - 1);  /* nils, then one byte short */
+	nest[big - 1] = 0xdd;
+	arena_reset(&arena);
+	ck_assert_int_eq(mp->decode(&arena, (const char *)nest, big, &lim, &back, &e), VD_EPROTO);
+	ck_assert_uint_lt(arena.total, 64 * big);
+	free(nest);
 	buf_free(&b);
 }
 END_TEST
