@@ -146,8 +146,8 @@ static void stomp_reply(void *ctx, const struct rpc_response *r)
 		/* The output bound holds before a reply is queued: a peer that
 		 * does not read its replies is closed, not buffered for. */
 		s->n.overflow_closes++;
-		log_warn("connection %s: %zu bytes of output pending, a %zu-byte reply would pass "
-			 "max_output %zu, closing slow reader", c->peer, c->out.len, r->len,
+		log_warn("connection %s: %zu bytes of output pending and a %zu-byte reply "
+			 "(max_output %zu), closing slow reader", c->peer, c->out.len, r->len,
 			 s->d->cfg.max_output);
 		conn_close(c, "output overflow");
 	} else if (r->len) {
