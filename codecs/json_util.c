@@ -49,6 +49,33 @@ void *tb_grow(void *p, size_t *cap, size_t elsz, const void *inline_buf)
 	return q;
 }
 
+const char vd_reason_too_many_values[] = "more values than max_elements";
+
+size_t cj_count_values(const char *p, size_t n, size_t stop)
+{
+	size_t count = 1;
+	const char *end = p + n;
+	while (p < end && count <= stop) {
+		char c = *p++;
+		if (c == ',' || c == '[' || c == '{') {
+			count++;
+		} else if (c == '"') {
+			/* skip the string (escapes included) */
+			while (p < end && *p != '"') {
+				const char *q = memchr(p, '"', (size_t)(end - p));
+				const char *b = memchr(p, '\\', (size_t)((q ? q : end) - p));
+				if (!b) {
+					p = q ? q : end;
+					break;
+				}
+				p = (size_t)(end - b) > 2 ? b + 2 : end;
+			}
+			p++;
+		}
+	}
+	return count;
+}
+
 /* --- numbers ------------------------------------------------------------ */
 
 static const double pow10_exact[23] = {

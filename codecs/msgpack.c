@@ -29,6 +29,7 @@ struct mp_dec {
 	struct vd_arena *a;
 	const uint8_t *base, *p, *end;
 	unsigned max_depth;
+	size_t values, max_values;   /* max_values 0: no limit */
 	int code;
 	size_t off;
 	const char *reason;
@@ -170,6 +171,8 @@ static bool mp_value(struct mp_dec *d, struct vd_value *v, unsigned depth)
 	const uint8_t *tag = d->p;
 	if (tag >= d->end)
 		return mp_fail(d, tag, VD_EPROTO, "truncated input");
+	if (VD_UNLIKELY(++d->values > d->max_values) && d->max_values)
+		return mp_fail(d, tag, VD_ETOOBIG, vd_reason_too_many_values);
 	uint8_t t = *d->p++;
 	size_t n;
 	if (t <= 0x7f) {
@@ -275,6 +278,7 @@ static int mp_decode(struct vd_arena *a, const char *bytes, size_t len,
 	struct mp_dec d = {
 		.a = a, .base = (const uint8_t *)bytes, .p = (const uint8_t *)bytes,
 		.end = (const uint8_t *)bytes + len, .max_depth = cj_max_depth(lim),
+		.max_values = lim->max_elements,
 	};
 	struct vd_value v;
 	if (len == 0) {

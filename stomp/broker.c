@@ -181,7 +181,11 @@ void stomp_sub_add(struct stomp_session *s, const char *dest, size_t dlen,
 		   const char *id, size_t idlen, const char *ack, size_t acklen)
 {
 	struct stomp_broker *b = s->b;
-	struct stomp_sub *sub = xcalloc(1, sizeof(*sub) + idlen + 1 + stomp_escaped_max(idlen));
+	size_t bytes = sizeof(struct stomp_sub) + idlen + 1 + stomp_escaped_max(idlen);
+	struct stomp_sub *sub = xcalloc(1, bytes);
+	/* the destination's name, in case this subscription created it */
+	sub->bytes = bytes + sizeof(struct stomp_dest) + 3 * dlen + 1;
+	s->sub_bytes += sub->bytes;
 	memcpy(sub->id, id, idlen);
 	sub->id[idlen] = '\0';
 	sub->idlen = idlen;
@@ -230,6 +234,7 @@ void stomp_sub_remove(struct stomp_session *s, struct stomp_sub *sub)
 	else
 		d->tail = sub->dprev;
 	s->nsubs--;
+	s->sub_bytes -= sub->bytes;
 	if (!d->subs)
 		dest_drop(b, d);
 	b->st.subscriptions--;

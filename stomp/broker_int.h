@@ -31,6 +31,7 @@ struct stomp_sub {
 	char *escid;                       /* id escaped for MESSAGE headers */
 	size_t escidlen;
 	char ack[24];                      /* recorded; delivery is auto-ack */
+	size_t bytes;                      /* charged to the session */
 	bool ack_hdr;                      /* client / client-individual: MESSAGE carries ack */
 	char id[];                         /* NUL-terminated; escid follows it */
 };
@@ -42,6 +43,7 @@ struct stomp_session {
 	struct stomp_parser parser;
 	struct stomp_sub *subs;
 	unsigned nsubs;
+	size_t sub_bytes;            /* allocated for subs (and their share of dests) */
 	uint64_t dropped;
 	unsigned refs;
 	bool alive;

@@ -132,6 +132,11 @@ void *stomp_session_conn(const struct stomp_session *s)
 	return s && s->alive ? s->conn : NULL;
 }
 
+size_t stomp_session_memory(const struct stomp_session *s)
+{
+	return s && s->alive ? sizeof(*s) + s->sub_bytes : 0;
+}
+
 uint64_t stomp_session_dropped(const struct stomp_session *s)
 {
 	return s->dropped;

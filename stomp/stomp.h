@@ -219,6 +219,8 @@ struct stomp_broker_stats {
 	uint64_t reserved_refused;   /* SENDs to a reply or events destination */
 };
 void stomp_broker_stats(const struct stomp_broker *b, struct stomp_broker_stats *out);
+/* Bytes a session holds (itself and its subscriptions), for a memory budget. */
+size_t stomp_session_memory(const struct stomp_session *s);
 /* Messages dropped for one session (slow subscriber). */
 uint64_t stomp_session_dropped(const struct stomp_session *s);
 

@@ -98,6 +98,7 @@ static int bind_listener(struct vd_server *s, const char *addr, unsigned port,
 static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct vd_server *s = w->data;
+	const struct vd_config *cfg = &s->d->cfg;
 	for (int i = 0; i < 64; i++) {
 		struct sockaddr_storage ss;
 		socklen_t sl = sizeof(ss);
@@ -105,14 +106,29 @@ static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 		if (fd < 0) {
 			if (errno == EINTR || errno == ECONNABORTED)
 				continue;
-			if (errno != EAGAIN && errno != EWOULDBLOCK)
-				log_error("accept: %s", strerror(errno));
+			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+				guard_pause_accept(s, errno);  /* would spin: pause, resume on a timer */
+			else if (errno != EAGAIN && errno != EWOULDBLOCK)
+				log_limited(&s->ll_accept, VD_LOG_ERROR, "accept: %s", strerror(errno));
 			return;
 		}
-		if (s->nconns >= s->d->cfg.max_connections) {
+		if (cfg->max_connections_per_address &&
+		    guard_count_address(s, (struct sockaddr *)&ss) >= cfg->max_connections_per_address) {
+			s->n.refused_per_address++;
+			log_limited(&s->ll_refuse, VD_LOG_WARN,
+				    "connection limit per address %u reached, refusing a connection",
+				    cfg->max_connections_per_address);
+			close(fd);
+			continue;
+		}
+		/* Full: a connection that has not finished its handshake or shown
+		 * a protocol makes room before a new one is refused (bare connects
+		 * must not keep valid clients out). */
+		if (s->nconns >= cfg->max_connections && !guard_evict_unestablished(s)) {
 			s->n.refused++;
-			log_warn("connection limit %u reached, refusing a connection",
-				 s->d->cfg.max_connections);
+			log_limited(&s->ll_refuse, VD_LOG_WARN,
+				    "connection limit %u reached, refusing a connection",
+				    cfg->max_connections);
 			close(fd);
 			continue;
 		}
@@ -141,14 +157,18 @@ static void stomp_reply(void *ctx, const struct rpc_response *r)
 	struct stomp_req *q = ctx;
 	struct vd_server *s = q->srv;
 	struct vd_conn *c = q->conn;
-	if (r->len && c && !c->dead && c->out.len &&
+	if (r->len && c && !c->dead && !guard_admit_buf(c, &c->out, r->len + 512)) {
+		/* no room in the memory budget even after closing bigger holders:
+		 * c was closed (it was the biggest) */
+	} else if (r->len && c && !c->dead && c->out.len &&
 	    c->out.len + r->len > s->d->cfg.max_output) {
 		/* The output bound holds before a reply is queued: a peer that
 		 * does not read its replies is closed, not buffered for. */
 		s->n.overflow_closes++;
-		log_warn("connection %s: %zu bytes of output pending and a %zu-byte reply "
-			 "(max_output %zu), closing slow reader", c->peer, c->out.len, r->len,
-			 s->d->cfg.max_output);
+		log_limited(&s->ll_overflow, VD_LOG_WARN,
+			    "connection %s: %zu bytes of output pending (max_output %zu), closing "
+			    "slow reader (a %zu-byte reply was next)", c->peer, c->out.len,
+			    s->d->cfg.max_output, r->len);
 		conn_close(c, "output overflow");
 	} else if (r->len) {
 		struct stomp_session *origin = stomp_session_alive(q->sess) ? q->sess : NULL;
@@ -201,6 +221,8 @@ static void on_request(void *host, struct stomp_session *ss, const char *body, s
 		.flow_id = flow_id && flen ? flow : NULL,
 		.transport = "stomp",
 	};
+	if (guard_overloaded(s))
+		s->n.budget_refused++;  /* the engine answers 1100 (guard_account set it) */
 	rpc_dispatch(d->rpc, &info, body, len, stomp_reply, q);
 }
 
@@ -254,6 +276,10 @@ static const struct stomp_broker_ops broker_ops = {
 static void deliver_event(void *ctx, const char *bytes, size_t len, const struct vd_codec *codec)
 {
 	struct vd_server *s = ctx;
+	if (guard_overloaded(s)) {
+		s->n.budget_refused++;  /* near the memory budget: events are dropped */
+		return;
+	}
 	s->n.events_delivered += stomp_broker_publish(s->broker, EVENTS_DEST, codec->content_type,
 						      bytes, len);
 	if (s->d->broker)  /* broker mode: the host's topic too */
@@ -389,6 +415,7 @@ void server_start(struct vdsmd *d)
 	ev_async_start(loop, &s->ev_wake);
 	if (d->bus)
 		event_bus_set_wake(d->bus, bus_wake, s);
+	guard_start(s);
 }
 
 void server_stop(struct vd_server *s)
@@ -397,6 +424,7 @@ void server_stop(struct vd_server *s)
 		return;
 	struct ev_loop *loop = s->d->loop;
 	ev_io_stop(loop, &s->lio);
+	guard_stop(s);
 	if (s->lfd >= 0) {
 		close(s->lfd);
 		s->lfd = -1;

@@ -172,7 +172,7 @@ START_TEST(test_limits)
 	ck_assert_int_eq(dec(codec, doc, &v, &e), VD_EDEPTH);
 	ck_assert_int_eq(e.code, VD_EDEPTH);
 	ck_assert_uint_eq(e.offset, 64);
-	struct vd_limits lim = { 64, 10 };
+	struct vd_limits lim = { 64, 10, 0 };
 	ck_assert_int_eq(c->decode(&arena, "[1,2,3,4,5]", 11, &lim, &v, &e), VD_ETOOBIG);
 	ck_assert_int_eq(e.code, VD_ETOOBIG);
 	lim.max_size = 11;
@@ -325,7 +325,7 @@ START_TEST(test_hard_depth)
 	char *doc = xmalloc(2 * n);
 	memset(doc, c->is_json ? '[' : (char)0x91, n);
 	memset(doc + n, c->is_json ? ']' : (char)0xc0, n);
-	struct vd_limits lim = { 1000000, (size_t)16 << 20 };
+	struct vd_limits lim = { 1000000, (size_t)16 << 20, 0 };
 	struct vd_value *v;
 	struct vd_codec_error e;
 	ck_assert_int_eq(c->decode(&arena, doc, c->is_json ? 2 * n : n + 1, &lim, &v, &e),
@@ -417,6 +417,36 @@ START_TEST(test_msgpack)
 END_TEST
 #endif
 
+/* max_elements: a body with more values is refused before the tree is
+ * built, by every codec, with the reason the engine answers -32600. */
+START_TEST(test_max_elements)
+{
+	struct vd_limits lim = { 64, (size_t)16 << 20, 10 };
+	struct vd_value *v;
+	struct vd_codec_error e;
+	const char *ok = "{\"a\":[1,2,3],\"s\":\"x,y,[z{,\\\",\",\"b\":null}";
+	const char *bad = "[0,1,2,3,4,5,6,7,8,9,10]";
+	const char *names[] = { "yajl", "fallback" };
+	for (size_t i = 0; i < 2; i++) {
+		const struct vd_codec *c = codec_find(names[i]);
+		ck_assert_int_eq(c->decode(&arena, ok, strlen(ok), &lim, &v, &e), 0);
+		ck_assert_int_eq(c->decode(&arena, bad, strlen(bad), &lim, &v, &e), VD_ETOOBIG);
+		ck_assert_ptr_eq(e.reason, vd_reason_too_many_values);
+		lim.max_elements = 0;
+		ck_assert_int_eq(c->decode(&arena, bad, strlen(bad), &lim, &v, &e), 0);
+		lim.max_elements = 10;
+	}
+#ifdef WITH_MSGPACK
+	const struct vd_codec *mp = codec_find("msgpack");
+	char arr[12] = { (char)0x9b };  /* fixarray of 11 zeros: 12 values */
+	ck_assert_int_eq(mp->decode(&arena, arr, 12, &lim, &v, &e), VD_ETOOBIG);
+	ck_assert_ptr_eq(e.reason, vd_reason_too_many_values);
+	arr[0] = (char)0x99;             /* 9 zeros: 10 values */
+	ck_assert_int_eq(mp->decode(&arena, arr, 10, &lim, &v, &e), 0);
+#endif
+}
+END_TEST
+
 START_TEST(test_registry)
 {
 	ck_assert_ptr_nonnull(codec_find("yajl"));
@@ -439,6 +469,7 @@ static Suite *codec_suite(void)
 	TCase *tc = tcase_create("core");
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_registry);
+	tcase_add_test(tc, test_max_elements);
 	tcase_add_loop_test(tc, test_decode_object, 0, NJSON);
 	tcase_add_loop_test(tc, test_numbers, 0, NJSON);
 	tcase_add_loop_test(tc, test_strings, 0, NJSON);
