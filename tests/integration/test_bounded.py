@@ -286,6 +286,30 @@ class SlotHolders(Attack):
         self.assertEqual(cut, len(self.socks))
 
 
+class PerAddress(unittest.TestCase):
+    def test_connections_per_address(self):
+        """max_connections_per_address: the connections past it from one
+        address are closed at once (counted, logged), others keep working."""
+        with vt.Daemon("--max-connections-per-address", "5") as d:
+            socks = [d.sock() for _ in range(8)]
+            try:
+                time.sleep(0.5)
+                cut = [closed(s, 0.2) for s in socks]
+                self.assertEqual(cut, [False] * 5 + [True] * 3)
+                self.assertTrue(d.wait_log(r"connection limit per address 5 reached", 5))
+                socks[0].close()
+                time.sleep(0.3)
+                c = d.stomp()
+                self.assertEqual(c.connect().cmd, "CONNECTED")
+                c.close()
+            finally:
+                for s in socks:
+                    s.close()
+            m = re.search(r"\nvdsmd_connections_refused_per_address_total (\d+)",
+                          d.http("GET", "/metrics")[2].decode())
+            self.assertGreaterEqual(int(m.group(1)), 3)
+
+
 class IdleSessions(Attack):
     def test_idle_stomp_and_http_keepalive(self):
         """STOMP sessions without heart-beats that go silent and HTTP
