@@ -371,7 +371,7 @@ void conn_process(struct vd_conn *c)
 	buf_consume(&c->in, used);
 	if (c->in.len == 0)
 		buf_shrink(&c->in);
-	guard_input(c);
+	guard_input(c, used > 0);
 }
 
 /* New bytes: parse straight from the scratch buffer when nothing is
@@ -389,7 +389,7 @@ static void input(struct vd_conn *c, char *data, size_t n)
 			if (!guard_admit_buf(c, &c->in, n - used))
 				return;  /* closed: the budget has no room for it */
 			buf_append(&c->in, data + used, n - used);
-			guard_input(c);
+			guard_input(c, true);  /* a new partial frame */
 		}
 	} else {
 		/* Fill up to the bound and let the parser look first: it answers an

@@ -138,11 +138,14 @@ bool guard_admit_buf(struct vd_conn *c, const struct vd_buf *b, size_t n)
 	return guard_admit(c, cap - b->cap);
 }
 
-void guard_input(struct vd_conn *c)
+void guard_input(struct vd_conn *c, bool progress)
 {
+	/* A frame completed (progress): what is left is a new frame, its clock
+	 * starts now.  A busy client whose frames straddle reads is not an
+	 * incomplete frame that never ends. */
 	if (c->in.len == 0)
 		c->partial_since = 0;
-	else if (!c->partial_since)
+	else if (progress || !c->partial_since)
 		c->partial_since = ev_now(c->srv->d->loop);
 }
 

@@ -171,7 +171,9 @@ static void stomp_reply(void *ctx, const struct rpc_response *r)
 			    s->d->cfg.max_output, r->len);
 		conn_close(c, "output overflow");
 	} else if (r->len) {
-		struct stomp_session *origin = stomp_session_alive(q->sess) ? q->sess : NULL;
+		/* a connection closed but not yet reaped gets nothing (counted) */
+		struct stomp_session *origin = stomp_session_alive(q->sess) && !(c && c->dead) ?
+			q->sess : NULL;
 		stomp_broker_reply(s->broker, origin, q->rtlen ? q->reply_to : NULL, q->rtlen,
 				   r->codec->content_type, r->bytes, r->len);
 		/* Replies finishing later (worker pool) are flushed here; those

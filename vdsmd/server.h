@@ -187,8 +187,9 @@ bool guard_admit_buf(struct vd_conn *c, const struct vd_buf *b, size_t n);
 bool guard_overloaded(const struct vd_server *s);
 /* c is being closed: its charge goes back; large buffers trigger a trim. */
 void guard_release(struct vd_conn *c);
-/* Input changed: track how long an incomplete frame has been waiting. */
-void guard_input(struct vd_conn *c);
+/* Input changed: track how long an incomplete frame has been waiting
+ * (progress: bytes of the buffered input were consumed). */
+void guard_input(struct vd_conn *c, bool progress);
 /* The connection limit is reached: close the oldest connection that has not
  * finished its TLS handshake or shown a protocol (true when one was). */
 bool guard_evict_unestablished(struct vd_server *s);
