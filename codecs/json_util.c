@@ -51,14 +51,21 @@ void *tb_grow(void *p, size_t *cap, size_t elsz, const void *inline_buf)
 
 const char vd_reason_too_many_values[] = "more values than max_elements";
 
-size_t cj_count_values(const char *p, size_t n, size_t stop)
+size_t cj_count_values(const char *p, size_t n, size_t stop, unsigned max_depth)
 {
 	size_t count = 1;
+	unsigned depth = 0;
 	const char *end = p + n;
 	while (p < end && count <= stop) {
 		char c = *p++;
-		if (c == ',' || c == '[' || c == '{') {
+		if (c == ',') {
 			count++;
+		} else if (c == '[' || c == '{') {
+			count++;
+			if (++depth > max_depth)
+				return 0;  /* the decoder stops at the depth limit, cheaply */
+		} else if (c == ']' || c == '}') {
+			depth -= depth > 0;
 		} else if (c == '"') {
 			/* skip the string (escapes included) */
 			while (p < end && *p != '"') {

@@ -435,6 +435,12 @@ START_TEST(test_max_elements)
 		lim.max_elements = 0;
 		ck_assert_int_eq(c->decode(&arena, bad, strlen(bad), &lim, &v, &e), 0);
 		lim.max_elements = 10;
+		/* nesting past max_depth is the depth error, not a count */
+		char deep[200];
+		memset(deep, '[', sizeof(deep));
+		lim.max_elements = 100;
+		ck_assert_int_eq(c->decode(&arena, deep, sizeof(deep), &lim, &v, &e), VD_EDEPTH);
+		lim.max_elements = 10;
 	}
 #ifdef WITH_MSGPACK
 	const struct vd_codec *mp = codec_find("msgpack");
