@@ -305,8 +305,16 @@ class PerAddress(unittest.TestCase):
             finally:
                 for s in socks:
                     s.close()
-            m = re.search(r"\nvdsmd_connections_refused_per_address_total (\d+)",
-                          d.http("GET", "/metrics")[2].decode())
+            deadline = time.monotonic() + 5
+            while True:  # until the daemon has seen the closes
+                try:
+                    text = d.http("GET", "/metrics")[2].decode()
+                    break
+                except OSError:
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.1)
+            m = re.search(r"\nvdsmd_connections_refused_per_address_total (\d+)", text)
             self.assertGreaterEqual(int(m.group(1)), 3)
 
 
@@ -350,13 +358,15 @@ class MsgpackNested(Attack):
         c.subscribe(vt.RESPONSES, "r", receipt="s")
         answered = []
         for i in range(5):
-            c.send_frame("SEND", [("destination", vt.REQUESTS), ("reply-to", vt.RESPONSES),
-                                  ("content-type", "application/msgpack")], bytes(body))
             try:
+                c.send_frame("SEND", [("destination", vt.REQUESTS), ("reply-to", vt.RESPONSES),
+                                      ("content-type", "application/msgpack")], bytes(body))
                 answered.append(c.read_frame(15).cmd)
             except (OSError, EOFError, TimeoutError):
                 answered.append(None)
             time.sleep(0.2)
+        alive = self.d.proc.poll() is None
+        self.assertTrue(alive, "vdsmd died (exit %s)" % self.d.proc.returncode)
         grew = proc_status(self.pid, "VmPeak") - vm0
         new = self.new_client_ok()
         self.finish("msgpack_63_nested_array32_4MiB", vm_peak_growth_mb="%.1f" % (grew / 2**20),
