@@ -76,7 +76,7 @@ void guard_release(struct vd_conn *c)
 
 bool guard_overloaded(const struct vd_server *s)
 {
-	return s->mem_used > s->budget - s->budget / 8;
+	return s->budget && s->mem_used > s->budget - s->budget / 8;
 }
 
 /* Best effort: an ERROR frame straight to the socket (the victim's buffers
@@ -110,7 +110,7 @@ bool guard_admit(struct vd_conn *c, size_t more)
 	if (c->dead)
 		return false;
 	guard_account(c);
-	while (s->mem_used + more > s->budget) {
+	while (s->budget && s->mem_used + more > s->budget) {
 		struct vd_conn *v = biggest(s);
 		if (!v || v->charged <= CONN_COST + TLS_COST)
 			return false;  /* nothing big left to close: refuse this growth */
