@@ -110,6 +110,14 @@ void conn_close(struct vd_conn *c, const char *why)
 		tls_conn_free(c, c->closing && c->out.len == 0 && c->state != CS_HANDSHAKE);
 	close(c->fd);
 	c->fd = -1;
+	/* Its memory goes back now, not when the reaper frees it at the end of
+	 * the loop iteration (every readable connection of one iteration could
+	 * fill the budget again meanwhile).  The input only when it is not
+	 * being parsed up the stack; nothing holds on to the output (a late
+	 * delivery to the session would start a new, small buffer). */
+	buf_free(&c->out);
+	if (s->feeding != c)
+		buf_free(&c->in);
 	if (c->prev)
 		c->prev->next = c->next;
 	else

@@ -3,6 +3,8 @@
  * requests by verb/result and the latency histogram from the engine. */
 #include "server.h"
 
+#include <malloc.h>
+
 #include "../common/log.h"
 #include "../rpc/event.h"
 #include "../rpc/rpc.h"
@@ -66,6 +68,10 @@ void metrics_format(struct vd_server *s, struct vd_buf *o)
 	       "Memory connections hold now (buffers, subscriptions, TLS).", s->mem_used);
 	metric(o, "vdsmd_memory_charged_peak_bytes", "gauge", "Highest memory_charged so far.",
 	       s->mem_peak);
+	struct mallinfo2 mi = mallinfo2();
+	metric(o, "vdsmd_heap_allocated_bytes", "gauge",
+	       "Bytes allocated with malloc now (glibc mallinfo2: heap and mmapped chunks).",
+	       (uint64_t)mi.uordblks + (uint64_t)mi.hblkhd);
 	metric(o, "vdsmd_budget_refused_total", "counter",
 	       "Requests answered 1100 and events dropped near the memory budget.", n->budget_refused);
 	metric(o, "vdsmd_received_bytes_total", "counter", "Bytes read from clients.", n->bytes_in);

@@ -26,6 +26,10 @@ import hostile
 import vdsmtest as vt
 
 BASELINE = bool(os.environ.get("VDSMD_BOUNDED_BASELINE"))
+# Under a sanitizer build (make memcheck) freed memory sits in ASan's
+# quarantine and RSS says nothing about the budget: the charged peak
+# (/metrics) is checked instead, and latency is not (ASan is slow).
+SANITIZED = bool(os.environ.get("VDSMD_SANITIZER_CHECK"))
 BUDGET = 48 << 20
 FLEET_URI = "test://" + os.path.join(vt.REPO, "examples", "fleet.xml")
 GUARD_ARGS = ("--memory-budget", "48M", "--frame-timeout", "2", "--connect-timeout", "2",
@@ -127,10 +131,12 @@ class Attack(unittest.TestCase):
         peak = proc_status(self.pid, "VmHWM")
         over = max(0, peak - self.base_rss)
         if not BASELINE:
-            m = re.search(r"\nvdsmd_memory_charged_peak_bytes (\d+)",
-                          self.d.http("GET", "/metrics", sock=self.d.tls_sock() if self.TLS
-                                      else None)[2].decode())
+            text = self.d.http("GET", "/metrics", sock=self.d.tls_sock() if self.TLS
+                               else None)[2].decode()
+            m = re.search(r"\nvdsmd_memory_charged_peak_bytes (\d+)", text)
             extra["charged_peak_mb"] = "%.1f" % (int(m.group(1)) / 2**20)
+            m = re.search(r"\nvdsmd_heap_allocated_bytes (\d+)", text)
+            extra["heap_now_mb"] = "%.1f" % (int(m.group(1)) / 2**20)
         fields = " ".join("%s=%s" % kv for kv in extra.items())
         sys.stderr.write("\nBOUNDED %s peak_rss_mb=%.1f over_baseline_mb=%.1f pings=%d "
                          "p99_ms=%.1f max_ms=%.1f ping_errors=%d %s\n" %
@@ -138,6 +144,10 @@ class Attack(unittest.TestCase):
                           max(lat or [0]) * 1e3, len(errs), fields))
         self.assertFalse(errs, "the bystander's pings failed: %r" % errs[:3])
         self.assertTrue(lat, "the bystander was not answered during the attack")
+        if not BASELINE:
+            self.assertLessEqual(float(extra["charged_peak_mb"]) * 2**20, BUDGET)
+        if SANITIZED:
+            return
         self.assertLess(p99, P99_MAX, "bystander p99 %.3f s" % p99)
         self.assertLess(over, BUDGET, "peak RSS %.1f MB over the baseline" % (over / 2**20))
 
@@ -213,7 +223,8 @@ class PartialFrames(Attack):
                     rss_after_close_mb="%.1f" % (after / 2**20), new_conn_s=new)
         self.assertIsNotNone(new)
         self.assertEqual(cut, 20, "attackers still connected after frame_timeout")
-        self.assertLess(after - self.base_rss, 16 << 20, "memory kept after the close")
+        if not SANITIZED:
+            self.assertLess(after - self.base_rss, 16 << 20, "memory kept after the close")
 
 
 class NeverReads(Attack):
@@ -245,9 +256,20 @@ class NeverReads(Attack):
                 break
             time.sleep(0.01)
         new = self.new_client_ok()
-        time.sleep(1.0)
+        time.sleep(2.0)
         cut = sum(closed(s, 0.2) for s in self.socks)
-        self.finish("never_read_10_conns", attackers_closed="%d/10" % cut, new_conn_s=new)
+        # the attackers that were not cut hold little: new work runs again
+        c = self.d.stomp()
+        self.socks.append(c.sock)
+        c.connect()
+        c.subscribe(vt.RESPONSES, "r", receipt="s")
+        resp = c.call("Host.getAllVmStats")
+        refused = re.search(r"\nvdsmd_budget_refused_total (\d+)",
+                            self.d.http("GET", "/metrics")[2].decode()) if not BASELINE else None
+        self.finish("never_read_10_conns", attackers_closed="%d/10" % cut, new_conn_s=new,
+                    requests_refused_1100=refused and refused.group(1),
+                    after_attack=resp.get("error", {}).get("code", "ok"))
+        self.assertIn("result", resp)
         self.assertIsNotNone(new)
         self.assertGreater(cut, 0, "no attacker was cut")
 
@@ -372,7 +394,8 @@ class MsgpackNested(Attack):
         self.finish("msgpack_63_nested_array32_4MiB", vm_peak_growth_mb="%.1f" % (grew / 2**20),
                     answered=sorted(set(map(str, answered))), new_conn_s=new)
         self.assertEqual(answered, ["MESSAGE"] * 5)
-        self.assertLess(grew, BUDGET)
+        if not SANITIZED:
+            self.assertLess(grew, BUDGET)
 
 
 class BigJson(Attack):
