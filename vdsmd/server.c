@@ -278,11 +278,15 @@ static const struct stomp_broker_ops broker_ops = {
 static void deliver_event(void *ctx, const char *bytes, size_t len, const struct vd_codec *codec)
 {
 	struct vd_server *s = ctx;
-	if (guard_overloaded(s))
+	if (guard_overloaded(s)) {
 		s->n.budget_refused++;  /* near the memory budget: no event is queued here */
-	else
-		s->n.events_delivered += stomp_broker_publish(s->broker, EVENTS_DEST,
-							      codec->content_type, bytes, len);
+		if (s->d->broker)
+			broker_publish_event(s->d->broker, bytes, len, codec);
+		return;
+	}
+
+	s->n.events_delivered += stomp_broker_publish(s->broker, EVENTS_DEST, codec->content_type,
+						      bytes, len);
 	if (s->d->broker)  /* broker mode: the host's topic too */
 		broker_publish_event(s->d->broker, bytes, len, codec);
 }
