@@ -95,6 +95,18 @@ void conn_unref(struct vd_conn *c)
 	conn_check_eof(c);
 }
 
+/* A closed connection's memory goes back now, not when the reaper frees it
+ * at the end of the loop iteration (every readable connection of one
+ * iteration could fill the memory budget again meanwhile).  The input only
+ * when it is not being parsed up the stack; nothing holds on to the output
+ * (a late delivery to the session starts a new, small buffer). */
+static void conn_release_buffers(struct vd_conn *c)
+{
+	buf_free(&c->out);
+	if (c->srv->feeding != c)
+		buf_free(&c->in);
+}
+
 void conn_close(struct vd_conn *c, const char *why)
 {
 	if (c->dead)
@@ -110,14 +122,7 @@ void conn_close(struct vd_conn *c, const char *why)
 		tls_conn_free(c, c->closing && c->out.len == 0 && c->state != CS_HANDSHAKE);
 	close(c->fd);
 	c->fd = -1;
-	/* Its memory goes back now, not when the reaper frees it at the end of
-	 * the loop iteration (every readable connection of one iteration could
-	 * fill the budget again meanwhile).  The input only when it is not
-	 * being parsed up the stack; nothing holds on to the output (a late
-	 * delivery to the session would start a new, small buffer). */
-	buf_free(&c->out);
-	if (s->feeding != c)
-		buf_free(&c->in);
+	conn_release_buffers(c);
 	if (c->prev)
 		c->prev->next = c->next;
 	else

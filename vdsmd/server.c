@@ -278,16 +278,19 @@ static const struct stomp_broker_ops broker_ops = {
 static void deliver_event(void *ctx, const char *bytes, size_t len, const struct vd_codec *codec)
 {
 	struct vd_server *s = ctx;
-	if (guard_overloaded(s)) {
-		s->n.budget_refused++;  /* near the memory budget: no event is queued here */
-		if (s->d->broker)
-			broker_publish_event(s->d->broker, bytes, len, codec);
-		return;
-	}
-
 	s->n.events_delivered += stomp_broker_publish(s->broker, EVENTS_DEST, codec->content_type,
 						      bytes, len);
 	if (s->d->broker)  /* broker mode: the host's topic too */
+		broker_publish_event(s->d->broker, bytes, len, codec);
+}
+
+/* Near the memory budget: no event is queued for local subscribers
+ * (counted); broker mode still publishes to the host's topic. */
+static void drop_event(void *ctx, const char *bytes, size_t len, const struct vd_codec *codec)
+{
+	struct vd_server *s = ctx;
+	s->n.budget_refused++;
+	if (s->d->broker)
 		broker_publish_event(s->d->broker, bytes, len, codec);
 }
 
@@ -295,7 +298,7 @@ static void wake_cb(struct ev_loop *loop, ev_async *w, int revents)
 {
 	struct vd_server *s = w->data;
 	if (s->d->bus)
-		event_bus_drain(s->d->bus, deliver_event, s);
+		event_bus_drain(s->d->bus, guard_overloaded(s) ? drop_event : deliver_event, s);
 }
 
 static void bus_wake(void *ctx)
