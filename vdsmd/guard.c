@@ -128,8 +128,12 @@ bool guard_admit(struct vd_conn *c, size_t more)
 	guard_account(c);
 	while (s->budget && s->mem_used + more > s->budget) {
 		struct vd_conn *v = biggest(s);
-		if (!v || v->charged <= CONN_COST + TLS_COST)
-			return false;  /* nothing big left to close: refuse this growth */
+		if (!v || v->charged <= CONN_COST + TLS_COST) {
+			/* nothing big left to close: this growth alone does not fit,
+			 * and c cannot go on without it (its stream would lose bytes) */
+			evict(c, "what it needs next does not fit, closing it");
+			return false;
+		}
 		evict(v, "closing the biggest holder");
 		if (v == c)
 			return false;

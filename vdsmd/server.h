@@ -177,8 +177,8 @@ void guard_stop(struct vd_server *s);
 /* Recompute what c holds (buffers, subscriptions, TLS) and charge it. */
 void guard_account(struct vd_conn *c);
 /* Before c's memory grows by `more` bytes: the biggest holders are closed
- * until it fits the budget.  false when c itself was closed (or nothing
- * could make room): do not grow. */
+ * until it fits the budget.  false when c itself was closed (it was the
+ * biggest, or nothing could make room): do not grow. */
 bool guard_admit(struct vd_conn *c, size_t more);
 /* guard_admit for appending n bytes to b, one of c's buffers (counts the
  * capacity buf_grow would add). */
