@@ -197,7 +197,7 @@ START_TEST(test_ack_header)
 			int n = snprintf(ack, sizeof(ack), "%s\nid:%s\nreceipt:k%d\n\n",
 					 i ? "NACK" : "ACK", mid, i);
 			ck_assert_int_eq(feed(&A, ack, (size_t)n + 1), n + 1);
-			char rid[8];
+			char rid[16];
 			snprintf(rid, sizeof(rid), "k%d", i);
 			expect_receipt(&A, rid);
 		} else {
