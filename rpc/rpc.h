@@ -178,6 +178,9 @@ int rpc_engine_bind(struct rpc_engine *e, const struct rpc_binding *b, void *app
  * table.  On failure returns VD_EINVAL and writes a reason naming the verb. */
 int rpc_engine_seal(struct rpc_engine *e, char *why, size_t whylen);
 void rpc_engine_set_submit(struct rpc_engine *e, rpc_submit_fn fn, void *pool);
+/* While overloaded (the daemon is near its memory budget), every verb but
+ * RPC_F_ALWAYS ones answers 1100 without running.  Dispatching thread only. */
+void rpc_engine_set_overloaded(struct rpc_engine *e, bool overloaded);
 /* Until set ready, every verb but RPC_F_ALWAYS ones answers code 99. */
 void rpc_engine_set_ready(struct rpc_engine *e, bool ready);
 bool rpc_engine_ready(const struct rpc_engine *e);

@@ -106,6 +106,7 @@ int daemon_init(struct vdsmd *d, char *why, size_t whylen)
 		abort();
 	d->limits.max_depth = d->cfg.max_depth;
 	d->limits.max_size = d->cfg.max_frame_size;
+	d->limits.max_elements = d->cfg.max_elements;
 	if ((rc = select_codec(d, why, whylen)))
 		return rc;
 	if ((rc = daemon_check_plaintext(&d->cfg, why, whylen)))

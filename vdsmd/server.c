@@ -18,7 +18,7 @@
 #include "../rpc/event.h"
 #include "../rpc/rpc.h"
 
-#define EVENTS_DEST "jms.queue.events"
+#define EVENTS_DEST STOMP_EVENTS_DEST
 #define STOP_GRACE 2.0  /* seconds to flush before connections are cut */
 
 /* ---- listener ---------------------------------------------------------- */
@@ -98,6 +98,7 @@ static int bind_listener(struct vd_server *s, const char *addr, unsigned port,
 static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct vd_server *s = w->data;
+	const struct vd_config *cfg = &s->d->cfg;
 	for (int i = 0; i < 64; i++) {
 		struct sockaddr_storage ss;
 		socklen_t sl = sizeof(ss);
@@ -105,14 +106,29 @@ static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 		if (fd < 0) {
 			if (errno == EINTR || errno == ECONNABORTED)
 				continue;
-			if (errno != EAGAIN && errno != EWOULDBLOCK)
-				log_error("accept: %s", strerror(errno));
+			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+				guard_pause_accept(s, errno);  /* would spin: pause, resume on a timer */
+			else if (errno != EAGAIN && errno != EWOULDBLOCK)
+				log_limited(&s->ll_accept, VD_LOG_ERROR, "accept: %s", strerror(errno));
 			return;
 		}
-		if (s->nconns >= s->d->cfg.max_connections) {
+		if (cfg->max_connections_per_address &&
+		    guard_count_address(s, (struct sockaddr *)&ss) >= cfg->max_connections_per_address) {
+			s->n.refused_per_address++;
+			log_limited(&s->ll_refuse, VD_LOG_WARN,
+				    "connection limit per address %u reached, refusing a connection",
+				    cfg->max_connections_per_address);
+			close(fd);
+			continue;
+		}
+		/* Full: a connection that has not finished its handshake or shown
+		 * a protocol makes room before a new one is refused (bare connects
+		 * must not keep valid clients out). */
+		if (s->nconns >= cfg->max_connections && !guard_evict_unestablished(s)) {
 			s->n.refused++;
-			log_warn("connection limit %u reached, refusing a connection",
-				 s->d->cfg.max_connections);
+			log_limited(&s->ll_refuse, VD_LOG_WARN,
+				    "connection limit %u reached, refusing a connection",
+				    cfg->max_connections);
 			close(fd);
 			continue;
 		}
@@ -132,8 +148,24 @@ static void stomp_reply(void *ctx, const struct rpc_response *r)
 {
 	struct stomp_req *q = ctx;
 	struct vd_server *s = q->srv;
-	if (r->len) {
-		struct stomp_session *origin = stomp_session_alive(q->sess) ? q->sess : NULL;
+	struct vd_conn *c = q->conn;
+	if (r->len && c && !c->dead && !guard_admit_buf(c, &c->out, r->len + 512)) {
+		/* no room in the memory budget even after closing bigger holders:
+		 * c was closed (it was the biggest) */
+	} else if (r->len && c && !c->dead && c->out.len &&
+	    c->out.len + r->len > s->d->cfg.max_output) {
+		/* The output bound holds before a reply is queued: a peer that
+		 * does not read its replies is closed, not buffered for. */
+		s->n.overflow_closes++;
+		log_limited(&s->ll_overflow, VD_LOG_WARN,
+			    "connection %s: %zu bytes of output pending (max_output %zu), closing "
+			    "slow reader (a %zu-byte reply was next)", c->peer, c->out.len,
+			    s->d->cfg.max_output, r->len);
+		conn_close(c, "output overflow");
+	} else if (r->len) {
+		/* a connection closed but not yet reaped gets nothing (counted) */
+		struct stomp_session *origin = stomp_session_alive(q->sess) && !(c && c->dead) ?
+			q->sess : NULL;
 		stomp_broker_reply(s->broker, origin, q->rtlen ? q->reply_to : NULL, q->rtlen,
 				   r->codec->content_type, r->bytes, r->len);
 	}
@@ -158,6 +190,12 @@ static void on_request(void *host, struct stomp_session *ss, const char *body, s
 	struct vd_server *s = host;
 	struct vdsmd *d = s->d;
 	struct vd_conn *c = s->feeding;
+	/* Closed while the rest of its input was being parsed (memory budget,
+	 * slow reader): the requests still in that input are not run.  Running
+	 * them built replies nobody would get (measured: a 2 s stall of the loop
+	 * from one read burst of batched Host.getAllVmStats). */
+	if (c && c->dead)
+		return;
 	/* An unknown content-type is decoded with the startup codec (VDSM
 	 * ignores the header); a bad body then gets -32700. */
 	const struct vd_codec *codec = daemon_codec_for(d, ct, ctlen);
@@ -189,6 +227,8 @@ static void on_request(void *host, struct stomp_session *ss, const char *body, s
 		.flow_id = flow_id && flen ? flow : NULL,
 		.transport = "stomp",
 	};
+	if (guard_overloaded(s))
+		s->n.budget_refused++;  /* the engine answers 1100 (guard_account set it) */
 	rpc_dispatch(d->rpc, &info, body, len, stomp_reply, q);
 }
 
@@ -270,11 +310,21 @@ static void deliver_event(void *ctx, const char *bytes, size_t len, const struct
 		broker_publish_event(s->d->broker, bytes, len, codec);
 }
 
+/* Near the memory budget: no event is queued for local subscribers
+ * (counted); broker mode still publishes to the host's topic. */
+static void drop_event(void *ctx, const char *bytes, size_t len, const struct vd_codec *codec)
+{
+	struct vd_server *s = ctx;
+	s->n.budget_refused++;
+	if (s->d->broker)
+		broker_publish_event(s->d->broker, bytes, len, codec);
+}
+
 static void wake_cb(struct ev_loop *loop, ev_async *w, int revents)
 {
 	struct vd_server *s = w->data;
 	if (s->d->bus)
-		event_bus_drain(s->d->bus, deliver_event, s);
+		event_bus_drain(s->d->bus, guard_overloaded(s) ? drop_event : deliver_event, s);
 }
 
 static void bus_wake(void *ctx)
@@ -401,6 +451,7 @@ void server_start(struct vdsmd *d)
 	ev_async_start(loop, &s->ev_wake);
 	if (d->bus)
 		event_bus_set_wake(d->bus, bus_wake, s);
+	guard_start(s);
 }
 
 void server_stop(struct vd_server *s)
@@ -409,6 +460,7 @@ void server_stop(struct vd_server *s)
 		return;
 	struct ev_loop *loop = s->d->loop;
 	ev_io_stop(loop, &s->lio);
+	guard_stop(s);
 	if (s->lfd >= 0) {
 		close(s->lfd);
 		s->lfd = -1;

@@ -18,6 +18,7 @@
 #include <netinet/in.h>
 #include "vdsmd.h"
 #include "../stomp/stomp.h"
+#include "../common/log.h"
 
 /* ---- protocol detection (detect.c) ------------------------------------ */
 
@@ -62,6 +63,10 @@ struct vd_counters {
 	uint64_t bytes_in, bytes_out;
 	uint64_t http_requests, stomp_requests, http_errors;
 	uint64_t events_delivered;
+	/* guard.c (issue 17) */
+	uint64_t budget_closes, budget_refused;
+	uint64_t frame_timeouts, connect_timeouts, idle_timeouts, keepalive_timeouts;
+	uint64_t accept_pauses, refused_per_address, evicted_unestablished;
 };
 
 struct vd_server {
@@ -86,6 +91,16 @@ struct vd_server {
 	                               to this size (wire.c); 0 off */
 	char *rbuf;                 /* scratch read buffer, VD_RBUF bytes */
 	struct vd_counters n;
+	/* guard.c: memory budget, timeouts, accept pause, log limits */
+	size_t budget;              /* bytes clients may hold together */
+	size_t mem_used;            /* sum of every live connection's charge */
+	size_t mem_peak;
+	size_t freed_since_trim;    /* large buffers freed: malloc_trim soon */
+	bool overloaded;            /* over 7/8 of the budget (the engine answers 1100) */
+	ev_timer sweep;             /* timeouts, once a second */
+	ev_timer accept_resume;     /* accept paused on EMFILE / ENFILE */
+	struct vd_log_limit ll_accept, ll_refuse, ll_tls, ll_detect, ll_timeout, ll_budget,
+			    ll_overflow;
 };
 
 #define VD_RBUF (64 * 1024)
@@ -146,6 +161,12 @@ struct vd_conn {
 	void *ssl;           /* SSL * */
 	struct stomp_session *sess;
 	char peer[INET6_ADDRSTRLEN + 16];
+	/* guard.c */
+	ev_tstamp t_open;        /* accepted */
+	ev_tstamp partial_since; /* input holds an incomplete frame since (0: none) */
+	size_t charged;          /* bytes charged to the budget for it */
+	unsigned char addr[16];  /* source address (IPv4 in the first 4 bytes) */
+	unsigned char alen;
 };
 
 void conn_new(struct vd_server *s, int fd, const struct sockaddr *sa);
@@ -199,6 +220,38 @@ void wire_req_start(struct vd_conn *c, struct stomp_req *q);
 /* q was answered: unlink it and queue the held events now due. */
 void wire_req_done(struct vd_conn *c, struct stomp_req *q);
 void wire_free(struct vd_conn *c);
+
+/* ---- guard.c: memory budget, timeouts (issue 17) ----------------------- */
+
+/* Budget from cfg (0: a quarter of RAM), the timeout sweep; after
+ * server_start's watchers. */
+void guard_start(struct vd_server *s);
+void guard_stop(struct vd_server *s);
+/* Recompute what c holds (buffers, subscriptions, TLS) and charge it. */
+void guard_account(struct vd_conn *c);
+/* Before c's memory grows by `more` bytes: the biggest holders are closed
+ * until it fits the budget.  false when c itself was closed (it was the
+ * biggest, or nothing could make room): do not grow. */
+bool guard_admit(struct vd_conn *c, size_t more);
+/* guard_admit for appending n bytes to b, one of c's buffers (counts the
+ * capacity buf_grow would add). */
+bool guard_admit_buf(struct vd_conn *c, const struct vd_buf *b, size_t n);
+/* Near the budget (7/8 of it): new requests are answered 1100. */
+bool guard_overloaded(const struct vd_server *s);
+/* c is being closed: its charge goes back; large buffers trigger a trim. */
+void guard_release(struct vd_conn *c);
+/* Input changed: track how long an incomplete frame has been waiting
+ * (progress: bytes of the buffered input were consumed). */
+void guard_input(struct vd_conn *c, bool progress);
+/* The connection limit is reached: close the oldest connection that has not
+ * finished its TLS handshake or shown a protocol (true when one was). */
+bool guard_evict_unestablished(struct vd_server *s);
+/* Connections from the source address of sa (for max_connections_per_address). */
+unsigned guard_count_address(const struct vd_server *s, const struct sockaddr *sa);
+void guard_set_address(struct vd_conn *c, const struct sockaddr *sa);
+/* accept() failed with EMFILE / ENFILE / ENOBUFS / ENOMEM: stop accepting
+ * for a moment. */
+void guard_pause_accept(struct vd_server *s, int err);
 
 /* ---- TLS (tls.c) ------------------------------------------------------ */
 
