@@ -37,7 +37,12 @@ PKG_CFLAGS = $(shell $(PKG_CONFIG) --cflags $(PKGS))
 PKG_LIBS = $(shell $(PKG_CONFIG) --libs $(PKGS)) -lev -lpthread -lm
 CHECK_LIBS = $(shell $(PKG_CONFIG) --libs check)
 CFLAGS ?= $(OPT) -g
-ALL_CFLAGS = -std=c11 $(CFLAGS) $(SANFLAGS) $(WARN) $(DEFS) -I. $(PKG_CFLAGS) -MMD -MP
+# EXTRA_DEFS: -DVD_TEST_HOOKS=1 in the test-only builds (asan, tsan, hooks):
+# the sampler hook, slowed preallocation and VDSMD_VIRT_NO_CACHE exist only
+# there, never in build/vdsmd.  One BUILD dir is always built with one set.
+EXTRA_DEFS ?=
+TEST_HOOKS := -DVD_TEST_HOOKS=1
+ALL_CFLAGS = -std=c11 $(CFLAGS) $(SANFLAGS) $(WARN) $(DEFS) $(EXTRA_DEFS) -I. $(PKG_CFLAGS) -MMD -MP
 LDFLAGS ?=
 ALL_LDFLAGS = $(LDFLAGS) $(SANFLAGS)
 
@@ -130,11 +135,12 @@ unit: tests
 integration: tests
 	@BUILD=$(BUILD) PYTHON=$(PYTHON) tests/run-integration.sh
 
-# Unit tests once more with AddressSanitizer + UBSan (leaks and UB fail).
+# Unit tests once more with AddressSanitizer + UBSan (leaks and UB fail),
+# in a test build (EXTRA_DEFS=$(TEST_HOOKS)): the hook-driven tests run here.
+ASAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 asan-unit:
 	@$(MAKE) --no-print-directory BUILD=$(BUILD)/asan OPT=-O1 \
-		SANFLAGS="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
-		unit
+		SANFLAGS="$(ASAN_FLAGS)" EXTRA_DEFS="$(TEST_HOOKS)" unit
 
 check: ensure-deps
 	@rm -rf $(BUILD)/results $(BUILD)/asan/results
@@ -151,11 +157,12 @@ check: ensure-deps
 # .ci/run runs it after `make check`.
 memcheck: ensure-deps
 	@$(MAKE) --no-print-directory BUILD=$(BUILD)/asan OPT=-O1 \
-		SANFLAGS="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" all
+		SANFLAGS="$(ASAN_FLAGS)" EXTRA_DEFS="$(TEST_HOOKS)" all
 	@BUILD=$(BUILD)/asan PYTHON=$(PYTHON) tests/memcheck.sh
 
 bench: ensure-deps
 	@$(MAKE) --no-print-directory bench-build
+	@$(MAKE) --no-print-directory BUILD=$(BUILD)/hooks EXTRA_DEFS="$(TEST_HOOKS)" all
 	@BUILD=$(BUILD) PYTHON=$(PYTHON) bench/run.sh
 
 # Fleet benchmark (issue 9): a private RabbitMQ, N vdsmd in broker mode,

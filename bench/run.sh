@@ -261,7 +261,9 @@ if out=$("$B/stomp" "${STOMP_SECONDS:-1}"); then echo "$out" | sed 's/^/  /'; el
 # fresh vs copied from the per-snapshot cache, for every codec; Python's
 # json.dumps of the very same payload in the same run (what VDSM pays per
 # poll).  Over STOMP (bench/load): Host.getAllVmStats at 4 connections,
-# cached vs forced re-encode (VDSMD_VIRT_NO_CACHE=1) for each JSON codec;
+# cached vs forced re-encode (VDSMD_VIRT_NO_CACHE=1) for each JSON codec,
+# both against the test build $BUILD/hooks/vdsmd (-DVD_TEST_HOOKS, the only
+# build that reads the variable; same code and -O2 otherwise);
 # Host.ping2 p99 idle vs while a 1000-VM sample runs every second.
 # VIRT_DURATION (seconds per STOMP run, default 3).
 virt_py_dumps() {
@@ -284,7 +286,7 @@ virt_start() {
 	# virt_start LOG URI CODEC INTERVAL [env...] ; sets vpid, vport
 	log=$1 uri=$2 codec=$3 interval=$4
 	shift 4
-	env "$@" "$BUILD/vdsmd" --config /dev/null --listen 127.0.0.1 --port 0 --tls off \
+	env "$@" "$BUILD/hooks/vdsmd" --config /dev/null --listen 127.0.0.1 --port 0 --tls off \
 		--libvirt-uri "$uri" --codec "$codec" --vm-sample-interval "$interval" \
 		--storage-root "$tmp/storage" --log-level info 2> "$log" &
 	vpid=$!

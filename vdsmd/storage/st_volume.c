@@ -152,7 +152,11 @@ static int write_zeros(int fd, off_t off, off_t len)
 static int preallocate(struct storage_state *s, struct st_task *t, int fd, int64_t size,
 		       char *err, size_t errlen)
 {
+#ifdef VD_TEST_HOOKS
 	bool use_write = s->prealloc_force_write;
+#else
+	bool use_write = false;
+#endif
 	for (off_t off = 0; off < size;) {
 		if (task_aborted(s, t)) {
 			snprintf(err, errlen, "Task is aborted: %s", t->abort_why);
@@ -180,8 +184,10 @@ static int preallocate(struct storage_state *s, struct st_task *t, int fd, int64
 		}
 		off += len;
 		task_progress(s, t, off, size);
+#ifdef VD_TEST_HOOKS
 		if (s->prealloc_chunk_delay_us)
 			usleep(s->prealloc_chunk_delay_us);
+#endif
 	}
 	return 0;
 }

@@ -286,8 +286,10 @@ int virt_init(struct vdsmd *d)
 	s->cb_id = -1;
 	s->ev_timer = -1;
 	s->sample_interval_s = d->cfg.vm_sample_interval ? d->cfg.vm_sample_interval : 15;
+#ifdef VD_TEST_HOOKS
 	const char *nc = getenv("VDSMD_VIRT_NO_CACHE");
 	s->no_cache = nc && strcmp(nc, "1") == 0;
+#endif
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);
