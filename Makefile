@@ -5,6 +5,7 @@
 #   make check      install missing packages, build with -Werror, run every test,
 #                   then the unit tests again under ASan+UBSan, then a short fuzz pass
 #   make memcheck   the integration suite against an ASan+LSan vdsmd (CI runs it)
+#   make tsan       unit tests + part of the integration suite under ThreadSanitizer (CI)
 #   make bench      benchmarks (codec, end-to-end load, events, pool)
 #   make fuzz       every libFuzzer target for FUZZ_SECONDS each (default 60)
 #   make install    PREFIX=/usr/local DESTDIR=
@@ -69,8 +70,8 @@ UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
 BENCH_BINS := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRCS))
 FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRCS))
 
-.PHONY: all run check unit integration asan-unit bench fuzz fuzz-build memcheck \
-	install clean deps ensure-deps tests bench-build
+.PHONY: all run check unit integration asan-unit tsan bench fuzz fuzz-build memcheck \
+	install clean deps ensure-deps ensure-run-deps tests bench-build
 .DEFAULT_GOAL := all
 # keep intermediate objects (chained pattern rules) and drop half-written targets
 .SECONDARY:
@@ -115,14 +116,18 @@ bench-build: all $(BENCH_BINS)
 
 # --- running ---------------------------------------------------------------
 ensure-deps:
-	@scripts/deps.sh ensure
+	@scripts/deps.sh ensure all
+
+# only what building and running needs (scripts/deps.sh's "run" set)
+ensure-run-deps:
+	@scripts/deps.sh ensure run
 
 deps:
 	scripts/deps.sh install
 
 # The embedded development setup: plaintext on 127.0.0.1:54321, the libvirt
 # test-driver fleet of examples/, storage under build/run/storage.
-run: ensure-deps
+run: ensure-run-deps
 	@$(MAKE) --no-print-directory all
 	@mkdir -p $(BUILD)/run/storage
 	./$(VDSMD) --config examples/vdsmd-dev.conf \
@@ -141,6 +146,16 @@ ASAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-f
 asan-unit:
 	@$(MAKE) --no-print-directory BUILD=$(BUILD)/asan OPT=-O1 \
 		SANFLAGS="$(ASAN_FLAGS)" EXTRA_DEFS="$(TEST_HOOKS)" unit
+
+# ThreadSanitizer (tests/tsan.sh): the unit tests and a representative
+# part of the integration suite against a TSan vdsmd, in a test build
+# (EXTRA_DEFS=$(TEST_HOOKS)); any report fails.  Suppressions, for libvirt
+# and GLib only, with reasons: tests/tsan-suppressions.txt.  .ci/run runs it.
+TSAN_FLAGS := -fsanitize=thread -fno-omit-frame-pointer
+tsan: ensure-deps
+	@$(MAKE) --no-print-directory BUILD=$(BUILD)/tsan OPT=-O1 \
+		SANFLAGS="$(TSAN_FLAGS)" EXTRA_DEFS="$(TEST_HOOKS)" tests
+	@BUILD=$(BUILD)/tsan PYTHON=$(PYTHON) tests/tsan.sh $(patsubst $(BUILD)/%,$(BUILD)/tsan/%,$(UNIT_BINS))
 
 check: ensure-deps
 	@rm -rf $(BUILD)/results $(BUILD)/asan/results
