@@ -1,20 +1,25 @@
 #!/bin/sh
 # tests/summary.sh BUILD - add up the test-case results of a `make check` run
-# (unit and integration, every results dir under BUILD: build/results and
-# build/asan/results) and print the closing line
-# "N passed, N failed, N skipped".  Fuzzing and lint are not tests: they
-# print their own lines (results/fuzz.txt, results/lint.txt) and only fail
-# the run.  Result files: "NAME PASSED FAILED [SKIPPED]" per line.
+# (BUILD/results: unit and integration; BUILD/asan/results: the unit tests
+# under ASan) and print the closing line "N passed, N failed, N skipped".
+# Fuzzing and lint are not tests: they print their own lines (fuzz.txt,
+# lint.txt) and only fail the run.  Result files: "NAME PASSED FAILED
+# [SKIPPED]" per line.
 : "${1:=build}"
+dirs="$1/results $1/asan/results"
 rc=0
 for kind in fuzz lint; do
-	files=$(find "$1" -path "*/results/$kind.txt" 2>/dev/null)
+	files=""
+	for d in $dirs; do [ -f "$d/$kind.txt" ] && files="$files $d/$kind.txt"; done
 	[ -n "$files" ] || continue
 	# shellcheck disable=SC2086
 	cat $files | awk -v k="$kind" '
 		{ n++; if ($3 > 0) bad++ }
-		END { printf "%s: %d target(s), %d failed\n", (k == "fuzz" ? "fuzz" : "lint"), n, bad; exit (bad > 0) }' || rc=1
+		END { printf "%s: %d %s, %d failed (not counted as tests)\n", k, n,
+			(k == "fuzz" ? "target(s)" : "pass(es)"), bad; exit (bad > 0) }' || rc=1
 done
-find "$1" \( -path '*/results/unit.txt' -o -path '*/results/integration.txt' \) -exec cat {} + | awk -v rc="$rc" '
+for d in $dirs; do
+	for f in unit integration; do [ -f "$d/$f.txt" ] && cat "$d/$f.txt"; done
+done | awk -v rc="$rc" '
 	{ p += $2; f += $3; s += $4 }
 	END { printf "%d passed, %d failed, %d skipped\n", p, f, s; exit (f > 0 || rc > 0) }'

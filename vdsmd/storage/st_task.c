@@ -316,9 +316,10 @@ int st_task_clear(struct storage_state *s, const char *id, struct st_err *e)
 		return -1;
 	}
 	if (t->state != ST_TS_FINISHED) {
+		enum st_task_state state = t->state;  /* read under the lock */
 		pthread_mutex_unlock(&s->lock);
 		return st_fail(e, RPC_E_TASK_STATE, "task %s is %s; only finished tasks can be cleared",
-			       id, st_task_state_name(t->state));
+			       id, st_task_state_name(state));
 	}
 	map_del(&s->tasks, id);
 	pthread_mutex_unlock(&s->lock);
