@@ -35,7 +35,7 @@ for t in ${INTEGRATION_TESTS:-tests/integration/test_*.py}; do
 		echo "FAIL $t (rc=$rc, ${secs}s):"; tail -n 60 "$log"
 	else
 		echo "ok   $t: $ran tests in ${secs}s$( [ "$ns" -gt 0 ] && echo ", $ns skipped:")"
-		sed -n 's/^\(test[^ ]*\) .*\.\.\. skipped \(.*\)$/       SKIP \1: \2/p' "$log"
+		sed -n 's/^\(.*\) \.\.\. skipped \(.*\)$/       SKIP \1: \2/p' "$log"
 	fi
 done
 echo "integration ($BUILD): $pass passed, $fail failed, $skip skipped"
