@@ -16,9 +16,10 @@
 # (the administrator's) is left as it is.
 set -eu
 
+# python3 + python3-yaml: api/gen.py generates the verb schema at build time
 RUN_PKGS="build-essential pkg-config libyajl-dev libmsgpack-dev libev-dev libssl-dev
-libvirt-dev qemu-utils"
-TEST_PKGS="check openssl python3 python3-stomp clang libclang-rt-14-dev procps
+libvirt-dev qemu-utils python3 python3-yaml"
+TEST_PKGS="check openssl python3-stomp clang libclang-rt-14-dev procps
 rabbitmq-server ruby-stomp libnet-stomp-perl nodejs npm cppcheck clang-tidy"
 
 pkgs() {
