@@ -44,8 +44,9 @@ setup_npm() {
 		--fetch-timeout=30000 --fetch-retries=1 \
 		"@stomp/stompjs@$STOMPJS" "@stomp/tcp-wrapper@$TCPWRAP" >&2; then
 		reg=$(npm config get registry 2>/dev/null)
-		if ! npm ping --fetch-timeout=15000 --fetch-retries=0 >/dev/null 2>&1; then
-			echo "interop setup: the npm registry ($reg) cannot be reached from here: @stomp/stompjs@$STOMPJS cannot be installed" >&2
+		if ! ping_out=$(npm ping --fetch-timeout=15000 --fetch-retries=0 2>&1); then
+			why=$(echo "$ping_out" | sed -n 's/^npm ERR! code //p' | head -n 1)
+			echo "interop setup: the npm registry ($reg) cannot be reached from here${why:+ ($why)}: @stomp/stompjs@$STOMPJS cannot be installed" >&2
 			return 3
 		fi
 		echo "interop setup: 'npm install @stomp/stompjs@$STOMPJS @stomp/tcp-wrapper@$TCPWRAP' failed (registry $reg reachable)" >&2
