@@ -77,6 +77,20 @@ struct vd_server {
 	ev_io lio;
 	ev_prepare reaper;
 	ev_async ev_wake;
+	/* event batching (server.c, "events"): events queued on the bus are
+	 * fanned out by bus_timer, VD_EVENT_BATCH after the first of a batch;
+	 * bus_prepare arms it before the loop blocks and sets loop_polling,
+	 * bus_check clears that when the loop wakes, and the bus's wake
+	 * function signals ev_wake (which arms the timer) only while the loop
+	 * is blocked.  During a fan-out, output is flushed once per connection
+	 * after the batch (fan[]), not once per event. */
+	ev_prepare bus_prepare;
+	ev_check bus_check;
+	ev_timer bus_timer;
+	bool loop_polling;          /* __atomic: publishing threads read it */
+	bool fanning;               /* inside a batch's fan-out */
+	struct vd_conn **fan;       /* connections with output from this batch */
+	size_t nfan, capfan;
 	ev_signal sigterm, sigint, sighup;
 	ev_timer stop_timer;
 	struct stomp_broker *broker;
@@ -137,6 +151,7 @@ struct vd_conn {
 	                        pending requests are answered and output is flushed */
 	bool lingering;      /* output flushed, write side shut: draining input until
 	                        the peer closes or VD_LINGER passes (then close) */
+	bool fan_queued;     /* in srv->fan[]: flushed after the event batch */
 	unsigned refs;       /* pending requests holding the connection */
 	ev_io io;
 	ev_timer rt;         /* detect / handshake timeout, then receive heart-beat */
