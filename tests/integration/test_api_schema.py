@@ -396,7 +396,8 @@ class CoercionTest(unittest.TestCase):
             self.assertIn("'postZero'", r["error"]["message"])
             self.assertIn("'maybe'", r["error"]["message"])
             # "" and null as "no filter"
-            r = c.call("Host.getStorageDomains", {"storageType": "", "remotePath": None})
+            r = c.call("Host.getStorageDomains", {"storagepoolID": "", "domainClass": "",
+                                                  "storageType": "", "remotePath": None})
             self.assertIsInstance(r.get("result"), list, r)
             c.close()
 
