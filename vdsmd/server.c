@@ -18,8 +18,11 @@
 #include "../rpc/event.h"
 #include "../rpc/rpc.h"
 
-#define EVENTS_DEST "jms.queue.events"
+#define EVENTS_DEST STOMP_EVENTS_DEST
 #define STOP_GRACE 2.0  /* seconds to flush before connections are cut */
+/* events are fanned out in batches: at most this long (s) after the first
+ * event of a batch was queued (bus_arm) */
+#define VD_EVENT_BATCH 0.005
 
 /* ---- listener ---------------------------------------------------------- */
 
@@ -98,6 +101,7 @@ static int bind_listener(struct vd_server *s, const char *addr, unsigned port,
 static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct vd_server *s = w->data;
+	const struct vd_config *cfg = &s->d->cfg;
 	for (int i = 0; i < 64; i++) {
 		struct sockaddr_storage ss;
 		socklen_t sl = sizeof(ss);
@@ -105,14 +109,29 @@ static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 		if (fd < 0) {
 			if (errno == EINTR || errno == ECONNABORTED)
 				continue;
-			if (errno != EAGAIN && errno != EWOULDBLOCK)
-				log_error("accept: %s", strerror(errno));
+			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+				guard_pause_accept(s, errno);  /* would spin: pause, resume on a timer */
+			else if (errno != EAGAIN && errno != EWOULDBLOCK)
+				log_limited(&s->ll_accept, VD_LOG_ERROR, "accept: %s", strerror(errno));
 			return;
 		}
-		if (s->nconns >= s->d->cfg.max_connections) {
+		if (cfg->max_connections_per_address &&
+		    guard_count_address(s, (struct sockaddr *)&ss) >= cfg->max_connections_per_address) {
+			s->n.refused_per_address++;
+			log_limited(&s->ll_refuse, VD_LOG_WARN,
+				    "connection limit per address %u reached, refusing a connection",
+				    cfg->max_connections_per_address);
+			close(fd);
+			continue;
+		}
+		/* Full: a connection that has not finished its handshake or shown
+		 * a protocol makes room before a new one is refused (bare connects
+		 * must not keep valid clients out). */
+		if (s->nconns >= cfg->max_connections && !guard_evict_unestablished(s)) {
 			s->n.refused++;
-			log_warn("connection limit %u reached, refusing a connection",
-				 s->d->cfg.max_connections);
+			log_limited(&s->ll_refuse, VD_LOG_WARN,
+				    "connection limit %u reached, refusing a connection",
+				    cfg->max_connections);
 			close(fd);
 			continue;
 		}
@@ -132,8 +151,24 @@ static void stomp_reply(void *ctx, const struct rpc_response *r)
 {
 	struct stomp_req *q = ctx;
 	struct vd_server *s = q->srv;
-	if (r->len) {
-		struct stomp_session *origin = stomp_session_alive(q->sess) ? q->sess : NULL;
+	struct vd_conn *c = q->conn;
+	if (r->len && c && !c->dead && !guard_admit_buf(c, &c->out, r->len + 512)) {
+		/* no room in the memory budget even after closing bigger holders:
+		 * c was closed (it was the biggest) */
+	} else if (r->len && c && !c->dead && c->out.len &&
+	    c->out.len + r->len > s->d->cfg.max_output) {
+		/* The output bound holds before a reply is queued: a peer that
+		 * does not read its replies is closed, not buffered for. */
+		s->n.overflow_closes++;
+		log_limited(&s->ll_overflow, VD_LOG_WARN,
+			    "connection %s: %zu bytes of output pending (max_output %zu), closing "
+			    "slow reader (a %zu-byte reply was next)", c->peer, c->out.len,
+			    s->d->cfg.max_output, r->len);
+		conn_close(c, "output overflow");
+	} else if (r->len) {
+		/* a connection closed but not yet reaped gets nothing (counted) */
+		struct stomp_session *origin = stomp_session_alive(q->sess) && !(c && c->dead) ?
+			q->sess : NULL;
 		stomp_broker_reply(s->broker, origin, q->rtlen ? q->reply_to : NULL, q->rtlen,
 				   r->codec->content_type, r->bytes, r->len);
 	}
@@ -158,6 +193,12 @@ static void on_request(void *host, struct stomp_session *ss, const char *body, s
 	struct vd_server *s = host;
 	struct vdsmd *d = s->d;
 	struct vd_conn *c = s->feeding;
+	/* Closed while the rest of its input was being parsed (memory budget,
+	 * slow reader): the requests still in that input are not run.  Running
+	 * them built replies nobody would get (measured: a 2 s stall of the loop
+	 * from one read burst of batched Host.getAllVmStats). */
+	if (c && c->dead)
+		return;
 	/* An unknown content-type is decoded with the startup codec (VDSM
 	 * ignores the header); a bad body then gets -32700. */
 	const struct vd_codec *codec = daemon_codec_for(d, ct, ctlen);
@@ -189,14 +230,28 @@ static void on_request(void *host, struct stomp_session *ss, const char *body, s
 		.flow_id = flow_id && flen ? flow : NULL,
 		.transport = "stomp",
 	};
+	if (guard_overloaded(s))
+		s->n.budget_refused++;  /* the engine answers 1100 (guard_account set it) */
 	rpc_dispatch(d->rpc, &info, body, len, stomp_reply, q);
 }
 
 static void on_output(void *host, struct stomp_session *ss, void *conn)
 {
 	struct vd_server *s = host;
-	if (conn && conn != s->feeding)
-		conn_flush(conn);
+	struct vd_conn *c = conn;
+	if (c && s->fanning) {  /* an event batch: one flush per connection after it */
+		if (!c->fan_queued) {
+			if (s->nfan == s->capfan) {
+				s->capfan = s->capfan ? 2 * s->capfan : 64;
+				s->fan = xrealloc(s->fan, s->capfan * sizeof(*s->fan));
+			}
+			c->fan_queued = true;
+			s->fan[s->nfan++] = c;
+		}
+		return;
+	}
+	if (c && c != s->feeding)
+		conn_flush(c);
 }
 
 static void on_frame(void *host, struct stomp_session *ss, void *conn)
@@ -270,17 +325,81 @@ static void deliver_event(void *ctx, const char *bytes, size_t len, const struct
 		broker_publish_event(s->d->broker, bytes, len, codec);
 }
 
+/* Near the memory budget: no event is queued for local subscribers
+ * (counted); broker mode still publishes to the host's topic. */
+static void drop_event(void *ctx, const char *bytes, size_t len, const struct vd_codec *codec)
+{
+	struct vd_server *s = ctx;
+	s->n.budget_refused++;
+	if (s->d->broker)
+		broker_publish_event(s->d->broker, bytes, len, codec);
+}
+
+/* Fan out every queued event, then flush each connection once (conn_flush
+ * still writes one frame per write).
+ * Connections closed meanwhile are only marked dead (freed by the reaper,
+ * never during a callback), so fan[] holds no dangling pointer. */
+static void bus_fanout(struct vd_server *s)
+{
+	if (!s->d->bus)
+		return;
+	s->fanning = true;
+	event_bus_drain(s->d->bus, guard_overloaded(s) ? drop_event : deliver_event, s);
+	s->fanning = false;
+	for (size_t i = 0; i < s->nfan; i++) {
+		struct vd_conn *c = s->fan[i];
+		c->fan_queued = false;
+		conn_flush(c);
+	}
+	s->nfan = 0;
+}
+
+static void bus_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	bus_fanout(w->data);
+}
+
+/* A batch has begun: fan it out VD_EVENT_BATCH from now (events queued
+ * meanwhile join it: fewer wake-ups and one flush per subscriber). */
+static void bus_arm(struct vd_server *s)
+{
+	if (!ev_is_active(&s->bus_timer)) {
+		ev_timer_set(&s->bus_timer, VD_EVENT_BATCH, 0.);
+		ev_timer_start(s->d->loop, &s->bus_timer);
+	}
+}
+
 static void wake_cb(struct ev_loop *loop, ev_async *w, int revents)
 {
 	struct vd_server *s = w->data;
-	if (s->d->bus)
-		event_bus_drain(s->d->bus, deliver_event, s);
+	if (s->d->bus && event_bus_pending(s->d->bus))
+		bus_arm(s);
 }
 
+/* Publishing thread, once per batch (the bus queue was empty): a loop busy
+ * with I/O sees the batch in bus_prepare before it blocks again, so only a
+ * loop blocked in poll (or about to be) is woken. */
 static void bus_wake(void *ctx)
 {
 	struct vd_server *s = ctx;
-	ev_async_send(s->d->loop, &s->ev_wake);
+	if (__atomic_load_n(&s->loop_polling, __ATOMIC_SEQ_CST))
+		ev_async_send(s->d->loop, &s->ev_wake);
+}
+
+/* Before the loop blocks: say so first, then look at the queue (an event
+ * queued after this look finds loop_polling set and wakes the loop). */
+static void bus_prepare_cb(struct ev_loop *loop, ev_prepare *w, int revents)
+{
+	struct vd_server *s = w->data;
+	__atomic_store_n(&s->loop_polling, true, __ATOMIC_SEQ_CST);
+	if (s->d->bus && event_bus_pending(s->d->bus))
+		bus_arm(s);
+}
+
+static void bus_check_cb(struct ev_loop *loop, ev_check *w, int revents)
+{
+	struct vd_server *s = w->data;
+	__atomic_store_n(&s->loop_polling, false, __ATOMIC_SEQ_CST);
 }
 
 /* ---- signals and shutdown --------------------------------------------- */
@@ -352,6 +471,10 @@ int server_listen(struct vdsmd *d, char *why, size_t whylen)
 	ev_init(&s->lio, accept_cb);
 	ev_init(&s->reaper, reaper_cb);
 	ev_init(&s->ev_wake, wake_cb);
+	ev_init(&s->bus_prepare, bus_prepare_cb);
+	ev_init(&s->bus_check, bus_check_cb);
+	ev_init(&s->bus_timer, bus_timer_cb);
+	s->bus_timer.data = s;
 	ev_timer_init(&s->stop_timer, stop_timer_cb, STOP_GRACE, 0);
 	s->stop_timer.data = s;
 	ev_signal_init(&s->sigterm, signal_cb, SIGTERM);
@@ -399,8 +522,15 @@ void server_start(struct vdsmd *d)
 	ev_async_init(&s->ev_wake, wake_cb);
 	s->ev_wake.data = s;
 	ev_async_start(loop, &s->ev_wake);
+	ev_prepare_init(&s->bus_prepare, bus_prepare_cb);
+	s->bus_prepare.data = s;
+	ev_prepare_start(loop, &s->bus_prepare);
+	ev_check_init(&s->bus_check, bus_check_cb);
+	s->bus_check.data = s;
+	ev_check_start(loop, &s->bus_check);
 	if (d->bus)
 		event_bus_set_wake(d->bus, bus_wake, s);
+	guard_start(s);
 }
 
 void server_stop(struct vd_server *s)
@@ -409,6 +539,7 @@ void server_stop(struct vd_server *s)
 		return;
 	struct ev_loop *loop = s->d->loop;
 	ev_io_stop(loop, &s->lio);
+	guard_stop(s);
 	if (s->lfd >= 0) {
 		close(s->lfd);
 		s->lfd = -1;
@@ -430,6 +561,10 @@ void server_free(struct vd_server *s)
 	if (s->d->bus)
 		event_bus_set_wake(s->d->bus, NULL, NULL);
 	ev_async_stop(loop, &s->ev_wake);
+	ev_prepare_stop(loop, &s->bus_prepare);
+	ev_check_stop(loop, &s->bus_check);
+	ev_timer_stop(loop, &s->bus_timer);
+	free(s->fan);
 	ev_prepare_stop(loop, &s->reaper);
 	ev_timer_stop(loop, &s->stop_timer);
 	ev_signal_stop(loop, &s->sigterm);

@@ -250,6 +250,12 @@ class WithoutDaemon(unittest.TestCase):
             mark = "" if v["implemented"] else " (not implemented)"
             self.assertIn("%s %s%s" % (ns, verb, mark), lines)
         self.assertEqual(len(lines), len(api))
+        # -h shows the declared result type and error codes
+        rc, out, _ = run("Image", "delete", "-h")
+        self.assertEqual(rc, 0)
+        self.assertIn("\nresult: %s\n" % api["Image.delete"]["result_text"], out)
+        self.assertIn("errors: %s (VDSM error codes)" % ", ".join(
+            str(c) for c in api["Image.delete"]["errors"]), out)
         verb, param = find_verb("uuid")
         self.assertIsNotNone(verb)
         ns, v = verb.split(".")

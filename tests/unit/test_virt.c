@@ -447,14 +447,29 @@ END_TEST
 
 /* libvirt unreachable: the backend still reports ready after its first
  * attempt, VM verbs answer 99, and it keeps retrying. */
+/* written by the sampler thread: reported_ready under s->lock, backoff_s
+ * atomically */
+static bool locked_ready(struct virt_state *s)
+{
+	pthread_mutex_lock(&s->lock);
+	bool r = s->reported_ready;
+	pthread_mutex_unlock(&s->lock);
+	return r;
+}
+
+static unsigned read_backoff(struct virt_state *s)
+{
+	return __atomic_load_n(&s->backoff_s, __ATOMIC_RELAXED);
+}
+
 START_TEST(unreachable_libvirt)
 {
 	struct vfx f;
 	vfx_start(&f, "test:///nonexistent/vdsmd-no-such-fleet.xml", false);
 	struct virt_state *s = vfx_state(&f);
-	for (int i = 0; i < 500 && !s->reported_ready; i++)
+	for (int i = 0; i < 500 && !locked_ready(s); i++)
 		vfx_sleep_ms(10);
-	ck_assert(s->reported_ready);
+	ck_assert(locked_ready(s));
 	ck_assert_ptr_null(virt_snapshot_get(s));
 	ck_assert_int_eq(vfx_err(&f, "Host.getAllVmStats", "{}"), 99);
 	ck_assert_int_eq(vfx_err(&f, "Host.getVMList", "{}"), 99);
@@ -466,7 +481,7 @@ START_TEST(unreachable_libvirt)
 	ck_assert_uint_eq(active, 0);
 	/* backoff grows: after ~1.5 s there were at least two attempts */
 	vfx_sleep_ms(1500);
-	ck_assert_uint_ge(s->backoff_s, 2);
+	ck_assert_uint_ge(read_backoff(s), 2);
 	vfx_stop(&f);
 }
 END_TEST
@@ -483,9 +498,9 @@ START_TEST(connects_on_retry)
 	struct vfx f;
 	vfx_start(&f, uri, false);
 	struct virt_state *s = vfx_state(&f);
-	for (int i = 0; i < 500 && !s->reported_ready; i++)
+	for (int i = 0; i < 500 && !locked_ready(s); i++)
 		vfx_sleep_ms(10);
-	ck_assert(s->reported_ready);
+	ck_assert(locked_ready(s));
 	ck_assert_int_eq(vfx_err(&f, "Host.getVMList", "{}"), 99);
 	/* now "libvirt" is there */
 	FILE *in = fopen(FLEET, "r"), *out = fopen(path, "w");
@@ -503,7 +518,7 @@ START_TEST(connects_on_retry)
 	ck_assert_uint_eq(snap->nvms, 20);
 	snapshot_put(snap);
 	ck_assert_uint_eq(vfx_ok(&f, "Host.getVMList", "{}")->v.arr.n, 20);
-	ck_assert_uint_eq(s->backoff_s, 0);
+	ck_assert_uint_eq(read_backoff(s), 0);
 	vfx_stop(&f);
 	unlink(path);
 	rmdir(dir);
