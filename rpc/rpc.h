@@ -95,6 +95,17 @@ enum rpc_err {
 	RPC_E_TASK_STATE,     /* 410 TaskStateError (task not in a state for the operation) */
 	RPC_E_TASK_ABORTED,   /* 411 TaskAborted (the code an aborted task's result carries) */
 	RPC_E_NO_RESOURCES,   /* 1100 */
+	/* host networking (VDSM lib/vdsm/network/errors.py) */
+	RPC_E_NET_LOST_CONN,    /* 10 ERR_LOST_CONNECTION (connectivity check failed) */
+	RPC_E_NET_BAD_PARAMS,   /* 21 ERR_BAD_PARAMS */
+	RPC_E_NET_BAD_ADDR,     /* 22 ERR_BAD_ADDR */
+	RPC_E_NET_BAD_NIC,      /* 23 ERR_BAD_NIC */
+	RPC_E_NET_USED_NIC,     /* 24 ERR_USED_NIC */
+	RPC_E_NET_BAD_BONDING,  /* 25 ERR_BAD_BONDING */
+	RPC_E_NET_BAD_VLAN,     /* 26 ERR_BAD_VLAN */
+	RPC_E_NET_BAD_BRIDGE,   /* 27 ERR_BAD_BRIDGE */
+	RPC_E_NET_FAILED_IFUP,  /* 29 ERR_FAILED_IFUP */
+	RPC_E_NET_USED_BOND,    /* 31 ERR_USED_BOND */
 	RPC_E__COUNT
 };
 

@@ -64,6 +64,7 @@ struct stomp_broker {
 	uint64_t msg_seq;
 	struct stomp_broker_stats st;
 	stomp_write_direct_fn write_direct;  /* NULL: always buffer */
+	stomp_frame_fn frame_hook;           /* NULL: none */
 };
 
 /* FNV-1a, incremental: h = stomp_hash_step(h, c) from STOMP_HASH_INIT. */
@@ -81,6 +82,13 @@ uint32_t stomp_hash(const char *s, size_t n);
 bool stomp_dest_reserved(struct stomp_broker *b, const char *dest, size_t dlen);
 /* A request named dest as its reply-to (NULL/0: the default): reserve it. */
 void stomp_dest_reserve(struct stomp_broker *b, const char *dest, size_t dlen);
+
+/* Tell the host a whole frame now ends s's output buffer (frame hook). */
+static inline void stomp_frame_done(struct stomp_broker *b, struct stomp_session *s)
+{
+	if (b->frame_hook)
+		b->frame_hook(b->host, s, s->conn);
+}
 
 /* Subscriptions (broker.c). */
 struct stomp_sub *stomp_sub_find(struct stomp_session *s, const char *id, size_t idlen);
