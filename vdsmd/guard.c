@@ -37,7 +37,7 @@ static size_t conn_charge(const struct vd_conn *c)
 {
 	if (c->dead)
 		return 0;
-	return CONN_COST + (c->ssl ? TLS_COST : 0) + c->in.cap + c->out.cap +
+	return CONN_COST + (c->ssl ? TLS_COST : 0) + c->in.cap + c->out.cap + c->held_bytes +
 	       stomp_session_memory(c->sess);
 }
 
