@@ -25,8 +25,10 @@ static struct err_wire err_lookup(enum rpc_err e)
 	case RPC_E_RECOVERING:   return (struct err_wire){ 99, "Recovering from crash or Initializing" };
 	case RPC_E_GENERAL:      return (struct err_wire){ 100, "General Exception" };
 	case RPC_E_NO_VOLUME:    return (struct err_wire){ 201, "Volume does not exist" };
-	case RPC_E_VOLUME_EXISTS: return (struct err_wire){ 205, "Volume already exists" };
+	case RPC_E_VOLUME_EXISTS: return (struct err_wire){ 212, "Volume already exists" };
 	case RPC_E_NO_IMAGE:     return (struct err_wire){ 268, "Image does not exist in domain" };
+	case RPC_E_NO_POOL:      return (struct err_wire){ 309, "Unknown pool id, pool not connected" };
+	case RPC_E_WRONG_MASTER: return (struct err_wire){ 324, "Wrong Master domain or its version" };
 	case RPC_E_NO_DOMAIN:    return (struct err_wire){ 358, "Storage domain does not exist" };
 	case RPC_E_DOMAIN_EXISTS: return (struct err_wire){ 365, "Storage domain already exists" };
 	case RPC_E_NO_TASK:      return (struct err_wire){ 401, "Task id unknown" };

@@ -65,6 +65,8 @@ void kv_format(const struct st_kv *kv, struct vd_buf *out);
  * syntax), VD_ENOENT, VD_EIO (errno kept). */
 int kv_parse(struct st_kv *kv, const char *text, size_t len);
 int kv_read_file(struct st_kv *kv, const char *path);
+/* Reads (and closes) fd. */
+int kv_read_fd(struct st_kv *kv, int fd);
 /* Atomic replace: path.tmp, fsync, rename, fsync the directory.  Returns 0
  * or -errno. */
 int st_write_atomic(const char *path, const void *data, size_t len);
@@ -79,6 +81,24 @@ bool st_is_uuid(const char *s);
 /* Sanitized copy (no control characters, at most max bytes). */
 char *st_clean_text(const char *s, size_t max);
 int st_mkdir_p(const char *path, mode_t mode);
+
+/* ---- st_safe.c: symlink-safe access below a domain directory ------------ */
+
+/* openat2(RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS) of rel under dfd (a symlink
+ * anywhere fails, ELOOP/EXDEV); -1 with errno. */
+int st_open_beneath(int dfd, const char *rel, int flags, mode_t mode);
+/* The domain directory itself, O_NOFOLLOW; -1 with errno. */
+int st_dom_open(const char *dir);
+/* dir (O_NOFOLLOW) then rel beneath it as a directory; -1 with errno. */
+int st_dir_at(const char *dir, const char *rel);
+struct st_domain;
+/* images/<img> of a domain as a directory fd (made first when create);
+ * -errno on failure. */
+int st_img_open(const struct st_domain *d, const char *img, bool create);
+/* Atomic replace of dirfd/name (name.tmp, fsync, renameat, fsync dir). */
+int st_write_atomic_at(int dirfd, const char *name, const void *data, size_t len);
+int kv_write_at(const struct st_kv *kv, int dirfd, const char *name);
+int kv_read_at(struct st_kv *kv, int dirfd, const char *rel);
 
 /* ---- st_index.c --------------------------------------------------------- */
 
@@ -111,6 +131,7 @@ struct st_volume {
 	unsigned nchildren;     /* volumes backed by this one (any image) */
 	int64_t ctime, mtime;
 	unsigned generation;
+	int sequence;
 	int64_t apparent, truesize;  /* from the last stat (disk usage) */
 };
 
@@ -176,6 +197,13 @@ struct st_task {
 	int64_t size;
 	char parent[37], parent_img[37];
 	int parent_format;
+	bool legal;                /* create: legality once complete */
+	/* delete: the volumes it covers (children first) and scrubbing */
+	char (*vols)[37];
+	size_t nvols;
+	bool postzero, discard;
+	pid_t child;               /* qemu-img running for it (under s->lock) */
+	bool recovering;           /* found unfinished by st_open */
 	uint64_t ctime;
 	struct st_task *qnext;     /* executor queue */
 };
@@ -215,6 +243,7 @@ struct storage_state {
 	char *pool_name;
 	char pool_master[37];
 	int pool_master_ver;
+	int pool_host_id;          /* hostID of the last StoragePool.connect */
 	bool pool_connected;
 	/* monitor */
 	pthread_t monitor;
@@ -249,12 +278,19 @@ void st_monitor_once(struct storage_state *s);
 /* st_scan.c: reconcile one domain's directory into its index (called by
  * st_open; also used after a crash by tests). */
 int st_scan_domain(struct storage_state *s, struct st_domain *d);
+/* The unfinished task (found at startup) that covers volume vol of domain
+ * sd, or NULL.  The scan removes only what such a task claims. */
+struct st_task *st_task_claim(struct storage_state *s, const char *sd, const char *vol);
+/* After the scan: decide and persist the outcome of every task found
+ * unfinished, from what is now on disk. */
+void st_tasks_recover(struct storage_state *s);
 /* st_task.c */
 int st_tasks_load(struct storage_state *s);
 char *st_task_path(const struct storage_state *s, const char *id);
 int st_task_persist(const struct storage_state *s, const struct st_task *t);
 /* A fresh task (id generated, state init), not yet known to anyone. */
 struct st_task *st_task_alloc(enum st_task_kind kind);
+void st_task_free(struct st_task *t);
 /* Add a persisted task to the table and queue it for the executor. */
 void st_task_submit(struct storage_state *s, struct st_task *t);
 /* Record the outcome: persist the finished record, then publish it. */
@@ -287,7 +323,11 @@ int st_domain_write_meta(struct storage_state *s, struct st_domain *d);
 int st_registry_save(struct storage_state *s);
 int st_pool_create(struct storage_state *s, const char *sp, const char *name, const char *master,
 		   int master_ver, const char *const *doms, size_t ndoms, struct st_err *e);
-int st_pool_connect(struct storage_state *s, const char *sp, bool connect, struct st_err *e);
+/* connect: hostID 1..2000 is kept (getSpmStatus); a master other than
+ * blank must be the pool's (and masterVersion, when > 0, its version):
+ * RPC_E_WRONG_MASTER otherwise.  Unknown pool: RPC_E_NO_POOL. */
+int st_pool_connect(struct storage_state *s, const char *sp, bool connect, int host_id,
+		    const char *master, int master_ver, struct st_err *e);
 /* Caller holds the lock. */
 struct st_domain *st_domain_get(struct storage_state *s, const char *sd, struct st_err *e);
 const char *st_domtype_name(int type);
@@ -296,12 +336,23 @@ int st_domclass_parse(const char *s);
 
 /* ---- volumes (st_volume.c) ------------------------------------------------ */
 
-char *st_vol_data_path(const struct st_domain *d, const char *img, const char *vol);
-char *st_vol_meta_path(const struct st_domain *d, const char *img, const char *vol);
-char *st_img_dir(const struct st_domain *d, const char *img);
+/* Every path is taken relative to the domain's directory descriptor
+ * (st_safe.c); none of these follows a symlink. */
 int st_vol_write_meta(const struct st_domain *d, const struct st_volume *v);
-/* Parse a .meta file into v (uuid/image taken from the arguments). */
-int st_vol_read_meta(const char *path, struct st_volume *v);
+/* Parse <ifd>/<name> (a .meta file) into v (v->image set by the caller). */
+int st_vol_read_meta_at(int ifd, const char *name, struct st_volume *v);
+/* Size of the data file (no lock held; may block on storage). */
+int st_vol_stat(const struct st_domain *d, const char *img, const char *vol, int64_t *apparent,
+		int64_t *truesize);
+/* Remove the data file (meta false) or <vol>.meta; ENOENT is success. */
+int st_vol_unlink(const struct st_domain *d, const char *img, const char *vol, bool meta);
+/* postZero: overwrite the data with zeros; discard: punch it out. */
+int st_vol_scrub(const struct st_domain *d, const char *img, const char *vol, bool zero,
+		 bool discard);
+/* Run qemu-img (posix_spawn); datafd, when >= 0, becomes the child's fd 3.
+ * The pid is kept in t->child while it runs (Task.stop kills it). */
+int st_run_qemu_img(struct storage_state *s, struct st_task *t, char *const argv[], int datafd,
+		    char *err, size_t errlen);
 /* Allocate the data file; progress(ctx, pct) and aborted(ctx) are polled. */
 struct st_alloc_ctl {
 	struct storage_state *s;
@@ -309,7 +360,6 @@ struct st_alloc_ctl {
 };
 int st_vol_create_data(struct storage_state *s, struct st_task *t, const struct st_domain *d,
 		       char *err, size_t errlen);
-void st_vol_stat(const struct st_domain *d, struct st_volume *v);
 const char *st_volfmt_name(int f);
 const char *st_alloc_name(int a);
 
@@ -322,13 +372,20 @@ struct st_volreq {
 	const char *disktype;   /* NULL = "DATA" */
 	const char *desc;
 	const char *src_img, *src_vol;  /* NULL or blank = no parent */
+	bool illegal;           /* legal=false: stays ILLEGAL once created */
+	bool initial_given;     /* initialSize sent */
+	int64_t initial_size;
+	int sequence;
+};
+struct st_delopts {
+	bool postzero, discard, force;
 };
 int st_volume_create(struct storage_state *s, const struct st_volreq *r, char task_id[37],
 		     struct st_err *e);
 int st_volume_delete(struct storage_state *s, const char *sd, const char *img, const char *vol,
-		     char task_id[37], struct st_err *e);
-int st_image_delete(struct storage_state *s, const char *sd, const char *img, char task_id[37],
-		    struct st_err *e);
+		     const struct st_delopts *o, char task_id[37], struct st_err *e);
+int st_image_delete(struct storage_state *s, const char *sd, const char *img,
+		    const struct st_delopts *o, char task_id[37], struct st_err *e);
 int st_volume_set_description(struct storage_state *s, const char *sd, const char *img,
 			      const char *vol, const char *desc, struct st_err *e);
 /* Copy one volume's index entry (description duplicated into out, caller

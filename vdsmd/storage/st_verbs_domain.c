@@ -4,6 +4,7 @@
 #include "st_verbs.h"
 #include "../vdsmd.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -180,7 +181,7 @@ int vh_sd_get_info(struct rpc_call *c)
 	if (d->master) {
 		vw_kint(w, "master_ver", s->pool_master_ver);
 		vw_kint(w, "lver", 0);
-		vw_kint(w, "spm_id", 1);
+		vw_kint(w, "spm_id", s->pool_host_id);
 	}
 	vw_end_object(w);
 	pthread_mutex_unlock(&s->lock);
@@ -275,24 +276,35 @@ int vh_sp_create(struct rpc_call *c)
 	return 0;
 }
 
-static int pool_connect(struct storage_state *s, const char *sp, struct st_err *e)
-{
-	return st_pool_connect(s, sp, true, e);
-}
-
-static int pool_disconnect(struct storage_state *s, const char *sp, struct st_err *e)
-{
-	return st_pool_connect(s, sp, false, e);
-}
-
 int vh_sp_connect(struct rpc_call *c)
 {
-	return verb_by_id(c, "storagepoolID", pool_connect);
+	struct storage_state *s = verb_state(c);
+	if (!s)
+		return -1;
+	int64_t host = rpc_arg_int(c, "hostID", 1);
+	int64_t mver = rpc_arg_int(c, "masterVersion", 0);
+	struct st_err e = { 0 };
+	if (st_pool_connect(s, rpc_arg_str(c, "storagepoolID", NULL), true,
+			    host < 0 || host > 100000 ? 0 : (int)host,
+			    rpc_arg_str(c, "masterSdUUID", NULL),
+			    mver < 0 || mver > INT32_MAX ? -1 : (int)mver, &e) < 0)
+		return verb_fail(c, &e);
+	return 0;
 }
 
 int vh_sp_disconnect(struct rpc_call *c)
 {
-	return verb_by_id(c, "storagepoolID", pool_disconnect);
+	struct storage_state *s = verb_state(c);
+	if (!s)
+		return -1;
+	if (rpc_arg_bool(c, "remove", false))
+		return rpc_fail(c, RPC_E_PARAMS, "remove: not supported (use StoragePool.destroy)");
+	int64_t host = rpc_arg_int(c, "hostID", 1);
+	struct st_err e = { 0 };
+	if (st_pool_connect(s, rpc_arg_str(c, "storagepoolID", NULL), false,
+			    host < 1 || host > 2000 ? 0 : (int)host, NULL, 0, &e) < 0)
+		return verb_fail(c, &e);
+	return 0;
 }
 
 /* Caller holds the lock. */
@@ -300,7 +312,7 @@ static bool pool_known(struct storage_state *s, struct rpc_call *c)
 {
 	const char *sp = rpc_arg_str(c, "storagepoolID", NULL);
 	if (!s->pool_uuid[0] || strcmp(s->pool_uuid, sp) != 0 || !s->pool_connected) {
-		rpc_fail(c, RPC_E_GENERAL, "Unknown pool id, pool not connected: %s", sp);
+		rpc_fail(c, RPC_E_NO_POOL, "%s", sp);
 		return false;
 	}
 	return true;
@@ -327,7 +339,7 @@ int vh_sp_get_info(struct rpc_call *c)
 	vw_begin_object(w);
 	vw_keyz(w, "info");
 	vw_begin_object(w);
-	vw_kint(w, "spm_id", 1);
+	vw_kint(w, "spm_id", s->pool_host_id);
 	vw_kstr(w, "master_uuid", s->pool_master);
 	vw_kstr(w, "name", s->pool_name ? s->pool_name : "");
 	vw_kstrf(w, "version", "%d", master ? master->version : 5);
@@ -371,13 +383,16 @@ int vh_sp_get_spm_status(struct rpc_call *c)
 		return -1;
 	pthread_mutex_lock(&s->lock);
 	bool ok = pool_known(s, c);
+	int host = s->pool_host_id;
 	pthread_mutex_unlock(&s->lock);
 	if (!ok)
 		return -1;
+	/* Single-host pool: the connected host is the SPM, under the hostID
+	 * it connected with. */
 	vw_begin_object(c->w);
 	vw_kstr(c->w, "spmStatus", "SPM");
 	vw_kint(c->w, "spmLver", 0);
-	vw_kint(c->w, "spmId", 1);
+	vw_kint(c->w, "spmId", host);
 	vw_end_object(c->w);
 	return 0;
 }
