@@ -269,7 +269,9 @@ static void run_create(struct storage_state *s, struct st_task *t)
 	/* Roll back: data, then metadata.  If either cannot be removed the
 	 * volume stays, ILLEGAL, and the finished record says why (the scan
 	 * keeps what no unfinished task claims). */
-	int rr = st_vol_unlink(d, t->img, t->vol, false);
+	int rr = 0;
+	if (rc != -EEXIST)   /* a file already there was not made by us */
+		rr = st_vol_unlink(d, t->img, t->vol, false);
 	if (rr == 0)
 		rr = st_vol_unlink(d, t->img, t->vol, true);
 	int code = rc == -ECANCELED ? TASK_ABORTED_CODE : 100;
