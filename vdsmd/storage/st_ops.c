@@ -360,9 +360,13 @@ static int queue_delete(struct storage_state *s, struct st_domain *d, struct st_
 	}
 	free(copies);
 	if (rc < 0) {
+		/* Only those written ILLEGAL need their LEGAL metadata back;
+		 * the others were never changed, on disk or in memory. */
 		char why[256] = "";
-		size_t bad = restore_legal(s, d, t->vols, n, why, sizeof(why));
+		size_t bad = restore_legal(s, d, t->vols, marked, why, sizeof(why));
 		pthread_mutex_lock(&s->lock);
+		for (size_t i = marked; i < n; i++)
+			vols[i]->busy = false;
 		struct st_image *im = map_get(&d->images, t->img);
 		if (im)
 			im->deleting = false;
