@@ -655,6 +655,52 @@ START_TEST(monitor_refreshes_sizes)
 }
 END_TEST
 
+/* Image.prepare's chain for the virt backend: leaf first, checked paths. */
+START_TEST(prepare_image_chain)
+{
+	mkdomain();
+	ck_assert_int_eq(create(IMG1, VOL1, MiB, ST_FMT_COW, ST_SPARSE).result, ST_TR_SUCCESS);
+	struct st_err e = {0};
+	char tid[37];
+	struct st_volreq r = req(IMG1, VOL2, MiB, ST_FMT_COW, ST_SPARSE);
+	r.src_img = IMG1;
+	r.src_vol = VOL1;
+	ck_assert_int_eq(st_volume_create(S, &r, tid, &e), 0);
+	ck_assert_int_eq(wait_task(tid).result, ST_TR_SUCCESS);
+	r.vol = VOL3;
+	r.src_vol = VOL2;
+	ck_assert_int_eq(st_volume_create(S, &r, tid, &e), 0);
+	ck_assert_int_eq(wait_task(tid).result, ST_TR_SUCCESS);
+	struct st_chain c;
+	ck_assert_msg(st_image_prepare(S, SD1, NULL, IMG1, VOL3, &c, &e) == 0, "%s", e.msg);
+	ck_assert_int_eq(c.n, 3);
+	const char *want[] = { VOL3, VOL2, VOL1 };
+	for (int i = 0; i < 3; i++) {
+		char *p = vpath(IMG1, want[i], "");
+		ck_assert_str_eq(c.paths[i], p);
+		free(p);
+	}
+	st_chain_free(&c);
+	/* wrong pool, unknown image / volume */
+	ck_assert_int_eq(st_image_prepare(S, SD1, SP1, IMG1, VOL3, &c, &e), -1);
+	ck_assert_int_eq(e.code, RPC_E_NO_POOL);
+	ck_assert_int_eq(st_image_prepare(S, SD1, NULL, IMG2, VOL3, &c, &e), -1);
+	ck_assert_int_eq(e.code, RPC_E_NO_IMAGE);
+	ck_assert_int_eq(st_image_prepare(S, SD1, NULL, IMG1, "bbbbbbbb-0000-0000-0000-0000000000ff",
+					  &c, &e), -1);
+	ck_assert_int_eq(e.code, RPC_E_NO_VOLUME);
+	/* the base replaced by a symlink: refused, no path handed out */
+	char *d1 = vpath(IMG1, VOL1, ""), *moved = st_pathf("%s/base", outside);
+	ck_assert_int_eq(rename(d1, moved), 0);
+	ck_assert_int_eq(symlink(moved, d1), 0);
+	ck_assert_int_eq(st_image_prepare(S, SD1, NULL, IMG1, VOL3, &c, &e), -1);
+	ck_assert_int_eq(e.code, RPC_E_GENERAL);
+	ck_assert_ptr_null(c.paths);
+	free(d1);
+	free(moved);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("storage_safety");
@@ -670,6 +716,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, create_legal_initial_size_sequence);
 	tcase_add_test(tc, delete_post_zero_and_discard);
 	tcase_add_test(tc, monitor_refreshes_sizes);
+	tcase_add_test(tc, prepare_image_chain);
 	suite_add_tcase(s, tc);
 	TCase *ts = tcase_create("symlinks");
 	tcase_set_timeout(ts, 60);

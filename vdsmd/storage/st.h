@@ -306,6 +306,8 @@ int st_task_clear(struct storage_state *s, const char *id, struct st_err *e);
 int st_task_wait(struct storage_state *s, const char *id, unsigned timeout_ms,
 		 struct st_task_status *out);
 void st_task_status_copy(const struct st_task *t, struct st_task_status *out);
+/* "Task is aborted: <why>" (t->abort_why read under s->lock). */
+void st_task_abort_msg(struct storage_state *s, struct st_task *t, char *err, size_t len);
 /* Executor body for one task (st_ops.c). */
 void st_task_run(struct storage_state *s, struct st_task *t);
 
@@ -392,5 +394,18 @@ int st_volume_set_description(struct storage_state *s, const char *sd, const cha
  * frees it with free()). */
 int st_volume_info(struct storage_state *s, const char *sd, const char *img, const char *vol,
 		   struct st_volume *out, struct st_err *e);
+
+/* ---- images (st_image.c) -------------------------------------------------- */
+
+/* A disk's volume chain: paths[0] is the leaf (the volume asked for), then
+ * its parent, ... down to the base. */
+struct st_chain {
+	char **paths;
+	size_t n;
+};
+void st_chain_free(struct st_chain *c);
+/* sp blank/NULL: any pool; otherwise the domain must be attached to it. */
+int st_image_prepare(struct storage_state *s, const char *sd, const char *sp, const char *img,
+		     const char *vol, struct st_chain *out, struct st_err *e);
 
 #endif

@@ -74,13 +74,6 @@ static void job_release(struct storage_state *s, struct st_domain *d, const char
 	pthread_mutex_unlock(&s->lock);
 }
 
-static void abort_msg(struct storage_state *s, struct st_task *t, char *err, size_t len)
-{
-	pthread_mutex_lock(&s->lock);
-	snprintf(err, len, "Task is aborted: %s", t->abort_why);
-	pthread_mutex_unlock(&s->lock);
-}
-
 /* ---- Volume.create ------------------------------------------------------- */
 
 int st_volume_create(struct storage_state *s, const struct st_volreq *r, char task_id[37],
@@ -238,7 +231,7 @@ static void run_create(struct storage_state *s, struct st_task *t)
 	pthread_mutex_unlock(&s->lock);
 	if (__atomic_load_n(&t->abort, __ATOMIC_ACQUIRE)) {
 		rc = -ECANCELED;
-		abort_msg(s, t, err, sizeof(err));
+		st_task_abort_msg(s, t, err, sizeof(err));
 	} else {
 		rc = st_vol_create_data(s, t, d, err, sizeof(err));
 	}
@@ -510,7 +503,7 @@ static void run_delete(struct storage_state *s, struct st_task *t)
 		/* Not started: the volumes are intact; make them LEGAL again. */
 		failed = restore_legal(s, d, t->vols, t->nvols, err, sizeof(err));
 		if (!failed)
-			abort_msg(s, t, err, sizeof(err));
+			st_task_abort_msg(s, t, err, sizeof(err));
 	} else {
 		for (size_t i = 0; i < t->nvols; i++) {   /* children first */
 			const char *id = t->vols[i];

@@ -150,6 +150,13 @@ int st_task_persist(const struct storage_state *s, const struct st_task *t)
 	return rc;
 }
 
+void st_task_abort_msg(struct storage_state *s, struct st_task *t, char *err, size_t len)
+{
+	pthread_mutex_lock(&s->lock);
+	snprintf(err, len, "Task is aborted: %s", t->abort_why);
+	pthread_mutex_unlock(&s->lock);
+}
+
 static void notify(struct storage_state *s, const struct st_task_status *st)
 {
 	if (s->notify)

@@ -200,7 +200,7 @@ static int preallocate(struct storage_state *s, struct st_task *t, int fd, int64
 	bool use_write = s->prealloc_force_write;
 	for (off_t off = 0; off < size;) {
 		if (task_aborted(s, t)) {
-			snprintf(err, errlen, "Task is aborted: %s", t->abort_why);
+			st_task_abort_msg(s, t, err, errlen);
 			return -ECANCELED;
 		}
 		off_t len = VD_MIN(PREALLOC_CHUNK, (off_t)size - off);
@@ -347,7 +347,7 @@ int st_run_qemu_img(struct storage_state *s, struct st_task *t, char *const argv
 		if (*p == '\n')
 			*p = ' ';
 	if (t && __atomic_load_n(&t->abort, __ATOMIC_ACQUIRE)) {
-		snprintf(err, errlen, "Task is aborted: %s", t->abort_why);
+		st_task_abort_msg(s, t, err, errlen);
 		return -ECANCELED;
 	}
 	if (WIFSIGNALED(status))

@@ -102,6 +102,51 @@ void storage_write_domain_stats(struct vdsmd *d, struct vd_writer *w)
 	vw_end_object(w);
 }
 
+static int no_storage(enum rpc_err *err, char *msg, size_t msglen)
+{
+	*err = RPC_E_GENERAL;
+	snprintf(msg, msglen, "storage is not available (see the log for storage_root)");
+	return -1;
+}
+
+int storage_prepare_image(struct vdsmd *d, const char *sd_uuid, const char *sp_uuid,
+			  const char *img_uuid, const char *vol_uuid, struct storage_image *out,
+			  enum rpc_err *err, char *msg, size_t msglen)
+{
+	memset(out, 0, sizeof(*out));
+	if (!d || !d->storage)
+		return no_storage(err, msg, msglen);
+	struct st_err e = { 0 };
+	struct st_chain c;
+	if (st_image_prepare(d->storage, sd_uuid, sp_uuid, img_uuid, vol_uuid, &c, &e) < 0) {
+		*err = e.code ? e.code : RPC_E_GENERAL;
+		snprintf(msg, msglen, "%s", e.msg);
+		return -1;
+	}
+	out->chain = c.paths;
+	out->nchain = c.n;
+	out->path = c.n ? c.paths[0] : NULL;
+	return 0;
+}
+
+int storage_teardown_image(struct vdsmd *d, const char *sd_uuid, const char *sp_uuid,
+			   const char *img_uuid, const char *vol_uuid, enum rpc_err *err,
+			   char *msg, size_t msglen)
+{
+	struct storage_image im;
+	int rc = storage_prepare_image(d, sd_uuid, sp_uuid, img_uuid, vol_uuid, &im, err, msg,
+				       msglen);
+	storage_image_free(&im);
+	return rc;
+}
+
+void storage_image_free(struct storage_image *im)
+{
+	struct st_chain c = { im->chain, im->nchain };
+	st_chain_free(&c);
+	memset(im, 0, sizeof(*im));
+}
+
 const struct rpc_binding storage_bindings[] = {
 	{ "Host.getStorageDomains", vh_host_get_storage_domains },
 	{ "StorageDomain.create", vh_sd_create },
