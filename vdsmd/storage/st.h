@@ -355,6 +355,9 @@ int st_vol_scrub(const struct st_domain *d, const char *img, const char *vol, bo
  * The pid is kept in t->child while it runs (Task.stop kills it). */
 int st_run_qemu_img(struct storage_state *s, struct st_task *t, char *const argv[], int datafd,
 		    char *err, size_t errlen);
+/* The same for any tool found in PATH (mount, umount); t may be NULL. */
+int st_run_tool(struct storage_state *s, struct st_task *t, const char *tool, const char *pkg,
+		char *const argv[], int datafd, char *err, size_t errlen);
 /* Allocate the data file; progress(ctx, pct) and aborted(ctx) are polled. */
 struct st_alloc_ctl {
 	struct storage_state *s;
@@ -394,6 +397,32 @@ int st_volume_set_description(struct storage_state *s, const char *sd, const cha
  * frees it with free()). */
 int st_volume_info(struct storage_state *s, const char *sd, const char *img, const char *vol,
 		   struct st_volume *out, struct st_err *e);
+
+/* ---- storage server connections (st_conn.c) ------------------------------ */
+
+/* One entry of connectStorageServer's connectionParams. */
+struct st_conn_req {
+	const char *id;           /* connection UUID */
+	const char *connection;   /* LOCALFS: a directory; NFS: server:/export;
+				   * POSIXFS: the mount(8) spec */
+	const char *vfs_type;     /* POSIXFS: -t */
+	const char *mnt_options;  /* extra -o options */
+	const char *protocol_version;  /* NFS: "auto", "3", "4", "4.1", "4.2" */
+	int timeo, retrans;       /* NFS, 0 = VDSM's defaults (100, 3) */
+};
+/* <storage_root>/mnt/<spec with '_' doubled and '/' as '_'> (VDSM's
+ * transformPath), fresh string. */
+char *st_conn_mountpoint(const struct storage_state *s, const char *spec);
+/* The per-connection status VDSM reports: 0 connected (already mounted is
+ * success), 477 mount failed, 469 LOCALFS directory unusable, 451 bad
+ * connection, 470 unknown type; msg says why. */
+int st_conn_connect(struct storage_state *s, int domtype, const struct st_conn_req *r,
+		    char *msg, size_t msglen);
+/* Unmounts (NFS/POSIXFS) and removes the mount point: 0 or 452. */
+int st_conn_disconnect(struct storage_state *s, int domtype, const struct st_conn_req *r,
+		       char *msg, size_t msglen);
+/* Whether dir is a mount point (from /proc/self/mountinfo). */
+bool st_is_mounted(const char *dir);
 
 /* ---- images (st_image.c) -------------------------------------------------- */
 

@@ -181,33 +181,29 @@ int st_registry_save(struct storage_state *s)
 
 /* ---- create / format ----------------------------------------------------- */
 
-/* The directory that holds <sdUUID>/ for typeArgs. */
-static char *resolve_base(struct storage_state *s, const char *type_args, struct st_err *e)
+/* The directory that holds <sdUUID>/ for typeArgs: LOCALFS (or any type
+ * given an absolute directory) that directory; "server:/export" or a
+ * POSIXFS spec connected by connectStorageServer its mount point under
+ * <storage_root>/mnt (VDSM's layout); empty: storage_root itself. */
+static char *resolve_base(struct storage_state *s, int type, const char *type_args,
+			  struct st_err *e)
 {
 	if (!type_args || !*type_args)
 		return xstrdup(s->root);
-	if (type_args[0] == '/') {
-		if (strstr(type_args, "/../") || strstr(type_args, "/./") ||
-		    (strlen(type_args) >= 3 && strcmp(type_args + strlen(type_args) - 3, "/..") == 0)) {
-			st_fail(e, RPC_E_PARAMS, "typeArgs: path must be canonical");
-			return NULL;
-		}
-		return xstrdup(type_args);
-	}
-	/* "server:/export": the mount VDSM would have made, under
-	 * <storage_root>/mnt/<server:_export> (vdsmd does not mount). */
-	char *m = xstrdup(type_args);
-	for (char *p = m; *p; p++)
-		if (*p == '/')
-			*p = '_';
-	if (strcmp(m, ".") == 0 || strcmp(m, "..") == 0) {
-		free(m);
-		st_fail(e, RPC_E_PARAMS, "typeArgs: invalid remote path");
+	if (strstr(type_args, "/../") || strstr(type_args, "/./") || strcmp(type_args, ".") == 0 ||
+	    strcmp(type_args, "..") == 0 ||
+	    (strlen(type_args) >= 3 && strcmp(type_args + strlen(type_args) - 3, "/..") == 0)) {
+		st_fail(e, RPC_E_PARAMS, "typeArgs: path must be canonical");
 		return NULL;
 	}
-	char *b = st_pathf("%s/mnt/%s", s->root, m);
-	free(m);
-	return b;
+	char *mp = st_conn_mountpoint(s, type_args);
+	if (type_args[0] == '/') {
+		if (type != ST_DT_LOCALFS && st_is_mounted(mp))
+			return mp;   /* a connected POSIXFS device spec */
+		free(mp);
+		return xstrdup(type_args);
+	}
+	return mp;
 }
 
 int st_domain_create(struct storage_state *s, const char *sd, int type, const char *type_args,
@@ -224,7 +220,7 @@ int st_domain_create(struct storage_state *s, const char *sd, int type, const ch
 		version = 5;
 	if (version < 0 || version > 5)
 		return st_fail(e, RPC_E_PARAMS, "version: unsupported domain version %d", version);
-	char *base = resolve_base(s, type_args, e);
+	char *base = resolve_base(s, type, type_args, e);
 	if (!base)
 		return -1;
 	struct stat st;

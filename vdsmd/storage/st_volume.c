@@ -274,9 +274,15 @@ static void set_child(struct storage_state *s, struct st_task *t, pid_t pid)
 int st_run_qemu_img(struct storage_state *s, struct st_task *t, char *const argv[], int datafd,
 		    char *err, size_t errlen)
 {
-	char *exe = find_exe("qemu-img");
+	return st_run_tool(s, t, "qemu-img", "qemu-utils", argv, datafd, err, errlen);
+}
+
+int st_run_tool(struct storage_state *s, struct st_task *t, const char *tool, const char *pkg,
+		char *const argv[], int datafd, char *err, size_t errlen)
+{
+	char *exe = find_exe(tool);
 	if (!exe) {
-		snprintf(err, errlen, "qemu-img not found in PATH (install qemu-utils)");
+		snprintf(err, errlen, "%s not found in PATH (install %s)", tool, pkg);
 		return -ENOENT;
 	}
 	int pfd[2];
@@ -335,7 +341,7 @@ int st_run_qemu_img(struct storage_state *s, struct st_task *t, char *const argv
 	set_child(s, t, 0);
 	const char *what = argv[1] ? argv[1] : "";
 	if (w != pid) {
-		snprintf(err, errlen, "qemu-img %s: cannot get its exit status: %s", what,
+		snprintf(err, errlen, "%s %s: cannot get its exit status: %s", tool, what,
 			 strerror(errno));
 		return -EIO;
 	}
@@ -351,10 +357,10 @@ int st_run_qemu_img(struct storage_state *s, struct st_task *t, char *const argv
 		return -ECANCELED;
 	}
 	if (WIFSIGNALED(status))
-		snprintf(err, errlen, "qemu-img %s killed by signal %d: %s", what, WTERMSIG(status),
+		snprintf(err, errlen, "%s %s killed by signal %d: %s", tool, what, WTERMSIG(status),
 			 got ? out : "(no output)");
 	else
-		snprintf(err, errlen, "qemu-img %s failed (exit %d): %s", what, WEXITSTATUS(status),
+		snprintf(err, errlen, "%s %s failed (exit %d): %s", tool, what, WEXITSTATUS(status),
 			 got ? out : "(no output)");
 	if (strstr(out, "No space left"))
 		return -ENOSPC;
