@@ -35,6 +35,10 @@ int vh_sp_disconnect(struct rpc_call *c);
 int vh_sp_get_info(struct rpc_call *c);
 int vh_sp_get_spm_status(struct rpc_call *c);
 
+/* st_verbs_conn.c */
+int vh_sp_connect_server(struct rpc_call *c);
+int vh_sp_disconnect_server(struct rpc_call *c);
+
 /* st_verbs_volume.c */
 int vh_img_get_volumes(struct rpc_call *c);
 int vh_img_delete(struct rpc_call *c);

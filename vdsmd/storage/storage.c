@@ -172,5 +172,7 @@ const struct rpc_binding storage_bindings[] = {
 	{ "StoragePool.disconnect", vh_sp_disconnect },
 	{ "StoragePool.getInfo", vh_sp_get_info },
 	{ "StoragePool.getSpmStatus", vh_sp_get_spm_status },
+	{ "StoragePool.connectStorageServer", vh_sp_connect_server },
+	{ "StoragePool.disconnectStorageServer", vh_sp_disconnect_server },
 	{ NULL, NULL },
 };
