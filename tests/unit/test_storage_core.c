@@ -666,8 +666,8 @@ START_TEST(pool_and_monitor)
 	mkdomain(SD1);
 	struct st_err e = {0};
 	const char *doms[] = { SD1 };
-	ck_assert_int_eq(st_pool_create(S, SP1, "pool", SD2, 1, doms, 1, &e), -1);
-	ck_assert_msg(st_pool_create(S, SP1, "pool", SD1, 1, doms, 1, &e) == 0, "%s", e.msg);
+	ck_assert_int_eq(st_pool_create(S, SP1, "pool", SD2, 1, doms, 1, NULL, &e), -1);
+	ck_assert_msg(st_pool_create(S, SP1, "pool", SD1, 1, doms, 1, NULL, &e) == 0, "%s", e.msg);
 	ck_assert_int_eq(st_pool_connect(S, SP1, true, 1, NULL, 0, &e), 0);
 	ck_assert_int_eq(st_pool_connect(S, SD2, true, 1, NULL, 0, &e), -1);
 	reopen();

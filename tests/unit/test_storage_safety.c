@@ -321,7 +321,7 @@ START_TEST(pool_memory_only_after_durable)
 	char *inner = st_pathf("%s/x", blocker);
 	ck_assert_int_eq(mkdir(blocker, 0755), 0);
 	ck_assert_int_eq(mkdir(inner, 0755), 0);
-	ck_assert_int_eq(st_pool_create(S, SP1, "pool", SD1, 1, doms, 1, &e), -1);
+	ck_assert_int_eq(st_pool_create(S, SP1, "pool", SD1, 1, doms, 1, NULL, &e), -1);
 	pthread_mutex_lock(&S->lock);
 	ck_assert_str_eq(S->pool_uuid, "");
 	struct st_domain *d = map_get(&S->domains, SD1);
@@ -334,7 +334,7 @@ START_TEST(pool_memory_only_after_durable)
 	ck_assert_str_eq(d->pool, "");
 	pthread_mutex_unlock(&S->lock);
 	st_rmtree(blocker);
-	ck_assert_msg(st_pool_create(S, SP1, "pool", SD1, 1, doms, 1, &e) == 0, "%s", e.msg);
+	ck_assert_msg(st_pool_create(S, SP1, "pool", SD1, 1, doms, 1, NULL, &e) == 0, "%s", e.msg);
 	ck_assert_int_eq(st_pool_connect(S, SP1, true, 5, SD1, 1, &e), 0);
 	/* a disconnect that cannot be written leaves the pool connected */
 	ck_assert_int_eq(mkdir(blocker, 0755), 0);
@@ -425,7 +425,7 @@ START_TEST(planted_symlinks_never_followed)
 	ck_assert_int_eq(rename(md, mdold), 0);
 	ck_assert_int_eq(symlink(outside, md), 0);
 	const char *doms[] = { SD1 };
-	ck_assert_int_eq(st_pool_create(S, SP1, "p", SD1, 1, doms, 1, &e), -1);
+	ck_assert_int_eq(st_pool_create(S, SP1, "p", SD1, 1, doms, 1, NULL, &e), -1);
 	st_monitor_once(S);
 	pthread_mutex_lock(&S->lock);
 	ck_assert(!((struct st_domain *)map_get(&S->domains, SD1))->mon_valid);

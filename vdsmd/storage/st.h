@@ -151,6 +151,10 @@ struct st_domain {
 	char *dir;         /* <base>/<sdUUID> */
 	char pool[37];     /* attached pool or "" */
 	bool master;
+	/* the pool as the master domain keeps it (shared by every host) */
+	int master_ver;
+	char *pool_desc;
+	unsigned lease_renew_ms, lease_time_ms, lease_io_ms, lease_retries;
 	bool formatting;
 	unsigned busy;     /* operations in flight on this domain */
 	struct st_map images;   /* imgUUID -> st_image */
@@ -178,7 +182,8 @@ void index_count_children(struct st_domain *d);
 
 enum st_task_state { ST_TS_INIT, ST_TS_RUNNING, ST_TS_ABORTING, ST_TS_FINISHED };
 enum st_task_result { ST_TR_NONE, ST_TR_SUCCESS, ST_TR_CLEAN_SUCCESS, ST_TR_CLEAN_FAILURE };
-enum st_task_kind { ST_TK_CREATE, ST_TK_DELETE, ST_TK_IMAGE_DELETE };
+enum st_task_kind { ST_TK_CREATE, ST_TK_DELETE, ST_TK_IMAGE_DELETE, ST_TK_SPM_START };
+enum { ST_SPM_FREE, ST_SPM_CONTEND, ST_SPM_SPM };
 
 struct st_task {
 	char id[37];
@@ -203,6 +208,7 @@ struct st_task {
 	size_t nvols;
 	bool postzero, discard;
 	pid_t child;               /* qemu-img running for it (under s->lock) */
+	int host_id;               /* spmStart: the contender */
 	bool recovering;           /* found unfinished by st_open */
 	uint64_t ctime;
 	struct st_task *qnext;     /* executor queue */
@@ -245,6 +251,19 @@ struct storage_state {
 	int pool_master_ver;
 	int pool_host_id;          /* hostID of the last StoragePool.connect */
 	bool pool_connected;
+	/* SPM lease timing of the connected pool (st_spm.c) */
+	unsigned lease_renew_ms, lease_time_ms, lease_io_ms, lease_retries;
+	/* SPM (st_spm.c), under lock */
+	int spm_state;             /* ST_SPM_* */
+	int spm_holder;            /* hostID holding the lease as last seen, -1 none */
+	int64_t spm_lver;          /* lease version as last seen, -1 none */
+	uint64_t spm_seq;          /* our renewal counter while SPM */
+	pthread_t spm_thread;
+	bool spm_thread_started, spm_quit;
+	pthread_cond_t spm_cond;
+	/* LOCALFS directories connected by connectStorageServer (searched for
+	 * domains by StoragePool.connect), NUL-separated */
+	struct vd_buf localfs;
 	/* monitor */
 	pthread_t monitor;
 	bool monitor_started;
@@ -323,8 +342,17 @@ int st_domain_write_meta(struct storage_state *s, struct st_domain *d);
 /* Snapshot the registry under the lock, write it outside (caller holds
  * neither lock). */
 int st_registry_save(struct storage_state *s);
+/* SPM lease timing of a pool (StoragePool.create's lockRenewalIntervalSec
+ * / leaseTimeSec, kept in the master domain's metadata).  NULL: 5 s / 60 s. */
+struct st_lease_cfg {
+	unsigned renew_ms, lease_ms;
+	unsigned io_timeout_ms;   /* a renewal slower than this counts as failed */
+	unsigned retries;         /* failed renewals tolerated before the SPM steps down */
+};
 int st_pool_create(struct storage_state *s, const char *sp, const char *name, const char *master,
-		   int master_ver, const char *const *doms, size_t ndoms, struct st_err *e);
+		   int master_ver, const char *const *doms, size_t ndoms,
+		   const struct st_lease_cfg *lease, struct st_err *e);
+int st_dom_load(struct st_domain *d, const char *base);
 /* connect: hostID 1..2000 is kept (getSpmStatus); a master other than
  * blank must be the pool's (and masterVersion, when > 0, its version):
  * RPC_E_WRONG_MASTER otherwise.  Unknown pool: RPC_E_NO_POOL. */
@@ -423,6 +451,26 @@ int st_conn_disconnect(struct storage_state *s, int domtype, const struct st_con
 		       char *msg, size_t msglen);
 /* Whether dir is a mount point (from /proc/self/mountinfo). */
 bool st_is_mounted(const char *dir);
+
+/* ---- SPM (st_spm.c) -------------------------------------------------------- */
+
+/* Lease timing of the connected pool from its master domain (st_open). */
+void st_pool_lease_from_master(struct storage_state *s);
+/* Contend for the pool's SPM lease (may wait up to the lease time); 0,
+ * -EBUSY held by a live host, -ECANCELED task stopped, -errno. */
+int st_spm_acquire(struct storage_state *s, struct st_task *t, char *err, size_t errlen);
+/* Give the role up and free the lease (clean stop). */
+int st_spm_release(struct storage_state *s);
+/* Non-SPM hosts: refresh the holder / version seen in the lease (monitor). */
+void st_spm_observe(struct storage_state *s);
+/* Caller holds the lock: a domain attached to a pool is changed only by
+ * its SPM (RPC_E_NOT_SPM otherwise). */
+int st_spm_require(struct storage_state *s, const struct st_domain *d, struct st_err *e);
+/* spmStart's task body. */
+void st_spm_run_start(struct storage_state *s, struct st_task *t);
+/* StoragePool.spmStart: queue the task. */
+int st_spm_start(struct storage_state *s, const char *sp, char task_id[37], struct st_err *e);
+int st_spm_stop(struct storage_state *s, const char *sp, struct st_err *e);
 
 /* ---- images (st_image.c) -------------------------------------------------- */
 

@@ -84,6 +84,14 @@ static void dom_to_kv(const struct st_domain *d, struct st_kv *kv)
 	kv_setf(kv, "VERSION", "%d", d->version);
 	kv_set(kv, "POOL_UUID", d->pool);
 	kv_set(kv, "ROLE", d->master ? "Master" : "Regular");
+	if (d->master) {
+		kv_setf(kv, "MASTER_VERSION", "%d", d->master_ver);
+		kv_set(kv, "POOL_DESCRIPTION", d->pool_desc ? d->pool_desc : "");
+		kv_setf(kv, "LEASE_RENEW_MS", "%u", d->lease_renew_ms);
+		kv_setf(kv, "LEASE_TIME_MS", "%u", d->lease_time_ms);
+		kv_setf(kv, "LEASE_IO_TIMEOUT_MS", "%u", d->lease_io_ms);
+		kv_setf(kv, "LEASE_RETRIES", "%u", d->lease_retries);
+	}
 	kv_set(kv, "BLOCK_SIZE", "512");
 	kv_set(kv, "ALIGNMENT", "1048576");
 }
@@ -114,13 +122,21 @@ int st_domain_write_meta(struct storage_state *s, struct st_domain *d)
 /* The metadata d would have with pool and role changed (d itself is not
  * touched: memory follows only once the disk has it). */
 static int write_meta_as(struct storage_state *s, struct st_domain *d, const char *pool,
-			 bool master)
+			 bool master, const struct st_domain *pool_md)
 {
 	struct st_kv kv;
 	pthread_mutex_lock(&s->lock);
 	struct st_domain tmp = *d;
 	snprintf(tmp.pool, sizeof(tmp.pool), "%.36s", pool);
 	tmp.master = master;
+	if (pool_md) {
+		tmp.master_ver = pool_md->master_ver;
+		tmp.pool_desc = pool_md->pool_desc;
+		tmp.lease_renew_ms = pool_md->lease_renew_ms;
+		tmp.lease_time_ms = pool_md->lease_time_ms;
+		tmp.lease_io_ms = pool_md->lease_io_ms;
+		tmp.lease_retries = pool_md->lease_retries;
+	}
 	dom_to_kv(&tmp, &kv);
 	char *dir = xstrdup(d->dir);
 	pthread_mutex_unlock(&s->lock);
@@ -130,7 +146,7 @@ static int write_meta_as(struct storage_state *s, struct st_domain *d, const cha
 	return rc;
 }
 
-static int dom_load(struct st_domain *d, const char *base)
+int st_dom_load(struct st_domain *d, const char *base)
 {
 	struct st_kv kv;
 	d->base = xstrdup(base);
@@ -155,6 +171,12 @@ static int dom_load(struct st_domain *d, const char *base)
 	const char *p = kv_get(&kv, "POOL_UUID");
 	snprintf(d->pool, sizeof(d->pool), "%.36s", p && st_is_uuid(p) ? p : "");
 	d->master = kv_get(&kv, "ROLE") && strcmp(kv_get(&kv, "ROLE"), "Master") == 0;
+	d->master_ver = (int)kv_get_int(&kv, "MASTER_VERSION", 0);
+	d->pool_desc = xstrdup(kv_get(&kv, "POOL_DESCRIPTION") ? kv_get(&kv, "POOL_DESCRIPTION") : "");
+	d->lease_renew_ms = (unsigned)kv_get_int(&kv, "LEASE_RENEW_MS", 5000);
+	d->lease_time_ms = (unsigned)kv_get_int(&kv, "LEASE_TIME_MS", 60000);
+	d->lease_io_ms = (unsigned)kv_get_int(&kv, "LEASE_IO_TIMEOUT_MS", 10000);
+	d->lease_retries = (unsigned)kv_get_int(&kv, "LEASE_RETRIES", 3);
 	kv_free(&kv);
 	return 0;
 }
@@ -277,7 +299,7 @@ int st_domain_create(struct storage_state *s, const char *sd, int type, const ch
 		st_rmtree(d->dir);
 		goto fail;
 	}
-	if ((rc = write_meta_as(s, d, d->pool, d->master)) < 0 || (rc = st_fsync_dir(d->dir)) < 0 ||
+	if ((rc = write_meta_as(s, d, d->pool, d->master, NULL)) < 0 || (rc = st_fsync_dir(d->dir)) < 0 ||
 	    (rc = st_fsync_dir(base)) < 0) {
 		st_fail(e, RPC_E_GENERAL, "cannot write domain metadata: %s", strerror(-rc));
 		st_rmtree(d->dir);
@@ -417,8 +439,16 @@ static void pool_load(struct storage_state *s)
 }
 
 int st_pool_create(struct storage_state *s, const char *sp, const char *name, const char *master,
-		   int master_ver, const char *const *doms, size_t ndoms, struct st_err *e)
+		   int master_ver, const char *const *doms, size_t ndoms,
+		   const struct st_lease_cfg *lease, struct st_err *e)
 {
+	unsigned renew = lease && lease->renew_ms ? lease->renew_ms : 5000;
+	unsigned ltime = lease && lease->lease_ms ? lease->lease_ms : 60000;
+	unsigned io_ms = lease && lease->io_timeout_ms ? lease->io_timeout_ms : 10000;
+	unsigned retries = lease && lease->retries ? lease->retries : 3;
+	if (ltime < 2 * renew)
+		return st_fail(e, RPC_E_PARAMS, "leaseTimeSec must be at least twice "
+			       "lockRenewalIntervalSec");
 	if (!st_is_uuid(sp) || !st_is_uuid(master))
 		return st_fail(e, RPC_E_PARAMS, "storagepoolID/masterSdUUID: not a UUID");
 	bool master_listed = false;
@@ -460,18 +490,22 @@ int st_pool_create(struct storage_state *s, const char *sp, const char *name, co
 	if (nw.host_id <= 0)
 		nw.host_id = 1;
 
+	struct st_domain pmd = { .master_ver = master_ver, .pool_desc = nw.name,
+				 .lease_renew_ms = renew, .lease_time_ms = ltime,
+				 .lease_io_ms = io_ms, .lease_retries = retries };
 	/* Domains first, then pool.meta; any failure puts back what was
 	 * written, and memory changes only when everything is on disk. */
 	int rc = 0;
 	size_t done = 0;
 	for (; done < ndoms; done++)
-		if ((rc = write_meta_as(s, list[done], sp, strcmp(doms[done], master) == 0)) < 0)
+		if ((rc = write_meta_as(s, list[done], sp, strcmp(doms[done], master) == 0,
+					&pmd)) < 0)
 			break;
 	if (rc == 0)
 		rc = pool_write(s, &nw);
 	if (rc < 0) {
 		for (size_t i = 0; i < done; i++)
-			if (write_meta_as(s, list[i], old_pool[i], old_master[i]) < 0)
+			if (write_meta_as(s, list[i], old_pool[i], old_master[i], list[i]) < 0)
 				log_error("storage: pool create: cannot restore domain %s metadata",
 					  list[i]->uuid);
 	}
@@ -480,7 +514,20 @@ int st_pool_create(struct storage_state *s, const char *sp, const char *name, co
 		for (size_t i = 0; i < ndoms; i++) {
 			snprintf(list[i]->pool, sizeof(list[i]->pool), "%.36s", sp);
 			list[i]->master = strcmp(doms[i], master) == 0;
+			if (list[i]->master) {
+				list[i]->master_ver = master_ver;
+				free(list[i]->pool_desc);
+				list[i]->pool_desc = xstrdup(nw.name);
+				list[i]->lease_renew_ms = renew;
+				list[i]->lease_time_ms = ltime;
+				list[i]->lease_io_ms = io_ms;
+				list[i]->lease_retries = retries;
+			}
 		}
+		s->lease_renew_ms = renew;
+		s->lease_time_ms = ltime;
+		s->lease_io_ms = io_ms;
+		s->lease_retries = retries;
 		pool_snap_apply(s, &nw);
 	}
 	for (size_t i = 0; i < ndoms; i++)
@@ -562,6 +609,9 @@ struct storage_state *st_open(const char *root, char *why, size_t whylen)
 	pthread_mutex_init(&s->reg_lock, NULL);
 	pthread_cond_init(&s->task_cond, NULL);
 	pthread_cond_init(&s->monitor_cond, NULL);
+	pthread_cond_init(&s->spm_cond, NULL);
+	s->spm_holder = -1;
+	s->spm_lver = -1;
 	map_init(&s->domains);
 	map_init(&s->tasks);
 	s->monitor_interval_ms = 10000;
@@ -583,7 +633,7 @@ struct storage_state *st_open(const char *root, char *why, size_t whylen)
 			continue;
 		}
 		struct st_domain *d = dom_new(reg.keys[i]);
-		rc = dom_load(d, reg.vals[i]);
+		rc = st_dom_load(d, reg.vals[i]);
 		if (rc) {
 			log_error("storage: domain %s at %s: metadata %s; not served", d->uuid,
 				  d->dir, rc == VD_ENOENT ? "missing" : "invalid");
@@ -594,6 +644,7 @@ struct storage_state *st_open(const char *root, char *why, size_t whylen)
 	}
 	kv_free(&reg);
 	pool_load(s);
+	st_pool_lease_from_master(s);
 	/* Task records first: the scan removes only what an unfinished task
 	 * claims, and the tasks' outcome is decided from what it found. */
 	st_tasks_load(s);
@@ -609,6 +660,7 @@ void st_close(struct storage_state *s)
 		return;
 	st_stop_monitor(s);
 	st_stop_workers(s);
+	st_spm_release(s);
 	for (struct st_map_ent *e = map_first(&s->domains); e; e = map_next(&s->domains, e))
 		dom_free(map_val(e));
 	map_free(&s->domains);
@@ -619,6 +671,8 @@ void st_close(struct storage_state *s)
 	pthread_mutex_destroy(&s->reg_lock);
 	pthread_cond_destroy(&s->task_cond);
 	pthread_cond_destroy(&s->monitor_cond);
+	pthread_cond_destroy(&s->spm_cond);
+	buf_free(&s->localfs);
 	free(s->pool_name);
 	free(s->root);
 	free(s);

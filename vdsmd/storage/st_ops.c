@@ -135,6 +135,8 @@ int st_volume_create(struct storage_state *s, const struct st_volreq *r, char ta
 	struct st_image *im = d ? map_get(&d->images, r->img) : NULL;
 	if (!d)
 		goto fail_locked;
+	if (st_spm_require(s, d, e) < 0)
+		goto fail_locked;
 	if (map_get(&d->volumes, r->vol)) {
 		st_fail(e, RPC_E_VOLUME_EXISTS, "%s", r->vol);
 		goto fail_locked;
@@ -407,6 +409,8 @@ int st_volume_delete(struct storage_state *s, const char *sd, const char *img, c
 	struct st_volume *v = find_vol(s, sd, img, vol, &d, e);
 	if (!v)
 		goto fail;
+	if (st_spm_require(s, d, e) < 0)
+		goto fail;
 	if (v->busy) {
 		st_fail(e, RPC_E_GENERAL, "volume %s is busy with another operation", vol);
 		goto fail;
@@ -449,6 +453,8 @@ int st_image_delete(struct storage_state *s, const char *sd, const char *img,
 		st_fail(e, RPC_E_NO_IMAGE, "%s in domain %s", img, sd);
 		goto fail;
 	}
+	if (st_spm_require(s, d, e) < 0)
+		goto fail;
 	for (size_t i = 0; i < im->n; i++)
 		if (im->vols[i]->busy || im->deleting) {
 			st_fail(e, RPC_E_GENERAL, "image %s has operations in progress", img);
@@ -545,7 +551,9 @@ static void run_delete(struct storage_state *s, struct st_task *t)
 
 void st_task_run(struct storage_state *s, struct st_task *t)
 {
-	if (t->kind == ST_TK_CREATE)
+	if (t->kind == ST_TK_SPM_START)
+		st_spm_run_start(s, t);
+	else if (t->kind == ST_TK_CREATE)
 		run_create(s, t);
 	else
 		run_delete(s, t);

@@ -78,6 +78,7 @@ static const char *kind_verb(enum st_task_kind k)
 	case ST_TK_CREATE: return "createVolume";
 	case ST_TK_DELETE: return "deleteVolume";
 	case ST_TK_IMAGE_DELETE: return "deleteImage";
+	case ST_TK_SPM_START: return "spmStart";
 	}
 	return "unknown";
 }
@@ -428,7 +429,7 @@ static void load_one(struct storage_state *s, const char *dir, const char *name)
 		return;
 	}
 	int kind = (int)kv_get_int(&kv, "KIND", 0);
-	struct st_task *t = st_task_alloc(kind >= ST_TK_CREATE && kind <= ST_TK_IMAGE_DELETE
+	struct st_task *t = st_task_alloc(kind >= ST_TK_CREATE && kind <= ST_TK_SPM_START
 					  ? (enum st_task_kind)kind : ST_TK_CREATE);
 	snprintf(t->id, sizeof(t->id), "%.36s", id);
 	snprintf(t->sd, sizeof(t->sd), "%.36s", kv_get(&kv, "SDUUID") ? kv_get(&kv, "SDUUID") : "");
@@ -482,7 +483,11 @@ void st_tasks_recover(struct storage_state *s)
 				left++;
 		t->state = ST_TS_FINISHED;
 		const char *done = "1 jobs completed successfully";
-		if (!d) {
+		if (t->kind == ST_TK_SPM_START) {
+			t->result = ST_TR_CLEAN_SUCCESS;   /* the role does not survive */
+			t->code = rpc_err_code(RPC_E_TASK_ABORTED);
+			snprintf(t->message, sizeof(t->message), "aborted by restart");
+		} else if (!d) {
 			t->result = ST_TR_CLEAN_FAILURE;
 			t->code = 100;
 			snprintf(t->message, sizeof(t->message),

@@ -34,6 +34,8 @@ int vh_sp_connect(struct rpc_call *c);
 int vh_sp_disconnect(struct rpc_call *c);
 int vh_sp_get_info(struct rpc_call *c);
 int vh_sp_get_spm_status(struct rpc_call *c);
+int vh_sp_spm_start(struct rpc_call *c);
+int vh_sp_spm_stop(struct rpc_call *c);
 
 /* st_verbs_conn.c */
 int vh_sp_connect_server(struct rpc_call *c);

@@ -180,8 +180,8 @@ int vh_sd_get_info(struct rpc_call *c)
 	vw_kint(w, "alignment", 1048576);
 	if (d->master) {
 		vw_kint(w, "master_ver", s->pool_master_ver);
-		vw_kint(w, "lver", 0);
-		vw_kint(w, "spm_id", s->pool_host_id);
+		vw_kint(w, "lver", s->spm_lver);
+		vw_kint(w, "spm_id", s->spm_holder);
 	}
 	vw_end_object(w);
 	pthread_mutex_unlock(&s->lock);
@@ -268,10 +268,19 @@ int vh_sp_create(struct rpc_call *c)
 			return rpc_fail(c, RPC_E_PARAMS, "domainList[%zu]: not a UUID", i);
 		doms[i] = arena_strndup(c->arena, it->v.s.ptr, it->v.s.len);
 	}
+	int64_t renew = rpc_arg_int(c, "lockRenewalIntervalSec", 0);
+	int64_t ltime = rpc_arg_int(c, "leaseTimeSec", 0);
+	if (renew < 0 || renew > 3600 || ltime < 0 || ltime > 7200)
+		return rpc_fail(c, RPC_E_PARAMS, "lockRenewalIntervalSec/leaseTimeSec out of range");
+	int64_t io = rpc_arg_int(c, "ioOpTimeoutSec", 0), retries = rpc_arg_int(c, "leaseRetries", 0);
+	if (io < 0 || io > 3600 || retries < 0 || retries > 1000)
+		return rpc_fail(c, RPC_E_PARAMS, "ioOpTimeoutSec/leaseRetries out of range");
+	struct st_lease_cfg lease = { (unsigned)renew * 1000, (unsigned)ltime * 1000,
+				      (unsigned)io * 1000, (unsigned)retries };
 	struct st_err e = { 0 };
 	if (st_pool_create(s, rpc_arg_str(c, "storagepoolID", NULL), rpc_arg_str(c, "name", NULL),
 			   rpc_arg_str(c, "masterSdUUID", NULL),
-			   (int)rpc_arg_int(c, "masterVersion", 0), doms, n, &e) < 0)
+			   (int)rpc_arg_int(c, "masterVersion", 0), doms, n, &lease, &e) < 0)
 		return verb_fail(c, &e);
 	return 0;
 }
@@ -292,6 +301,24 @@ int vh_sp_connect(struct rpc_call *c)
 	return 0;
 }
 
+int vh_sp_spm_start(struct rpc_call *c)
+{
+	struct storage_state *s = verb_state(c);
+	if (!s)
+		return -1;
+	struct st_err e = { 0 };
+	char tid[37];
+	if (st_spm_start(s, rpc_arg_str(c, "storagepoolID", NULL), tid, &e) < 0)
+		return verb_fail(c, &e);
+	vw_strz(c->w, tid);
+	return 0;
+}
+
+int vh_sp_spm_stop(struct rpc_call *c)
+{
+	return verb_by_id(c, "storagepoolID", st_spm_stop);
+}
+
 int vh_sp_disconnect(struct rpc_call *c)
 {
 	struct storage_state *s = verb_state(c);
@@ -301,6 +328,12 @@ int vh_sp_disconnect(struct rpc_call *c)
 		return rpc_fail(c, RPC_E_PARAMS, "remove: not supported (use StoragePool.destroy)");
 	int64_t host = rpc_arg_int(c, "hostID", 1);
 	struct st_err e = { 0 };
+	pthread_mutex_lock(&s->lock);
+	bool ours = s->pool_connected && s->pool_uuid[0] &&
+		    strcmp(s->pool_uuid, rpc_arg_str(c, "storagepoolID", NULL)) == 0;
+	pthread_mutex_unlock(&s->lock);
+	if (ours)
+		st_spm_release(s);   /* a disconnecting SPM frees its lease */
 	if (st_pool_connect(s, rpc_arg_str(c, "storagepoolID", NULL), false,
 			    host < 1 || host > 2000 ? 0 : (int)host, NULL, 0, &e) < 0)
 		return verb_fail(c, &e);
@@ -339,7 +372,7 @@ int vh_sp_get_info(struct rpc_call *c)
 	vw_begin_object(w);
 	vw_keyz(w, "info");
 	vw_begin_object(w);
-	vw_kint(w, "spm_id", s->pool_host_id);
+	vw_kint(w, "spm_id", s->spm_holder);
 	vw_kstr(w, "master_uuid", s->pool_master);
 	vw_kstr(w, "name", s->pool_name ? s->pool_name : "");
 	vw_kstrf(w, "version", "%d", master ? master->version : 5);
@@ -349,7 +382,7 @@ int vh_sp_get_info(struct rpc_call *c)
 	vw_kstr(w, "isoprefix", "");
 	vw_kstr(w, "type", master ? st_domtype_name(master->type) : "LOCALFS");
 	vw_kint(w, "master_ver", s->pool_master_ver);
-	vw_kint(w, "lver", 0);
+	vw_kint(w, "lver", s->spm_lver);
 	vw_end_object(w);
 	vw_keyz(w, "dominfo");
 	vw_begin_object(w);
@@ -383,16 +416,19 @@ int vh_sp_get_spm_status(struct rpc_call *c)
 		return -1;
 	pthread_mutex_lock(&s->lock);
 	bool ok = pool_known(s, c);
-	int host = s->pool_host_id;
+	int state = s->spm_state, holder = s->spm_holder;
+	int64_t lver = s->spm_lver;
 	pthread_mutex_unlock(&s->lock);
 	if (!ok)
 		return -1;
-	/* Single-host pool: the connected host is the SPM, under the hostID
-	 * it connected with. */
+	/* From memory (the lease is read by spmStart, the renewal thread and
+	 * the monitor, never on this thread): this host when it holds the
+	 * lease, else the holder last seen (-1: none). */
 	vw_begin_object(c->w);
-	vw_kstr(c->w, "spmStatus", "SPM");
-	vw_kint(c->w, "spmLver", 0);
-	vw_kint(c->w, "spmId", host);
+	vw_kstr(c->w, "spmStatus", state == ST_SPM_SPM ? "SPM" : state == ST_SPM_CONTEND ? "Contend"
+									      : "Free");
+	vw_kint(c->w, "spmLver", lver);
+	vw_kint(c->w, "spmId", holder);
 	vw_end_object(c->w);
 	return 0;
 }

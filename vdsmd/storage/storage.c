@@ -173,6 +173,8 @@ const struct rpc_binding storage_bindings[] = {
 	{ "StoragePool.getInfo", vh_sp_get_info },
 	{ "StoragePool.getSpmStatus", vh_sp_get_spm_status },
 	{ "StoragePool.connectStorageServer", vh_sp_connect_server },
+	{ "StoragePool.spmStart", vh_sp_spm_start },
+	{ "StoragePool.spmStop", vh_sp_spm_stop },
 	{ "StoragePool.disconnectStorageServer", vh_sp_disconnect_server },
 	{ NULL, NULL },
 };
