@@ -278,6 +278,7 @@ struct storage_state {
 	bool prealloc_force_write;  /* skip fallocate, write zeros */
 	/* reconciliation report of the last st_open() */
 	unsigned scan_removed, tasks_aborted;
+	unsigned tasks_recovering;  /* records found unfinished, until recovered */
 };
 
 /* ---- lifecycle (st_domain.c / st_scan.c / st_task.c) --------------------- */
@@ -449,6 +450,11 @@ int st_conn_connect(struct storage_state *s, int domtype, const struct st_conn_r
 /* Unmounts (NFS/POSIXFS) and removes the mount point: 0 or 452. */
 int st_conn_disconnect(struct storage_state *s, int domtype, const struct st_conn_req *r,
 		       char *msg, size_t msglen);
+/* Remember a connected LOCALFS directory (searched by st_conn_find_domain). */
+void st_conn_note_localfs(struct storage_state *s, const char *dir);
+/* Look for domain sd on connected storage (LOCALFS directories, mounts
+ * under <storage_root>/mnt); a loaded, unregistered domain or NULL. */
+struct st_domain *st_conn_find_domain(struct storage_state *s, const char *sd);
 /* Whether dir is a mount point (from /proc/self/mountinfo). */
 bool st_is_mounted(const char *dir);
 

@@ -15,6 +15,7 @@
 #include "st.h"
 #include "../../common/log.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -140,8 +141,12 @@ int st_conn_connect(struct storage_state *s, int domtype, const struct st_conn_r
 		snprintf(msg, msglen, "invalid connection parameters");
 		return ST_CONN_BAD;
 	}
-	if (domtype == ST_DT_LOCALFS)
-		return check_localfs(spec, msg, msglen);
+	if (domtype == ST_DT_LOCALFS) {
+		int st = check_localfs(spec, msg, msglen);
+		if (st == 0)
+			st_conn_note_localfs(s, spec);
+		return st;
+	}
 	if (domtype != ST_DT_NFS && domtype != ST_DT_POSIXFS) {
 		snprintf(msg, msglen, "storage type %d cannot be connected here", domtype);
 		return ST_CONN_TYPE;
@@ -217,4 +222,51 @@ int st_conn_disconnect(struct storage_state *s, int domtype, const struct st_con
 		log_warn("storage: disconnect: cannot remove %s: %s", mp, strerror(errno));
 	free(mp);
 	return status;
+}
+
+void st_conn_note_localfs(struct storage_state *s, const char *dir)
+{
+	pthread_mutex_lock(&s->lock);
+	bool have = false;
+	for (size_t off = 0; off < s->localfs.len; off += strlen(s->localfs.data + off) + 1)
+		if (strcmp(s->localfs.data + off, dir) == 0)
+			have = true;
+	if (!have)
+		buf_append(&s->localfs, dir, strlen(dir) + 1);
+	pthread_mutex_unlock(&s->lock);
+}
+
+static struct st_domain *try_base(const char *sd, const char *base)
+{
+	struct st_domain *d = dom_new(sd);
+	if (st_dom_load(d, base) == 0)
+		return d;
+	dom_free(d);
+	return NULL;
+}
+
+struct st_domain *st_conn_find_domain(struct storage_state *s, const char *sd)
+{
+	struct st_domain *d = NULL;
+	pthread_mutex_lock(&s->lock);
+	struct vd_buf dirs = VD_BUF_INIT;
+	buf_append(&dirs, s->localfs.data ? s->localfs.data : "", s->localfs.len);
+	pthread_mutex_unlock(&s->lock);
+	for (size_t off = 0; !d && off < dirs.len; off += strlen(dirs.data + off) + 1)
+		d = try_base(sd, dirs.data + off);
+	buf_free(&dirs);
+	char *mnt = st_path(s->root, "mnt");
+	DIR *dh = d ? NULL : opendir(mnt);
+	struct dirent *de;
+	while (dh && !d && (de = readdir(dh))) {
+		if (de->d_name[0] == '.')
+			continue;
+		char *base = st_path(mnt, de->d_name);
+		d = try_base(sd, base);
+		free(base);
+	}
+	if (dh)
+		closedir(dh);
+	free(mnt);
+	return d;
 }

@@ -548,11 +548,76 @@ fail:
 	return -1;
 }
 
+/* StoragePool.connect to a pool this host does not know yet (another host
+ * created it): find its master domain on connected storage, check it
+ * names this pool, register it and take the pool from its metadata. */
+static int pool_adopt(struct storage_state *s, const char *sp, const char *master,
+		      int master_ver, int host_id, struct st_err *e)
+{
+	pthread_mutex_lock(&s->lock);
+	struct st_domain *known = map_get(&s->domains, master);
+	bool busy = s->pool_uuid[0] != '\0';
+	pthread_mutex_unlock(&s->lock);
+	if (busy)
+		return st_fail(e, RPC_E_NO_POOL, "%s (this host is in pool %s)", sp, s->pool_uuid);
+	struct st_domain *d = known ? NULL : st_conn_find_domain(s, master);
+	if (!known && !d)
+		return st_fail(e, RPC_E_NO_POOL, "%s: master domain %s not found on connected storage",
+			       sp, master);
+	pthread_mutex_lock(&s->lock);
+	const struct st_domain *m = known ? known : d;
+	bool ok = strcmp(m->pool, sp) == 0 && m->master &&
+		  (master_ver <= 0 || m->master_ver == master_ver);
+	struct pool_snap nw = { .master_ver = m->master_ver, .host_id = host_id };
+	snprintf(nw.uuid, sizeof(nw.uuid), "%s", sp);
+	snprintf(nw.master, sizeof(nw.master), "%s", master);
+	nw.name = xstrdup(m->pool_desc ? m->pool_desc : "");
+	pthread_mutex_unlock(&s->lock);
+	if (!ok) {
+		dom_free(d);
+		free(nw.name);
+		return st_fail(e, RPC_E_WRONG_MASTER, "SD=%s, pool=%s", master, sp);
+	}
+	int rc = 0;
+	if (d) {
+		st_scan_domain(s, d);   /* not yet visible: no lock needed */
+		pthread_mutex_lock(&s->lock);
+		if (!map_get(&s->domains, master)) {
+			map_put(&s->domains, d->uuid, d);
+			d = NULL;
+		}
+		pthread_mutex_unlock(&s->lock);
+		dom_free(d);
+		rc = st_registry_save(s);
+	}
+	pthread_mutex_lock(&s->reg_lock);
+	if (rc == 0)
+		rc = pool_write(s, &nw);
+	if (rc == 0) {
+		pthread_mutex_lock(&s->lock);
+		pool_snap_apply(s, &nw);
+		st_pool_lease_from_master(s);
+		pthread_mutex_unlock(&s->lock);
+		log_info("storage: joined pool %s (master domain %s)", sp, master);
+	}
+	pthread_mutex_unlock(&s->reg_lock);
+	free(nw.name);
+	if (rc < 0)
+		return st_fail(e, RPC_E_GENERAL, "cannot record pool %s: %s", sp, strerror(-rc));
+	return 0;
+}
+
 int st_pool_connect(struct storage_state *s, const char *sp, bool connect, int host_id,
 		    const char *master, int master_ver, struct st_err *e)
 {
 	if (host_id < 1 || host_id > 2000)
 		return st_fail(e, RPC_E_PARAMS, "hostID: must be 1..2000, got %d", host_id);
+	pthread_mutex_lock(&s->lock);
+	bool unknown = !s->pool_uuid[0] || !sp || strcmp(s->pool_uuid, sp) != 0;
+	pthread_mutex_unlock(&s->lock);
+	if (unknown && connect && sp && master && st_is_uuid(master) &&
+	    strcmp(master, ST_BLANK_UUID) != 0 && pool_adopt(s, sp, master, master_ver, host_id, e) < 0)
+		return -1;
 	pthread_mutex_lock(&s->reg_lock);
 	pthread_mutex_lock(&s->lock);
 	int rc = 0;
@@ -587,6 +652,8 @@ int st_pool_connect(struct storage_state *s, const char *sp, bool connect, int h
 	free(nw.name);
 	if (rc < 0)
 		return st_fail(e, RPC_E_GENERAL, "cannot write pool metadata: %s", strerror(-rc));
+	if (connect)
+		st_spm_observe(s);   /* who holds the lease, for getSpmStatus */
 	return 0;
 }
 

@@ -450,6 +450,7 @@ static void load_one(struct storage_state *s, const char *dir, const char *name)
 		t->progress = t->result == ST_TR_SUCCESS ? 100 : 0;
 	} else {
 		t->recovering = true;   /* decided by st_tasks_recover */
+		s->tasks_recovering++;
 	}
 	map_put(&s->tasks, t->id, t);
 	kv_free(&kv);
@@ -458,6 +459,8 @@ static void load_one(struct storage_state *s, const char *dir, const char *name)
 
 struct st_task *st_task_claim(struct storage_state *s, const char *sd, const char *vol)
 {
+	if (!s->tasks_recovering)
+		return NULL;   /* after startup: nothing is claimed */
 	for (struct st_map_ent *e = map_first(&s->tasks); e; e = map_next(&s->tasks, e)) {
 		struct st_task *t = map_val(e);
 		if (!t->recovering || strcmp(t->sd, sd) != 0)
@@ -515,6 +518,7 @@ void st_tasks_recover(struct storage_state *s)
 		}
 		t->progress = t->result == ST_TR_SUCCESS ? 100 : 0;
 		s->tasks_aborted++;
+		s->tasks_recovering--;
 		int rc = st_task_persist(s, t);
 		log_warn("storage: task %s (%s) was unfinished when vdsmd stopped: %s%s", t->id,
 			 t->verb, t->message, rc < 0 ? " (record not updated)" : "");

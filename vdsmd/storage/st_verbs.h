@@ -29,6 +29,8 @@ int vh_sd_get_stats(struct rpc_call *c);
 int vh_sd_get_volumes(struct rpc_call *c);
 int vh_sd_get_images(struct rpc_call *c);
 int vh_sd_format(struct rpc_call *c);
+int vh_sd_activate(struct rpc_call *c);
+int vh_sd_deactivate(struct rpc_call *c);
 int vh_sp_create(struct rpc_call *c);
 int vh_sp_connect(struct rpc_call *c);
 int vh_sp_disconnect(struct rpc_call *c);

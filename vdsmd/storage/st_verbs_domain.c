@@ -87,6 +87,12 @@ static bool is_null(const struct vd_value *v)
 	return !v || v->type == VD_NULL;
 }
 
+/* The engine sends "" for "any" (storageType, remotePath). */
+static bool is_any(const struct vd_value *v)
+{
+	return is_null(v) || (v->type == VD_STRING && v->v.s.len == 0);
+}
+
 int vh_host_get_storage_domains(struct rpc_call *c)
 {
 	struct storage_state *s = verb_state(c);
@@ -104,8 +110,8 @@ int vh_host_get_storage_domains(struct rpc_call *c)
 		if (strcmp(spid, ST_BLANK_UUID) == 0)
 			spid[0] = '\0';
 	}
-	int want_class = is_null(cls) ? 0 : enum_arg(cls, st_domclass_parse);
-	int want_type = is_null(typ) ? 0 : enum_arg(typ, domtype_from_name);
+	int want_class = is_any(cls) ? 0 : enum_arg(cls, st_domclass_parse);
+	int want_type = is_any(typ) ? 0 : enum_arg(typ, domtype_from_name);
 	if (want_class < 0)
 		return rpc_fail(c, RPC_E_PARAMS, "domainClass: unknown class");
 	if (want_type < 0)
@@ -431,4 +437,44 @@ int vh_sp_get_spm_status(struct rpc_call *c)
 	vw_kint(c->w, "spmId", holder);
 	vw_end_object(c->w);
 	return 0;
+}
+
+/* StorageDomain.activate / deactivate: the domain must be attached to the
+ * connected pool, and only its SPM changes it.  Domains of a pool are
+ * served (Active) while it is connected; the master cannot be deactivated
+ * (no reconstructMaster here). */
+static int sd_pool_op(struct rpc_call *c, bool activate)
+{
+	struct storage_state *s = verb_state(c);
+	if (!s)
+		return -1;
+	const char *sd = rpc_arg_str(c, "storagedomainID", NULL);
+	const char *sp = rpc_arg_str(c, "storagepoolID", NULL);
+	struct st_err e = { 0 };
+	pthread_mutex_lock(&s->lock);
+	struct st_domain *d = st_domain_get(s, sd, &e);
+	int rc = d ? 0 : -1;
+	if (rc == 0 && (!s->pool_connected || strcmp(s->pool_uuid, sp) != 0))
+		rc = st_fail(&e, RPC_E_NO_POOL, "%s", sp);
+	if (rc == 0 && strcmp(d->pool, sp) != 0)
+		rc = st_fail(&e, RPC_E_NOT_IN_POOL, "domain=%s, pool=%s", sd, sp);
+	if (rc == 0)
+		rc = st_spm_require(s, d, &e);
+	if (rc == 0 && !activate && d->master)
+		rc = st_fail(&e, RPC_E_GENERAL, "%s is the master domain of pool %s", sd, sp);
+	pthread_mutex_unlock(&s->lock);
+	if (rc < 0)
+		return verb_fail(c, &e);
+	vw_bool(c->w, true);
+	return 0;
+}
+
+int vh_sd_activate(struct rpc_call *c)
+{
+	return sd_pool_op(c, true);
+}
+
+int vh_sd_deactivate(struct rpc_call *c)
+{
+	return sd_pool_op(c, false);
 }

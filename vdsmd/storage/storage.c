@@ -155,6 +155,8 @@ const struct rpc_binding storage_bindings[] = {
 	{ "StorageDomain.getVolumes", vh_sd_get_volumes },
 	{ "StorageDomain.getImages", vh_sd_get_images },
 	{ "StorageDomain.format", vh_sd_format },
+	{ "StorageDomain.activate", vh_sd_activate },
+	{ "StorageDomain.deactivate", vh_sd_deactivate },
 	{ "Image.getVolumes", vh_img_get_volumes },
 	{ "Image.delete", vh_img_delete },
 	{ "Volume.create", vh_vol_create },
