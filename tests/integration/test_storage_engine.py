@@ -117,6 +117,41 @@ class EngineStorageFlow(unittest.TestCase):
         r = self.irs.call("Volume.create", [VOL, SP, SD, IMG, str(1 << 30), 5, 2], dest=IRS)
         self.assertEqual(r["error"]["code"], 212)
         self.assertEqual(result(self.c.call("StorageDomain.getImages", [SD])), [IMG])
+        self.image_steps()
+
+    def image_steps(self):
+        """Image.prepare / teardown, Volume.getQemuImageInfo / setLegality /
+        refresh, Task.getInfo / revert on the volume just made."""
+        prep = result(self.c.call("Image.prepare", [SP, SD, IMG, VOL]))
+        self.assertTrue(prep["path"].endswith("/images/%s/%s" % (IMG, VOL)), prep)
+        self.assertTrue(os.path.isfile(prep["path"]))
+        self.assertEqual([v["volumeID"] for v in prep["imgVolumesInfo"]], [VOL])
+        self.assertIs(result(self.c.call("Image.teardown", [SP, SD, IMG, VOL])), True)
+        qi = result(self.c.call("Volume.getQemuImageInfo", [VOL, SP, SD, IMG]))
+        self.assertEqual((qi["format"], qi["virtualsize"]), ("raw", 1 << 30), qi)
+        r = self.c.call("Volume.setLegality", [VOL, SP, SD, IMG, "FAKE"])
+        self.assertEqual(r["error"]["code"], -32602)
+        self.assertIs(result(self.c.call("Volume.setLegality", [VOL, SP, SD, IMG, "ILLEGAL"])), True)
+        vi = result(self.c.call("Volume.getInfo", [VOL, SP, SD, IMG]))
+        self.assertEqual(vi["legality"], "ILLEGAL")
+        self.assertEqual(self.c.call("Image.prepare", [SP, SD, IMG, VOL])["error"]["code"], 100)
+        self.assertIn("path", result(self.c.call("Image.prepare", [SP, SD, IMG, VOL, True])))
+        self.assertIs(result(self.c.call("Volume.setLegality", [VOL, SP, SD, IMG, "LEGAL"])), True)
+        with open(prep["path"], "r+b") as f:   # a guest writes
+            f.write(b"x" * 65536)
+        self.assertIs(result(self.c.call("Volume.refresh", [VOL, SP, SD, IMG])), True)
+        vi = result(self.c.call("Volume.getInfo", [VOL, SP, SD, IMG]))
+        self.assertGreaterEqual(int(vi["truesize"]), 65536)
+        v2 = "d2b3c4d5-e6f7-4081-9a2b-c3d4e5f60799"
+        tid = result(self.irs.call("Volume.create", [v2, SP, SD, IMG, str(1 << 20), 4, 2, "DATA",
+                                                     "snap", IMG, VOL], dest=IRS))
+        self.assertEqual(result(self.c.call("Task.getInfo", [tid]))["verb"], "createVolume")
+        self.assertEqual(wait_task(self.c, tid)["taskResult"], "success")
+        self.assertEqual(self.c.call("Task.revert", [tid])["error"]["code"], 410)
+        prep = result(self.c.call("Image.prepare", [SP, SD, IMG, v2]))
+        self.assertEqual([v["volumeID"] for v in prep["imgVolumesInfo"]], [VOL, v2])
+        qi = result(self.c.call("Volume.getQemuImageInfo", [v2, SP, SD, IMG]))
+        self.assertEqual((qi["format"], qi["backingfile"], qi["compat"]), ("qcow2", VOL, "1.1"))
 
     def test_localfs(self):
         local = os.path.join(self.d.tmp, "localfs")

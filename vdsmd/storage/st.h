@@ -384,6 +384,10 @@ int st_vol_scrub(const struct st_domain *d, const char *img, const char *vol, bo
  * The pid is kept in t->child while it runs (Task.stop kills it). */
 int st_run_qemu_img(struct storage_state *s, struct st_task *t, char *const argv[], int datafd,
 		    char *err, size_t errlen);
+/* The same, keeping up to 1 MiB of its stdout+stderr in *output. */
+int st_run_tool_out(struct storage_state *s, struct st_task *t, const char *tool, const char *pkg,
+		    char *const argv[], int datafd, struct vd_buf *output, char *err,
+		    size_t errlen);
 /* The same for any tool found in PATH (mount, umount); t may be NULL. */
 int st_run_tool(struct storage_state *s, struct st_task *t, const char *tool, const char *pkg,
 		char *const argv[], int datafd, char *err, size_t errlen);
@@ -490,5 +494,30 @@ void st_chain_free(struct st_chain *c);
 /* sp blank/NULL: any pool; otherwise the domain must be attached to it. */
 int st_image_prepare(struct storage_state *s, const char *sd, const char *sp, const char *img,
 		     const char *vol, struct st_chain *out, struct st_err *e);
+/* The same; allow_illegal lets an ILLEGAL leaf through (Image.prepare's
+ * allowIllegal). */
+int st_image_prepare2(struct storage_state *s, const char *sd, const char *sp, const char *img,
+		      const char *vol, bool allow_illegal, struct st_chain *out,
+		      struct st_err *e);
+
+/* ---- volume maintenance (st_volops.c) ------------------------------------ */
+
+/* Caller holds the lock: the volume or NULL with e filled. */
+struct st_volume *st_find_volume(struct storage_state *s, const char *sd, const char *img,
+				 const char *vol, struct st_domain **dp, struct st_err *e);
+int st_volume_set_legality(struct storage_state *s, const char *sd, const char *img,
+			   const char *vol, bool legal, struct st_err *e);
+/* Re-read the size of the data file (a blocking verb). */
+int st_volume_refresh(struct storage_state *s, const char *sd, const char *img, const char *vol,
+		      struct st_err *e);
+struct st_qinfo {
+	char format[16];
+	int64_t virtual_size, cluster_size;
+	char backing[256];
+	char compat[8];
+};
+/* qemu-img info on the volume's checked path. */
+int st_volume_qemu_info(struct storage_state *s, const char *sd, const char *img,
+			const char *vol, struct st_qinfo *out, struct st_err *e);
 
 #endif

@@ -22,6 +22,13 @@ void st_chain_free(struct st_chain *c)
 int st_image_prepare(struct storage_state *s, const char *sd, const char *sp, const char *img,
 		     const char *vol, struct st_chain *out, struct st_err *e)
 {
+	return st_image_prepare2(s, sd, sp, img, vol, false, out, e);
+}
+
+int st_image_prepare2(struct storage_state *s, const char *sd, const char *sp, const char *img,
+		      const char *vol, bool allow_illegal, struct st_chain *out,
+		      struct st_err *e)
+{
 	memset(out, 0, sizeof(*out));
 	if (!st_is_uuid(img) || !st_is_uuid(vol))
 		return st_fail(e, RPC_E_PARAMS, "%s: not a UUID", st_is_uuid(img) ? "volumeID" : "imageID");
@@ -48,7 +55,7 @@ int st_image_prepare(struct storage_state *s, const char *sd, const char *sp, co
 	}
 	/* leaf first, up the backing chain (bounded: a corrupt loop stops) */
 	while (v && n < 256) {
-		if (!v->legal || v->busy) {
+		if ((!v->legal && !(allow_illegal && n == 0)) || v->busy) {
 			st_fail(e, RPC_E_GENERAL, "volume %s of the chain is %s", v->uuid,
 				v->busy ? "busy" : "ILLEGAL");
 			goto fail;

@@ -27,9 +27,14 @@ static bool blank(const char *u)
 	return !u || !*u || strcmp(u, ST_BLANK_UUID) == 0;
 }
 
-/* Caller holds the lock. */
 static struct st_volume *find_vol(struct storage_state *s, const char *sd, const char *img,
 				  const char *vol, struct st_domain **dp, struct st_err *e)
+{
+	return st_find_volume(s, sd, img, vol, dp, e);
+}
+
+struct st_volume *st_find_volume(struct storage_state *s, const char *sd, const char *img,
+				 const char *vol, struct st_domain **dp, struct st_err *e)
 {
 	if (!st_is_uuid(img) || !st_is_uuid(vol)) {
 		st_fail(e, RPC_E_PARAMS, "%s: not a UUID", st_is_uuid(img) ? "volumeID" : "imageID");

@@ -39,6 +39,15 @@ int vh_sp_get_spm_status(struct rpc_call *c);
 int vh_sp_spm_start(struct rpc_call *c);
 int vh_sp_spm_stop(struct rpc_call *c);
 
+/* st_verbs_image.c */
+int vh_img_prepare(struct rpc_call *c);
+int vh_img_teardown(struct rpc_call *c);
+int vh_vol_set_legality(struct rpc_call *c);
+int vh_vol_refresh(struct rpc_call *c);
+int vh_vol_qemu_info(struct rpc_call *c);
+int vh_task_get_info(struct rpc_call *c);
+int vh_task_revert(struct rpc_call *c);
+
 /* st_verbs_conn.c */
 int vh_sp_connect_server(struct rpc_call *c);
 int vh_sp_disconnect_server(struct rpc_call *c);

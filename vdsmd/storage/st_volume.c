@@ -280,6 +280,13 @@ int st_run_qemu_img(struct storage_state *s, struct st_task *t, char *const argv
 int st_run_tool(struct storage_state *s, struct st_task *t, const char *tool, const char *pkg,
 		char *const argv[], int datafd, char *err, size_t errlen)
 {
+	return st_run_tool_out(s, t, tool, pkg, argv, datafd, NULL, err, errlen);
+}
+
+int st_run_tool_out(struct storage_state *s, struct st_task *t, const char *tool, const char *pkg,
+		    char *const argv[], int datafd, struct vd_buf *output, char *err,
+		    size_t errlen)
+{
 	char *exe = find_exe(tool);
 	if (!exe) {
 		snprintf(err, errlen, "%s not found in PATH (install %s)", tool, pkg);
@@ -328,6 +335,8 @@ int st_run_tool(struct storage_state *s, struct st_task *t, const char *tool, co
 			continue;
 		if (r <= 0)
 			break;
+		if (output && output->len < ((size_t)1 << 20))
+			buf_append(output, tmp, (size_t)r);
 		size_t take = VD_MIN((size_t)r, sizeof(out) - 1 - got);
 		memcpy(out + got, tmp, take);
 		got += take;

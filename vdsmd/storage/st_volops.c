@@ -1,0 +1,125 @@
+/* vdsmd/storage/st_volops.c - volume maintenance: Volume.setLegality,
+ * Volume.refresh, Volume.getQemuImageInfo.  Metadata first, memory after;
+ * qemu-img only ever gets a path checked through the domain's directory
+ * descriptor (st_image_prepare2). */
+#include "st.h"
+#include "../../codecs/codec.h"
+#include "../../common/arena.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+int st_volume_set_legality(struct storage_state *s, const char *sd, const char *img,
+			   const char *vol, bool legal, struct st_err *e)
+{
+	struct st_domain *d = NULL;
+	pthread_mutex_lock(&s->lock);
+	struct st_volume *v = st_find_volume(s, sd, img, vol, &d, e);
+	if (!v) {
+		pthread_mutex_unlock(&s->lock);
+		return -1;
+	}
+	if (v->busy) {
+		pthread_mutex_unlock(&s->lock);
+		return st_fail(e, RPC_E_GENERAL, "volume %s is busy with another operation", vol);
+	}
+	v->busy = true;
+	d->busy++;
+	struct st_volume copy = *v;
+	pthread_mutex_unlock(&s->lock);
+	copy.legal = legal;
+	copy.mtime = (int64_t)time(NULL);
+	int rc = st_vol_write_meta(d, &copy);
+	pthread_mutex_lock(&s->lock);
+	if (rc == 0) {
+		v->legal = legal;
+		v->mtime = copy.mtime;
+	}
+	v->busy = false;
+	d->busy--;
+	pthread_mutex_unlock(&s->lock);
+	if (rc < 0)
+		return st_fail(e, RPC_E_GENERAL, "writing volume metadata: %s", strerror(-rc));
+	return 0;
+}
+
+int st_volume_refresh(struct storage_state *s, const char *sd, const char *img, const char *vol,
+		      struct st_err *e)
+{
+	struct st_domain *d = NULL;
+	pthread_mutex_lock(&s->lock);
+	struct st_volume *v = st_find_volume(s, sd, img, vol, &d, e);
+	if (v)
+		d->busy++;
+	pthread_mutex_unlock(&s->lock);
+	if (!v)
+		return -1;
+	int64_t app = 0, tru = 0;
+	int rc = st_vol_stat(d, img, vol, &app, &tru);
+	pthread_mutex_lock(&s->lock);
+	v = map_get(&d->volumes, vol);
+	if (rc == 0 && v && !v->busy) {
+		v->apparent = app;
+		v->truesize = tru;
+	}
+	d->busy--;
+	pthread_mutex_unlock(&s->lock);
+	if (rc < 0)
+		return st_fail(e, RPC_E_GENERAL, "volume %s: %s", vol, strerror(-rc));
+	return 0;
+}
+
+static void copy_str(const struct vd_value *v, char *out, size_t len)
+{
+	if (v && v->type == VD_STRING)
+		snprintf(out, len, "%.*s", (int)VD_MIN(v->v.s.len, len - 1), v->v.s.ptr);
+}
+
+static int64_t get_int(const struct vd_value *v)
+{
+	return v && v->type == VD_INT ? v->v.i : 0;
+}
+
+int st_volume_qemu_info(struct storage_state *s, const char *sd, const char *img,
+			const char *vol, struct st_qinfo *out, struct st_err *e)
+{
+	memset(out, 0, sizeof(*out));
+	struct st_chain c;
+	if (st_image_prepare2(s, sd, NULL, img, vol, true, &c, e) < 0)
+		return -1;
+	char *argv[] = { (char *)"qemu-img", (char *)"info", (char *)"--output=json", (char *)"-U",
+			 c.paths[0], NULL };
+	struct vd_buf b = VD_BUF_INIT;
+	char err[512];
+	int rc = st_run_tool_out(s, NULL, "qemu-img", "qemu-utils", argv, -1, &b, err, sizeof(err));
+	st_chain_free(&c);
+	if (rc < 0) {
+		buf_free(&b);
+		return st_fail(e, RPC_E_GENERAL, "%s", err);
+	}
+	struct vd_arena a;
+	arena_init(&a, 4096);
+	struct vd_limits lim = VD_LIMITS_DEFAULT;
+	struct vd_value *root = NULL;
+	struct vd_codec_error cerr;
+	const struct vd_codec *json = codec_find("fallback");
+	if (!json || json->decode(&a, b.data ? b.data : "", b.len, &lim, &root, &cerr) != 0 ||
+	    !root || root->type != VD_OBJECT) {
+		arena_free(&a);
+		buf_free(&b);
+		return st_fail(e, RPC_E_GENERAL, "qemu-img info: unexpected output");
+	}
+	copy_str(vd_obj_get(root, "format"), out->format, sizeof(out->format));
+	out->virtual_size = get_int(vd_obj_get(root, "virtual-size"));
+	out->cluster_size = get_int(vd_obj_get(root, "cluster-size"));
+	copy_str(vd_obj_get(root, "backing-filename"), out->backing, sizeof(out->backing));
+	const struct vd_value *fs = vd_obj_get(root, "format-specific");
+	copy_str(vd_obj_get(fs ? vd_obj_get(fs, "data") : NULL, "compat"), out->compat,
+		 sizeof(out->compat));
+	arena_free(&a);
+	buf_free(&b);
+	return 0;
+}
