@@ -183,6 +183,83 @@ class EngineStorageFlow(unittest.TestCase):
         self.assertFalse(os.path.ismount(mp))
 
 
+class CopyData(unittest.TestCase):
+    """SDM.copy_data between two LOCALFS domains: a job with progress and
+    |jobs|status| events, Host.getJobs, and qemu-img compare of the two.
+    Prints the copy throughput (informative, not asserted)."""
+    SD2 = "4b0a2c3d-2c2e-4b8a-9b1f-2a1f6b9d7c22"
+    IMG2 = "c1a2b3c4-d5e6-4f70-8a91-b2c3d4e5f622"
+    VOL2 = "d2b3c4d5-e6f7-4081-9a2b-c3d4e5f60722"
+    JOB = "e0e1e2e3-e4e5-4e6e-8e7e-8e9eaebecede"
+    SIZE = 256 << 20
+
+    def test_copy_between_domains(self):
+        with vt.Daemon() as d:
+            c = connect(d)
+            ev = d.stomp()
+            ev.connect()
+            ev.subscribe(vt.EVENTS, "events")
+            dirs = []
+            for sd in (SD, self.SD2):
+                path = os.path.join(d.tmp, sd[-2:])
+                os.mkdir(path, 0o755)
+                dirs.append(path)
+                self.assertIs(result(call_ready(c, "StorageDomain.create",
+                                                [sd, 4, path, "d", 1, "5", 0, 250])), True)
+            tid = result(c.call("Volume.create", [VOL, BLANK, SD, IMG, str(self.SIZE), 5, 2]))
+            self.assertEqual(wait_task(c, tid)["taskResult"], "success")
+            src = os.path.join(dirs[0], SD, "images", IMG, VOL)
+            with open(src, "r+b") as f:   # data in a few places, holes between
+                for off in range(0, self.SIZE, 16 << 20):
+                    f.seek(off)
+                    f.write(os.urandom(4 << 20))
+            tid = result(c.call("Volume.create", [self.VOL2, BLANK, self.SD2, self.IMG2,
+                                                  str(self.SIZE), 4, 2]))
+            self.assertEqual(wait_task(c, tid)["taskResult"], "success")
+            small = "d2b3c4d5-e6f7-4081-9a2b-c3d4e5f60733"
+            tid = result(c.call("Volume.create", [small, BLANK, self.SD2, self.IMG2, str(1 << 20), 5, 2]))
+            self.assertEqual(wait_task(c, tid)["taskResult"], "success")
+            endpoint = lambda sd, img, vol: {"endpoint_type": "div", "sd_id": sd,
+                                             "img_id": img, "vol_id": vol}
+            srcep = endpoint(SD, IMG, VOL)
+            r = c.call("SDM.copy_data", [self.JOB, srcep, endpoint(self.SD2, self.IMG2, small)])
+            self.assertEqual(r["error"]["code"], 100)   # too small
+            r = c.call("SDM.copy_data", [self.JOB, srcep, {"endpoint_type": "external", "url": "x"}])
+            self.assertEqual(r["error"]["code"], -32602)
+            t0 = time.monotonic()
+            r = c.call("SDM.copy_data", [self.JOB, srcep, endpoint(self.SD2, self.IMG2, self.VOL2)])
+            self.assertIs(result(r), True)
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline:
+                job = result(c.call("Host.getJobs", ["storage", [self.JOB]]))[self.JOB]
+                if job["status"] not in ("pending", "running"):
+                    break
+                time.sleep(0.02)
+            secs = time.monotonic() - t0
+            self.assertEqual(job["status"], "done", job)
+            self.assertEqual(job["progress"], 100)
+            statuses = []
+            deadline = time.monotonic() + 5
+            while "done" not in statuses and time.monotonic() < deadline:
+                f = ev.read_frame(max(0.01, deadline - time.monotonic()))
+                if f.cmd == "MESSAGE":
+                    m = f.json()
+                    if m.get("method") == "|jobs|status|" + self.JOB:
+                        statuses.append(m["params"]["status"])
+            self.assertIn("done", statuses)
+            dst = os.path.join(dirs[1], self.SD2, "images", self.IMG2, self.VOL2)
+            cmp = subprocess.run(["qemu-img", "compare", "-f", "raw", "-F", "qcow2", src, dst],
+                                 capture_output=True)
+            self.assertEqual(cmp.returncode, 0, cmp.stdout + cmp.stderr)
+            vi = result(c.call("Volume.getInfo", [self.VOL2, BLANK, self.SD2, self.IMG2]))
+            self.assertEqual((vi["legality"], vi["generation"]), ("LEGAL", 1))
+            print("\ncopy_data raw -> qcow2, %d MiB virtual (%d MiB data): %.2f s, %.0f MiB/s virtual"
+                  % (self.SIZE >> 20, (self.SIZE // (16 << 20)) * 4, secs,
+                     (self.SIZE >> 20) / secs))
+            ev.close()
+            c.close()
+
+
 class SpmTwoHosts(unittest.TestCase):
     def test_one_spm_and_failover_after_kill(self):
         a, b = vt.Daemon(), vt.Daemon()

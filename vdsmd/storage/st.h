@@ -228,6 +228,8 @@ struct st_task_status {
 const char *st_task_state_name(enum st_task_state s);
 const char *st_task_result_name(enum st_task_result r);
 
+struct st_job_info;
+
 /* ---- the state ---------------------------------------------------------- */
 
 struct storage_state {
@@ -270,6 +272,8 @@ struct storage_state {
 	pthread_cond_t monitor_cond;
 	unsigned monitor_interval_ms;
 	uint64_t monitor_rounds;
+	struct st_map jobs;        /* job id -> st_job (SDM.copy_data) */
+	void (*notify_job)(void *ctx, const struct st_job_info *info);
 	/* task state change hook (events); called without s->lock held */
 	void (*notify)(void *ctx, const struct st_task_status *st);
 	void *notify_ctx;
@@ -388,6 +392,11 @@ int st_run_qemu_img(struct storage_state *s, struct st_task *t, char *const argv
 int st_run_tool_out(struct storage_state *s, struct st_task *t, const char *tool, const char *pkg,
 		    char *const argv[], int datafd, struct vd_buf *output, char *err,
 		    size_t errlen);
+/* The same, calling cb with every chunk of output as it comes (progress). */
+int st_run_tool_cb(struct storage_state *s, struct st_task *t, const char *tool, const char *pkg,
+		   char *const argv[], int datafd, struct vd_buf *output,
+		   void (*cb)(void *ctx, const char *data, size_t n), void *ctx, char *err,
+		   size_t errlen);
 /* The same for any tool found in PATH (mount, umount); t may be NULL. */
 int st_run_tool(struct storage_state *s, struct st_task *t, const char *tool, const char *pkg,
 		char *const argv[], int datafd, char *err, size_t errlen);
@@ -481,6 +490,39 @@ void st_spm_run_start(struct storage_state *s, struct st_task *t);
 /* StoragePool.spmStart: queue the task. */
 int st_spm_start(struct storage_state *s, const char *sp, char task_id[37], struct st_err *e);
 int st_spm_stop(struct storage_state *s, const char *sp, struct st_err *e);
+
+/* ---- host jobs: SDM.copy_data (st_jobs.c) ------------------------------- */
+
+enum st_job_status { ST_JOB_PENDING, ST_JOB_RUNNING, ST_JOB_DONE, ST_JOB_FAILED, ST_JOB_ABORTED };
+#define ST_MAX_JOBS 16
+
+struct st_job_info {
+	char id[37];
+	enum st_job_status status;
+	int progress;              /* 0..100 */
+	int err_code;              /* failed/aborted */
+	char err_msg[256];
+	char desc[160];
+};
+
+struct st_job {
+	struct st_job_info info;   /* under s->lock */
+	char src[3][37], dst[3][37];   /* sd, img, vol */
+	struct st_task ctl;        /* the child pid and abort flag of st_run_tool */
+	struct storage_state *s;
+	pthread_t thread;
+	bool joined;
+};
+
+const char *st_job_status_name(enum st_job_status st);
+/* Validate and start a copy of volume src into the existing volume dst
+ * (qemu-img convert -n, on a thread); the job is visible at once. */
+int st_copy_data(struct storage_state *s, const char *job_id, const char *const src[3],
+		 const char *const dst[3], struct st_err *e);
+/* Abort a running job (its qemu-img is killed). */
+int st_job_abort(struct storage_state *s, const char *id, struct st_err *e);
+/* Shutdown: abort every job and join its thread. */
+void st_jobs_stop(struct storage_state *s);
 
 /* ---- images (st_image.c) -------------------------------------------------- */
 

@@ -681,6 +681,7 @@ struct storage_state *st_open(const char *root, char *why, size_t whylen)
 	s->spm_lver = -1;
 	map_init(&s->domains);
 	map_init(&s->tasks);
+	map_init(&s->jobs);
 	s->monitor_interval_ms = 10000;
 
 	struct st_kv reg;
@@ -727,12 +728,16 @@ void st_close(struct storage_state *s)
 		return;
 	st_stop_monitor(s);
 	st_stop_workers(s);
+	st_jobs_stop(s);
 	st_spm_release(s);
 	for (struct st_map_ent *e = map_first(&s->domains); e; e = map_next(&s->domains, e))
 		dom_free(map_val(e));
 	map_free(&s->domains);
 	for (struct st_map_ent *e = map_first(&s->tasks); e; e = map_next(&s->tasks, e))
 		st_task_free(map_val(e));
+	for (struct st_map_ent *e = map_first(&s->jobs); e; e = map_next(&s->jobs, e))
+		free(map_val(e));
+	map_free(&s->jobs);
 	map_free(&s->tasks);
 	pthread_mutex_destroy(&s->lock);
 	pthread_mutex_destroy(&s->reg_lock);

@@ -48,6 +48,13 @@ int vh_vol_qemu_info(struct rpc_call *c);
 int vh_task_get_info(struct rpc_call *c);
 int vh_task_revert(struct rpc_call *c);
 
+/* st_verbs_jobs.c */
+int vh_sdm_copy_data(struct rpc_call *c);
+int vh_host_get_jobs(struct rpc_call *c);
+void verb_write_job(struct vd_writer *w, const struct st_job_info *j);
+/* The same members, into an object the caller opened (event params). */
+void verb_write_job_fields(struct vd_writer *w, const struct st_job_info *j);
+
 /* st_verbs_conn.c */
 int vh_sp_connect_server(struct rpc_call *c);
 int vh_sp_disconnect_server(struct rpc_call *c);

@@ -287,6 +287,14 @@ int st_run_tool_out(struct storage_state *s, struct st_task *t, const char *tool
 		    char *const argv[], int datafd, struct vd_buf *output, char *err,
 		    size_t errlen)
 {
+	return st_run_tool_cb(s, t, tool, pkg, argv, datafd, output, NULL, NULL, err, errlen);
+}
+
+int st_run_tool_cb(struct storage_state *s, struct st_task *t, const char *tool, const char *pkg,
+		   char *const argv[], int datafd, struct vd_buf *output,
+		   void (*cb)(void *ctx, const char *data, size_t n), void *ctx, char *err,
+		   size_t errlen)
+{
 	char *exe = find_exe(tool);
 	if (!exe) {
 		snprintf(err, errlen, "%s not found in PATH (install %s)", tool, pkg);
@@ -337,6 +345,8 @@ int st_run_tool_out(struct storage_state *s, struct st_task *t, const char *tool
 			break;
 		if (output && output->len < ((size_t)1 << 20))
 			buf_append(output, tmp, (size_t)r);
+		if (cb)
+			cb(ctx, tmp, (size_t)r);
 		size_t take = VD_MIN((size_t)r, sizeof(out) - 1 - got);
 		memcpy(out + got, tmp, take);
 		got += take;

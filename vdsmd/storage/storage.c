@@ -38,6 +38,18 @@ static void publish_task(void *ctx, const struct st_task_status *st)
 	rpc_event_publish(d->bus, &ev);
 }
 
+/* VDSM's job event: |jobs|status|<id> with the job's info as params. */
+static void publish_job(void *ctx, const struct st_job_info *j)
+{
+	struct vdsmd *d = ctx;
+	if (!d->bus || !event_bus_enabled(d->bus))
+		return;
+	struct rpc_event ev;
+	struct vd_writer *w = rpc_event_begin(&ev, d->bus, "|jobs|status|%s", j->id);
+	verb_write_job_fields(w, j);
+	rpc_event_publish(d->bus, &ev);
+}
+
 int storage_init(struct vdsmd *d)
 {
 	const char *root = d->cfg.storage_root && *d->cfg.storage_root ? d->cfg.storage_root
@@ -52,6 +64,7 @@ int storage_init(struct vdsmd *d)
 		return 0;
 	}
 	s->notify = publish_task;
+	s->notify_job = publish_job;
 	s->notify_ctx = d;
 	if (st_start_workers(s, TASK_THREADS) < 0 || st_start_monitor(s, 10000) < 0) {
 		st_close(s);
@@ -70,6 +83,7 @@ void storage_fini(struct vdsmd *d)
 	struct storage_state *s = d->storage;
 	st_stop_monitor(s);
 	st_stop_workers(s);   /* task events may still be published here */
+	st_jobs_stop(s);      /* and job events */
 	d->storage = NULL;
 	st_close(s);
 }
@@ -168,6 +182,8 @@ const struct rpc_binding storage_bindings[] = {
 	{ "Task.clear", vh_task_clear },
 	{ "Task.stop", vh_task_stop },
 	{ "Task.getInfo", vh_task_get_info },
+	{ "SDM.copy_data", vh_sdm_copy_data },
+	{ "Host.getJobs", vh_host_get_jobs },
 	{ "Task.revert", vh_task_revert },
 	{ "Image.prepare", vh_img_prepare },
 	{ "Image.teardown", vh_img_teardown },
