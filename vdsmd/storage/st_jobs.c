@@ -164,7 +164,7 @@ out:
 	} else {
 		j->info.status = aborted ? ST_JOB_ABORTED : ST_JOB_FAILED;
 		j->info.err_code = aborted ? rpc_err_code(RPC_E_TASK_ABORTED) : 100;
-		snprintf(j->info.err_msg, sizeof(j->info.err_msg), "%s", err);
+		snprintf(j->info.err_msg, sizeof(j->info.err_msg), "%.255s", err);
 	}
 	pthread_mutex_unlock(&s->lock);
 	if (rc == 0)
