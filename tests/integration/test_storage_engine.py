@@ -159,6 +159,28 @@ class EngineStorageFlow(unittest.TestCase):
         make_pool(self, self.c, 4, conn_params(local), local)
         self.volume_steps()
         self.assertTrue(os.path.exists(os.path.join(local, SD, "images", IMG, VOL)))
+        self.pool_lifecycle(local)
+
+    def pool_lifecycle(self, local):
+        """attach / detach a second domain, refresh, destroy."""
+        sd3 = "4b0a2c3d-2c2e-4b8a-9b1f-2a1f6b9d7c33"
+        self.assertIs(result(self.c.call("StorageDomain.create", [sd3, 4, local, "d3", 1])), True)
+        self.assertIs(result(self.c.call("StorageDomain.attach", [sd3, SP])), True)
+        self.assertEqual(result(self.c.call("StorageDomain.getInfo", [sd3]))["pool"], [SP])
+        self.assertEqual(sorted(result(self.c.call("Host.getStorageDomains", [SP]))),
+                         sorted([SD, sd3]))
+        r = self.c.call("StorageDomain.detach", [SD, SP, SD, 1])
+        self.assertEqual(r["error"]["code"], 100)           # the master stays
+        self.assertIs(result(self.c.call("StorageDomain.detach", [sd3, SP, SD, 1])), True)
+        self.assertEqual(result(self.c.call("StorageDomain.getInfo", [sd3]))["pool"], [])
+        self.assertIs(result(self.c.call("StoragePool.refresh", [SP, SD, 1])), True)
+        self.assertEqual(self.c.call("StoragePool.refresh", [SP, sd3, 1])["error"]["code"], 324)
+        self.assertIs(result(self.c.call("StoragePool.destroy", [SP, 1, SP])), True)
+        self.assertEqual(self.c.call("StoragePool.getSpmStatus", [SP])["error"]["code"], 309)
+        info = result(self.c.call("StorageDomain.getInfo", [SD]))
+        self.assertEqual((info["pool"], info["role"]), ([], "Regular"))
+        with open(os.path.join(local, SD, "dom_md", "metadata")) as f:
+            self.assertIn("POOL_UUID=\n", f.read())
 
     def test_posixfs_tmpfs(self):
         if os.geteuid() != 0:

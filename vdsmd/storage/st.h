@@ -358,6 +358,17 @@ int st_pool_create(struct storage_state *s, const char *sp, const char *name, co
 		   int master_ver, const char *const *doms, size_t ndoms,
 		   const struct st_lease_cfg *lease, struct st_err *e);
 int st_dom_load(struct st_domain *d, const char *base);
+/* Attach (pool) or detach ("") a domain as a regular member: metadata
+ * first, memory after.  Caller holds neither lock and has pinned d. */
+int st_domain_set_pool(struct storage_state *s, struct st_domain *d, const char *pool);
+/* Forget the pool (pool.meta emptied first, then memory). */
+int st_pool_forget(struct storage_state *s);
+/* st_pool_ops.c: StorageDomain.attach/detach, StoragePool.destroy/refresh. */
+int st_domain_attach(struct storage_state *s, const char *sd, const char *sp, bool attach,
+		     struct st_err *e);
+int st_pool_destroy(struct storage_state *s, const char *sp, struct st_err *e);
+int st_pool_refresh(struct storage_state *s, const char *sp, const char *master,
+		    int master_ver, struct st_err *e);
 /* connect: hostID 1..2000 is kept (getSpmStatus); a master other than
  * blank must be the pool's (and masterVersion, when > 0, its version):
  * RPC_E_WRONG_MASTER otherwise.  Unknown pool: RPC_E_NO_POOL. */

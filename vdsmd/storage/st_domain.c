@@ -657,6 +657,32 @@ int st_pool_connect(struct storage_state *s, const char *sp, bool connect, int h
 	return 0;
 }
 
+int st_domain_set_pool(struct storage_state *s, struct st_domain *d, const char *pool)
+{
+	int rc = write_meta_as(s, d, pool, false, NULL);
+	if (rc == 0) {
+		pthread_mutex_lock(&s->lock);
+		snprintf(d->pool, sizeof(d->pool), "%.36s", pool);
+		d->master = false;
+		pthread_mutex_unlock(&s->lock);
+	}
+	return rc;
+}
+
+int st_pool_forget(struct storage_state *s)
+{
+	struct pool_snap none = { .name = NULL };
+	pthread_mutex_lock(&s->reg_lock);
+	int rc = pool_write(s, &none);
+	if (rc == 0) {
+		pthread_mutex_lock(&s->lock);
+		pool_snap_apply(s, &none);
+		pthread_mutex_unlock(&s->lock);
+	}
+	pthread_mutex_unlock(&s->reg_lock);
+	return rc;
+}
+
 /* ---- open / close -------------------------------------------------------- */
 
 struct storage_state *st_open(const char *root, char *why, size_t whylen)

@@ -478,3 +478,48 @@ int vh_sd_deactivate(struct rpc_call *c)
 {
 	return sd_pool_op(c, false);
 }
+
+static int sd_attach(struct rpc_call *c, bool attach)
+{
+	struct storage_state *s = verb_state(c);
+	if (!s)
+		return -1;
+	if (!attach && rpc_arg_bool(c, "force", false))
+		return rpc_fail(c, RPC_E_PARAMS, "force: not supported");
+	struct st_err e = { 0 };
+	if (st_domain_attach(s, rpc_arg_str(c, "storagedomainID", NULL),
+			     rpc_arg_str(c, "storagepoolID", NULL), attach, &e) < 0)
+		return verb_fail(c, &e);
+	vw_bool(c->w, true);
+	return 0;
+}
+
+int vh_sd_attach(struct rpc_call *c)
+{
+	return sd_attach(c, true);
+}
+
+int vh_sd_detach(struct rpc_call *c)
+{
+	return sd_attach(c, false);
+}
+
+int vh_sp_destroy(struct rpc_call *c)
+{
+	return verb_by_id(c, "storagepoolID", st_pool_destroy);
+}
+
+int vh_sp_refresh(struct rpc_call *c)
+{
+	struct storage_state *s = verb_state(c);
+	if (!s)
+		return -1;
+	int64_t ver = rpc_arg_int(c, "masterVersion", 0);
+	struct st_err e = { 0 };
+	if (st_pool_refresh(s, rpc_arg_str(c, "storagepoolID", NULL),
+			    rpc_arg_str(c, "masterSdUUID", NULL),
+			    ver < 0 || ver > INT32_MAX ? -1 : (int)ver, &e) < 0)
+		return verb_fail(c, &e);
+	vw_bool(c->w, true);
+	return 0;
+}
