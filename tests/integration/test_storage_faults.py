@@ -114,9 +114,9 @@ class ReadOnly(MountedDomain):
         self.assertEqual(self.on_disk(), {(img, v1), (img, v1 + ".meta")})
 
 
-class QueuedAtCrashAndShutdown(unittest.TestCase):
-    """COW creates whose qemu-img (a stand-in that sleeps) keeps both
-    executor threads busy, with deletes and creates queued behind them."""
+class FakeQemuImg(unittest.TestCase):
+    """A vdsmd whose qemu-img is a stand-in that records its pid and sleeps
+    (tearDown kills what a kill -9 orphaned)."""
 
     def setUp(self):
         self.bin = tempfile.mkdtemp(prefix="vdsmtest-bin-")
@@ -153,6 +153,11 @@ class QueuedAtCrashAndShutdown(unittest.TestCase):
 
     listed = MountedDomain.listed
     on_disk = MountedDomain.on_disk
+
+
+class QueuedAtCrashAndShutdown(FakeQemuImg):
+    """COW creates whose qemu-img (the stand-in) keeps both executor threads
+    busy, with deletes and creates queued behind them."""
 
     def queue_work(self):
         img, img2 = uuid_n("aaaaaaaa", 1), uuid_n("aaaaaaaa", 2)
@@ -222,6 +227,63 @@ class QueuedAtCrashAndShutdown(unittest.TestCase):
         for line in lines:   # the stand-ins were killed
             with self.assertRaises(ProcessLookupError):
                 os.kill(int(line), 0)
+
+
+class CopyCrash(FakeQemuImg):
+    """kill -9 while SDM.copy_data runs (qemu-img convert blocked in the
+    stand-in): after the restart the destination is kept, ILLEGAL (a half
+    copy is never served as good), the source is intact and LEGAL."""
+
+    def test_kill_9_during_copy(self):
+        img, src, dst = uuid_n("aaaaaaaa", 7), uuid_n("bbbbbbbb", 70), uuid_n("bbbbbbbb", 71)
+        for v in (src, dst):
+            tid = result(self.c.call("Volume.create", [v, BLANK, SD, img, str(MiB), 5, 2]))
+            self.assertEqual(wait_task(self.c, tid)["taskResult"], "success")
+        ep = lambda v: {"endpoint_type": "div", "sd_id": SD, "img_id": img, "vol_id": v}
+        job = "e0e1e2e3-e4e5-4e6e-8e7e-8e9eaebecedf"
+        self.assertIs(result(self.c.call("SDM.copy_data", [job, ep(src), ep(dst)])), True)
+        deadline = time.monotonic() + 10
+        while not os.path.exists(self.pids) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        self.assertEqual(result(self.c.call("Host.getJobs", ["storage", [job]]))[job]["status"],
+                         "running")
+        vi = result(self.c.call("Volume.getInfo", [dst, BLANK, SD, img]))
+        self.assertEqual(vi["legality"], "ILLEGAL")
+        self.c.close()
+        vt.restart(self.d, signal.SIGKILL)
+        self.c = connect(self.d)
+        vi = result(call_ready(self.c, "Volume.getInfo", [dst, BLANK, SD, img]))
+        self.assertEqual(vi["legality"], "ILLEGAL")
+        vi = result(self.c.call("Volume.getInfo", [src, BLANK, SD, img]))
+        self.assertEqual(vi["legality"], "LEGAL")
+        self.assertEqual(self.on_disk(), {(img, v + m) for v in (src, dst) for m in ("", ".meta")})
+        self.assertEqual(result(self.c.call("Host.getJobs", ["storage"])), {})
+        # the engine's recovery: delete the half copy
+        tid = result(self.c.call("Volume.delete", [dst, BLANK, SD, img]))
+        self.assertEqual(wait_task(self.c, tid)["taskResult"], "success")
+
+    def test_abort_on_shutdown(self):
+        img, src, dst = uuid_n("aaaaaaaa", 8), uuid_n("bbbbbbbb", 80), uuid_n("bbbbbbbb", 81)
+        for v in (src, dst):
+            tid = result(self.c.call("Volume.create", [v, BLANK, SD, img, str(MiB), 5, 2]))
+            self.assertEqual(wait_task(self.c, tid)["taskResult"], "success")
+        ep = lambda v: {"endpoint_type": "div", "sd_id": SD, "img_id": img, "vol_id": v}
+        job = "e0e1e2e3-e4e5-4e6e-8e7e-8e9eaebeceef"
+        self.assertIs(result(self.c.call("SDM.copy_data", [job, ep(src), ep(dst)])), True)
+        deadline = time.monotonic() + 10
+        while not os.path.exists(self.pids) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        self.c.close()
+        t0 = time.monotonic()
+        vt.restart(self.d, signal.SIGTERM)   # qemu-img is killed, vdsmd exits
+        self.assertLess(time.monotonic() - t0, 25)
+        with open(self.pids) as f:
+            for line in f.read().split():
+                with self.assertRaises(ProcessLookupError):
+                    os.kill(int(line), 0)
+        self.c = connect(self.d)
+        vi = result(call_ready(self.c, "Volume.getInfo", [dst, BLANK, SD, img]))
+        self.assertEqual(vi["legality"], "ILLEGAL")
 
 
 if __name__ == "__main__":
