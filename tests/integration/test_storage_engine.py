@@ -152,13 +152,20 @@ class EngineStorageFlow(unittest.TestCase):
         self.assertEqual([v["volumeID"] for v in prep["imgVolumesInfo"]], [VOL, v2])
         qi = result(self.c.call("Volume.getQemuImageInfo", [v2, SP, SD, IMG]))
         self.assertEqual((qi["format"], qi["backingfile"], qi["compat"]), ("qcow2", VOL, "1.1"))
+        r = self.irs.call("Image.deleteVolumes", [IMG, SP, SD, [VOL]], dest=IRS)
+        self.assertEqual(r["error"]["code"], 100)          # its child is not listed
+        tid = result(self.irs.call("Image.deleteVolumes", [IMG, SP, SD, [VOL, v2], True],
+                                   dest=IRS))
+        st = wait_task(self.c, tid)
+        self.assertEqual(st["taskResult"], "success", st)
+        self.assertEqual(result(self.c.call("StorageDomain.getImages", [SD])), [])
 
     def test_localfs(self):
         local = os.path.join(self.d.tmp, "localfs")
         os.mkdir(local, 0o755)
         make_pool(self, self.c, 4, conn_params(local), local)
         self.volume_steps()
-        self.assertTrue(os.path.exists(os.path.join(local, SD, "images", IMG, VOL)))
+        self.assertFalse(os.path.exists(os.path.join(local, SD, "images", IMG)))
         self.pool_lifecycle(local)
 
     def pool_lifecycle(self, local):
@@ -195,7 +202,7 @@ class EngineStorageFlow(unittest.TestCase):
         make_pool(self, self.c, 6, conns, spec)
         self.volume_steps()
         self.assertTrue(os.path.ismount(mp))
-        self.assertTrue(os.path.exists(os.path.join(mp, SD, "images", IMG, VOL)))
+        self.assertTrue(os.path.isdir(os.path.join(mp, SD, "images")))
         # SPM stop, pool disconnect, the domain formatted, then unmounted
         self.assertIs(result(self.c.call("StoragePool.spmStop", [SP])), True)
         self.assertIs(result(self.c.call("StoragePool.disconnect", [SP, 1, SP])), True)

@@ -444,6 +444,11 @@ int st_volume_delete(struct storage_state *s, const char *sd, const char *img, c
 		     const struct st_delopts *o, char task_id[37], struct st_err *e);
 int st_image_delete(struct storage_state *s, const char *sd, const char *img,
 		    const struct st_delopts *o, char task_id[37], struct st_err *e);
+/* Image.deleteVolumes: several volumes of one image as one task (children
+ * first; a volume whose children are not all listed is refused). */
+int st_volumes_delete(struct storage_state *s, const char *sd, const char *img,
+		      const char *const *ids, size_t n, const struct st_delopts *o,
+		      char task_id[37], struct st_err *e);
 int st_volume_set_description(struct storage_state *s, const char *sd, const char *img,
 			      const char *vol, const char *desc, struct st_err *e);
 /* Copy one volume's index entry (description duplicated into out, caller

@@ -501,6 +501,84 @@ fail:
 	return -1;
 }
 
+int st_volumes_delete(struct storage_state *s, const char *sd, const char *img,
+		      const char *const *ids, size_t n, const struct st_delopts *o,
+		      char task_id[37], struct st_err *e)
+{
+	if (!o)
+		o = &no_opts;
+	if (check_opts(o, e) < 0)
+		return -1;
+	if (n == 0 || n > 1024)
+		return st_fail(e, RPC_E_PARAMS, "volumeList: 1 to 1024 volumes");
+	struct st_domain *d = NULL;
+	struct st_volume **vols = xcalloc(n, sizeof(*vols));
+	pthread_mutex_lock(&s->lock);
+	int rc = 0;
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		vols[i] = st_find_volume(s, sd, img, ids[i], &d, e);
+		if (!vols[i])
+			rc = -1;
+		else if (vols[i]->busy)
+			rc = st_fail(e, RPC_E_GENERAL, "volume %s is busy", ids[i]);
+		for (size_t k = 0; rc == 0 && k < i; k++)
+			if (vols[k] == vols[i])
+				rc = st_fail(e, RPC_E_PARAMS, "volumeList: %s twice", ids[i]);
+	}
+	if (rc == 0)
+		rc = st_spm_require(s, d, e);
+	/* Children before parents; a volume whose child is not deleted with
+	 * it is refused (it would leave a child without its backing file). */
+	size_t placed = 0;
+	while (rc == 0 && placed < n) {
+		size_t pick = n;
+		for (size_t i = placed; i < n && pick == n; i++) {
+			bool leaf = true;
+			for (struct st_map_ent *it = map_first(&d->volumes); it && leaf;
+			     it = map_next(&d->volumes, it)) {
+				const struct st_volume *c = map_val(it);
+				if (strcmp(c->parent, vols[i]->uuid) != 0)
+					continue;
+				bool listed_later = false;
+				for (size_t k = placed; k < n; k++)
+					listed_later |= vols[k] == c;
+				bool listed_before = false;
+				for (size_t k = 0; k < placed; k++)
+					listed_before |= vols[k] == c;
+				if (listed_later || !listed_before)
+					leaf = false;
+			}
+			if (leaf)
+				pick = i;
+		}
+		if (pick == n) {
+			rc = st_fail(e, RPC_E_GENERAL, "volumeList: a volume has children that are "
+				     "not deleted with it");
+			break;
+		}
+		struct st_volume *tmp = vols[placed];
+		vols[placed] = vols[pick];
+		vols[pick] = tmp;
+		placed++;
+	}
+	if (rc == 0 && !st_task_queue_has_room(s))
+		rc = st_fail(e, RPC_E_NO_RESOURCES, "too many storage tasks queued");
+	if (rc < 0) {
+		pthread_mutex_unlock(&s->lock);
+		free(vols);
+		return -1;
+	}
+	struct st_task *t = st_task_alloc(ST_TK_DELETE);
+	snprintf(t->sd, sizeof(t->sd), "%.36s", sd);
+	snprintf(t->img, sizeof(t->img), "%.36s", img);
+	snprintf(t->vol, sizeof(t->vol), "%.36s", vols[0]->uuid);
+	t->postzero = o->postzero;
+	t->discard = o->discard;
+	rc = queue_delete(s, d, t, vols, n, task_id, e);   /* releases the lock */
+	free(vols);
+	return rc;
+}
+
 static void run_delete(struct storage_state *s, struct st_task *t)
 {
 	pthread_mutex_lock(&s->lock);

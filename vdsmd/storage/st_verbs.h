@@ -66,6 +66,7 @@ int vh_sp_disconnect_server(struct rpc_call *c);
 /* st_verbs_volume.c */
 int vh_img_get_volumes(struct rpc_call *c);
 int vh_img_delete(struct rpc_call *c);
+int vh_img_delete_volumes(struct rpc_call *c);
 int vh_vol_create(struct rpc_call *c);
 int vh_vol_get_info(struct rpc_call *c);
 int vh_vol_get_size(struct rpc_call *c);

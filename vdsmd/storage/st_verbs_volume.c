@@ -332,3 +332,25 @@ int vh_host_get_all_tasks_info(struct rpc_call *c)
 	vw_end_object(c->w);
 	return 0;
 }
+
+int vh_img_delete_volumes(struct rpc_call *c)
+{
+	struct storage_state *s = verb_state(c);
+	if (!s)
+		return -1;
+	const struct vd_value *list = rpc_arg(c, "volumeList");
+	size_t n = list->v.arr.n;
+	if (n == 0 || n > 1024)
+		return rpc_fail(c, RPC_E_PARAMS, "volumeList: 1 to 1024 volume UUIDs expected");
+	const char **ids = arena_alloc(c->arena, n * sizeof(*ids));
+	for (size_t i = 0; i < n; i++) {
+		const struct vd_value *it = &list->v.arr.items[i];
+		ids[i] = arena_strndup(c->arena, it->v.s.ptr, it->v.s.len);
+	}
+	struct st_delopts o = del_opts(c);
+	struct st_err e = { 0 };
+	char tid[37];
+	int rc = st_volumes_delete(s, rpc_arg_str(c, "storagedomainID", NULL),
+				   rpc_arg_str(c, "imageID", NULL), ids, n, &o, tid, &e);
+	return answer_task(c, rc, tid, &e);
+}

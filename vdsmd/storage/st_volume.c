@@ -164,8 +164,20 @@ int st_vol_scrub(const struct st_domain *d, const char *img, const char *vol, bo
 		return -EINVAL;
 	}
 	if (zero) {
-		for (off_t o = 0; o < st.st_size && rc == 0; o += (off_t)ZERO_CHUNK)
-			rc = write_zeros(fd, o, VD_MIN((off_t)ZERO_CHUNK, st.st_size - o));
+		/* Only what is allocated holds data: holes read as zeros
+		 * already (and zeroing them could fill the filesystem). */
+		off_t o = 0;
+		while (rc == 0 && o < st.st_size) {
+			off_t data = lseek(fd, o, SEEK_DATA);
+			if (data < 0)
+				break;   /* ENXIO: no data after o */
+			off_t hole = lseek(fd, data, SEEK_HOLE);
+			if (hole < 0)
+				hole = st.st_size;
+			for (off_t p = data; p < hole && rc == 0; p += (off_t)ZERO_CHUNK)
+				rc = write_zeros(fd, p, VD_MIN((off_t)ZERO_CHUNK, hole - p));
+			o = hole;
+		}
 		if (rc == 0 && fdatasync(fd) < 0)
 			rc = -errno;
 	}

@@ -177,6 +177,7 @@ const struct rpc_binding storage_bindings[] = {
 	{ "StorageDomain.deactivate", vh_sd_deactivate },
 	{ "Image.getVolumes", vh_img_get_volumes },
 	{ "Image.delete", vh_img_delete },
+	{ "Image.deleteVolumes", vh_img_delete_volumes },
 	{ "Volume.create", vh_vol_create },
 	{ "Volume.getInfo", vh_vol_get_info },
 	{ "Volume.getSize", vh_vol_get_size },
