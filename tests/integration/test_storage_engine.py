@@ -152,6 +152,12 @@ class EngineStorageFlow(unittest.TestCase):
         self.assertEqual([v["volumeID"] for v in prep["imgVolumesInfo"]], [VOL, v2])
         qi = result(self.c.call("Volume.getQemuImageInfo", [v2, SP, SD, IMG]))
         self.assertEqual((qi["format"], qi["backingfile"], qi["compat"]), ("qcow2", VOL, "1.1"))
+        m = result(self.c.call("Volume.measure", [v2, SP, SD, IMG, 5]))
+        self.assertEqual(m["required"], 1 << 30)   # raw copy of the chain: its size
+        m = result(self.c.call("Volume.measure", [v2, SP, SD, IMG, 4]))
+        self.assertLess(m["required"], 32 << 20)   # qcow2: mostly empty
+        self.assertEqual(self.c.call("Volume.measure", [v2, SP, SD, IMG, 4, False])["error"]["code"],
+                         -32602)
         r = self.irs.call("Image.deleteVolumes", [IMG, SP, SD, [VOL]], dest=IRS)
         self.assertEqual(r["error"]["code"], 100)          # its child is not listed
         tid = result(self.irs.call("Image.deleteVolumes", [IMG, SP, SD, [VOL, v2], True],

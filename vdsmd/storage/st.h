@@ -574,6 +574,9 @@ struct st_qinfo {
 	char backing[256];
 	char compat[8];
 };
+/* qemu-img measure -O (RAW/COW) of the volume with its backing chain. */
+int st_volume_measure(struct storage_state *s, const char *sd, const char *img, const char *vol,
+		      int dst_format, int64_t *required, struct st_err *e);
 /* qemu-img info on the volume's checked path. */
 int st_volume_qemu_info(struct storage_state *s, const char *sd, const char *img,
 			const char *vol, struct st_qinfo *out, struct st_err *e);

@@ -134,3 +134,27 @@ int vh_task_revert(struct rpc_call *c)
 {
 	return verb_by_id(c, "taskID", st_task_stop);
 }
+
+int vh_vol_measure(struct rpc_call *c)
+{
+	struct storage_state *s = verb_state(c);
+	if (!s)
+		return -1;
+	int64_t fmt = rpc_arg_int(c, "dstVolFormat", 0);
+	if (fmt != ST_FMT_COW && fmt != ST_FMT_RAW)
+		return rpc_fail(c, RPC_E_PARAMS, "dstVolFormat: 4 (COW) or 5 (RAW)");
+	if (!rpc_arg_bool(c, "backing_chain", true))
+		return rpc_fail(c, RPC_E_PARAMS, "backing_chain: only the whole chain is measured");
+	const char *base = ARG("baseID");
+	if (base && *base && strcmp(base, ST_BLANK_UUID) != 0)
+		return rpc_fail(c, RPC_E_PARAMS, "baseID: measuring part of a chain is not supported");
+	struct st_err e = { 0 };
+	int64_t req = 0;
+	if (st_volume_measure(s, ARG("storagedomainID"), ARG("imageID"), ARG("volumeID"), (int)fmt,
+			      &req, &e) < 0)
+		return verb_fail(c, &e);
+	vw_begin_object(c->w);
+	vw_kint(c->w, "required", req);
+	vw_end_object(c->w);
+	return 0;
+}

@@ -83,34 +83,67 @@ static int64_t get_int(const struct vd_value *v)
 	return v && v->type == VD_INT ? v->v.i : 0;
 }
 
+/* qemu-img <argv> on the volume's checked path (argv's NULL slot at
+ * path_at is filled), its JSON output in *b (the caller frees it after the
+ * tree: strings point into it) parsed into *root (arena a). */
+static int qemu_json(struct storage_state *s, const char *sd, const char *img, const char *vol,
+		     char **argv, int path_at, struct vd_arena *a, struct vd_buf *b,
+		     struct vd_value **root, struct st_err *e)
+{
+	struct st_chain c;
+	if (st_image_prepare2(s, sd, NULL, img, vol, true, &c, e) < 0)
+		return -1;
+	argv[path_at] = c.paths[0];
+	char err[512];
+	int rc = st_run_tool_out(s, NULL, "qemu-img", "qemu-utils", argv, -1, b, err, sizeof(err));
+	st_chain_free(&c);
+	if (rc < 0)
+		return st_fail(e, RPC_E_GENERAL, "%s", err);
+	struct vd_limits lim = VD_LIMITS_DEFAULT;
+	struct vd_codec_error cerr;
+	const struct vd_codec *json = codec_find("fallback");
+	*root = NULL;
+	rc = json ? json->decode(a, b->data ? b->data : "", b->len, &lim, root, &cerr) : -1;
+	if (rc != 0 || !*root || (*root)->type != VD_OBJECT)
+		return st_fail(e, RPC_E_GENERAL, "qemu-img %s: unexpected output", argv[1]);
+	return 0;
+}
+
+int st_volume_measure(struct storage_state *s, const char *sd, const char *img, const char *vol,
+		      int dst_format, int64_t *required, struct st_err *e)
+{
+	char *argv[] = { (char *)"qemu-img", (char *)"measure", (char *)"--output=json",
+			 (char *)"-U", (char *)"-O",
+			 (char *)(dst_format == ST_FMT_COW ? "qcow2" : "raw"), NULL, NULL };
+	struct vd_arena a;
+	arena_init(&a, 4096);
+	struct vd_value *root;
+	struct vd_buf b = VD_BUF_INIT;
+	int rc = qemu_json(s, sd, img, vol, argv, 6, &a, &b, &root, e);
+	if (rc == 0) {
+		*required = get_int(vd_obj_get(root, "required"));
+		if (*required <= 0)
+			rc = st_fail(e, RPC_E_GENERAL, "qemu-img measure: no size");
+	}
+	arena_free(&a);
+	buf_free(&b);
+	return rc;
+}
+
 int st_volume_qemu_info(struct storage_state *s, const char *sd, const char *img,
 			const char *vol, struct st_qinfo *out, struct st_err *e)
 {
 	memset(out, 0, sizeof(*out));
-	struct st_chain c;
-	if (st_image_prepare2(s, sd, NULL, img, vol, true, &c, e) < 0)
-		return -1;
 	char *argv[] = { (char *)"qemu-img", (char *)"info", (char *)"--output=json", (char *)"-U",
-			 c.paths[0], NULL };
-	struct vd_buf b = VD_BUF_INIT;
-	char err[512];
-	int rc = st_run_tool_out(s, NULL, "qemu-img", "qemu-utils", argv, -1, &b, err, sizeof(err));
-	st_chain_free(&c);
-	if (rc < 0) {
-		buf_free(&b);
-		return st_fail(e, RPC_E_GENERAL, "%s", err);
-	}
+			 NULL, NULL };
 	struct vd_arena a;
 	arena_init(&a, 4096);
-	struct vd_limits lim = VD_LIMITS_DEFAULT;
-	struct vd_value *root = NULL;
-	struct vd_codec_error cerr;
-	const struct vd_codec *json = codec_find("fallback");
-	if (!json || json->decode(&a, b.data ? b.data : "", b.len, &lim, &root, &cerr) != 0 ||
-	    !root || root->type != VD_OBJECT) {
+	struct vd_value *root;
+	struct vd_buf b = VD_BUF_INIT;
+	if (qemu_json(s, sd, img, vol, argv, 4, &a, &b, &root, e) < 0) {
 		arena_free(&a);
 		buf_free(&b);
-		return st_fail(e, RPC_E_GENERAL, "qemu-img info: unexpected output");
+		return -1;
 	}
 	copy_str(vd_obj_get(root, "format"), out->format, sizeof(out->format));
 	out->virtual_size = get_int(vd_obj_get(root, "virtual-size"));

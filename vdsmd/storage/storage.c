@@ -195,6 +195,7 @@ const struct rpc_binding storage_bindings[] = {
 	{ "Volume.setLegality", vh_vol_set_legality },
 	{ "Volume.refresh", vh_vol_refresh },
 	{ "Volume.getQemuImageInfo", vh_vol_qemu_info },
+	{ "Volume.measure", vh_vol_measure },
 	{ "Host.getAllTasksStatuses", vh_host_get_all_tasks_statuses },
 	{ "Host.getAllTasksInfo", vh_host_get_all_tasks_info },
 	{ "StoragePool.create", vh_sp_create },
