@@ -158,6 +158,15 @@ class EngineStorageFlow(unittest.TestCase):
         self.assertLess(m["required"], 32 << 20)   # qcow2: mostly empty
         self.assertEqual(self.c.call("Volume.measure", [v2, SP, SD, IMG, 4, False])["error"]["code"],
                          -32602)
+        tid = result(self.irs.call("Volume.extendSize", [SP, SD, IMG, v2, str(2 << 30)], dest=IRS))
+        st = wait_task(self.c, tid)
+        self.assertEqual(st["taskResult"], "success", st)
+        self.assertEqual(result(self.c.call("Volume.getInfo", [v2, SP, SD, IMG]))["capacity"],
+                         str(2 << 30))
+        qi = result(self.c.call("Volume.getQemuImageInfo", [v2, SP, SD, IMG]))
+        self.assertEqual(qi["virtualsize"], 2 << 30)
+        r = self.irs.call("Volume.extendSize", [SP, SD, IMG, v2, str(1 << 20)], dest=IRS)
+        self.assertEqual(r["error"]["code"], -32602)   # volumes only grow
         r = self.irs.call("Image.deleteVolumes", [IMG, SP, SD, [VOL]], dest=IRS)
         self.assertEqual(r["error"]["code"], 100)          # its child is not listed
         tid = result(self.irs.call("Image.deleteVolumes", [IMG, SP, SD, [VOL, v2], True],

@@ -182,7 +182,8 @@ void index_count_children(struct st_domain *d);
 
 enum st_task_state { ST_TS_INIT, ST_TS_RUNNING, ST_TS_ABORTING, ST_TS_FINISHED };
 enum st_task_result { ST_TR_NONE, ST_TR_SUCCESS, ST_TR_CLEAN_SUCCESS, ST_TR_CLEAN_FAILURE };
-enum st_task_kind { ST_TK_CREATE, ST_TK_DELETE, ST_TK_IMAGE_DELETE, ST_TK_SPM_START };
+enum st_task_kind { ST_TK_CREATE, ST_TK_DELETE, ST_TK_IMAGE_DELETE, ST_TK_SPM_START,
+		    ST_TK_EXTEND };
 enum { ST_SPM_FREE, ST_SPM_CONTEND, ST_SPM_SPM };
 
 struct st_task {
@@ -574,6 +575,10 @@ struct st_qinfo {
 	char backing[256];
 	char compat[8];
 };
+/* Volume.extendSize: grow a volume to new_size bytes, as a task (SPM). */
+int st_volume_extend(struct storage_state *s, const char *sd, const char *img, const char *vol,
+		     int64_t new_size, char task_id[37], struct st_err *e);
+void st_volume_run_extend(struct storage_state *s, struct st_task *t);
 /* qemu-img measure -O (RAW/COW) of the volume with its backing chain. */
 int st_volume_measure(struct storage_state *s, const char *sd, const char *img, const char *vol,
 		      int dst_format, int64_t *required, struct st_err *e);

@@ -636,6 +636,8 @@ void st_task_run(struct storage_state *s, struct st_task *t)
 {
 	if (t->kind == ST_TK_SPM_START)
 		st_spm_run_start(s, t);
+	else if (t->kind == ST_TK_EXTEND)
+		st_volume_run_extend(s, t);
 	else if (t->kind == ST_TK_CREATE)
 		run_create(s, t);
 	else

@@ -79,6 +79,7 @@ static const char *kind_verb(enum st_task_kind k)
 	case ST_TK_DELETE: return "deleteVolume";
 	case ST_TK_IMAGE_DELETE: return "deleteImage";
 	case ST_TK_SPM_START: return "spmStart";
+	case ST_TK_EXTEND: return "extendVolumeSize";
 	}
 	return "unknown";
 }
@@ -143,6 +144,8 @@ int st_task_persist(const struct storage_state *s, const struct st_task *t)
 	}
 	if (t->kind == ST_TK_CREATE)
 		kv_set(&kv, "LEGAL", t->legal ? "1" : "0");
+	if (t->kind == ST_TK_EXTEND)
+		kv_setf(&kv, "SIZE", "%lld", (long long)t->size);
 	kv_setf(&kv, "CTIME", "%llu", (unsigned long long)t->ctime);
 	char *path = st_task_path(s, t->id);
 	int rc = kv_write_file(&kv, path);
@@ -429,7 +432,7 @@ static void load_one(struct storage_state *s, const char *dir, const char *name)
 		return;
 	}
 	int kind = (int)kv_get_int(&kv, "KIND", 0);
-	struct st_task *t = st_task_alloc(kind >= ST_TK_CREATE && kind <= ST_TK_SPM_START
+	struct st_task *t = st_task_alloc(kind >= ST_TK_CREATE && kind <= ST_TK_EXTEND
 					  ? (enum st_task_kind)kind : ST_TK_CREATE);
 	snprintf(t->id, sizeof(t->id), "%.36s", id);
 	snprintf(t->sd, sizeof(t->sd), "%.36s", kv_get(&kv, "SDUUID") ? kv_get(&kv, "SDUUID") : "");
@@ -439,6 +442,7 @@ static void load_one(struct storage_state *s, const char *dir, const char *name)
 	if (!t->nvols && st_is_uuid(t->vol))
 		parse_vols(t, t->vol);
 	t->legal = kv_get_int(&kv, "LEGAL", 1) == 1;
+	t->size = kv_get_int(&kv, "SIZE", 0);
 	t->ctime = (uint64_t)kv_get_int(&kv, "CTIME", 0);
 	const char *state = kv_get(&kv, "STATE");
 	if (state && strcmp(state, "finished") == 0) {
@@ -495,6 +499,12 @@ void st_tasks_recover(struct storage_state *s)
 			t->code = 100;
 			snprintf(t->message, sizeof(t->message),
 				 "interrupted by restart; storage domain %s is not available", t->sd);
+		} else if (t->kind == ST_TK_EXTEND) {
+			struct st_volume *v = map_get(&d->volumes, t->vol);
+			bool ok = v && v->capacity >= t->size;
+			t->result = ok ? ST_TR_SUCCESS : ST_TR_CLEAN_SUCCESS;
+			t->code = ok ? 0 : rpc_err_code(RPC_E_TASK_ABORTED);
+			snprintf(t->message, sizeof(t->message), "%s", ok ? done : "aborted by restart");
 		} else if (t->kind == ST_TK_CREATE) {
 			struct st_volume *v = map_get(&d->volumes, t->vol);
 			bool ok = v && (v->legal || !t->legal);

@@ -50,6 +50,7 @@ int vh_vol_set_legality(struct rpc_call *c);
 int vh_vol_refresh(struct rpc_call *c);
 int vh_vol_qemu_info(struct rpc_call *c);
 int vh_vol_measure(struct rpc_call *c);
+int vh_vol_extend_size(struct rpc_call *c);
 int vh_task_get_info(struct rpc_call *c);
 int vh_task_revert(struct rpc_call *c);
 

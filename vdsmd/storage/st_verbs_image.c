@@ -4,6 +4,7 @@
 #include "st_verbs.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define ARG(n) rpc_arg_str(c, n, NULL)
@@ -156,5 +157,24 @@ int vh_vol_measure(struct rpc_call *c)
 	vw_begin_object(c->w);
 	vw_kint(c->w, "required", req);
 	vw_end_object(c->w);
+	return 0;
+}
+
+int vh_vol_extend_size(struct rpc_call *c)
+{
+	struct storage_state *s = verb_state(c);
+	if (!s)
+		return -1;
+	const char *ns = ARG("newSize");
+	char *end = NULL;
+	long long size = ns && *ns ? strtoll(ns, &end, 10) : -1;
+	if (!end || *end || size <= 0)
+		return rpc_fail(c, RPC_E_PARAMS, "newSize: bytes as a string of digits");
+	struct st_err e = { 0 };
+	char tid[37];
+	if (st_volume_extend(s, ARG("storagedomainID"), ARG("imageID"), ARG("volumeID"), size, tid,
+			     &e) < 0)
+		return verb_fail(c, &e);
+	vw_strz(c->w, tid);
 	return 0;
 }

@@ -196,6 +196,7 @@ const struct rpc_binding storage_bindings[] = {
 	{ "Volume.refresh", vh_vol_refresh },
 	{ "Volume.getQemuImageInfo", vh_vol_qemu_info },
 	{ "Volume.measure", vh_vol_measure },
+	{ "Volume.extendSize", vh_vol_extend_size },
 	{ "Host.getAllTasksStatuses", vh_host_get_all_tasks_statuses },
 	{ "Host.getAllTasksInfo", vh_host_get_all_tasks_info },
 	{ "StoragePool.create", vh_sp_create },
