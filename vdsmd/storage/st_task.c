@@ -490,11 +490,7 @@ void st_tasks_recover(struct storage_state *s)
 				left++;
 		t->state = ST_TS_FINISHED;
 		const char *done = "1 jobs completed successfully";
-		if (t->kind == ST_TK_SPM_START) {
-			t->result = ST_TR_CLEAN_SUCCESS;   /* the role does not survive */
-			t->code = rpc_err_code(RPC_E_TASK_ABORTED);
-			snprintf(t->message, sizeof(t->message), "aborted by restart");
-		} else if (!d) {
+		if (!d && t->kind != ST_TK_SPM_START) {
 			t->result = ST_TR_CLEAN_FAILURE;
 			t->code = 100;
 			snprintf(t->message, sizeof(t->message),
@@ -511,14 +507,16 @@ void st_tasks_recover(struct storage_state *s)
 			t->result = ok ? ST_TR_SUCCESS : ST_TR_CLEAN_SUCCESS;
 			t->code = ok ? 0 : rpc_err_code(RPC_E_TASK_ABORTED);
 			snprintf(t->message, sizeof(t->message), "%s", ok ? done : "aborted by restart");
+		} else if (t->kind == ST_TK_SPM_START || left == t->nvols) {
+			/* the SPM role does not survive a restart; a delete
+			 * that removed nothing was not started */
+			t->result = ST_TR_CLEAN_SUCCESS;
+			t->code = rpc_err_code(RPC_E_TASK_ABORTED);
+			snprintf(t->message, sizeof(t->message), "aborted by restart");
 		} else if (left == 0) {
 			t->result = ST_TR_SUCCESS;
 			t->code = 0;
 			snprintf(t->message, sizeof(t->message), "%s", done);
-		} else if (left == t->nvols) {
-			t->result = ST_TR_CLEAN_SUCCESS;
-			t->code = rpc_err_code(RPC_E_TASK_ABORTED);
-			snprintf(t->message, sizeof(t->message), "aborted by restart");
 		} else {
 			t->result = ST_TR_CLEAN_FAILURE;
 			t->code = 100;

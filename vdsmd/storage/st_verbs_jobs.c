@@ -53,7 +53,7 @@ int vh_sdm_copy_data(struct rpc_call *c)
 	if (rpc_arg_bool(c, "copy_bitmaps", false))
 		return rpc_fail(c, RPC_E_PARAMS, "copy_bitmaps: not supported");
 	char src[3][37], dst[3][37];
-	int64_t sgen, dgen;
+	int64_t sgen = -1, dgen = -1;
 	if (endpoint(c, "source", src, &sgen) < 0 || endpoint(c, "destination", dst, &dgen) < 0 ||
 	    check_generation(c, s, src, sgen) < 0 || check_generation(c, s, dst, dgen) < 0)
 		return -1;

@@ -121,7 +121,7 @@ int st_volume_measure(struct storage_state *s, const char *sd, const char *img, 
 			 (char *)(dst_format == ST_FMT_COW ? "qcow2" : "raw"), NULL, NULL };
 	struct vd_arena a;
 	arena_init(&a, 4096);
-	struct vd_value *root;
+	struct vd_value *root = NULL;
 	struct vd_buf b = VD_BUF_INIT;
 	int rc = qemu_json(s, sd, img, vol, argv, 6, &a, &b, &root, e);
 	if (rc == 0) {
@@ -142,7 +142,7 @@ int st_volume_qemu_info(struct storage_state *s, const char *sd, const char *img
 			 NULL, NULL };
 	struct vd_arena a;
 	arena_init(&a, 4096);
-	struct vd_value *root;
+	struct vd_value *root = NULL;
 	struct vd_buf b = VD_BUF_INIT;
 	if (qemu_json(s, sd, img, vol, argv, 4, &a, &b, &root, e) < 0) {
 		arena_free(&a);
