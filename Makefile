@@ -59,7 +59,7 @@ obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 # The API schema (api/*.yaml, api/README.md) is turned by api/gen.py into the
 # C declaration tables (compiled into libvdcore) and a JSON form the
 # integration tests validate every response against.
-API_YAML := $(sort $(wildcard api/*.yaml))
+API_YAML := $(sort $(wildcard api/*.yaml api/vdsm/*.yaml))
 GEN_DIR := $(BUILD)/gen
 GEN_C := $(GEN_DIR)/api_schema.c
 GEN_JSON := $(GEN_DIR)/api.json

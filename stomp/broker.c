@@ -44,6 +44,11 @@ void stomp_broker_set_write_direct(struct stomp_broker *b, stomp_write_direct_fn
 	b->write_direct = fn;
 }
 
+void stomp_broker_set_frame_hook(struct stomp_broker *b, stomp_frame_fn fn)
+{
+	b->frame_hook = fn;
+}
+
 void stomp_broker_free(struct stomp_broker *b)
 {
 	if (!b)
@@ -280,6 +285,7 @@ void stomp_deliver(struct stomp_broker *b, struct stomp_sub *sub,
 		if (done < hlen + len + 1)
 			buf_putc(out, '\0');
 		b->st.frames_out++;
+		stomp_frame_done(b, sub->s);
 		if (out->len && sub->s != b->feeding && b->ops.output)
 			b->ops.output(b->host, sub->s, sub->s->conn);
 		return;
@@ -289,6 +295,7 @@ void stomp_deliver(struct stomp_broker *b, struct stomp_sub *sub,
 	*w++ = '\0';
 	out->len = (size_t)(w - out->data);
 	b->st.frames_out++;
+	stomp_frame_done(b, sub->s);
 	if (sub->s != b->feeding && b->ops.output)
 		b->ops.output(b->host, sub->s, sub->s->conn);
 }

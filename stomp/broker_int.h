@@ -60,6 +60,7 @@ struct stomp_broker {
 	uint64_t msg_seq;
 	struct stomp_broker_stats st;
 	stomp_write_direct_fn write_direct;  /* NULL: always buffer */
+	stomp_frame_fn frame_hook;           /* NULL: none */
 };
 
 /* FNV-1a, incremental: h = stomp_hash_step(h, c) from STOMP_HASH_INIT. */
@@ -72,6 +73,13 @@ static inline uint32_t stomp_hash_step(uint32_t h, unsigned char c)
 struct stomp_dest *stomp_dest_find(struct stomp_broker *b, const char *name, size_t len,
 				   uint32_t hash);
 uint32_t stomp_hash(const char *s, size_t n);
+
+/* Tell the host a whole frame now ends s's output buffer (frame hook). */
+static inline void stomp_frame_done(struct stomp_broker *b, struct stomp_session *s)
+{
+	if (b->frame_hook)
+		b->frame_hook(b->host, s, s->conn);
+}
 
 /* Subscriptions (broker.c). */
 struct stomp_sub *stomp_sub_find(struct stomp_session *s, const char *id, size_t idlen);

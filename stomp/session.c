@@ -144,6 +144,7 @@ static void send_frame(struct stomp_session *s, enum stomp_cmd cmd,
 {
 	stomp_write_frame(s->out, cmd, h, n, NULL, 0);
 	s->b->st.frames_out++;
+	stomp_frame_done(s->b, s);
 }
 
 static void send_error(struct stomp_session *s, const char *msg, const struct hv *receipt)

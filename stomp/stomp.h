@@ -143,6 +143,14 @@ typedef size_t (*stomp_write_direct_fn)(void *host, struct stomp_session *s, voi
 					const struct stomp_iov *iov, unsigned n);
 void stomp_broker_set_write_direct(struct stomp_broker *b, stomp_write_direct_fn fn);
 
+/* Optional hook: a whole frame was just appended to a session's output
+ * buffer and ends at the buffer's end (what write_direct wrote of it is no
+ * longer there).  The host records the boundary so that each frame goes
+ * out in its own write (PROTOCOL.md 2, one frame per write).  NULL (the
+ * default): not called. */
+typedef void (*stomp_frame_fn)(void *host, struct stomp_session *s, void *conn);
+void stomp_broker_set_frame_hook(struct stomp_broker *b, stomp_frame_fn fn);
+
 /* A session for one connection; out is the connection's output buffer. */
 struct stomp_session *stomp_session_new(struct stomp_broker *b, struct vd_buf *out, void *conn);
 /* Unsubscribes everything and frees the session. */

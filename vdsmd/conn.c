@@ -135,10 +135,16 @@ void conn_reap(struct vd_server *s)
 			continue;
 		}
 		*pp = c->next;
-		buf_free(&c->in);
-		buf_free(&c->out);
-		free(c);
+		conn_destroy(c);
 	}
+}
+
+void conn_destroy(struct vd_conn *c)
+{
+	wire_free(c);
+	buf_free(&c->in);
+	buf_free(&c->out);
+	free(c);
 }
 
 void conn_want_write(struct vd_conn *c, bool want_write)
@@ -155,23 +161,31 @@ void conn_want_write(struct vd_conn *c, bool want_write)
 	}
 }
 
+/* One write: plain write(), or SSL_write (one TLS record per frame, or
+ * several of at most 16 KiB for a bigger frame, none shared). */
+static long write_some(struct vd_conn *c, const char *p, size_t n)
+{
+	if (c->ssl)
+		return tls_write(c, p, n);
+	long w = write(c->fd, p, n);
+	if (w < 0)
+		w = (errno == EAGAIN || errno == EWOULDBLOCK) ? VD_AGAIN
+		    : errno == EINTR ? 0 : VD_EIO;
+	return w;
+}
+
 void conn_flush(struct vd_conn *c)
 {
 	if (c->dead || c->state == CS_HANDSHAKE)
 		return;
 	struct vd_server *s = c->srv;
+	bool batch = s->d->cfg.stomp_batch_writes;
 	size_t off = 0;
 	while (off < c->out.len) {
-		long n;
 		size_t want = c->out.len - off;
-		if (c->ssl) {
-			n = tls_write(c, c->out.data + off, want);
-		} else {
-			n = write(c->fd, c->out.data + off, want);
-			if (n < 0)
-				n = (errno == EAGAIN || errno == EWOULDBLOCK) ? VD_AGAIN
-				    : errno == EINTR ? 0 : VD_EIO;
-		}
+		if (!batch)  /* one frame per write (PROTOCOL.md 2) */
+			want = wire_next_len(c, c->out_base + off, want);
+		long n = write_some(c, c->out.data + off, want);
 		if (n == VD_AGAIN)
 			break;
 		if (n < 0) {
@@ -184,6 +198,7 @@ void conn_flush(struct vd_conn *c)
 	if (off) {
 		c->last_out = ev_now(s->d->loop);
 		buf_consume(&c->out, off);
+		c->out_base += off;
 	}
 	if (c->out.len == 0) {
 		if (c->out.cap > OUT_KEEP)
@@ -293,6 +308,7 @@ static void st_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	if (idle + 0.001 >= c->send_iv) {
 		if (c->out.len == 0) {
 			buf_putc(&c->out, '\n');
+			wire_frame_end(c);
 			conn_flush(c);
 			if (c->dead)
 				return;

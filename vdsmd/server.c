@@ -123,14 +123,6 @@ static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 
 /* ---- STOMP broker glue ------------------------------------------------- */
 
-struct stomp_req {
-	struct vd_server *srv;
-	struct stomp_session *sess;
-	struct vd_conn *conn;
-	size_t rtlen;     /* 0: default response destination */
-	char reply_to[];  /* inline: one allocation per request */
-};
-
 void stomp_conn_open(struct vd_conn *c)
 {
 	c->sess = stomp_session_new(c->srv->broker, &c->out, c);
@@ -144,9 +136,13 @@ static void stomp_reply(void *ctx, const struct rpc_response *r)
 		struct stomp_session *origin = stomp_session_alive(q->sess) ? q->sess : NULL;
 		stomp_broker_reply(s->broker, origin, q->rtlen ? q->reply_to : NULL, q->rtlen,
 				   r->codec->content_type, r->bytes, r->len);
+	}
+	if (q->conn) {
+		/* Events held behind this request follow its reply (wire.c). */
+		wire_req_done(q->conn, q);
 		/* Replies finishing later (worker pool) are flushed here; those
 		 * answered during the connection's own feed are written after it. */
-		if (q->conn && q->conn != s->feeding)
+		if (q->conn != s->feeding && q->conn->out.len)
 			conn_flush(q->conn);
 	}
 	stomp_session_unref(q->sess);
@@ -184,8 +180,10 @@ static void on_request(void *host, struct stomp_session *ss, const char *body, s
 	memcpy(q->reply_to, reply_to ? reply_to : "", rtlen);
 	q->reply_to[rtlen] = '\0';
 	stomp_session_ref(ss);
-	if (c)
+	if (c) {
 		conn_ref(c);
+		wire_req_start(c, q);
+	}
 	struct rpc_request_info info = {
 		.codec = codec,
 		.flow_id = flow_id && flen ? flow : NULL,
@@ -201,11 +199,30 @@ static void on_output(void *host, struct stomp_session *ss, void *conn)
 		conn_flush(conn);
 }
 
+static void on_frame(void *host, struct stomp_session *ss, void *conn)
+{
+	struct vd_server *s = host;
+	struct vd_conn *c = conn;
+	if (!c || c->dead)
+		return;
+	if (s->publishing && wire_hold_event(c))
+		return;
+	wire_frame_end(c);
+}
+
 static void on_heartbeat(void *host, struct stomp_session *ss, void *conn,
 			 unsigned send_ms, unsigned recv_ms)
 {
 	if (conn)
 		conn_set_heartbeat(conn, send_ms, recv_ms);
+}
+
+static size_t iov_total(const struct stomp_iov *iov, unsigned n)
+{
+	size_t t = 0;
+	for (unsigned i = 0; i < n; i++)
+		t += iov[i].len;
+	return t;
 }
 
 /* A large MESSAGE (see stomp_broker_set_write_direct) to a plaintext connection with
@@ -218,7 +235,7 @@ static size_t on_write_direct(void *host, struct stomp_session *ss, void *conn,
 {
 	struct vd_server *s = host;
 	struct vd_conn *c = conn;
-	if (!c || c->dead || c->ssl || c->fd < 0 || c->out.len || n > 8)
+	if (!c || c->dead || c->ssl || c->fd < 0 || c->out.len || n > 8 || s->publishing)
 		return 0;
 	struct iovec v[8];
 	for (unsigned i = 0; i < n; i++) {
@@ -230,6 +247,7 @@ static size_t on_write_direct(void *host, struct stomp_session *ss, void *conn,
 		return 0;  /* EAGAIN or an error: the buffered path sees it */
 	s->n.bytes_out += (uint64_t)w;
 	c->last_out = ev_now(s->d->loop);
+	c->direct_tail = (size_t)w < iov_total(iov, n);
 	return (size_t)w;
 }
 
@@ -244,8 +262,10 @@ static const struct stomp_broker_ops broker_ops = {
 static void deliver_event(void *ctx, const char *bytes, size_t len, const struct vd_codec *codec)
 {
 	struct vd_server *s = ctx;
+	s->publishing = true;
 	s->n.events_delivered += stomp_broker_publish(s->broker, EVENTS_DEST, codec->content_type,
 						      bytes, len);
+	s->publishing = false;
 	if (s->d->broker)  /* broker mode: the host's topic too */
 		broker_publish_event(s->d->broker, bytes, len, codec);
 }
@@ -366,7 +386,9 @@ void server_start(struct vdsmd *d)
 		.server_name = "vdsmd/" VDSMD_VERSION,
 	};
 	s->broker = stomp_broker_new(&bc, &broker_ops, s);
+	s->pad_to = d->cfg.stomp_batch_writes ? 0 : d->cfg.stomp_pad_frames;
 	stomp_broker_set_write_direct(s->broker, on_write_direct);
+	stomp_broker_set_frame_hook(s->broker, on_frame);
 	s->rbuf = xmalloc(VD_RBUF);
 	ev_io_init(&s->lio, accept_cb, s->lfd, EV_READ);
 	s->lio.data = s;
@@ -418,9 +440,7 @@ void server_free(struct vd_server *s)
 	while (s->dead) {
 		struct vd_conn *c = s->dead;
 		s->dead = c->next;
-		buf_free(&c->in);
-		buf_free(&c->out);
-		free(c);
+		conn_destroy(c);
 	}
 	if (s->broker)
 		stomp_broker_free(s->broker);

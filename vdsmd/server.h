@@ -81,6 +81,9 @@ struct vd_server {
 	unsigned nconns;
 	bool stopping;
 	struct vd_conn *feeding;    /* connection whose input is being parsed */
+	bool publishing;            /* inside event fan-out (frames may be held) */
+	size_t pad_to;              /* plaintext: shorter MESSAGE frames are padded
+	                               to this size (wire.c); 0 off */
 	char *rbuf;                 /* scratch read buffer, VD_RBUF bytes */
 	struct vd_counters n;
 };
@@ -126,6 +129,20 @@ struct vd_conn {
 	ev_tstamp last_in, last_out;
 	double recv_iv, send_iv;  /* seconds; 0 = off */
 	struct vd_buf in, out;
+	/* One frame per write (PROTOCOL.md 2).  Offsets count every byte ever
+	 * appended to out; fend is a ring of the offsets where queued frames
+	 * end (oldest first), out_mark the end of the last frame recorded. */
+	uint64_t out_base;   /* offset of out.data[0] */
+	uint64_t out_mark;
+	uint64_t *fend;
+	unsigned fend_head, fend_n, fend_cap;
+	bool direct_tail;    /* out ends with the rest of a frame write_direct began */
+	/* Reply before events: STOMP requests in flight in dispatch order, and
+	 * events held until the requests in flight when they came are answered. */
+	struct stomp_req *req_head, *req_tail;
+	uint64_t req_seq;
+	struct held_frame *held, **held_tail;
+	size_t held_bytes;
 	void *ssl;           /* SSL * */
 	struct stomp_session *sess;
 	char peer[INET6_ADDRSTRLEN + 16];
@@ -146,6 +163,42 @@ void conn_reap(struct vd_server *s);
 void conn_set_heartbeat(struct vd_conn *c, unsigned send_ms, unsigned recv_ms);
 /* Dispatch buffered input according to the connection's state. */
 void conn_process(struct vd_conn *c);
+/* A whole frame now ends the output buffer: record where, so it goes out
+ * in its own write (PROTOCOL.md 2). */
+void conn_frame_end(struct vd_conn *c);
+/* Free a closed connection's memory (after conn_close, once unreferenced). */
+void conn_destroy(struct vd_conn *c);
+
+/* ---- one frame per write (wire.c) -------------------------------------- */
+
+/* A STOMP request in flight (server.c), linked into its connection's list
+ * in dispatch order. */
+struct stomp_req {
+	struct vd_server *srv;
+	struct stomp_session *sess;
+	struct vd_conn *conn;
+	struct stomp_req *prev, *next;
+	uint64_t seq;
+	size_t rtlen;     /* 0: default response destination */
+	char reply_to[];  /* inline: one allocation per request */
+};
+
+/* A whole frame now ends c->out: record where, so that it goes out in its
+ * own write and TLS record (PROTOCOL.md 2); on plaintext a short MESSAGE is
+ * padded first (cfg stomp_pad_frames, wire.c). */
+void wire_frame_end(struct vd_conn *c);
+/* How many bytes the next write at stream offset pos may take: up to the
+ * end of the frame there, or avail when no boundary is known (HTTP output,
+ * stomp_batch_writes).  Drops the boundaries already written. */
+size_t wire_next_len(struct vd_conn *c, uint64_t pos, size_t avail);
+/* Event fan-out just appended a frame to c->out: while requests of c that
+ * were in flight before it are unanswered, move it aside (reply before the
+ * events it causes).  Returns true when held. */
+bool wire_hold_event(struct vd_conn *c);
+void wire_req_start(struct vd_conn *c, struct stomp_req *q);
+/* q was answered: unlink it and queue the held events now due. */
+void wire_req_done(struct vd_conn *c, struct stomp_req *q);
+void wire_free(struct vd_conn *c);
 
 /* ---- TLS (tls.c) ------------------------------------------------------ */
 

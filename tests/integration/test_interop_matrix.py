@@ -185,7 +185,7 @@ class Matrix(unittest.TestCase):
         try:
             expect("READY")
             r = self.c.call("VM.pause", {"vmID": vm})
-            self.assertIs(r.get("result"), True, r)
+            self.assertEqual(r.get("result"), {"vmList": {}}, r)
             expect("EVENT")
             expect("BYE")
             rc = p.wait(CLIENT_TIMEOUT)

@@ -56,7 +56,9 @@ int vh_task_revert(struct rpc_call *c);
 
 /* st_verbs_jobs.c */
 int vh_sdm_copy_data(struct rpc_call *c);
-int vh_host_get_jobs(struct rpc_call *c);
+/* Host.getJobs' map (storage jobs), for storage_write_jobs. */
+void st_write_jobs(struct storage_state *s, struct vd_writer *w, const char *type,
+		   const struct vd_value *ids);
 void verb_write_job(struct vd_writer *w, const struct st_job_info *j);
 /* The same members, into an object the caller opened (event params). */
 void verb_write_job_fields(struct vd_writer *w, const struct st_job_info *j);

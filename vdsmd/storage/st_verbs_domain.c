@@ -82,9 +82,10 @@ static int domtype_from_name(const char *s)
 	return 0;
 }
 
+/* Absent, null or "" : "no filter", as VDSM reads these params. */
 static bool is_null(const struct vd_value *v)
 {
-	return !v || v->type == VD_NULL;
+	return !v || v->type == VD_NULL || (v->type == VD_STRING && v->v.s.len == 0);
 }
 
 /* The engine sends "" for "any" (storageType, remotePath). */

@@ -88,15 +88,11 @@ void verb_write_job_fields(struct vd_writer *w, const struct st_job_info *j)
 	}
 }
 
-int vh_host_get_jobs(struct rpc_call *c)
+void st_write_jobs(struct storage_state *s, struct vd_writer *w, const char *type,
+		   const struct vd_value *ids)
 {
-	struct storage_state *s = verb_state(c);
-	if (!s)
-		return -1;
-	const char *type = rpc_arg_str(c, "job_type", NULL);
-	const struct vd_value *ids = rpc_arg(c, "job_ids");
 	bool storage = !type || !*type || strcmp(type, "storage") == 0;
-	vw_begin_object(c->w);
+	vw_begin_object(w);
 	pthread_mutex_lock(&s->lock);
 	for (struct st_map_ent *it = map_first(&s->jobs); storage && it; it = map_next(&s->jobs, it)) {
 		const struct st_job *j = map_val(it);
@@ -105,10 +101,9 @@ int vh_host_get_jobs(struct rpc_call *c)
 			want = vd_str_eq(&ids->v.arr.items[i], j->info.id);
 		if (!want)
 			continue;
-		vw_keyz(c->w, j->info.id);
-		verb_write_job(c->w, &j->info);
+		vw_keyz(w, j->info.id);
+		verb_write_job(w, &j->info);
 	}
 	pthread_mutex_unlock(&s->lock);
-	vw_end_object(c->w);
-	return 0;
+	vw_end_object(w);
 }

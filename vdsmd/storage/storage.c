@@ -116,6 +116,17 @@ void storage_write_domain_stats(struct vdsmd *d, struct vd_writer *w)
 	vw_end_object(w);
 }
 
+void storage_write_jobs(struct vdsmd *d, struct vd_writer *w, const char *job_type,
+			const struct vd_value *job_ids)
+{
+	if (d && d->storage) {
+		st_write_jobs(d->storage, w, job_type, job_ids);
+	} else {
+		vw_begin_object(w);
+		vw_end_object(w);
+	}
+}
+
 static int no_storage(enum rpc_err *err, char *msg, size_t msglen)
 {
 	*err = RPC_E_GENERAL;
@@ -188,7 +199,6 @@ const struct rpc_binding storage_bindings[] = {
 	{ "Task.stop", vh_task_stop },
 	{ "Task.getInfo", vh_task_get_info },
 	{ "SDM.copy_data", vh_sdm_copy_data },
-	{ "Host.getJobs", vh_host_get_jobs },
 	{ "Task.revert", vh_task_revert },
 	{ "Image.prepare", vh_img_prepare },
 	{ "Image.teardown", vh_img_teardown },

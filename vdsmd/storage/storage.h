@@ -13,6 +13,12 @@ void storage_fini(struct vdsmd *d);
  * version}}); an empty object before storage exists.  Any thread. */
 void storage_write_domain_stats(struct vdsmd *d, struct vd_writer *w);
 extern const struct rpc_binding storage_bindings[];
+/* Host.getJobs' result: {jobID: {id, status, description, job_type,
+ * progress, error?}} for the storage jobs (SDM.copy_data) matching job_type
+ * ("storage", or NULL/"" for any) and job_ids (NULL or empty: all); an
+ * empty object without storage.  Memory only, any thread. */
+void storage_write_jobs(struct vdsmd *d, struct vd_writer *w, const char *job_type,
+			const struct vd_value *job_ids);
 
 /* Image.prepare for another backend (the virt helper gets these through the
  * interface the daemon hands it; backends do not include each other).
