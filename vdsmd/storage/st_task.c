@@ -214,10 +214,11 @@ void st_task_finish(struct storage_state *s, struct st_task *t, enum st_task_res
 	st_task_status_copy(t, &st);
 	pthread_cond_broadcast(&s->task_cond);
 	pthread_mutex_unlock(&s->lock);
+	/* From here t may be cleared (freed) by Task.clear: only the copy. */
 	if (r == ST_TR_SUCCESS)
-		log_debug("storage: task %s (%s) finished", t->id, t->verb);
+		log_debug("storage: task %s (%s) finished", st.id, st.verb);
 	else
-		log_info("storage: task %s (%s) failed: %s", t->id, t->verb, msg);
+		log_info("storage: task %s (%s) failed: %s", st.id, st.verb, st.message);
 	notify(s, &st);
 }
 
