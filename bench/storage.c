@@ -58,14 +58,17 @@ static int disk_get_info(struct rpc_call *c)
 	struct st_volume v = { 0 };
 	snprintf(v.uuid, sizeof(v.uuid), "%s", vol);
 	snprintf(v.image, sizeof(v.image), "%s", img);
-	char *mp = st_vol_meta_path(&tmp, img, vol);
-	int rc = st_vol_read_meta(mp, &v);
-	free(mp);
+	int ifd = st_img_open(&tmp, img, false);
+	char name[48];
+	snprintf(name, sizeof(name), "%.36s.meta", vol);
+	int rc = ifd < 0 ? -1 : st_vol_read_meta_at(ifd, name, &v);
+	if (ifd >= 0)
+		close(ifd);
 	if (rc) {
 		free(dir);
 		return rpc_fail(c, RPC_E_NO_VOLUME, "%s", vol);
 	}
-	st_vol_stat(&tmp, &v);
+	st_vol_stat(&tmp, img, vol, &v.apparent, &v.truesize);
 	map_init(&tmp.images);
 	verb_write_volume_info(c->w, s, &tmp, &v);
 	map_free(&tmp.images);
@@ -158,7 +161,8 @@ int main(int argc, char **argv)
 	for (int i = 0; i < seq_n; i++) {
 		char vol[37];
 		vol_id(vol, i);
-		struct st_volreq r = { SD, IMG, vol, 1 << 20, ST_FMT_RAW, ST_SPARSE, "DATA", "", NULL, NULL };
+		struct st_volreq r = { SD, IMG, vol, 1 << 20, ST_FMT_RAW, ST_SPARSE, "DATA", "", NULL, NULL,
+				       false, false, 0, 0 };
 		if (st_volume_create(s, &r, tids[i], &err) < 0 ||
 		    st_task_wait(s, tids[i], 10000, NULL) < 0) {
 			fprintf(stderr, "create: %s\n", err.msg);
@@ -170,7 +174,8 @@ int main(int argc, char **argv)
 	for (int i = seq_n; i < nvol; i++) {
 		char vol[37];
 		vol_id(vol, i);
-		struct st_volreq r = { SD, IMG, vol, 1 << 20, ST_FMT_RAW, ST_SPARSE, "DATA", "", NULL, NULL };
+		struct st_volreq r = { SD, IMG, vol, 1 << 20, ST_FMT_RAW, ST_SPARSE, "DATA", "", NULL, NULL,
+				       false, false, 0, 0 };
 		while (st_volume_create(s, &r, tids[i], &err) < 0) {
 			if (err.code != RPC_E_NO_RESOURCES) {
 				fprintf(stderr, "create: %s\n", err.msg);

@@ -25,8 +25,14 @@ static struct err_wire err_lookup(enum rpc_err e)
 	case RPC_E_RECOVERING:   return (struct err_wire){ 99, "Recovering from crash or Initializing" };
 	case RPC_E_GENERAL:      return (struct err_wire){ 100, "General Exception" };
 	case RPC_E_NO_VOLUME:    return (struct err_wire){ 201, "Volume does not exist" };
-	case RPC_E_VOLUME_EXISTS: return (struct err_wire){ 205, "Volume already exists" };
+	case RPC_E_VOLUME_EXISTS: return (struct err_wire){ 212, "Volume already exists" };
 	case RPC_E_NO_IMAGE:     return (struct err_wire){ 268, "Image does not exist in domain" };
+	case RPC_E_NO_POOL:      return (struct err_wire){ 309, "Unknown pool id, pool not connected" };
+	case RPC_E_WRONG_MASTER: return (struct err_wire){ 324, "Wrong Master domain or its version" };
+	case RPC_E_NOT_IN_POOL:  return (struct err_wire){ 353, "Storage domain not in pool" };
+	case RPC_E_SPM_ACQUIRE:  return (struct err_wire){ 651, "Cannot obtain lock" };
+	case RPC_E_SPM_TASKS:    return (struct err_wire){ 653, "Error stopping SPM, SPM has unfinished task(s)" };
+	case RPC_E_NOT_SPM:      return (struct err_wire){ 654, "Not SPM" };
 	case RPC_E_NO_DOMAIN:    return (struct err_wire){ 358, "Storage domain does not exist" };
 	case RPC_E_DOMAIN_EXISTS: return (struct err_wire){ 365, "Storage domain already exists" };
 	case RPC_E_NO_TASK:      return (struct err_wire){ 401, "Task id unknown" };

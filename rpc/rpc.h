@@ -87,8 +87,14 @@ enum rpc_err {
 	RPC_E_RECOVERING,     /* 99 */
 	RPC_E_GENERAL,        /* 100 */
 	RPC_E_NO_VOLUME,      /* 201 */
-	RPC_E_VOLUME_EXISTS,  /* 205 */
+	RPC_E_VOLUME_EXISTS,  /* 212 VolumeAlreadyExists */
 	RPC_E_NO_IMAGE,       /* 268 */
+	RPC_E_NO_POOL,        /* 309 StoragePoolUnknown */
+	RPC_E_WRONG_MASTER,   /* 324 StoragePoolWrongMaster */
+	RPC_E_NOT_IN_POOL,    /* 353 StorageDomainNotInPool */
+	RPC_E_SPM_ACQUIRE,    /* 651 AcquireLockFailure */
+	RPC_E_SPM_TASKS,      /* 653 SpmStopError (unfinished tasks) */
+	RPC_E_NOT_SPM,        /* 654 SpmStatusError */
 	RPC_E_NO_DOMAIN,      /* 358 */
 	RPC_E_DOMAIN_EXISTS,  /* 365 */
 	RPC_E_NO_TASK,        /* 401 */

@@ -40,9 +40,7 @@ IRS_REQUESTS = "jms.topic.vdsm_irs_requests"
 # must answer -32601 (method not found) for now.  The lead removes a verb
 # from this set when merging the branch that implements it; from then on its
 # step must succeed and its reads are checked.
-NOT_YET_ON_MAIN = {
-    "StoragePool.connectStorageServer",     # helper "storage"
-}
+NOT_YET_ON_MAIN = set()
 
 
 def flows_path():
@@ -467,7 +465,14 @@ class EngineHostFlows(unittest.TestCase):
     def send(self, step):
         c = self.irs if step["connection"] == "irs" else self.vds
         dest = IRS_REQUESTS if step["connection"] == "irs" else vt.REQUESTS
-        return call_ready(c, step["method"], step["params"], dest=dest)
+        params = step["params"]
+        if step["method"] == "StoragePool.connectStorageServer":
+            # the recorded NFS server is elsewhere: tests talk to 127.0.0.1
+            # only (the mount fails there, a per-connection status says so)
+            params = json.loads(json.dumps(params))
+            for conn in params["connectionParams"]:
+                conn["connection"] = "127.0.0.1:" + conn["connection"].split(":", 1)[-1]
+        return call_ready(c, step["method"], params, dest=dest)
 
     def check_reads(self, step, result):
         method = step["method"]

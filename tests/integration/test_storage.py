@@ -321,7 +321,7 @@ class CrashSafety(unittest.TestCase):
                 r = call_ready(c, "Host.getAllTasksStatuses")
                 result(r)
                 log = "\n".join(d.log_lines())
-                if "was running when vdsmd stopped" in log or "scan: removed" in log:
+                if "was unfinished when vdsmd stopped" in log or "scan: removed" in log:
                     reconciled += 1
             listed = self.check_consistent(c, root)
             total_listed += len(listed)

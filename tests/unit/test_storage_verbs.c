@@ -335,7 +335,7 @@ START_TEST(error_codes_and_traversal)
 	/* duplicate create: VDSM's VolumeAlreadyExists */
 	char p[1024];
 	snprintf(p, sizeof(p), "[\"%s\",\"%s\",\"%s\",\"%s\",\"1048576\",5,2]", VOL, BLANK, SD, IMG);
-	ck_assert_int_eq(err_code("Volume.create", p), 205);
+	ck_assert_int_eq(err_code("Volume.create", p), 212);
 	/* sizes */
 	const char *bad_sizes[] = { "\"0\"", "\"1000\"", "-512", "\"-512\"", "\"abc\"",
 				    "\"99999999999999999999999\"", "1.5", "null" };
@@ -409,10 +409,18 @@ END_TEST
 START_TEST(pool_verbs)
 {
 	mkdomain();
-	ck_assert_int_eq(err_code("StoragePool.getInfo", "[\"" SP "\"]"), 100);
+	ck_assert_int_eq(err_code("StoragePool.getInfo", "[\"" SP "\"]"), 309);
+	ck_assert_int_eq(err_code("StoragePool.create",
+				  "[\"" SP "\",\"pool\",\"" SD "\",1,[\"" SD "\"],2,3,0,0]"), -32602);
+	/* lease: renewal 1 s, lease time 2 s */
 	ck_assert_int_eq(ok("StoragePool.create",
-			    "[\"" SP "\",\"pool\",\"" SD "\",1,[\"" SD "\"],0,0,0,0]")->type, VD_BOOL);
-	ck_assert_int_eq(ok("StoragePool.connect", "[\"" SP "\",1,\"k\",\"" SD "\",1]")->type, VD_BOOL);
+			    "[\"" SP "\",\"pool\",\"" SD "\",1,[\"" SD "\"],1,2,0,0]")->type, VD_BOOL);
+	/* masterSdUUID / masterVersion are checked, hostID kept and reported */
+	ck_assert_int_eq(err_code("StoragePool.connect", "[\"" SP "\",3,\"k\",\"" SD2 "\",1]"), 324);
+	ck_assert_int_eq(err_code("StoragePool.connect", "[\"" SP "\",3,\"k\",\"" SD "\",7]"), 324);
+	ck_assert_int_eq(err_code("StoragePool.connect", "[\"" SP "\",0,\"k\",\"" SD "\",1]"), -32602);
+	ck_assert_int_eq(err_code("StoragePool.connect", "[\"" SD2 "\",3,\"k\",\"" SD "\",1]"), 309);
+	ck_assert_int_eq(ok("StoragePool.connect", "[\"" SP "\",3,\"k\",\"" SD "\",1]")->type, VD_BOOL);
 	const struct vd_value *pi = ok("StoragePool.getInfo", "[\"" SP "\"]");
 	const struct vd_value *info = vd_obj_get(pi, "info");
 	ck_assert(str_is(info, "master_uuid", SD));
@@ -421,13 +429,38 @@ START_TEST(pool_verbs)
 	ck_assert(str_is(info, "domains", SD ":Active"));
 	ck_assert(str_is(vd_obj_get(vd_obj_get(pi, "dominfo"), SD), "status", "Active"));
 	const struct vd_value *spm = ok("StoragePool.getSpmStatus", "[\"" SP "\"]");
+	ck_assert(str_is(spm, "spmStatus", "Free"));
+	ck_assert_int_eq(vd_obj_get(spm, "spmId")->v.i, -1);
+	/* a domain of the pool is changed only by its SPM */
+	char p[512];
+	snprintf(p, sizeof(p), "[\"%s\",\"%s\",\"%s\",\"%s\",\"1048576\",5,2]", VOL, BLANK, SD, IMG);
+	ck_assert_int_eq(err_code("Volume.create", p), 654);
+	const struct vd_value *tv = ok("StoragePool.spmStart", "[\"" SP "\",-1,\"-1\",\"false\",250,\"5\"]");
+	ck_assert_int_eq(tv->type, VD_STRING);
+	char tid[37];
+	snprintf(tid, sizeof(tid), "%.*s", (int)tv->v.s.len, tv->v.s.ptr);
+	struct st_task_status ts;
+	ck_assert_int_eq(st_task_wait(D.storage, tid, 20000, &ts), 0);
+	ck_assert_msg(ts.result == ST_TR_SUCCESS, "%s", ts.message);
+	spm = ok("StoragePool.getSpmStatus", "[\"" SP "\"]");
 	ck_assert(str_is(spm, "spmStatus", "SPM"));
-	ck_assert_int_eq(vd_obj_get(spm, "spmId")->v.i, 1);
+	ck_assert_int_eq(vd_obj_get(spm, "spmId")->v.i, 3);
+	ck_assert_int_eq(vd_obj_get(spm, "spmLver")->v.i, 1);
+	tv = ok("Volume.create", p);
+	ck_assert_int_eq(tv->type, VD_STRING);
+	snprintf(tid, sizeof(tid), "%.*s", (int)tv->v.s.len, tv->v.s.ptr);
+	ck_assert_int_eq(err_code("StoragePool.spmStop", "[\"" SP "\"]"), 653);   /* a task runs */
+	ck_assert_int_eq(st_task_wait(D.storage, tid, 20000, &ts), 0);
+	ck_assert_int_eq(ts.result, ST_TR_SUCCESS);
+	ck_assert_int_eq(ok("StoragePool.spmStop", "[\"" SP "\"]")->type, VD_BOOL);
+	spm = ok("StoragePool.getSpmStatus", "[\"" SP "\"]");
+	ck_assert(str_is(spm, "spmStatus", "Free"));
 	ck_assert(str_is(ok("StorageDomain.getInfo", "[\"" SD "\"]"), "role", "Master"));
 	ck_assert_int_eq(ok("Host.getStorageDomains", "[\"" SP "\"]")->v.arr.n, 1);
 	ck_assert_int_eq(ok("Host.getStorageDomains", "[\"" SD2 "\"]")->v.arr.n, 0);
 	ck_assert_int_eq(ok("StoragePool.disconnect", "[\"" SP "\",1,\"k\"]")->type, VD_BOOL);
-	ck_assert_int_eq(err_code("StoragePool.getSpmStatus", "[\"" SP "\"]"), 100);
+	ck_assert_int_eq(err_code("StoragePool.getSpmStatus", "[\"" SP "\"]"), 309);
+	ck_assert_int_eq(err_code("StoragePool.disconnect", "[\"" SP "\",1,\"k\",true]"), -32602);
 	ck_assert_int_eq(err_code("StoragePool.create",
 				  "[\"" SD2 "\",\"p2\",\"" SD "\",1,[\"" SD "\"]]"), 100);
 	ck_assert_int_eq(err_code("StoragePool.create",

@@ -65,6 +65,8 @@ void kv_format(const struct st_kv *kv, struct vd_buf *out);
  * syntax), VD_ENOENT, VD_EIO (errno kept). */
 int kv_parse(struct st_kv *kv, const char *text, size_t len);
 int kv_read_file(struct st_kv *kv, const char *path);
+/* Reads (and closes) fd. */
+int kv_read_fd(struct st_kv *kv, int fd);
 /* Atomic replace: path.tmp, fsync, rename, fsync the directory.  Returns 0
  * or -errno. */
 int st_write_atomic(const char *path, const void *data, size_t len);
@@ -79,6 +81,24 @@ bool st_is_uuid(const char *s);
 /* Sanitized copy (no control characters, at most max bytes). */
 char *st_clean_text(const char *s, size_t max);
 int st_mkdir_p(const char *path, mode_t mode);
+
+/* ---- st_safe.c: symlink-safe access below a domain directory ------------ */
+
+/* openat2(RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS) of rel under dfd (a symlink
+ * anywhere fails, ELOOP/EXDEV); -1 with errno. */
+int st_open_beneath(int dfd, const char *rel, int flags, mode_t mode);
+/* The domain directory itself, O_NOFOLLOW; -1 with errno. */
+int st_dom_open(const char *dir);
+/* dir (O_NOFOLLOW) then rel beneath it as a directory; -1 with errno. */
+int st_dir_at(const char *dir, const char *rel);
+struct st_domain;
+/* images/<img> of a domain as a directory fd (made first when create);
+ * -errno on failure. */
+int st_img_open(const struct st_domain *d, const char *img, bool create);
+/* Atomic replace of dirfd/name (name.tmp, fsync, renameat, fsync dir). */
+int st_write_atomic_at(int dirfd, const char *name, const void *data, size_t len);
+int kv_write_at(const struct st_kv *kv, int dirfd, const char *name);
+int kv_read_at(struct st_kv *kv, int dirfd, const char *rel);
 
 /* ---- st_index.c --------------------------------------------------------- */
 
@@ -111,6 +131,7 @@ struct st_volume {
 	unsigned nchildren;     /* volumes backed by this one (any image) */
 	int64_t ctime, mtime;
 	unsigned generation;
+	int sequence;
 	int64_t apparent, truesize;  /* from the last stat (disk usage) */
 };
 
@@ -130,6 +151,10 @@ struct st_domain {
 	char *dir;         /* <base>/<sdUUID> */
 	char pool[37];     /* attached pool or "" */
 	bool master;
+	/* the pool as the master domain keeps it (shared by every host) */
+	int master_ver;
+	char *pool_desc;
+	unsigned lease_renew_ms, lease_time_ms, lease_io_ms, lease_retries;
 	bool formatting;
 	unsigned busy;     /* operations in flight on this domain */
 	struct st_map images;   /* imgUUID -> st_image */
@@ -157,7 +182,9 @@ void index_count_children(struct st_domain *d);
 
 enum st_task_state { ST_TS_INIT, ST_TS_RUNNING, ST_TS_ABORTING, ST_TS_FINISHED };
 enum st_task_result { ST_TR_NONE, ST_TR_SUCCESS, ST_TR_CLEAN_SUCCESS, ST_TR_CLEAN_FAILURE };
-enum st_task_kind { ST_TK_CREATE, ST_TK_DELETE, ST_TK_IMAGE_DELETE };
+enum st_task_kind { ST_TK_CREATE, ST_TK_DELETE, ST_TK_IMAGE_DELETE, ST_TK_SPM_START,
+		    ST_TK_EXTEND };
+enum { ST_SPM_FREE, ST_SPM_CONTEND, ST_SPM_SPM };
 
 struct st_task {
 	char id[37];
@@ -176,6 +203,14 @@ struct st_task {
 	int64_t size;
 	char parent[37], parent_img[37];
 	int parent_format;
+	bool legal;                /* create: legality once complete */
+	/* delete: the volumes it covers (children first) and scrubbing */
+	char (*vols)[37];
+	size_t nvols;
+	bool postzero, discard;
+	pid_t child;               /* qemu-img running for it (under s->lock) */
+	int host_id;               /* spmStart: the contender */
+	bool recovering;           /* found unfinished by st_open */
 	uint64_t ctime;
 	struct st_task *qnext;     /* executor queue */
 };
@@ -193,6 +228,8 @@ struct st_task_status {
 
 const char *st_task_state_name(enum st_task_state s);
 const char *st_task_result_name(enum st_task_result r);
+
+struct st_job_info;
 
 /* ---- the state ---------------------------------------------------------- */
 
@@ -215,13 +252,29 @@ struct storage_state {
 	char *pool_name;
 	char pool_master[37];
 	int pool_master_ver;
+	int pool_host_id;          /* hostID of the last StoragePool.connect */
 	bool pool_connected;
+	/* SPM lease timing of the connected pool (st_spm.c) */
+	unsigned lease_renew_ms, lease_time_ms, lease_io_ms, lease_retries;
+	/* SPM (st_spm.c), under lock */
+	int spm_state;             /* ST_SPM_* */
+	int spm_holder;            /* hostID holding the lease as last seen, -1 none */
+	int64_t spm_lver;          /* lease version as last seen, -1 none */
+	uint64_t spm_seq;          /* our renewal counter while SPM */
+	pthread_t spm_thread;
+	bool spm_thread_started, spm_quit;
+	pthread_cond_t spm_cond;
+	/* LOCALFS directories connected by connectStorageServer (searched for
+	 * domains by StoragePool.connect), NUL-separated */
+	struct vd_buf localfs;
 	/* monitor */
 	pthread_t monitor;
 	bool monitor_started;
 	pthread_cond_t monitor_cond;
 	unsigned monitor_interval_ms;
 	uint64_t monitor_rounds;
+	struct st_map jobs;        /* job id -> st_job (SDM.copy_data) */
+	void (*notify_job)(void *ctx, const struct st_job_info *info);
 	/* task state change hook (events); called without s->lock held */
 	void (*notify)(void *ctx, const struct st_task_status *st);
 	void *notify_ctx;
@@ -232,6 +285,7 @@ struct storage_state {
 #endif
 	/* reconciliation report of the last st_open() */
 	unsigned scan_removed, tasks_aborted;
+	unsigned tasks_recovering;  /* records found unfinished, until recovered */
 };
 
 /* ---- lifecycle (st_domain.c / st_scan.c / st_task.c) --------------------- */
@@ -251,12 +305,19 @@ void st_monitor_once(struct storage_state *s);
 /* st_scan.c: reconcile one domain's directory into its index (called by
  * st_open; also used after a crash by tests). */
 int st_scan_domain(struct storage_state *s, struct st_domain *d);
+/* The unfinished task (found at startup) that covers volume vol of domain
+ * sd, or NULL.  The scan removes only what such a task claims. */
+struct st_task *st_task_claim(struct storage_state *s, const char *sd, const char *vol);
+/* After the scan: decide and persist the outcome of every task found
+ * unfinished, from what is now on disk. */
+void st_tasks_recover(struct storage_state *s);
 /* st_task.c */
 int st_tasks_load(struct storage_state *s);
 char *st_task_path(const struct storage_state *s, const char *id);
 int st_task_persist(const struct storage_state *s, const struct st_task *t);
 /* A fresh task (id generated, state init), not yet known to anyone. */
 struct st_task *st_task_alloc(enum st_task_kind kind);
+void st_task_free(struct st_task *t);
 /* Add a persisted task to the table and queue it for the executor. */
 void st_task_submit(struct storage_state *s, struct st_task *t);
 /* Record the outcome: persist the finished record, then publish it. */
@@ -272,6 +333,8 @@ int st_task_clear(struct storage_state *s, const char *id, struct st_err *e);
 int st_task_wait(struct storage_state *s, const char *id, unsigned timeout_ms,
 		 struct st_task_status *out);
 void st_task_status_copy(const struct st_task *t, struct st_task_status *out);
+/* "Task is aborted: <why>" (t->abort_why read under s->lock). */
+void st_task_abort_msg(struct storage_state *s, struct st_task *t, char *err, size_t len);
 /* Executor body for one task (st_ops.c). */
 void st_task_run(struct storage_state *s, struct st_task *t);
 
@@ -287,9 +350,33 @@ int st_domain_write_meta(struct storage_state *s, struct st_domain *d);
 /* Snapshot the registry under the lock, write it outside (caller holds
  * neither lock). */
 int st_registry_save(struct storage_state *s);
+/* SPM lease timing of a pool (StoragePool.create's lockRenewalIntervalSec
+ * / leaseTimeSec, kept in the master domain's metadata).  NULL: 5 s / 60 s. */
+struct st_lease_cfg {
+	unsigned renew_ms, lease_ms;
+	unsigned io_timeout_ms;   /* a renewal slower than this counts as failed */
+	unsigned retries;         /* failed renewals tolerated before the SPM steps down */
+};
 int st_pool_create(struct storage_state *s, const char *sp, const char *name, const char *master,
-		   int master_ver, const char *const *doms, size_t ndoms, struct st_err *e);
-int st_pool_connect(struct storage_state *s, const char *sp, bool connect, struct st_err *e);
+		   int master_ver, const char *const *doms, size_t ndoms,
+		   const struct st_lease_cfg *lease, struct st_err *e);
+int st_dom_load(struct st_domain *d, const char *base);
+/* Attach (pool) or detach ("") a domain as a regular member: metadata
+ * first, memory after.  Caller holds neither lock and has pinned d. */
+int st_domain_set_pool(struct storage_state *s, struct st_domain *d, const char *pool);
+/* Forget the pool (pool.meta emptied first, then memory). */
+int st_pool_forget(struct storage_state *s);
+/* st_pool_ops.c: StorageDomain.attach/detach, StoragePool.destroy/refresh. */
+int st_domain_attach(struct storage_state *s, const char *sd, const char *sp, bool attach,
+		     struct st_err *e);
+int st_pool_destroy(struct storage_state *s, const char *sp, struct st_err *e);
+int st_pool_refresh(struct storage_state *s, const char *sp, const char *master,
+		    int master_ver, struct st_err *e);
+/* connect: hostID 1..2000 is kept (getSpmStatus); a master other than
+ * blank must be the pool's (and masterVersion, when > 0, its version):
+ * RPC_E_WRONG_MASTER otherwise.  Unknown pool: RPC_E_NO_POOL. */
+int st_pool_connect(struct storage_state *s, const char *sp, bool connect, int host_id,
+		    const char *master, int master_ver, struct st_err *e);
 /* Caller holds the lock. */
 struct st_domain *st_domain_get(struct storage_state *s, const char *sd, struct st_err *e);
 const char *st_domtype_name(int type);
@@ -298,12 +385,35 @@ int st_domclass_parse(const char *s);
 
 /* ---- volumes (st_volume.c) ------------------------------------------------ */
 
-char *st_vol_data_path(const struct st_domain *d, const char *img, const char *vol);
-char *st_vol_meta_path(const struct st_domain *d, const char *img, const char *vol);
-char *st_img_dir(const struct st_domain *d, const char *img);
+/* Every path is taken relative to the domain's directory descriptor
+ * (st_safe.c); none of these follows a symlink. */
 int st_vol_write_meta(const struct st_domain *d, const struct st_volume *v);
-/* Parse a .meta file into v (uuid/image taken from the arguments). */
-int st_vol_read_meta(const char *path, struct st_volume *v);
+/* Parse <ifd>/<name> (a .meta file) into v (v->image set by the caller). */
+int st_vol_read_meta_at(int ifd, const char *name, struct st_volume *v);
+/* Size of the data file (no lock held; may block on storage). */
+int st_vol_stat(const struct st_domain *d, const char *img, const char *vol, int64_t *apparent,
+		int64_t *truesize);
+/* Remove the data file (meta false) or <vol>.meta; ENOENT is success. */
+int st_vol_unlink(const struct st_domain *d, const char *img, const char *vol, bool meta);
+/* postZero: overwrite the data with zeros; discard: punch it out. */
+int st_vol_scrub(const struct st_domain *d, const char *img, const char *vol, bool zero,
+		 bool discard);
+/* Run qemu-img (posix_spawn); datafd, when >= 0, becomes the child's fd 3.
+ * The pid is kept in t->child while it runs (Task.stop kills it). */
+int st_run_qemu_img(struct storage_state *s, struct st_task *t, char *const argv[], int datafd,
+		    char *err, size_t errlen);
+/* The same, keeping up to 1 MiB of its stdout+stderr in *output. */
+int st_run_tool_out(struct storage_state *s, struct st_task *t, const char *tool, const char *pkg,
+		    char *const argv[], int datafd, struct vd_buf *output, char *err,
+		    size_t errlen);
+/* The same, calling cb with every chunk of output as it comes (progress). */
+int st_run_tool_cb(struct storage_state *s, struct st_task *t, const char *tool, const char *pkg,
+		   char *const argv[], int datafd, struct vd_buf *output,
+		   void (*cb)(void *ctx, const char *data, size_t n), void *ctx, char *err,
+		   size_t errlen);
+/* The same for any tool found in PATH (mount, umount); t may be NULL. */
+int st_run_tool(struct storage_state *s, struct st_task *t, const char *tool, const char *pkg,
+		char *const argv[], int datafd, char *err, size_t errlen);
 /* Allocate the data file; progress(ctx, pct) and aborted(ctx) are polled. */
 struct st_alloc_ctl {
 	struct storage_state *s;
@@ -311,7 +421,6 @@ struct st_alloc_ctl {
 };
 int st_vol_create_data(struct storage_state *s, struct st_task *t, const struct st_domain *d,
 		       char *err, size_t errlen);
-void st_vol_stat(const struct st_domain *d, struct st_volume *v);
 const char *st_volfmt_name(int f);
 const char *st_alloc_name(int a);
 
@@ -324,18 +433,159 @@ struct st_volreq {
 	const char *disktype;   /* NULL = "DATA" */
 	const char *desc;
 	const char *src_img, *src_vol;  /* NULL or blank = no parent */
+	bool illegal;           /* legal=false: stays ILLEGAL once created */
+	bool initial_given;     /* initialSize sent */
+	int64_t initial_size;
+	int sequence;
+};
+struct st_delopts {
+	bool postzero, discard, force;
 };
 int st_volume_create(struct storage_state *s, const struct st_volreq *r, char task_id[37],
 		     struct st_err *e);
 int st_volume_delete(struct storage_state *s, const char *sd, const char *img, const char *vol,
-		     char task_id[37], struct st_err *e);
-int st_image_delete(struct storage_state *s, const char *sd, const char *img, char task_id[37],
-		    struct st_err *e);
+		     const struct st_delopts *o, char task_id[37], struct st_err *e);
+int st_image_delete(struct storage_state *s, const char *sd, const char *img,
+		    const struct st_delopts *o, char task_id[37], struct st_err *e);
+/* Image.deleteVolumes: several volumes of one image as one task (children
+ * first; a volume whose children are not all listed is refused). */
+int st_volumes_delete(struct storage_state *s, const char *sd, const char *img,
+		      const char *const *ids, size_t n, const struct st_delopts *o,
+		      char task_id[37], struct st_err *e);
 int st_volume_set_description(struct storage_state *s, const char *sd, const char *img,
 			      const char *vol, const char *desc, struct st_err *e);
 /* Copy one volume's index entry (description duplicated into out, caller
  * frees it with free()). */
 int st_volume_info(struct storage_state *s, const char *sd, const char *img, const char *vol,
 		   struct st_volume *out, struct st_err *e);
+
+/* ---- storage server connections (st_conn.c) ------------------------------ */
+
+/* One entry of connectStorageServer's connectionParams. */
+struct st_conn_req {
+	const char *id;           /* connection UUID */
+	const char *connection;   /* LOCALFS: a directory; NFS: server:/export;
+				   * POSIXFS: the mount(8) spec */
+	const char *vfs_type;     /* POSIXFS: -t */
+	const char *mnt_options;  /* extra -o options */
+	const char *protocol_version;  /* NFS: "auto", "3", "4", "4.1", "4.2" */
+	int timeo, retrans;       /* NFS, 0 = VDSM's defaults (100, 3) */
+};
+/* <storage_root>/mnt/<spec with '_' doubled and '/' as '_'> (VDSM's
+ * transformPath), fresh string. */
+char *st_conn_mountpoint(const struct storage_state *s, const char *spec);
+/* The per-connection status VDSM reports: 0 connected (already mounted is
+ * success), 477 mount failed, 469 LOCALFS directory unusable, 451 bad
+ * connection, 470 unknown type; msg says why. */
+int st_conn_connect(struct storage_state *s, int domtype, const struct st_conn_req *r,
+		    char *msg, size_t msglen);
+/* Unmounts (NFS/POSIXFS) and removes the mount point: 0 or 452. */
+int st_conn_disconnect(struct storage_state *s, int domtype, const struct st_conn_req *r,
+		       char *msg, size_t msglen);
+/* Remember a connected LOCALFS directory (searched by st_conn_find_domain). */
+void st_conn_note_localfs(struct storage_state *s, const char *dir);
+/* Look for domain sd on connected storage (LOCALFS directories, mounts
+ * under <storage_root>/mnt); a loaded, unregistered domain or NULL. */
+struct st_domain *st_conn_find_domain(struct storage_state *s, const char *sd);
+/* Whether dir is a mount point (from /proc/self/mountinfo). */
+bool st_is_mounted(const char *dir);
+
+/* ---- SPM (st_spm.c) -------------------------------------------------------- */
+
+/* Lease timing of the connected pool from its master domain (st_open). */
+void st_pool_lease_from_master(struct storage_state *s);
+/* Contend for the pool's SPM lease (may wait up to the lease time); 0,
+ * -EBUSY held by a live host, -ECANCELED task stopped, -errno. */
+int st_spm_acquire(struct storage_state *s, struct st_task *t, char *err, size_t errlen);
+/* Give the role up and free the lease (clean stop). */
+int st_spm_release(struct storage_state *s);
+/* Non-SPM hosts: refresh the holder / version seen in the lease (monitor). */
+void st_spm_observe(struct storage_state *s);
+/* Caller holds the lock: a domain attached to a pool is changed only by
+ * its SPM (RPC_E_NOT_SPM otherwise). */
+int st_spm_require(struct storage_state *s, const struct st_domain *d, struct st_err *e);
+/* spmStart's task body. */
+void st_spm_run_start(struct storage_state *s, struct st_task *t);
+/* StoragePool.spmStart: queue the task. */
+int st_spm_start(struct storage_state *s, const char *sp, char task_id[37], struct st_err *e);
+int st_spm_stop(struct storage_state *s, const char *sp, struct st_err *e);
+
+/* ---- host jobs: SDM.copy_data (st_jobs.c) ------------------------------- */
+
+enum st_job_status { ST_JOB_PENDING, ST_JOB_RUNNING, ST_JOB_DONE, ST_JOB_FAILED, ST_JOB_ABORTED };
+#define ST_MAX_JOBS 16
+
+struct st_job_info {
+	char id[37];
+	enum st_job_status status;
+	int progress;              /* 0..100 */
+	int err_code;              /* failed/aborted */
+	char err_msg[256];
+	char desc[160];
+};
+
+struct st_job {
+	struct st_job_info info;   /* under s->lock */
+	char src[3][37], dst[3][37];   /* sd, img, vol */
+	struct st_task ctl;        /* the child pid and abort flag of st_run_tool */
+	struct storage_state *s;
+	pthread_t thread;
+	bool joined;
+};
+
+const char *st_job_status_name(enum st_job_status st);
+/* Validate and start a copy of volume src into the existing volume dst
+ * (qemu-img convert -n, on a thread); the job is visible at once. */
+int st_copy_data(struct storage_state *s, const char *job_id, const char *const src[3],
+		 const char *const dst[3], struct st_err *e);
+/* Abort a running job (its qemu-img is killed). */
+int st_job_abort(struct storage_state *s, const char *id, struct st_err *e);
+/* Shutdown: abort every job and join its thread. */
+void st_jobs_stop(struct storage_state *s);
+
+/* ---- images (st_image.c) -------------------------------------------------- */
+
+/* A disk's volume chain: paths[0] is the leaf (the volume asked for), then
+ * its parent, ... down to the base. */
+struct st_chain {
+	char **paths;
+	size_t n;
+};
+void st_chain_free(struct st_chain *c);
+/* sp blank/NULL: any pool; otherwise the domain must be attached to it. */
+int st_image_prepare(struct storage_state *s, const char *sd, const char *sp, const char *img,
+		     const char *vol, struct st_chain *out, struct st_err *e);
+/* The same; allow_illegal lets an ILLEGAL leaf through (Image.prepare's
+ * allowIllegal). */
+int st_image_prepare2(struct storage_state *s, const char *sd, const char *sp, const char *img,
+		      const char *vol, bool allow_illegal, struct st_chain *out,
+		      struct st_err *e);
+
+/* ---- volume maintenance (st_volops.c) ------------------------------------ */
+
+/* Caller holds the lock: the volume or NULL with e filled. */
+struct st_volume *st_find_volume(struct storage_state *s, const char *sd, const char *img,
+				 const char *vol, struct st_domain **dp, struct st_err *e);
+int st_volume_set_legality(struct storage_state *s, const char *sd, const char *img,
+			   const char *vol, bool legal, struct st_err *e);
+/* Re-read the size of the data file (a blocking verb). */
+int st_volume_refresh(struct storage_state *s, const char *sd, const char *img, const char *vol,
+		      struct st_err *e);
+struct st_qinfo {
+	char format[16];
+	int64_t virtual_size, cluster_size;
+	char backing[256];
+	char compat[8];
+};
+/* Volume.extendSize: grow a volume to new_size bytes, as a task (SPM). */
+int st_volume_extend(struct storage_state *s, const char *sd, const char *img, const char *vol,
+		     int64_t new_size, char task_id[37], struct st_err *e);
+void st_volume_run_extend(struct storage_state *s, struct st_task *t);
+/* qemu-img measure -O (RAW/COW) of the volume with its backing chain. */
+int st_volume_measure(struct storage_state *s, const char *sd, const char *img, const char *vol,
+		      int dst_format, int64_t *required, struct st_err *e);
+/* qemu-img info on the volume's checked path. */
+int st_volume_qemu_info(struct storage_state *s, const char *sd, const char *img,
+			const char *vol, struct st_qinfo *out, struct st_err *e);
 
 #endif

@@ -84,8 +84,26 @@ static void dom_to_kv(const struct st_domain *d, struct st_kv *kv)
 	kv_setf(kv, "VERSION", "%d", d->version);
 	kv_set(kv, "POOL_UUID", d->pool);
 	kv_set(kv, "ROLE", d->master ? "Master" : "Regular");
+	if (d->master) {
+		kv_setf(kv, "MASTER_VERSION", "%d", d->master_ver);
+		kv_set(kv, "POOL_DESCRIPTION", d->pool_desc ? d->pool_desc : "");
+		kv_setf(kv, "LEASE_RENEW_MS", "%u", d->lease_renew_ms);
+		kv_setf(kv, "LEASE_TIME_MS", "%u", d->lease_time_ms);
+		kv_setf(kv, "LEASE_IO_TIMEOUT_MS", "%u", d->lease_io_ms);
+		kv_setf(kv, "LEASE_RETRIES", "%u", d->lease_retries);
+	}
 	kv_set(kv, "BLOCK_SIZE", "512");
 	kv_set(kv, "ALIGNMENT", "1048576");
+}
+
+static int write_dom_kv(const char *dir, const struct st_kv *kv)
+{
+	int md = st_dir_at(dir, "dom_md");
+	if (md < 0)
+		return -errno;
+	int rc = kv_write_at(kv, md, "metadata");
+	close(md);
+	return rc;
 }
 
 int st_domain_write_meta(struct storage_state *s, struct st_domain *d)
@@ -93,22 +111,51 @@ int st_domain_write_meta(struct storage_state *s, struct st_domain *d)
 	struct st_kv kv;
 	pthread_mutex_lock(&s->lock);
 	dom_to_kv(d, &kv);
-	char *path = st_pathf("%s/dom_md/metadata", d->dir);
+	char *dir = xstrdup(d->dir);
 	pthread_mutex_unlock(&s->lock);
-	int rc = kv_write_file(&kv, path);
+	int rc = write_dom_kv(dir, &kv);
 	kv_free(&kv);
-	free(path);
+	free(dir);
 	return rc;
 }
 
-static int dom_load(struct st_domain *d, const char *base)
+/* The metadata d would have with pool and role changed (d itself is not
+ * touched: memory follows only once the disk has it). */
+static int write_meta_as(struct storage_state *s, struct st_domain *d, const char *pool,
+			 bool master, const struct st_domain *pool_md)
+{
+	struct st_kv kv;
+	pthread_mutex_lock(&s->lock);
+	struct st_domain tmp = *d;
+	snprintf(tmp.pool, sizeof(tmp.pool), "%.36s", pool);
+	tmp.master = master;
+	if (pool_md) {
+		tmp.master_ver = pool_md->master_ver;
+		tmp.pool_desc = pool_md->pool_desc;
+		tmp.lease_renew_ms = pool_md->lease_renew_ms;
+		tmp.lease_time_ms = pool_md->lease_time_ms;
+		tmp.lease_io_ms = pool_md->lease_io_ms;
+		tmp.lease_retries = pool_md->lease_retries;
+	}
+	dom_to_kv(&tmp, &kv);
+	char *dir = xstrdup(d->dir);
+	pthread_mutex_unlock(&s->lock);
+	int rc = write_dom_kv(dir, &kv);
+	kv_free(&kv);
+	free(dir);
+	return rc;
+}
+
+int st_dom_load(struct st_domain *d, const char *base)
 {
 	struct st_kv kv;
 	d->base = xstrdup(base);
 	d->dir = st_path(base, d->uuid);
-	char *path = st_pathf("%s/dom_md/metadata", d->dir);
-	int rc = kv_read_file(&kv, path);
-	free(path);
+	int dfd = st_dom_open(d->dir);
+	if (dfd < 0)
+		return errno == ENOENT ? VD_ENOENT : VD_EPROTO;
+	int rc = kv_read_at(&kv, dfd, "dom_md/metadata");
+	close(dfd);
 	if (rc)
 		return rc;
 	const char *u = kv_get(&kv, "SDUUID");
@@ -124,6 +171,12 @@ static int dom_load(struct st_domain *d, const char *base)
 	const char *p = kv_get(&kv, "POOL_UUID");
 	snprintf(d->pool, sizeof(d->pool), "%.36s", p && st_is_uuid(p) ? p : "");
 	d->master = kv_get(&kv, "ROLE") && strcmp(kv_get(&kv, "ROLE"), "Master") == 0;
+	d->master_ver = (int)kv_get_int(&kv, "MASTER_VERSION", 0);
+	d->pool_desc = xstrdup(kv_get(&kv, "POOL_DESCRIPTION") ? kv_get(&kv, "POOL_DESCRIPTION") : "");
+	d->lease_renew_ms = (unsigned)kv_get_int(&kv, "LEASE_RENEW_MS", 5000);
+	d->lease_time_ms = (unsigned)kv_get_int(&kv, "LEASE_TIME_MS", 60000);
+	d->lease_io_ms = (unsigned)kv_get_int(&kv, "LEASE_IO_TIMEOUT_MS", 10000);
+	d->lease_retries = (unsigned)kv_get_int(&kv, "LEASE_RETRIES", 3);
 	kv_free(&kv);
 	return 0;
 }
@@ -150,33 +203,29 @@ int st_registry_save(struct storage_state *s)
 
 /* ---- create / format ----------------------------------------------------- */
 
-/* The directory that holds <sdUUID>/ for typeArgs. */
-static char *resolve_base(struct storage_state *s, const char *type_args, struct st_err *e)
+/* The directory that holds <sdUUID>/ for typeArgs: LOCALFS (or any type
+ * given an absolute directory) that directory; "server:/export" or a
+ * POSIXFS spec connected by connectStorageServer its mount point under
+ * <storage_root>/mnt (VDSM's layout); empty: storage_root itself. */
+static char *resolve_base(struct storage_state *s, int type, const char *type_args,
+			  struct st_err *e)
 {
 	if (!type_args || !*type_args)
 		return xstrdup(s->root);
-	if (type_args[0] == '/') {
-		if (strstr(type_args, "/../") || strstr(type_args, "/./") ||
-		    (strlen(type_args) >= 3 && strcmp(type_args + strlen(type_args) - 3, "/..") == 0)) {
-			st_fail(e, RPC_E_PARAMS, "typeArgs: path must be canonical");
-			return NULL;
-		}
-		return xstrdup(type_args);
-	}
-	/* "server:/export": the mount VDSM would have made, under
-	 * <storage_root>/mnt/<server:_export> (vdsmd does not mount). */
-	char *m = xstrdup(type_args);
-	for (char *p = m; *p; p++)
-		if (*p == '/')
-			*p = '_';
-	if (strcmp(m, ".") == 0 || strcmp(m, "..") == 0) {
-		free(m);
-		st_fail(e, RPC_E_PARAMS, "typeArgs: invalid remote path");
+	if (strstr(type_args, "/../") || strstr(type_args, "/./") || strcmp(type_args, ".") == 0 ||
+	    strcmp(type_args, "..") == 0 ||
+	    (strlen(type_args) >= 3 && strcmp(type_args + strlen(type_args) - 3, "/..") == 0)) {
+		st_fail(e, RPC_E_PARAMS, "typeArgs: path must be canonical");
 		return NULL;
 	}
-	char *b = st_pathf("%s/mnt/%s", s->root, m);
-	free(m);
-	return b;
+	char *mp = st_conn_mountpoint(s, type_args);
+	if (type_args[0] == '/') {
+		if (type != ST_DT_LOCALFS && st_is_mounted(mp))
+			return mp;   /* a connected POSIXFS device spec */
+		free(mp);
+		return xstrdup(type_args);
+	}
+	return mp;
 }
 
 int st_domain_create(struct storage_state *s, const char *sd, int type, const char *type_args,
@@ -193,7 +242,7 @@ int st_domain_create(struct storage_state *s, const char *sd, int type, const ch
 		version = 5;
 	if (version < 0 || version > 5)
 		return st_fail(e, RPC_E_PARAMS, "version: unsupported domain version %d", version);
-	char *base = resolve_base(s, type_args, e);
+	char *base = resolve_base(s, type, type_args, e);
 	if (!base)
 		return -1;
 	struct stat st;
@@ -201,6 +250,20 @@ int st_domain_create(struct storage_state *s, const char *sd, int type, const ch
 		st_fail(e, RPC_E_GENERAL, "storage path %s is not an accessible directory", base);
 		free(base);
 		return -1;
+	}
+	/* LOCALFS: an existing directory (not a link) owned by vdsm (uid 36,
+	 * as VDSM requires) or by the user vdsmd runs as, and writable by no
+	 * one else. */
+	if (type == ST_DT_LOCALFS && type_args && *type_args) {
+		struct stat lst;
+		if (lstat(base, &lst) < 0 || !S_ISDIR(lst.st_mode) ||
+		    (lst.st_uid != 36 && lst.st_uid != geteuid()) || (lst.st_mode & S_IWOTH)) {
+			st_fail(e, RPC_E_PARAMS, "typeArgs: %s must be a directory (not a symlink) "
+				"owned by vdsm (36) or uid %u and not world-writable", base,
+				(unsigned)geteuid());
+			free(base);
+			return -1;
+		}
 	}
 	struct st_domain *d = dom_new(sd);
 	d->type = type;
@@ -236,7 +299,7 @@ int st_domain_create(struct storage_state *s, const char *sd, int type, const ch
 		st_rmtree(d->dir);
 		goto fail;
 	}
-	if ((rc = st_domain_write_meta(s, d)) < 0 || (rc = st_fsync_dir(d->dir)) < 0 ||
+	if ((rc = write_meta_as(s, d, d->pool, d->master, NULL)) < 0 || (rc = st_fsync_dir(d->dir)) < 0 ||
 	    (rc = st_fsync_dir(base)) < 0) {
 		st_fail(e, RPC_E_GENERAL, "cannot write domain metadata: %s", strerror(-rc));
 		st_rmtree(d->dir);
@@ -290,10 +353,6 @@ int st_domain_format(struct storage_state *s, const char *sd, struct st_err *e)
 		pthread_mutex_unlock(&s->lock);
 		return st_fail(e, RPC_E_GENERAL, "cannot update the domain registry: %s", strerror(-rc));
 	}
-	pthread_mutex_lock(&s->lock);
-	if (strcmp(s->pool_master, sd) == 0)
-		s->pool_master[0] = '\0';
-	pthread_mutex_unlock(&s->lock);
 	/* Unregistered first: a crash midway leaves an unknown directory,
 	 * never a half-removed domain that is still served. */
 	rc = st_rmtree(d->dir);
@@ -309,18 +368,50 @@ int st_domain_format(struct storage_state *s, const char *sd, struct st_err *e)
 
 /* ---- pool ---------------------------------------------------------------- */
 
-/* Caller holds s->reg_lock and s->lock; returns with s->lock released
- * after the snapshot (the write happens outside it). */
-static int pool_save(struct storage_state *s)
+/* The pool as it is on disk; memory (s->pool_*) is changed only after a
+ * pool_write() of the new state succeeded. */
+struct pool_snap {
+	char uuid[37], master[37];
+	char *name;
+	int master_ver, host_id;
+	bool connected;
+};
+
+/* Caller holds s->lock. */
+static void pool_snap_take(const struct storage_state *s, struct pool_snap *p)
+{
+	snprintf(p->uuid, sizeof(p->uuid), "%s", s->pool_uuid);
+	snprintf(p->master, sizeof(p->master), "%s", s->pool_master);
+	p->name = xstrdup(s->pool_name ? s->pool_name : "");
+	p->master_ver = s->pool_master_ver;
+	p->host_id = s->pool_host_id;
+	p->connected = s->pool_connected;
+}
+
+/* Caller holds s->lock; p->name moves into s. */
+static void pool_snap_apply(struct storage_state *s, struct pool_snap *p)
+{
+	snprintf(s->pool_uuid, sizeof(s->pool_uuid), "%s", p->uuid);
+	snprintf(s->pool_master, sizeof(s->pool_master), "%s", p->master);
+	free(s->pool_name);
+	s->pool_name = p->name;
+	p->name = NULL;
+	s->pool_master_ver = p->master_ver;
+	s->pool_host_id = p->host_id;
+	s->pool_connected = p->connected;
+}
+
+/* Caller holds s->reg_lock (not s->lock). */
+static int pool_write(struct storage_state *s, const struct pool_snap *p)
 {
 	struct st_kv kv;
 	kv_init(&kv);
-	kv_set(&kv, "POOL_UUID", s->pool_uuid);
-	kv_set(&kv, "NAME", s->pool_name ? s->pool_name : "");
-	kv_set(&kv, "MASTER_SDUUID", s->pool_master);
-	kv_setf(&kv, "MASTER_VERSION", "%d", s->pool_master_ver);
-	kv_set(&kv, "CONNECTED", s->pool_connected ? "1" : "0");
-	pthread_mutex_unlock(&s->lock);
+	kv_set(&kv, "POOL_UUID", p->uuid);
+	kv_set(&kv, "NAME", p->name ? p->name : "");
+	kv_set(&kv, "MASTER_SDUUID", p->master);
+	kv_setf(&kv, "MASTER_VERSION", "%d", p->master_ver);
+	kv_set(&kv, "CONNECTED", p->connected ? "1" : "0");
+	kv_setf(&kv, "HOST_ID", "%d", p->host_id);
 	char *path = st_path(s->root, "pool.meta");
 	int rc = kv_write_file(&kv, path);
 	free(path);
@@ -340,6 +431,7 @@ static void pool_load(struct storage_state *s)
 			snprintf(s->pool_master, sizeof(s->pool_master), "%.36s", st_is_uuid(m) ? m : "");
 			s->pool_master_ver = (int)kv_get_int(&kv, "MASTER_VERSION", 0);
 			s->pool_connected = kv_get_int(&kv, "CONNECTED", 0) == 1;
+			s->pool_host_id = (int)kv_get_int(&kv, "HOST_ID", 1);
 		}
 		kv_free(&kv);
 	}
@@ -347,8 +439,16 @@ static void pool_load(struct storage_state *s)
 }
 
 int st_pool_create(struct storage_state *s, const char *sp, const char *name, const char *master,
-		   int master_ver, const char *const *doms, size_t ndoms, struct st_err *e)
+		   int master_ver, const char *const *doms, size_t ndoms,
+		   const struct st_lease_cfg *lease, struct st_err *e)
 {
+	unsigned renew = lease && lease->renew_ms ? lease->renew_ms : 5000;
+	unsigned ltime = lease && lease->lease_ms ? lease->lease_ms : 60000;
+	unsigned io_ms = lease && lease->io_timeout_ms ? lease->io_timeout_ms : 10000;
+	unsigned retries = lease && lease->retries ? lease->retries : 3;
+	if (ltime < 2 * renew)
+		return st_fail(e, RPC_E_PARAMS, "leaseTimeSec must be at least twice "
+			       "lockRenewalIntervalSec");
 	if (!st_is_uuid(sp) || !st_is_uuid(master))
 		return st_fail(e, RPC_E_PARAMS, "storagepoolID/masterSdUUID: not a UUID");
 	bool master_listed = false;
@@ -369,29 +469,76 @@ int st_pool_create(struct storage_state *s, const char *sp, const char *name, co
 		goto fail;
 	}
 	struct st_domain **list = xcalloc(ndoms, sizeof(*list));
+	char (*old_pool)[37] = xcalloc(ndoms, sizeof(*old_pool));
+	bool *old_master = xcalloc(ndoms, sizeof(*old_master));
 	for (size_t i = 0; i < ndoms; i++) {
 		list[i] = map_get(&s->domains, doms[i]);
-		snprintf(list[i]->pool, sizeof(list[i]->pool), "%.36s", sp);
-		list[i]->master = strcmp(doms[i], master) == 0;
+		snprintf(old_pool[i], 37, "%s", list[i]->pool);
+		old_master[i] = list[i]->master;
 		list[i]->busy++;
 	}
-	snprintf(s->pool_uuid, sizeof(s->pool_uuid), "%.36s", sp);
-	free(s->pool_name);
-	s->pool_name = st_clean_text(name, ST_NAME_MAX);
-	snprintf(s->pool_master, sizeof(s->pool_master), "%.36s", master);
-	s->pool_master_ver = master_ver;
-	s->pool_connected = true;
-	int rc = pool_save(s);   /* releases s->lock */
-	pthread_mutex_unlock(&s->reg_lock);
-	for (size_t i = 0; i < ndoms; i++) {
-		int r = st_domain_write_meta(s, list[i]);
-		if (r < 0 && rc == 0)
-			rc = r;
-		pthread_mutex_lock(&s->lock);
-		list[i]->busy--;
-		pthread_mutex_unlock(&s->lock);
+	struct pool_snap old, nw;
+	pool_snap_take(s, &old);
+	pool_snap_take(s, &nw);
+	pthread_mutex_unlock(&s->lock);
+	snprintf(nw.uuid, sizeof(nw.uuid), "%.36s", sp);
+	free(nw.name);
+	nw.name = st_clean_text(name, ST_NAME_MAX);
+	snprintf(nw.master, sizeof(nw.master), "%.36s", master);
+	nw.master_ver = master_ver;
+	nw.connected = true;
+	if (nw.host_id <= 0)
+		nw.host_id = 1;
+
+	struct st_domain pmd = { .master_ver = master_ver, .pool_desc = nw.name,
+				 .lease_renew_ms = renew, .lease_time_ms = ltime,
+				 .lease_io_ms = io_ms, .lease_retries = retries };
+	/* Domains first, then pool.meta; any failure puts back what was
+	 * written, and memory changes only when everything is on disk. */
+	int rc = 0;
+	size_t done = 0;
+	for (; done < ndoms; done++)
+		if ((rc = write_meta_as(s, list[done], sp, strcmp(doms[done], master) == 0,
+					&pmd)) < 0)
+			break;
+	if (rc == 0)
+		rc = pool_write(s, &nw);
+	if (rc < 0) {
+		for (size_t i = 0; i < done; i++)
+			if (write_meta_as(s, list[i], old_pool[i], old_master[i], list[i]) < 0)
+				log_error("storage: pool create: cannot restore domain %s metadata",
+					  list[i]->uuid);
 	}
+	pthread_mutex_lock(&s->lock);
+	if (rc == 0) {
+		for (size_t i = 0; i < ndoms; i++) {
+			snprintf(list[i]->pool, sizeof(list[i]->pool), "%.36s", sp);
+			list[i]->master = strcmp(doms[i], master) == 0;
+			if (list[i]->master) {
+				list[i]->master_ver = master_ver;
+				free(list[i]->pool_desc);
+				list[i]->pool_desc = xstrdup(nw.name);
+				list[i]->lease_renew_ms = renew;
+				list[i]->lease_time_ms = ltime;
+				list[i]->lease_io_ms = io_ms;
+				list[i]->lease_retries = retries;
+			}
+		}
+		s->lease_renew_ms = renew;
+		s->lease_time_ms = ltime;
+		s->lease_io_ms = io_ms;
+		s->lease_retries = retries;
+		pool_snap_apply(s, &nw);
+	}
+	for (size_t i = 0; i < ndoms; i++)
+		list[i]->busy--;
+	pthread_mutex_unlock(&s->lock);
+	pthread_mutex_unlock(&s->reg_lock);
+	free(old.name);
+	free(nw.name);
 	free(list);
+	free(old_pool);
+	free(old_master);
 	if (rc < 0)
 		return st_fail(e, RPC_E_GENERAL, "cannot write pool metadata: %s", strerror(-rc));
 	return 0;
@@ -401,21 +548,139 @@ fail:
 	return -1;
 }
 
-int st_pool_connect(struct storage_state *s, const char *sp, bool connect, struct st_err *e)
+/* StoragePool.connect to a pool this host does not know yet (another host
+ * created it): find its master domain on connected storage, check it
+ * names this pool, register it and take the pool from its metadata. */
+static int pool_adopt(struct storage_state *s, const char *sp, const char *master,
+		      int master_ver, int host_id, struct st_err *e)
 {
+	pthread_mutex_lock(&s->lock);
+	struct st_domain *known = map_get(&s->domains, master);
+	bool busy = s->pool_uuid[0] != '\0';
+	pthread_mutex_unlock(&s->lock);
+	if (busy)
+		return st_fail(e, RPC_E_NO_POOL, "%s (this host is in pool %s)", sp, s->pool_uuid);
+	struct st_domain *d = known ? NULL : st_conn_find_domain(s, master);
+	if (!known && !d)
+		return st_fail(e, RPC_E_NO_POOL, "%s: master domain %s not found on connected storage",
+			       sp, master);
+	pthread_mutex_lock(&s->lock);
+	const struct st_domain *m = known ? known : d;
+	bool ok = strcmp(m->pool, sp) == 0 && m->master &&
+		  (master_ver <= 0 || m->master_ver == master_ver);
+	struct pool_snap nw = { .master_ver = m->master_ver, .host_id = host_id };
+	snprintf(nw.uuid, sizeof(nw.uuid), "%s", sp);
+	snprintf(nw.master, sizeof(nw.master), "%s", master);
+	nw.name = xstrdup(m->pool_desc ? m->pool_desc : "");
+	pthread_mutex_unlock(&s->lock);
+	if (!ok) {
+		dom_free(d);
+		free(nw.name);
+		return st_fail(e, RPC_E_WRONG_MASTER, "SD=%s, pool=%s", master, sp);
+	}
+	int rc = 0;
+	if (d) {
+		st_scan_domain(s, d);   /* not yet visible: no lock needed */
+		pthread_mutex_lock(&s->lock);
+		if (!map_get(&s->domains, master)) {
+			map_put(&s->domains, d->uuid, d);
+			d = NULL;
+		}
+		pthread_mutex_unlock(&s->lock);
+		dom_free(d);
+		rc = st_registry_save(s);
+	}
+	pthread_mutex_lock(&s->reg_lock);
+	if (rc == 0)
+		rc = pool_write(s, &nw);
+	if (rc == 0) {
+		pthread_mutex_lock(&s->lock);
+		pool_snap_apply(s, &nw);
+		st_pool_lease_from_master(s);
+		pthread_mutex_unlock(&s->lock);
+		log_info("storage: joined pool %s (master domain %s)", sp, master);
+	}
+	pthread_mutex_unlock(&s->reg_lock);
+	free(nw.name);
+	if (rc < 0)
+		return st_fail(e, RPC_E_GENERAL, "cannot record pool %s: %s", sp, strerror(-rc));
+	return 0;
+}
+
+int st_pool_connect(struct storage_state *s, const char *sp, bool connect, int host_id,
+		    const char *master, int master_ver, struct st_err *e)
+{
+	if (host_id < 1 || host_id > 2000)
+		return st_fail(e, RPC_E_PARAMS, "hostID: must be 1..2000, got %d", host_id);
+	pthread_mutex_lock(&s->lock);
+	bool unknown = !s->pool_uuid[0] || !sp || strcmp(s->pool_uuid, sp) != 0;
+	pthread_mutex_unlock(&s->lock);
+	if (unknown && connect && sp && master && st_is_uuid(master) &&
+	    strcmp(master, ST_BLANK_UUID) != 0 && pool_adopt(s, sp, master, master_ver, host_id, e) < 0)
+		return -1;
 	pthread_mutex_lock(&s->reg_lock);
 	pthread_mutex_lock(&s->lock);
-	if (!s->pool_uuid[0] || strcmp(s->pool_uuid, sp) != 0) {
+	int rc = 0;
+	if (!s->pool_uuid[0] || !sp || strcmp(s->pool_uuid, sp) != 0) {
+		st_fail(e, RPC_E_NO_POOL, "%s", sp ? sp : "");
+		rc = -1;
+	} else if (connect && master && *master && strcmp(master, ST_BLANK_UUID) != 0 &&
+		   (strcmp(master, s->pool_master) != 0 ||
+		    (master_ver > 0 && master_ver != s->pool_master_ver))) {
+		st_fail(e, RPC_E_WRONG_MASTER, "SD=%s (version %d), pool=%s has master %s (version %d)",
+			master, master_ver, sp, s->pool_master, s->pool_master_ver);
+		rc = -1;
+	}
+	if (rc < 0) {
 		pthread_mutex_unlock(&s->lock);
 		pthread_mutex_unlock(&s->reg_lock);
-		return st_fail(e, RPC_E_GENERAL, "Unknown pool id, pool not connected: %s", sp);
+		return -1;
 	}
-	s->pool_connected = connect;
-	int rc = pool_save(s);   /* releases s->lock */
+	struct pool_snap nw;
+	pool_snap_take(s, &nw);
+	pthread_mutex_unlock(&s->lock);
+	nw.connected = connect;
+	if (connect)
+		nw.host_id = host_id;
+	rc = pool_write(s, &nw);
+	if (rc == 0) {
+		pthread_mutex_lock(&s->lock);
+		pool_snap_apply(s, &nw);
+		pthread_mutex_unlock(&s->lock);
+	}
 	pthread_mutex_unlock(&s->reg_lock);
+	free(nw.name);
 	if (rc < 0)
 		return st_fail(e, RPC_E_GENERAL, "cannot write pool metadata: %s", strerror(-rc));
+	if (connect)
+		st_spm_observe(s);   /* who holds the lease, for getSpmStatus */
 	return 0;
+}
+
+int st_domain_set_pool(struct storage_state *s, struct st_domain *d, const char *pool)
+{
+	int rc = write_meta_as(s, d, pool, false, NULL);
+	if (rc == 0) {
+		pthread_mutex_lock(&s->lock);
+		snprintf(d->pool, sizeof(d->pool), "%.36s", pool);
+		d->master = false;
+		pthread_mutex_unlock(&s->lock);
+	}
+	return rc;
+}
+
+int st_pool_forget(struct storage_state *s)
+{
+	struct pool_snap none = { .name = NULL };
+	pthread_mutex_lock(&s->reg_lock);
+	int rc = pool_write(s, &none);
+	if (rc == 0) {
+		pthread_mutex_lock(&s->lock);
+		pool_snap_apply(s, &none);
+		pthread_mutex_unlock(&s->lock);
+	}
+	pthread_mutex_unlock(&s->reg_lock);
+	return rc;
 }
 
 /* ---- open / close -------------------------------------------------------- */
@@ -437,8 +702,12 @@ struct storage_state *st_open(const char *root, char *why, size_t whylen)
 	pthread_mutex_init(&s->reg_lock, NULL);
 	pthread_cond_init(&s->task_cond, NULL);
 	pthread_cond_init(&s->monitor_cond, NULL);
+	pthread_cond_init(&s->spm_cond, NULL);
+	s->spm_holder = -1;
+	s->spm_lver = -1;
 	map_init(&s->domains);
 	map_init(&s->tasks);
+	map_init(&s->jobs);
 	s->monitor_interval_ms = 10000;
 
 	struct st_kv reg;
@@ -458,7 +727,7 @@ struct storage_state *st_open(const char *root, char *why, size_t whylen)
 			continue;
 		}
 		struct st_domain *d = dom_new(reg.keys[i]);
-		rc = dom_load(d, reg.vals[i]);
+		rc = st_dom_load(d, reg.vals[i]);
 		if (rc) {
 			log_error("storage: domain %s at %s: metadata %s; not served", d->uuid,
 				  d->dir, rc == VD_ENOENT ? "missing" : "invalid");
@@ -466,11 +735,16 @@ struct storage_state *st_open(const char *root, char *why, size_t whylen)
 			continue;
 		}
 		map_put(&s->domains, d->uuid, d);
-		st_scan_domain(s, d);
 	}
 	kv_free(&reg);
 	pool_load(s);
+	st_pool_lease_from_master(s);
+	/* Task records first: the scan removes only what an unfinished task
+	 * claims, and the tasks' outcome is decided from what it found. */
 	st_tasks_load(s);
+	for (struct st_map_ent *e = map_first(&s->domains); e; e = map_next(&s->domains, e))
+		st_scan_domain(s, map_val(e));
+	st_tasks_recover(s);
 	return s;
 }
 
@@ -480,16 +754,23 @@ void st_close(struct storage_state *s)
 		return;
 	st_stop_monitor(s);
 	st_stop_workers(s);
+	st_jobs_stop(s);
+	st_spm_release(s);
 	for (struct st_map_ent *e = map_first(&s->domains); e; e = map_next(&s->domains, e))
 		dom_free(map_val(e));
 	map_free(&s->domains);
 	for (struct st_map_ent *e = map_first(&s->tasks); e; e = map_next(&s->tasks, e))
+		st_task_free(map_val(e));
+	for (struct st_map_ent *e = map_first(&s->jobs); e; e = map_next(&s->jobs, e))
 		free(map_val(e));
+	map_free(&s->jobs);
 	map_free(&s->tasks);
 	pthread_mutex_destroy(&s->lock);
 	pthread_mutex_destroy(&s->reg_lock);
 	pthread_cond_destroy(&s->task_cond);
 	pthread_cond_destroy(&s->monitor_cond);
+	pthread_cond_destroy(&s->spm_cond);
+	buf_free(&s->localfs);
 	free(s->pool_name);
 	free(s->root);
 	free(s);

@@ -184,12 +184,9 @@ out:
 	return rc;
 }
 
-int kv_read_file(struct st_kv *kv, const char *path)
+int kv_read_fd(struct st_kv *kv, int fd)
 {
 	kv_init(kv);
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0)
-		return errno == ENOENT ? VD_ENOENT : VD_EIO;
 	struct stat st;
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > META_MAX_SIZE) {
 		close(fd);
@@ -209,6 +206,15 @@ int kv_read_file(struct st_kv *kv, const char *path)
 	int rc = kv_parse(kv, data, got);
 	free(data);
 	return rc;
+}
+
+int kv_read_file(struct st_kv *kv, const char *path)
+{
+	kv_init(kv);
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return errno == ENOENT ? VD_ENOENT : VD_EIO;
+	return kv_read_fd(kv, fd);
 }
 
 int st_fsync_dir(const char *dir)

@@ -2,8 +2,11 @@
  *
  * Every interval (10 s) each domain is checked off the lock: its metadata is
  * read and verified (the delay of that read is the domain's "delay"), and
- * statvfs gives disktotal/diskfree.  Results land in the index, where
- * Host.getStats and StorageDomain.getStats read them without any I/O. */
+ * statvfs gives disktotal/diskfree; every volume's apparentsize/truesize is
+ * refreshed by fstatat (a volume written by a VM or a copy grows).  All of
+ * it runs on this thread with no lock held; results land in the index, where
+ * Host.getStats, StorageDomain.getStats and Volume.getInfo/getSize read them
+ * without any I/O. */
 #include "st.h"
 #include "../../common/log.h"
 
@@ -13,6 +16,7 @@
 #include <string.h>
 #include <sys/statvfs.h>
 #include <time.h>
+#include <unistd.h>
 
 struct probe {
 	char uuid[37];
@@ -21,6 +25,8 @@ struct probe {
 	double delay;
 	int64_t total, avail;
 };
+
+static void refresh_sizes(struct storage_state *s);
 
 void st_monitor_once(struct storage_state *s)
 {
@@ -39,10 +45,12 @@ void st_monitor_once(struct storage_state *s)
 
 	for (size_t i = 0; i < n; i++) {
 		uint64_t t0 = vd_now_ns();
-		char *md = st_pathf("%s/dom_md/metadata", pr[i].dir);
 		struct st_kv kv;
-		int rc = kv_read_file(&kv, md);
-		free(md);
+		int dfd = st_dom_open(pr[i].dir);
+		int rc = dfd < 0 ? (errno == ENOENT ? VD_ENOENT : VD_EPROTO)
+				 : kv_read_at(&kv, dfd, "dom_md/metadata");
+		if (dfd >= 0)
+			close(dfd);
 		if (rc == 0) {
 			const char *u = kv_get(&kv, "SDUUID");
 			if (!u || strcmp(u, pr[i].uuid) != 0)
@@ -80,9 +88,72 @@ void st_monitor_once(struct storage_state *s)
 		}
 		free(pr[i].dir);
 	}
-	s->monitor_rounds++;
 	pthread_mutex_unlock(&s->lock);
 	free(pr);
+	refresh_sizes(s);
+	st_spm_observe(s);
+	pthread_mutex_lock(&s->lock);
+	s->monitor_rounds++;
+	pthread_mutex_unlock(&s->lock);
+}
+
+struct volsize {
+	char sd[37], img[37], vol[37];
+	int64_t app, tru;
+	bool ok;
+};
+
+/* Volume sizes, stat'ed off the lock, applied to volumes not busy. */
+static void refresh_sizes(struct storage_state *s)
+{
+	pthread_mutex_lock(&s->lock);
+	size_t n = 0, cap = 0;
+	struct volsize *vs = NULL;
+	struct st_domain **doms = xcalloc(s->domains.n ? s->domains.n : 1, sizeof(*doms));
+	size_t nd = 0;
+	for (struct st_map_ent *e = map_first(&s->domains); e; e = map_next(&s->domains, e)) {
+		struct st_domain *d = map_val(e);
+		if (d->formatting)
+			continue;
+		d->busy++;   /* pinned while its files are stat'ed */
+		doms[nd++] = d;
+		for (struct st_map_ent *v = map_first(&d->volumes); v; v = map_next(&d->volumes, v)) {
+			const struct st_volume *vol = map_val(v);
+			if (vol->busy)
+				continue;
+			if (n == cap) {
+				cap = cap ? cap * 2 : 64;
+				vs = xrealloc(vs, cap * sizeof(*vs));
+			}
+			snprintf(vs[n].sd, 37, "%s", d->uuid);
+			snprintf(vs[n].img, 37, "%s", vol->image);
+			snprintf(vs[n].vol, 37, "%s", vol->uuid);
+			vs[n].ok = false;
+			n++;
+		}
+	}
+	pthread_mutex_unlock(&s->lock);
+	for (size_t i = 0; i < n; i++) {
+		struct st_domain *d = NULL;
+		for (size_t j = 0; j < nd; j++)
+			if (strcmp(doms[j]->uuid, vs[i].sd) == 0)
+				d = doms[j];
+		vs[i].ok = d && st_vol_stat(d, vs[i].img, vs[i].vol, &vs[i].app, &vs[i].tru) == 0;
+	}
+	pthread_mutex_lock(&s->lock);
+	for (size_t i = 0; i < n; i++) {
+		struct st_domain *d = map_get(&s->domains, vs[i].sd);
+		struct st_volume *v = d ? map_get(&d->volumes, vs[i].vol) : NULL;
+		if (vs[i].ok && v && !v->busy && strcmp(v->image, vs[i].img) == 0) {
+			v->apparent = vs[i].app;
+			v->truesize = vs[i].tru;
+		}
+	}
+	for (size_t j = 0; j < nd; j++)
+		doms[j]->busy--;
+	pthread_mutex_unlock(&s->lock);
+	free(vs);
+	free(doms);
 }
 
 static void *monitor_main(void *arg)

@@ -12,6 +12,7 @@
 #include "../../common/log.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,9 +27,14 @@ static bool blank(const char *u)
 	return !u || !*u || strcmp(u, ST_BLANK_UUID) == 0;
 }
 
-/* Caller holds the lock. */
 static struct st_volume *find_vol(struct storage_state *s, const char *sd, const char *img,
 				  const char *vol, struct st_domain **dp, struct st_err *e)
+{
+	return st_find_volume(s, sd, img, vol, dp, e);
+}
+
+struct st_volume *st_find_volume(struct storage_state *s, const char *sd, const char *img,
+				 const char *vol, struct st_domain **dp, struct st_err *e)
 {
 	if (!st_is_uuid(img) || !st_is_uuid(vol)) {
 		st_fail(e, RPC_E_PARAMS, "%s: not a UUID", st_is_uuid(img) ? "volumeID" : "imageID");
@@ -50,22 +56,24 @@ static struct st_volume *find_vol(struct storage_state *s, const char *sd, const
 	return v;
 }
 
-static void rmdir_if_empty(const char *dir)
+/* images/<img> goes when it is empty (rmdir fails otherwise). */
+static void img_rmdir(const struct st_domain *d, const char *img)
 {
-	if (rmdir(dir) == 0) {
-		char *parent = st_pathf("%s/..", dir);
-		st_fsync_dir(parent);
-		free(parent);
-	}
+	int images = st_dir_at(d->dir, "images");
+	if (images < 0)
+		return;
+	if (unlinkat(images, img, AT_REMOVEDIR) == 0)
+		fsync(images);
+	close(images);
 }
 
 /* The end of a job on one image: its directory goes when the image has no
  * volume left (empty), and the domain is no longer busy with the job. */
-static void job_release(struct storage_state *s, struct st_domain *d, const char *idir,
+static void job_release(struct storage_state *s, struct st_domain *d, const char *img,
 			bool empty)
 {
 	if (empty)
-		rmdir_if_empty(idir);
+		img_rmdir(d, img);
 	pthread_mutex_lock(&s->lock);
 	d->busy--;
 	pthread_mutex_unlock(&s->lock);
@@ -93,6 +101,20 @@ int st_volume_create(struct storage_state *s, const struct st_volreq *r, char ta
 		return st_fail(e, RPC_E_PARAMS, "srcImgUUID/srcVolUUID: not a UUID");
 	if (has_parent && r->format != ST_FMT_COW)
 		return st_fail(e, RPC_E_PARAMS, "volFormat: a snapshot (srcVolUUID) must be COW");
+	/* initialSize as VDSM's file volumes: not for sparse RAW, only 0 for
+	 * COW; for preallocated RAW within 0..size, and the whole capacity is
+	 * allocated (which covers it). */
+	if (r->initial_given) {
+		if (r->format == ST_FMT_COW && r->initial_size > 0)
+			return st_fail(e, RPC_E_PARAMS, "initialSize: not supported for COW volumes "
+				       "on file domains");
+		if (r->format == ST_FMT_RAW && r->alloc == ST_SPARSE)
+			return st_fail(e, RPC_E_PARAMS, "initialSize: not supported for sparse RAW "
+				       "volumes on file domains");
+		if (r->initial_size > r->size)
+			return st_fail(e, RPC_E_PARAMS, "initialSize: %lld is larger than size %lld",
+				       (long long)r->initial_size, (long long)r->size);
+	}
 
 	struct st_volume *v = vol_new();
 	snprintf(v->uuid, sizeof(v->uuid), "%.36s", r->vol);
@@ -109,12 +131,16 @@ int st_volume_create(struct storage_state *s, const struct st_volreq *r, char ta
 	v->ctime = v->mtime = (int64_t)time(NULL);
 	v->busy = true;
 	v->legal = false;
+	v->sequence = r->sequence;
 
 	struct st_task *t = st_task_alloc(ST_TK_CREATE);
+	t->legal = !r->illegal;
 	pthread_mutex_lock(&s->lock);
 	struct st_domain *d = st_domain_get(s, r->sd, e);
 	struct st_image *im = d ? map_get(&d->images, r->img) : NULL;
 	if (!d)
+		goto fail_locked;
+	if (st_spm_require(s, d, e) < 0)
 		goto fail_locked;
 	if (map_get(&d->volumes, r->vol)) {
 		st_fail(e, RPC_E_VOLUME_EXISTS, "%s", r->vol);
@@ -161,36 +187,37 @@ int st_volume_create(struct storage_state *s, const struct st_volreq *r, char ta
 	t->alloc = v->alloc;
 	t->size = v->capacity;
 
-	char *idir = st_img_dir(d, r->img);
+	t->vols = xcalloc(1, sizeof(*t->vols));
+	snprintf(t->vols[0], 37, "%.36s", r->vol);
+	t->nvols = 1;
+
+	/* The record first: from here a crash is rolled back at restart. */
 	int rc = st_task_persist(s, t);
 	if (rc == 0) {
-		if (mkdir(idir, 0755) == 0) {
-			char *images = st_path(d->dir, "images");
-			rc = st_fsync_dir(images);   /* the new image's entry is durable */
-			free(images);
-		} else if (errno != EEXIST) {
-			rc = -errno;
-		}
+		int ifd = st_img_open(d, r->img, true);
+		rc = ifd < 0 ? ifd : 0;
+		if (ifd >= 0)
+			close(ifd);
 	}
 	if (rc == 0)
 		rc = st_vol_write_meta(d, v);   /* ILLEGAL until the task completes */
 	if (rc < 0) {
 		st_fail(e, RPC_E_GENERAL, "cannot prepare volume %s: %s", r->vol, strerror(-rc));
-		char *mp = st_vol_meta_path(d, r->img, r->vol), *tp = st_task_path(s, t->id);
-		unlink(mp);
-		unlink(tp);
-		free(mp);
-		free(tp);
-		rmdir_if_empty(idir);
-		free(idir);
+		/* The record goes only with the metadata: a .meta that stays
+		 * is rolled back by the next start. */
+		if (st_vol_unlink(d, r->img, r->vol, true) == 0) {
+			char *tp = st_task_path(s, t->id);
+			unlink(tp);
+			free(tp);
+		}
 		pthread_mutex_lock(&s->lock);
 		index_del_volume(d, r->vol);
-		d->busy--;
+		bool empty = !map_get(&d->images, r->img);
 		pthread_mutex_unlock(&s->lock);
-		free(t);
+		job_release(s, d, r->img, empty);
+		st_task_free(t);
 		return -1;
 	}
-	free(idir);
 	snprintf(task_id, 37, "%.36s", t->id);
 	st_task_submit(s, t);
 	return 0;
@@ -198,7 +225,7 @@ int st_volume_create(struct storage_state *s, const struct st_volreq *r, char ta
 fail_locked:
 	pthread_mutex_unlock(&s->lock);
 	vol_free(v);
-	free(t);
+	st_task_free(t);
 	return -1;
 }
 
@@ -211,109 +238,183 @@ static void run_create(struct storage_state *s, struct st_task *t)
 	pthread_mutex_unlock(&s->lock);
 	if (__atomic_load_n(&t->abort, __ATOMIC_ACQUIRE)) {
 		rc = -ECANCELED;
-		snprintf(err, sizeof(err), "Task is aborted: %s", t->abort_why);
+		st_task_abort_msg(s, t, err, sizeof(err));
 	} else {
 		rc = st_vol_create_data(s, t, d, err, sizeof(err));
 	}
 	if (rc == 0) {
 		struct st_volume copy;
 		pthread_mutex_lock(&s->lock);
-		struct st_volume *v = map_get(&d->volumes, t->vol);
-		copy = *v;
+		copy = *(struct st_volume *)map_get(&d->volumes, t->vol);
 		pthread_mutex_unlock(&s->lock);
-		copy.legal = true;
+		copy.legal = t->legal;
 		rc = st_vol_write_meta(d, &copy);
-		if (rc < 0) {
+		if (rc < 0)
 			snprintf(err, sizeof(err), "writing volume metadata: %s", strerror(-rc));
-			char *dp = st_vol_data_path(d, t->img, t->vol);
-			unlink(dp);
-			free(dp);
-		}
 	}
 	if (rc == 0) {
+		int64_t app = 0, tru = 0;
+		st_vol_stat(d, t->img, t->vol, &app, &tru);   /* off the lock */
 		pthread_mutex_lock(&s->lock);
 		struct st_volume *v = map_get(&d->volumes, t->vol);
-		v->legal = true;
+		v->legal = t->legal;
 		v->busy = false;
-		st_vol_stat(d, v);
+		v->apparent = app;
+		v->truesize = tru;
 		d->busy--;
 		pthread_mutex_unlock(&s->lock);
 		st_task_finish(s, t, ST_TR_SUCCESS, 0, "1 jobs completed successfully");
 		return;
 	}
-	/* Roll back: the data file is already gone; drop the metadata. */
-	char *mp = st_vol_meta_path(d, t->img, t->vol), *idir = st_img_dir(d, t->img);
-	bool clean = unlink(mp) == 0 || errno == ENOENT;
-	st_fsync_dir(idir);
+	/* Roll back: data, then metadata.  If either cannot be removed the
+	 * volume stays, ILLEGAL, and the finished record says why (the scan
+	 * keeps what no unfinished task claims). */
+	int rr = 0;
+	if (rc != -EEXIST)   /* a file already there was not made by us */
+		rr = st_vol_unlink(d, t->img, t->vol, false);
+	if (rr == 0)
+		rr = st_vol_unlink(d, t->img, t->vol, true);
+	int code = rc == -ECANCELED ? TASK_ABORTED_CODE : 100;
+	if (rr < 0) {
+		pthread_mutex_lock(&s->lock);
+		struct st_volume *v = map_get(&d->volumes, t->vol);
+		v->legal = false;
+		v->busy = false;
+		d->busy--;
+		pthread_mutex_unlock(&s->lock);
+		char msg[256];
+		snprintf(msg, sizeof(msg), "%.120s; rollback failed (%s): volume kept ILLEGAL", err,
+			 strerror(-rr));
+		log_error("storage: task %s: volume %s/%s: %s", t->id, t->img, t->vol, msg);
+		st_task_finish(s, t, ST_TR_CLEAN_FAILURE, code, msg);
+		return;
+	}
 	pthread_mutex_lock(&s->lock);
 	index_del_volume(d, t->vol);
 	bool empty = !map_get(&d->images, t->img);
 	pthread_mutex_unlock(&s->lock);
-	job_release(s, d, idir, empty);
-	free(mp);
-	free(idir);
-	st_task_finish(s, t, clean ? ST_TR_CLEAN_SUCCESS : ST_TR_CLEAN_FAILURE,
-		       rc == -ECANCELED ? TASK_ABORTED_CODE : 100, err);
+	job_release(s, d, t->img, empty);
+	st_task_finish(s, t, ST_TR_CLEAN_SUCCESS, code, err);
 }
 
 /* ---- Volume.delete / Image.delete ---------------------------------------- */
+
+/* Rewrite n volumes' metadata LEGAL again (a delete that did not start).
+ * A volume whose metadata cannot be rewritten stays ILLEGAL (in memory as
+ * on disk); returns how many failed, the first error in err. */
+static size_t restore_legal(struct storage_state *s, struct st_domain *d, char (*ids)[37],
+			    size_t n, char *err, size_t errlen)
+{
+	size_t failed = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct st_volume copy;
+		pthread_mutex_lock(&s->lock);
+		struct st_volume *v = map_get(&d->volumes, ids[i]);
+		copy = *v;
+		pthread_mutex_unlock(&s->lock);
+		copy.legal = true;
+		int rc = st_vol_write_meta(d, &copy);
+		pthread_mutex_lock(&s->lock);
+		v->legal = rc == 0;
+		v->busy = false;
+		pthread_mutex_unlock(&s->lock);
+		if (rc < 0) {
+			if (!failed)
+				snprintf(err, errlen, "volume %s could not be made LEGAL again (%s); "
+					 "kept ILLEGAL", ids[i], strerror(-rc));
+			log_error("storage: volume %s/%s: cannot restore LEGAL metadata: %s; kept "
+				  "ILLEGAL", copy.image, ids[i], strerror(-rc));
+			failed++;
+		}
+	}
+	return failed;
+}
 
 /* Mark vols busy + ILLEGAL (in the index, then on disk) and queue the task.
  * Caller holds the lock and has validated; releases it. */
 static int queue_delete(struct storage_state *s, struct st_domain *d, struct st_task *t,
 			struct st_volume **vols, size_t n, char task_id[37], struct st_err *e)
 {
-	struct st_volume *copies = xcalloc(n, sizeof(*copies));
+	t->vols = xcalloc(n ? n : 1, sizeof(*t->vols));
+	t->nvols = n;
+	struct st_volume *copies = xcalloc(n ? n : 1, sizeof(*copies));
 	for (size_t i = 0; i < n; i++) {
 		vols[i]->busy = true;
-		vols[i]->legal = false;
 		copies[i] = *vols[i];
+		copies[i].legal = false;
+		snprintf(t->vols[i], 37, "%.36s", vols[i]->uuid);
 	}
 	d->busy++;
 	pthread_mutex_unlock(&s->lock);
+	/* The record first (it claims the volumes), then ILLEGAL on disk,
+	 * then in memory: what is served is never ahead of the disk. */
 	int rc = st_task_persist(s, t);
-	for (size_t i = 0; rc == 0 && i < n; i++)
-		rc = st_vol_write_meta(d, &copies[i]);
-	if (rc < 0) {
-		/* Put back what was marked. */
+	size_t marked = 0;
+	for (; rc == 0 && marked < n; marked++) {
+		rc = st_vol_write_meta(d, &copies[marked]);
+		if (rc < 0)
+			break;
 		pthread_mutex_lock(&s->lock);
-		for (size_t i = 0; i < n; i++) {
-			struct st_volume *v = map_get(&d->volumes, copies[i].uuid);
-			v->legal = true;
-		}
-		for (size_t i = 0; i < n; i++)
-			copies[i].legal = true;
+		vols[marked]->legal = false;
 		pthread_mutex_unlock(&s->lock);
-		for (size_t i = 0; i < n; i++)
-			st_vol_write_meta(d, &copies[i]);
+	}
+	free(copies);
+	if (rc < 0) {
+		/* Only those written ILLEGAL need their LEGAL metadata back;
+		 * the others were never changed, on disk or in memory. */
+		char why[256] = "";
+		size_t bad = restore_legal(s, d, t->vols, marked, why, sizeof(why));
 		pthread_mutex_lock(&s->lock);
-		for (size_t i = 0; i < n; i++)
-			((struct st_volume *)map_get(&d->volumes, copies[i].uuid))->busy = false;
+		for (size_t i = marked; i < n; i++)
+			vols[i]->busy = false;
 		struct st_image *im = map_get(&d->images, t->img);
 		if (im)
 			im->deleting = false;
 		d->busy--;
 		pthread_mutex_unlock(&s->lock);
-		char *tp = st_task_path(s, t->id);
-		unlink(tp);
-		free(tp);
-		free(copies);
-		free(t);
-		return st_fail(e, RPC_E_GENERAL, "cannot mark volumes for deletion: %s", strerror(-rc));
+		if (bad == 0) {   /* else the record stays: it explains them */
+			char *tp = st_task_path(s, t->id);
+			unlink(tp);
+			free(tp);
+		} else {
+			st_task_finish(s, t, ST_TR_CLEAN_FAILURE, 100, why);
+			pthread_mutex_lock(&s->lock);
+			map_put(&s->tasks, t->id, t);
+			pthread_mutex_unlock(&s->lock);
+			t = NULL;
+		}
+		st_task_free(t);
+		return st_fail(e, RPC_E_GENERAL, "cannot mark volumes for deletion: %s%s%s",
+			       strerror(-rc), why[0] ? "; " : "", why);
 	}
-	free(copies);
 	snprintf(task_id, 37, "%.36s", t->id);
 	st_task_submit(s, t);
 	return 0;
 }
 
-int st_volume_delete(struct storage_state *s, const char *sd, const char *img, const char *vol,
-		     char task_id[37], struct st_err *e)
+static const struct st_delopts no_opts;
+
+static int check_opts(const struct st_delopts *o, struct st_err *e)
 {
+	if (o->force)
+		return st_fail(e, RPC_E_PARAMS, "force: removing volumes other volumes depend on "
+			       "is not supported");
+	return 0;
+}
+
+int st_volume_delete(struct storage_state *s, const char *sd, const char *img, const char *vol,
+		     const struct st_delopts *o, char task_id[37], struct st_err *e)
+{
+	if (!o)
+		o = &no_opts;
+	if (check_opts(o, e) < 0)
+		return -1;
 	struct st_domain *d = NULL;
 	pthread_mutex_lock(&s->lock);
 	struct st_volume *v = find_vol(s, sd, img, vol, &d, e);
 	if (!v)
+		goto fail;
+	if (st_spm_require(s, d, e) < 0)
 		goto fail;
 	if (v->busy) {
 		st_fail(e, RPC_E_GENERAL, "volume %s is busy with another operation", vol);
@@ -331,15 +432,21 @@ int st_volume_delete(struct storage_state *s, const char *sd, const char *img, c
 	snprintf(t->sd, sizeof(t->sd), "%.36s", sd);
 	snprintf(t->img, sizeof(t->img), "%.36s", img);
 	snprintf(t->vol, sizeof(t->vol), "%.36s", vol);
+	t->postzero = o->postzero;
+	t->discard = o->discard;
 	return queue_delete(s, d, t, &v, 1, task_id, e);
 fail:
 	pthread_mutex_unlock(&s->lock);
 	return -1;
 }
 
-int st_image_delete(struct storage_state *s, const char *sd, const char *img, char task_id[37],
-		    struct st_err *e)
+int st_image_delete(struct storage_state *s, const char *sd, const char *img,
+		    const struct st_delopts *o, char task_id[37], struct st_err *e)
 {
+	if (!o)
+		o = &no_opts;
+	/* force is deprecated and not evaluated for images, as in VDSM (the
+	 * engine sends "True"); the template check below always applies. */
 	if (!st_is_uuid(img))
 		return st_fail(e, RPC_E_PARAMS, "imageID: not a UUID");
 	pthread_mutex_lock(&s->lock);
@@ -351,6 +458,8 @@ int st_image_delete(struct storage_state *s, const char *sd, const char *img, ch
 		st_fail(e, RPC_E_NO_IMAGE, "%s in domain %s", img, sd);
 		goto fail;
 	}
+	if (st_spm_require(s, d, e) < 0)
+		goto fail;
 	for (size_t i = 0; i < im->n; i++)
 		if (im->vols[i]->busy || im->deleting) {
 			st_fail(e, RPC_E_GENERAL, "image %s has operations in progress", img);
@@ -358,12 +467,12 @@ int st_image_delete(struct storage_state *s, const char *sd, const char *img, ch
 		}
 	/* A volume of another image backed by one of ours blocks the delete. */
 	for (struct st_map_ent *it = map_first(&d->volumes); it; it = map_next(&d->volumes, it)) {
-		struct st_volume *o = map_val(it);
-		if (strcmp(o->image, img) == 0 || strcmp(o->parent, ST_BLANK_UUID) == 0)
+		struct st_volume *ov = map_val(it);
+		if (strcmp(ov->image, img) == 0 || strcmp(ov->parent, ST_BLANK_UUID) == 0)
 			continue;
-		struct st_volume *p = map_get(&d->volumes, o->parent);
+		struct st_volume *p = map_get(&d->volumes, ov->parent);
 		if (p && strcmp(p->image, img) == 0) {
-			st_fail(e, RPC_E_GENERAL, "image %s is a template of volume %s", img, o->uuid);
+			st_fail(e, RPC_E_GENERAL, "image %s is a template of volume %s", img, ov->uuid);
 			goto fail;
 		}
 	}
@@ -375,6 +484,8 @@ int st_image_delete(struct storage_state *s, const char *sd, const char *img, ch
 	struct st_task *t = st_task_alloc(ST_TK_IMAGE_DELETE);
 	snprintf(t->sd, sizeof(t->sd), "%.36s", sd);
 	snprintf(t->img, sizeof(t->img), "%.36s", img);
+	t->postzero = o->postzero;
+	t->discard = o->discard;
 	/* Newest first: a child is marked ILLEGAL (and removed) before its
 	 * parent, so a crash midway never leaves a LEGAL child without its
 	 * backing file. */
@@ -390,87 +501,144 @@ fail:
 	return -1;
 }
 
+int st_volumes_delete(struct storage_state *s, const char *sd, const char *img,
+		      const char *const *ids, size_t n, const struct st_delopts *o,
+		      char task_id[37], struct st_err *e)
+{
+	if (!o)
+		o = &no_opts;
+	if (check_opts(o, e) < 0)
+		return -1;
+	if (n == 0 || n > 1024)
+		return st_fail(e, RPC_E_PARAMS, "volumeList: 1 to 1024 volumes");
+	struct st_domain *d = NULL;
+	struct st_volume **vols = xcalloc(n, sizeof(*vols));
+	pthread_mutex_lock(&s->lock);
+	int rc = 0;
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		vols[i] = st_find_volume(s, sd, img, ids[i], &d, e);
+		if (!vols[i])
+			rc = -1;
+		else if (vols[i]->busy)
+			rc = st_fail(e, RPC_E_GENERAL, "volume %s is busy", ids[i]);
+		for (size_t k = 0; rc == 0 && k < i; k++)
+			if (vols[k] == vols[i])
+				rc = st_fail(e, RPC_E_PARAMS, "volumeList: %s twice", ids[i]);
+	}
+	if (rc == 0)
+		rc = st_spm_require(s, d, e);
+	/* Children before parents; a volume whose child is not deleted with
+	 * it is refused (it would leave a child without its backing file). */
+	size_t placed = 0;
+	while (rc == 0 && placed < n) {
+		size_t pick = n;
+		for (size_t i = placed; i < n && pick == n; i++) {
+			bool leaf = true;
+			for (struct st_map_ent *it = map_first(&d->volumes); it && leaf;
+			     it = map_next(&d->volumes, it)) {
+				const struct st_volume *c = map_val(it);
+				if (strcmp(c->parent, vols[i]->uuid) != 0)
+					continue;
+				bool listed_later = false;
+				for (size_t k = placed; k < n; k++)
+					listed_later |= vols[k] == c;
+				bool listed_before = false;
+				for (size_t k = 0; k < placed; k++)
+					listed_before |= vols[k] == c;
+				if (listed_later || !listed_before)
+					leaf = false;
+			}
+			if (leaf)
+				pick = i;
+		}
+		if (pick == n) {
+			rc = st_fail(e, RPC_E_GENERAL, "volumeList: a volume has children that are "
+				     "not deleted with it");
+			break;
+		}
+		struct st_volume *tmp = vols[placed];
+		vols[placed] = vols[pick];
+		vols[pick] = tmp;
+		placed++;
+	}
+	if (rc == 0 && !st_task_queue_has_room(s))
+		rc = st_fail(e, RPC_E_NO_RESOURCES, "too many storage tasks queued");
+	if (rc < 0) {
+		pthread_mutex_unlock(&s->lock);
+		free(vols);
+		return -1;
+	}
+	struct st_task *t = st_task_alloc(ST_TK_DELETE);
+	snprintf(t->sd, sizeof(t->sd), "%.36s", sd);
+	snprintf(t->img, sizeof(t->img), "%.36s", img);
+	snprintf(t->vol, sizeof(t->vol), "%.36s", vols[0]->uuid);
+	t->postzero = o->postzero;
+	t->discard = o->discard;
+	rc = queue_delete(s, d, t, vols, n, task_id, e);   /* releases the lock */
+	free(vols);
+	return rc;
+}
+
 static void run_delete(struct storage_state *s, struct st_task *t)
 {
 	pthread_mutex_lock(&s->lock);
 	struct st_domain *d = map_get(&s->domains, t->sd);
-	struct st_image *im = map_get(&d->images, t->img);
-	size_t n = 0;
-	char (*ids)[37] = NULL;
-	if (t->kind == ST_TK_DELETE) {
-		ids = xcalloc(1, sizeof(*ids));
-		snprintf(ids[0], 37, "%.36s", t->vol);
-		n = 1;
-	} else if (im) {
-		ids = xcalloc(im->n ? im->n : 1, sizeof(*ids));
-		for (size_t i = im->n; i-- > 0;)   /* newest (children) first */
-			snprintf(ids[n++], 37, "%.36s", im->vols[i]->uuid);
-	}
 	bool aborted = __atomic_load_n(&t->abort, __ATOMIC_ACQUIRE);
 	pthread_mutex_unlock(&s->lock);
 
-	char *idir = st_img_dir(d, t->img);
 	char err[256] = "";
+	size_t failed = 0;
 	if (aborted) {
 		/* Not started: the volumes are intact; make them LEGAL again. */
-		for (size_t i = 0; i < n; i++) {
-			struct st_volume copy;
-			pthread_mutex_lock(&s->lock);
-			struct st_volume *v = map_get(&d->volumes, ids[i]);
-			v->legal = true;
-			copy = *v;
-			pthread_mutex_unlock(&s->lock);
-			st_vol_write_meta(d, &copy);
-			pthread_mutex_lock(&s->lock);
-			v->busy = false;
-			pthread_mutex_unlock(&s->lock);
-		}
-		snprintf(err, sizeof(err), "Task is aborted: %s", t->abort_why);
+		failed = restore_legal(s, d, t->vols, t->nvols, err, sizeof(err));
+		if (!failed)
+			st_task_abort_msg(s, t, err, sizeof(err));
 	} else {
-		for (size_t i = 0; i < n; i++) {
-			char *dp = st_vol_data_path(d, t->img, ids[i]);
-			char *mp = st_vol_meta_path(d, t->img, ids[i]);
+		for (size_t i = 0; i < t->nvols; i++) {   /* children first */
+			const char *id = t->vols[i];
 			int rc = 0;
-			if (unlink(dp) < 0 && errno != ENOENT)
-				rc = -errno;
-			if (rc == 0 && unlink(mp) < 0 && errno != ENOENT)
-				rc = -errno;
-			free(dp);
-			free(mp);
+			if (t->postzero || t->discard)
+				rc = st_vol_scrub(d, t->img, id, t->postzero, t->discard);
+			if (rc == 0)
+				rc = st_vol_unlink(d, t->img, id, false);
+			if (rc == 0)
+				rc = st_vol_unlink(d, t->img, id, true);
 			pthread_mutex_lock(&s->lock);
 			if (rc == 0) {
-				index_del_volume(d, ids[i]);
+				index_del_volume(d, id);
 			} else {
-				struct st_volume *v = map_get(&d->volumes, ids[i]);
-				v->busy = false;   /* stays ILLEGAL */
-				if (!err[0])
-					snprintf(err, sizeof(err), "removing volume %s: %s", ids[i],
+				struct st_volume *v = map_get(&d->volumes, id);
+				v->busy = false;   /* stays ILLEGAL; the record says why */
+				if (!failed)
+					snprintf(err, sizeof(err), "removing volume %s: %s", id,
 						 strerror(-rc));
+				failed++;
 			}
 			pthread_mutex_unlock(&s->lock);
 		}
-		st_fsync_dir(idir);
 	}
 	pthread_mutex_lock(&s->lock);
-	im = map_get(&d->images, t->img);
+	struct st_image *im = map_get(&d->images, t->img);
 	if (im)
 		im->deleting = false;
 	bool empty = !im;
 	pthread_mutex_unlock(&s->lock);
-	job_release(s, d, idir, empty);
-	free(idir);
-	free(ids);
-	if (aborted)
+	job_release(s, d, t->img, empty);
+	if (failed)
+		st_task_finish(s, t, ST_TR_CLEAN_FAILURE, aborted ? TASK_ABORTED_CODE : 100, err);
+	else if (aborted)
 		st_task_finish(s, t, ST_TR_CLEAN_SUCCESS, TASK_ABORTED_CODE, err);
-	else if (err[0])
-		st_task_finish(s, t, ST_TR_CLEAN_FAILURE, 100, err);
 	else
 		st_task_finish(s, t, ST_TR_SUCCESS, 0, "1 jobs completed successfully");
 }
 
 void st_task_run(struct storage_state *s, struct st_task *t)
 {
-	if (t->kind == ST_TK_CREATE)
+	if (t->kind == ST_TK_SPM_START)
+		st_spm_run_start(s, t);
+	else if (t->kind == ST_TK_EXTEND)
+		st_volume_run_extend(s, t);
+	else if (t->kind == ST_TK_CREATE)
 		run_create(s, t);
 	else
 		run_delete(s, t);

@@ -1,20 +1,26 @@
 /* vdsmd/storage/st_scan.c - startup reconciliation of a domain's images/
  * directory with its index.
  *
- * Rules (every action is logged; nothing half-made is ever served):
- *   <vol>.meta LEGAL with its data file      -> indexed
- *   <vol>.meta ILLEGAL (creation or deletion cut short) -> data + meta removed
- *   <vol>.meta unreadable / bad checksum     -> data + meta removed
- *   <vol>.meta LEGAL but data missing        -> meta removed
- *   data file without .meta (orphan)         -> removed
- *   *.tmp (an interrupted atomic write)      -> removed
- *   image directory left empty               -> removed
- * Names that are not ours (not UUID-shaped) are reported and left alone. */
+ * Nothing is removed unless an unfinished task record claims it (task
+ * records are loaded first): such a task died with vdsmd, and what it left
+ * half-made is undone (st_tasks_recover then reports what happened).
+ *   <vol>.meta LEGAL with its data file                    -> indexed
+ *   claimed by an unfinished task, ILLEGAL / no data / corrupt -> removed
+ *   ILLEGAL, unclaimed (a failed rollback, Volume.setLegality, legal=false)
+ *                                                          -> indexed ILLEGAL
+ *   LEGAL without data, unclaimed                          -> indexed ILLEGAL
+ *   unreadable / corrupt .meta, unclaimed                  -> left alone, logged
+ *   data file without .meta: claimed -> removed; else left alone, logged
+ *   *.tmp (an interrupted atomic write)                    -> removed
+ *   image directory left empty                             -> removed
+ * Every access is relative to the domain's directory descriptor and never
+ * follows a symlink (st_safe.c): a planted link is reported, not entered. */
 #include "st.h"
 #include "../../common/log.h"
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,25 +33,28 @@ static bool ends_with(const char *s, const char *suf)
 	return n >= m && strcmp(s + n - m, suf) == 0;
 }
 
-static void remove_file(struct storage_state *s, const char *dir, const char *name,
-			const char *why)
+static void remove_at(struct storage_state *s, int ifd, const char *idir, const char *name,
+		      const char *why)
 {
-	char *p = st_path(dir, name);
-	if (unlink(p) == 0) {
+	if (unlinkat(ifd, name, 0) == 0) {
 		s->scan_removed++;
-		log_warn("storage: scan: removed %s (%s)", p, why);
+		log_warn("storage: scan: removed %s/%s (%s)", idir, name, why);
 	} else if (errno != ENOENT) {
-		log_error("storage: scan: cannot remove %s (%s): %s", p, why, strerror(errno));
+		log_error("storage: scan: cannot remove %s/%s (%s): %s", idir, name, why,
+			  strerror(errno));
 	}
-	free(p);
 }
 
-static void scan_image(struct storage_state *s, struct st_domain *d, const char *img,
+static void scan_image(struct storage_state *s, struct st_domain *d, const char *img, int ifd,
 		       const char *idir)
 {
-	DIR *dh = opendir(idir);
-	if (!dh)
+	int lfd = fcntl(ifd, F_DUPFD_CLOEXEC, 0);
+	DIR *dh = lfd >= 0 ? fdopendir(lfd) : NULL;
+	if (!dh) {
+		if (lfd >= 0)
+			close(lfd);
 		return;
+	}
 	/* Pass 1: metadata files decide what each volume is. */
 	struct dirent *de;
 	char **datafiles = NULL;
@@ -55,7 +64,7 @@ static void scan_image(struct storage_state *s, struct st_domain *d, const char 
 		if (n[0] == '.')
 			continue;
 		if (ends_with(n, ".tmp")) {
-			remove_file(s, idir, n, "interrupted write");
+			remove_at(s, ifd, idir, n, "interrupted write");
 			continue;
 		}
 		if (strlen(n) == 36 && vd_is_uuid(n, 36)) {
@@ -72,51 +81,71 @@ static void scan_image(struct storage_state *s, struct st_domain *d, const char 
 		struct st_volume *v = vol_new();
 		snprintf(v->uuid, sizeof(v->uuid), "%.36s", vol);
 		snprintf(v->image, sizeof(v->image), "%.36s", img);
-		char *mp = st_path(idir, n), *dp = st_path(idir, vol);
-		int rc = st_vol_read_meta(mp, v);
+		int rc = st_vol_read_meta_at(ifd, n, v);
 		struct stat st;
-		bool have_data = lstat(dp, &st) == 0 && S_ISREG(st.st_mode);
-		const char *why = NULL;
-		if (rc)
-			why = "unreadable or corrupt metadata";
-		else if (!v->legal)
-			why = "ILLEGAL leftover of an interrupted operation";
-		else if (!have_data)
-			why = "metadata without data";
-		else if (map_get(&d->volumes, vol))
-			why = "duplicate volume id";
-		if (why) {
-			if (have_data && strcmp(why, "duplicate volume id") != 0)
-				remove_file(s, idir, vol, why);
-			remove_file(s, idir, n, why);
+		bool have_data = fstatat(ifd, vol, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+				 S_ISREG(st.st_mode);
+		struct st_task *claim = st_task_claim(s, d->uuid, vol);
+		if (map_get(&d->volumes, vol)) {
+			log_error("storage: scan: duplicate volume id %s in %s left alone", vol, idir);
+			vol_free(v);
+		} else if (claim && (rc || !v->legal || !have_data)) {
+			const char *why = "leftover of an interrupted task";
+			if (have_data)
+				remove_at(s, ifd, idir, vol, why);
+			remove_at(s, ifd, idir, n, why);
+			vol_free(v);
+		} else if (rc) {
+			log_error("storage: scan: %s/%s: unreadable or corrupt metadata; volume left "
+				  "alone and not served", idir, n);
 			vol_free(v);
 		} else {
-			v->apparent = st.st_size;
-			v->truesize = (int64_t)st.st_blocks * 512;
+			if (!have_data) {
+				log_error("storage: scan: volume %s/%s has no data file; served ILLEGAL",
+					  img, vol);
+				v->legal = false;
+			} else {
+				v->apparent = st.st_size;
+				v->truesize = (int64_t)st.st_blocks * 512;
+				if (!v->legal)
+					log_warn("storage: scan: volume %s/%s is ILLEGAL (no task owns "
+						 "it); kept", img, vol);
+			}
 			index_add_volume(d, v);
 		}
-		free(mp);
-		free(dp);
 	}
 	closedir(dh);
-	/* Pass 2: data files nobody describes are orphans. */
+	/* Pass 2: data files nobody describes. */
 	for (size_t i = 0; i < ndata; i++) {
 		struct st_volume *v = map_get(&d->volumes, datafiles[i]);
-		if (!v || strcmp(v->image, img) != 0)
-			remove_file(s, idir, datafiles[i], "orphan data without metadata");
+		if (!v || strcmp(v->image, img) != 0) {
+			char mname[48];
+			snprintf(mname, sizeof(mname), "%s.meta", datafiles[i]);
+			struct stat st;
+			bool has_meta = fstatat(ifd, mname, &st, AT_SYMLINK_NOFOLLOW) == 0;
+			if (st_task_claim(s, d->uuid, datafiles[i]))
+				remove_at(s, ifd, idir, datafiles[i], "data of an interrupted task");
+			else if (!has_meta)
+				log_warn("storage: scan: data file %s/%s without metadata left alone",
+					 idir, datafiles[i]);
+		}
 		free(datafiles[i]);
 	}
 	free(datafiles);
-	if (!map_get(&d->images, img) && rmdir(idir) == 0)
-		log_info("storage: scan: removed empty image directory %s", idir);
 }
 
 int st_scan_domain(struct storage_state *s, struct st_domain *d)
 {
 	char *images = st_path(d->dir, "images");
-	DIR *dh = opendir(images);
+	int imfd = st_dir_at(d->dir, "images");
+	int lfd = imfd >= 0 ? fcntl(imfd, F_DUPFD_CLOEXEC, 0) : -1;
+	DIR *dh = lfd >= 0 ? fdopendir(lfd) : NULL;
 	if (!dh) {
 		log_error("storage: domain %s: cannot read %s: %s", d->uuid, images, strerror(errno));
+		if (lfd >= 0)
+			close(lfd);
+		if (imfd >= 0)
+			close(imfd);
 		free(images);
 		return VD_EIO;
 	}
@@ -126,15 +155,21 @@ int st_scan_domain(struct storage_state *s, struct st_domain *d)
 		if (n[0] == '.')
 			continue;
 		char *idir = st_path(images, n);
-		struct stat st;
-		if (strlen(n) == 36 && vd_is_uuid(n, 36) && lstat(idir, &st) == 0 &&
-		    S_ISDIR(st.st_mode))
-			scan_image(s, d, n, idir);
-		else
+		int ifd = strlen(n) == 36 && vd_is_uuid(n, 36)
+			? openat(imfd, n, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
+		if (ifd >= 0) {
+			scan_image(s, d, n, ifd, idir);
+			close(ifd);
+			if (!map_get(&d->images, n) && unlinkat(imfd, n, AT_REMOVEDIR) == 0)
+				log_info("storage: scan: removed empty image directory %s", idir);
+		} else {
 			log_warn("storage: scan: unknown entry %s left alone", idir);
+		}
 		free(idir);
 	}
 	closedir(dh);
+	fsync(imfd);
+	close(imfd);
 	free(images);
 	index_count_children(d);
 	/* A volume whose parent is gone cannot be read: serve it ILLEGAL. */
@@ -146,6 +181,5 @@ int st_scan_domain(struct storage_state *s, struct st_domain *d)
 			v->legal = false;
 		}
 	}
-	st_fsync_dir(d->dir);
 	return 0;
 }

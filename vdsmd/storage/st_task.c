@@ -9,15 +9,28 @@
  * back), cleanFailure (failed and the rollback failed too).
  *
  * Persistence: a record is written (atomically) before the task is queued and
- * again, finished, before its outcome becomes visible.  A record found
- * unfinished at startup belongs to a task that died with vdsmd: it is
- * reported failed, "aborted by restart" (the startup scan has already removed
- * the partial files it left). */
+ * again, finished, before its outcome becomes visible.  The record names every
+ * volume the task may change (VOLUUID / VOLUMES): the startup scan removes an
+ * ILLEGAL volume only when an unfinished record claims it, so a volume left
+ * ILLEGAL by a failed rollback (a finished record explains it) is kept.  A
+ * record found unfinished at startup belongs to a task that died with vdsmd;
+ * its outcome is read from what the scan found (st_tasks_recover): a create
+ * whose volume is complete succeeded, else it was rolled back ("aborted by
+ * restart"); a delete whose volumes were all marked ILLEGAL is completed.
+ *
+ * Shutdown: every unfinished task is aborted; the executors drain the queue,
+ * so queued tasks run their rollback and finish "aborted" (code 411) before
+ * the threads exit; a running qemu-img is killed and reaped.
+ *
+ * Locking: every task field that another thread may change (state, result,
+ * code, message, progress, abort_why, child) is read and written under
+ * s->lock; abort is also an atomic flag polled without it. */
 #include "st.h"
 #include "../../common/log.h"
 
 #include <dirent.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,6 +78,8 @@ static const char *kind_verb(enum st_task_kind k)
 	case ST_TK_CREATE: return "createVolume";
 	case ST_TK_DELETE: return "deleteVolume";
 	case ST_TK_IMAGE_DELETE: return "deleteImage";
+	case ST_TK_SPM_START: return "spmStart";
+	case ST_TK_EXTEND: return "extendVolumeSize";
 	}
 	return "unknown";
 }
@@ -84,6 +99,14 @@ struct st_task *st_task_alloc(enum st_task_kind kind)
 	snprintf(t->message, sizeof(t->message), "Task is initializing");
 	t->ctime = (uint64_t)time(NULL);
 	return t;
+}
+
+void st_task_free(struct st_task *t)
+{
+	if (t) {
+		free(t->vols);
+		free(t);
+	}
 }
 
 void st_task_status_copy(const struct st_task *t, struct st_task_status *out)
@@ -112,12 +135,30 @@ int st_task_persist(const struct storage_state *s, const struct st_task *t)
 	kv_set(&kv, "SDUUID", t->sd);
 	kv_set(&kv, "IMGUUID", t->img);
 	kv_set(&kv, "VOLUUID", t->vol);
+	if (t->nvols) {
+		struct vd_buf b = VD_BUF_INIT;
+		for (size_t i = 0; i < t->nvols; i++)
+			buf_printf(&b, "%s%s", i ? "," : "", t->vols[i]);
+		kv_set(&kv, "VOLUMES", b.data);
+		buf_free(&b);
+	}
+	if (t->kind == ST_TK_CREATE)
+		kv_set(&kv, "LEGAL", t->legal ? "1" : "0");
+	if (t->kind == ST_TK_EXTEND)
+		kv_setf(&kv, "SIZE", "%lld", (long long)t->size);
 	kv_setf(&kv, "CTIME", "%llu", (unsigned long long)t->ctime);
 	char *path = st_task_path(s, t->id);
 	int rc = kv_write_file(&kv, path);
 	free(path);
 	kv_free(&kv);
 	return rc;
+}
+
+void st_task_abort_msg(struct storage_state *s, struct st_task *t, char *err, size_t len)
+{
+	pthread_mutex_lock(&s->lock);
+	snprintf(err, len, "Task is aborted: %s", t->abort_why);
+	pthread_mutex_unlock(&s->lock);
 }
 
 static void notify(struct storage_state *s, const struct st_task_status *st)
@@ -152,10 +193,8 @@ void st_task_submit(struct storage_state *s, struct st_task *t)
 void st_task_finish(struct storage_state *s, struct st_task *t, enum st_task_result r,
 		    int code, const char *msg)
 {
-	/* Task.stop writes state and message under the lock: copy them there */
-	struct st_task copy;
 	pthread_mutex_lock(&s->lock);
-	copy = *t;
+	struct st_task copy = *t;
 	pthread_mutex_unlock(&s->lock);
 	copy.state = ST_TS_FINISHED;
 	copy.result = r;
@@ -175,11 +214,11 @@ void st_task_finish(struct storage_state *s, struct st_task *t, enum st_task_res
 	st_task_status_copy(t, &st);
 	pthread_cond_broadcast(&s->task_cond);
 	pthread_mutex_unlock(&s->lock);
-	/* t may be gone now (Task.clear of a finished task): only the copy */
+	/* From here t may be cleared (freed) by Task.clear: only the copy. */
 	if (r == ST_TR_SUCCESS)
 		log_debug("storage: task %s (%s) finished", st.id, st.verb);
 	else
-		log_info("storage: task %s (%s) failed: %s", st.id, st.verb, msg);
+		log_info("storage: task %s (%s) failed: %s", st.id, st.verb, st.message);
 	notify(s, &st);
 }
 
@@ -192,8 +231,8 @@ static void *executor(void *arg)
 	for (;;) {
 		while (!s->quit && !s->qhead)
 			pthread_cond_wait(&s->task_cond, &s->lock);
-		if (s->quit)
-			break;
+		if (!s->qhead)
+			break;   /* quit, and the queue is drained */
 		struct st_task *t = s->qhead;
 		s->qhead = t->qnext;
 		if (!s->qhead)
@@ -237,17 +276,21 @@ void st_stop_workers(struct storage_state *s)
 		return;
 	pthread_mutex_lock(&s->lock);
 	s->quit = true;
-	/* Running tasks roll back; queued ones stay unfinished on disk and
-	 * are reported "aborted by restart" next time. */
+	/* Every unfinished task rolls back: running ones at their next check
+	 * (their qemu-img killed), queued ones when the draining executors
+	 * reach them; all finish "aborted". */
 	for (struct st_map_ent *e = map_first(&s->tasks); e; e = map_next(&s->tasks, e)) {
 		struct st_task *t = map_val(e);
+		if (t->state == ST_TS_FINISHED)
+			continue;
 		/* abort_why is written once, before abort is set: the task
 		 * thread reads it without the lock after seeing abort */
-		if ((t->state == ST_TS_RUNNING || t->state == ST_TS_ABORTING) &&
-		    !__atomic_load_n(&t->abort, __ATOMIC_RELAXED)) {
+		if (!__atomic_load_n(&t->abort, __ATOMIC_RELAXED)) {
 			snprintf(t->abort_why, sizeof(t->abort_why), "vdsmd is shutting down");
 			__atomic_store_n(&t->abort, true, __ATOMIC_RELEASE);
 		}
+		if (t->child > 0)
+			kill(t->child, SIGKILL);
 	}
 	pthread_cond_broadcast(&s->task_cond);
 	pthread_mutex_unlock(&s->lock);
@@ -300,6 +343,8 @@ int st_task_stop(struct storage_state *s, const char *id, struct st_err *e)
 		}
 		t->state = ST_TS_ABORTING;
 		snprintf(t->message, sizeof(t->message), "Task is aborting");
+		if (t->child > 0)
+			kill(t->child, SIGKILL);
 	}
 	st_task_status_copy(t, &st);
 	pthread_mutex_unlock(&s->lock);
@@ -326,7 +371,7 @@ int st_task_clear(struct storage_state *s, const char *id, struct st_err *e)
 	char *path = st_task_path(s, id);
 	unlink(path);
 	free(path);
-	free(t);
+	st_task_free(t);
 	return 0;
 }
 
@@ -364,6 +409,19 @@ int st_task_wait(struct storage_state *s, const char *id, unsigned timeout_ms,
 
 /* ---- recovery ------------------------------------------------------------ */
 
+static void parse_vols(struct st_task *t, const char *list)
+{
+	for (const char *p = list; p && *p;) {
+		const char *c = strchr(p, ',');
+		size_t n = c ? (size_t)(c - p) : strlen(p);
+		if (n == 36 && vd_is_uuid(p, 36)) {
+			t->vols = xrealloc(t->vols, (t->nvols + 1) * sizeof(*t->vols));
+			snprintf(t->vols[t->nvols++], 37, "%.36s", p);
+		}
+		p += n + (c ? 1 : 0);
+	}
+}
+
 static void load_one(struct storage_state *s, const char *dir, const char *name)
 {
 	char *path = st_path(dir, name);
@@ -371,20 +429,29 @@ static void load_one(struct storage_state *s, const char *dir, const char *name)
 	int rc = kv_read_file(&kv, path);
 	const char *id = rc == 0 ? kv_get(&kv, "ID") : NULL;
 	if (rc || !st_is_uuid(id) || strlen(name) != 36 + 5 || strncmp(name, id, 36) != 0) {
-		log_warn("storage: removing unreadable task record %s", path);
-		unlink(path);
+		/* Kept aside, not removed: it may be the only record of
+		 * volumes left ILLEGAL. */
+		char *bad = st_pathf("%s.bad", path);
+		log_error("storage: unreadable task record %s renamed to %s", path, bad);
+		rename(path, bad);
+		free(bad);
 		if (rc == 0)
 			kv_free(&kv);
 		free(path);
 		return;
 	}
 	int kind = (int)kv_get_int(&kv, "KIND", 0);
-	struct st_task *t = st_task_alloc(kind >= ST_TK_CREATE && kind <= ST_TK_IMAGE_DELETE
+	struct st_task *t = st_task_alloc(kind >= ST_TK_CREATE && kind <= ST_TK_EXTEND
 					  ? (enum st_task_kind)kind : ST_TK_CREATE);
 	snprintf(t->id, sizeof(t->id), "%.36s", id);
 	snprintf(t->sd, sizeof(t->sd), "%.36s", kv_get(&kv, "SDUUID") ? kv_get(&kv, "SDUUID") : "");
 	snprintf(t->img, sizeof(t->img), "%.36s", kv_get(&kv, "IMGUUID") ? kv_get(&kv, "IMGUUID") : "");
 	snprintf(t->vol, sizeof(t->vol), "%.36s", kv_get(&kv, "VOLUUID") ? kv_get(&kv, "VOLUUID") : "");
+	parse_vols(t, kv_get(&kv, "VOLUMES"));
+	if (!t->nvols && st_is_uuid(t->vol))
+		parse_vols(t, t->vol);
+	t->legal = kv_get_int(&kv, "LEGAL", 1) == 1;
+	t->size = kv_get_int(&kv, "SIZE", 0);
 	t->ctime = (uint64_t)kv_get_int(&kv, "CTIME", 0);
 	const char *state = kv_get(&kv, "STATE");
 	if (state && strcmp(state, "finished") == 0) {
@@ -395,29 +462,84 @@ static void load_one(struct storage_state *s, const char *dir, const char *name)
 			 kv_get(&kv, "MESSAGE") ? kv_get(&kv, "MESSAGE") : "");
 		t->progress = t->result == ST_TR_SUCCESS ? 100 : 0;
 	} else {
-		/* Died with vdsmd.  A create whose volume reached LEGAL did
-		 * complete; anything else was rolled back by the scan. */
-		struct st_domain *d = map_get(&s->domains, t->sd);
-		struct st_volume *v = d ? map_get(&d->volumes, t->vol) : NULL;
-		t->state = ST_TS_FINISHED;
-		if (t->kind == ST_TK_CREATE && v && v->legal) {
-			t->result = ST_TR_SUCCESS;
-			t->code = 0;
-			t->progress = 100;
-			snprintf(t->message, sizeof(t->message), "1 jobs completed successfully");
-		} else {
-			t->result = ST_TR_CLEAN_SUCCESS;
-			t->code = 100;
-			snprintf(t->message, sizeof(t->message), "aborted by restart");
-		}
-		s->tasks_aborted++;
-		rc = st_task_persist(s, t);
-		log_warn("storage: task %s (%s) was running when vdsmd stopped: %s%s", t->id,
-			 t->verb, t->message, rc < 0 ? " (record not updated)" : "");
+		t->recovering = true;   /* decided by st_tasks_recover */
+		s->tasks_recovering++;
 	}
 	map_put(&s->tasks, t->id, t);
 	kv_free(&kv);
 	free(path);
+}
+
+struct st_task *st_task_claim(struct storage_state *s, const char *sd, const char *vol)
+{
+	if (!s->tasks_recovering)
+		return NULL;   /* after startup: nothing is claimed */
+	for (struct st_map_ent *e = map_first(&s->tasks); e; e = map_next(&s->tasks, e)) {
+		struct st_task *t = map_val(e);
+		if (!t->recovering || strcmp(t->sd, sd) != 0)
+			continue;
+		for (size_t i = 0; i < t->nvols; i++)
+			if (strcmp(t->vols[i], vol) == 0)
+				return t;
+	}
+	return NULL;
+}
+
+void st_tasks_recover(struct storage_state *s)
+{
+	for (struct st_map_ent *e = map_first(&s->tasks); e; e = map_next(&s->tasks, e)) {
+		struct st_task *t = map_val(e);
+		if (!t->recovering)
+			continue;
+		t->recovering = false;
+		struct st_domain *d = map_get(&s->domains, t->sd);
+		size_t left = 0;
+		for (size_t i = 0; d && i < t->nvols; i++)
+			if (map_get(&d->volumes, t->vols[i]))
+				left++;
+		t->state = ST_TS_FINISHED;
+		const char *done = "1 jobs completed successfully";
+		if (!d && t->kind != ST_TK_SPM_START) {
+			t->result = ST_TR_CLEAN_FAILURE;
+			t->code = 100;
+			snprintf(t->message, sizeof(t->message),
+				 "interrupted by restart; storage domain %s is not available", t->sd);
+		} else if (t->kind == ST_TK_EXTEND) {
+			struct st_volume *v = map_get(&d->volumes, t->vol);
+			bool ok = v && v->capacity >= t->size;
+			t->result = ok ? ST_TR_SUCCESS : ST_TR_CLEAN_SUCCESS;
+			t->code = ok ? 0 : rpc_err_code(RPC_E_TASK_ABORTED);
+			snprintf(t->message, sizeof(t->message), "%s", ok ? done : "aborted by restart");
+		} else if (t->kind == ST_TK_CREATE) {
+			struct st_volume *v = map_get(&d->volumes, t->vol);
+			bool ok = v && (v->legal || !t->legal);
+			t->result = ok ? ST_TR_SUCCESS : ST_TR_CLEAN_SUCCESS;
+			t->code = ok ? 0 : rpc_err_code(RPC_E_TASK_ABORTED);
+			snprintf(t->message, sizeof(t->message), "%s", ok ? done : "aborted by restart");
+		} else if (t->kind == ST_TK_SPM_START || left == t->nvols) {
+			/* the SPM role does not survive a restart; a delete
+			 * that removed nothing was not started */
+			t->result = ST_TR_CLEAN_SUCCESS;
+			t->code = rpc_err_code(RPC_E_TASK_ABORTED);
+			snprintf(t->message, sizeof(t->message), "aborted by restart");
+		} else if (left == 0) {
+			t->result = ST_TR_SUCCESS;
+			t->code = 0;
+			snprintf(t->message, sizeof(t->message), "%s", done);
+		} else {
+			t->result = ST_TR_CLEAN_FAILURE;
+			t->code = 100;
+			snprintf(t->message, sizeof(t->message),
+				 "interrupted by restart: %zu of %zu volumes removed, %zu kept",
+				 t->nvols - left, t->nvols, left);
+		}
+		t->progress = t->result == ST_TR_SUCCESS ? 100 : 0;
+		s->tasks_aborted++;
+		s->tasks_recovering--;
+		int rc = st_task_persist(s, t);
+		log_warn("storage: task %s (%s) was unfinished when vdsmd stopped: %s%s", t->id,
+			 t->verb, t->message, rc < 0 ? " (record not updated)" : "");
+	}
 }
 
 int st_tasks_load(struct storage_state *s)

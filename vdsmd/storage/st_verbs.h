@@ -29,15 +29,48 @@ int vh_sd_get_stats(struct rpc_call *c);
 int vh_sd_get_volumes(struct rpc_call *c);
 int vh_sd_get_images(struct rpc_call *c);
 int vh_sd_format(struct rpc_call *c);
+int vh_sd_activate(struct rpc_call *c);
+int vh_sd_attach(struct rpc_call *c);
+int vh_sd_detach(struct rpc_call *c);
+int vh_sp_destroy(struct rpc_call *c);
+int vh_sp_refresh(struct rpc_call *c);
+int vh_sd_deactivate(struct rpc_call *c);
 int vh_sp_create(struct rpc_call *c);
 int vh_sp_connect(struct rpc_call *c);
 int vh_sp_disconnect(struct rpc_call *c);
 int vh_sp_get_info(struct rpc_call *c);
 int vh_sp_get_spm_status(struct rpc_call *c);
+int vh_sp_spm_start(struct rpc_call *c);
+int vh_sp_spm_stop(struct rpc_call *c);
+
+/* st_verbs_image.c */
+int vh_img_prepare(struct rpc_call *c);
+int vh_img_teardown(struct rpc_call *c);
+int vh_vol_set_legality(struct rpc_call *c);
+int vh_vol_refresh(struct rpc_call *c);
+int vh_vol_qemu_info(struct rpc_call *c);
+int vh_vol_measure(struct rpc_call *c);
+int vh_vol_extend_size(struct rpc_call *c);
+int vh_task_get_info(struct rpc_call *c);
+int vh_task_revert(struct rpc_call *c);
+
+/* st_verbs_jobs.c */
+int vh_sdm_copy_data(struct rpc_call *c);
+/* Host.getJobs' map (storage jobs), for storage_write_jobs. */
+void st_write_jobs(struct storage_state *s, struct vd_writer *w, const char *type,
+		   const struct vd_value *ids);
+void verb_write_job(struct vd_writer *w, const struct st_job_info *j);
+/* The same members, into an object the caller opened (event params). */
+void verb_write_job_fields(struct vd_writer *w, const struct st_job_info *j);
+
+/* st_verbs_conn.c */
+int vh_sp_connect_server(struct rpc_call *c);
+int vh_sp_disconnect_server(struct rpc_call *c);
 
 /* st_verbs_volume.c */
 int vh_img_get_volumes(struct rpc_call *c);
 int vh_img_delete(struct rpc_call *c);
+int vh_img_delete_volumes(struct rpc_call *c);
 int vh_vol_create(struct rpc_call *c);
 int vh_vol_get_info(struct rpc_call *c);
 int vh_vol_get_size(struct rpc_call *c);

@@ -4,6 +4,7 @@
 #include "st_verbs.h"
 #include "../vdsmd.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,6 +88,12 @@ static bool is_null(const struct vd_value *v)
 	return !v || v->type == VD_NULL || (v->type == VD_STRING && v->v.s.len == 0);
 }
 
+/* The engine sends "" for "any" (storageType, remotePath). */
+static bool is_any(const struct vd_value *v)
+{
+	return is_null(v) || (v->type == VD_STRING && v->v.s.len == 0);
+}
+
 int vh_host_get_storage_domains(struct rpc_call *c)
 {
 	struct storage_state *s = verb_state(c);
@@ -104,8 +111,8 @@ int vh_host_get_storage_domains(struct rpc_call *c)
 		if (strcmp(spid, ST_BLANK_UUID) == 0)
 			spid[0] = '\0';
 	}
-	int want_class = is_null(cls) ? 0 : enum_arg(cls, st_domclass_parse);
-	int want_type = is_null(typ) ? 0 : enum_arg(typ, domtype_from_name);
+	int want_class = is_any(cls) ? 0 : enum_arg(cls, st_domclass_parse);
+	int want_type = is_any(typ) ? 0 : enum_arg(typ, domtype_from_name);
 	if (want_class < 0)
 		return rpc_fail(c, RPC_E_PARAMS, "domainClass: unknown class");
 	if (want_type < 0)
@@ -180,8 +187,8 @@ int vh_sd_get_info(struct rpc_call *c)
 	vw_kint(w, "alignment", 1048576);
 	if (d->master) {
 		vw_kint(w, "master_ver", s->pool_master_ver);
-		vw_kint(w, "lver", 0);
-		vw_kint(w, "spm_id", 1);
+		vw_kint(w, "lver", s->spm_lver);
+		vw_kint(w, "spm_id", s->spm_holder);
 	}
 	vw_end_object(w);
 	pthread_mutex_unlock(&s->lock);
@@ -268,32 +275,76 @@ int vh_sp_create(struct rpc_call *c)
 			return rpc_fail(c, RPC_E_PARAMS, "domainList[%zu]: not a UUID", i);
 		doms[i] = arena_strndup(c->arena, it->v.s.ptr, it->v.s.len);
 	}
+	int64_t renew = rpc_arg_int(c, "lockRenewalIntervalSec", 0);
+	int64_t ltime = rpc_arg_int(c, "leaseTimeSec", 0);
+	if (renew < 0 || renew > 3600 || ltime < 0 || ltime > 7200)
+		return rpc_fail(c, RPC_E_PARAMS, "lockRenewalIntervalSec/leaseTimeSec out of range");
+	int64_t io = rpc_arg_int(c, "ioOpTimeoutSec", 0), retries = rpc_arg_int(c, "leaseRetries", 0);
+	if (io < 0 || io > 3600 || retries < 0 || retries > 1000)
+		return rpc_fail(c, RPC_E_PARAMS, "ioOpTimeoutSec/leaseRetries out of range");
+	struct st_lease_cfg lease = { (unsigned)renew * 1000, (unsigned)ltime * 1000,
+				      (unsigned)io * 1000, (unsigned)retries };
 	struct st_err e = { 0 };
 	if (st_pool_create(s, rpc_arg_str(c, "storagepoolID", NULL), rpc_arg_str(c, "name", NULL),
 			   rpc_arg_str(c, "masterSdUUID", NULL),
-			   (int)rpc_arg_int(c, "masterVersion", 0), doms, n, &e) < 0)
+			   (int)rpc_arg_int(c, "masterVersion", 0), doms, n, &lease, &e) < 0)
 		return verb_fail(c, &e);
 	return 0;
 }
 
-static int pool_connect(struct storage_state *s, const char *sp, struct st_err *e)
-{
-	return st_pool_connect(s, sp, true, e);
-}
-
-static int pool_disconnect(struct storage_state *s, const char *sp, struct st_err *e)
-{
-	return st_pool_connect(s, sp, false, e);
-}
-
 int vh_sp_connect(struct rpc_call *c)
 {
-	return verb_by_id(c, "storagepoolID", pool_connect);
+	struct storage_state *s = verb_state(c);
+	if (!s)
+		return -1;
+	int64_t host = rpc_arg_int(c, "hostID", 1);
+	int64_t mver = rpc_arg_int(c, "masterVersion", 0);
+	struct st_err e = { 0 };
+	if (st_pool_connect(s, rpc_arg_str(c, "storagepoolID", NULL), true,
+			    host < 0 || host > 100000 ? 0 : (int)host,
+			    rpc_arg_str(c, "masterSdUUID", NULL),
+			    mver < 0 || mver > INT32_MAX ? -1 : (int)mver, &e) < 0)
+		return verb_fail(c, &e);
+	return 0;
+}
+
+int vh_sp_spm_start(struct rpc_call *c)
+{
+	struct storage_state *s = verb_state(c);
+	if (!s)
+		return -1;
+	struct st_err e = { 0 };
+	char tid[37];
+	if (st_spm_start(s, rpc_arg_str(c, "storagepoolID", NULL), tid, &e) < 0)
+		return verb_fail(c, &e);
+	vw_strz(c->w, tid);
+	return 0;
+}
+
+int vh_sp_spm_stop(struct rpc_call *c)
+{
+	return verb_by_id(c, "storagepoolID", st_spm_stop);
 }
 
 int vh_sp_disconnect(struct rpc_call *c)
 {
-	return verb_by_id(c, "storagepoolID", pool_disconnect);
+	struct storage_state *s = verb_state(c);
+	if (!s)
+		return -1;
+	if (rpc_arg_bool(c, "remove", false))
+		return rpc_fail(c, RPC_E_PARAMS, "remove: not supported (use StoragePool.destroy)");
+	int64_t host = rpc_arg_int(c, "hostID", 1);
+	struct st_err e = { 0 };
+	pthread_mutex_lock(&s->lock);
+	bool ours = s->pool_connected && s->pool_uuid[0] &&
+		    strcmp(s->pool_uuid, rpc_arg_str(c, "storagepoolID", NULL)) == 0;
+	pthread_mutex_unlock(&s->lock);
+	if (ours)
+		st_spm_release(s);   /* a disconnecting SPM frees its lease */
+	if (st_pool_connect(s, rpc_arg_str(c, "storagepoolID", NULL), false,
+			    host < 1 || host > 2000 ? 0 : (int)host, NULL, 0, &e) < 0)
+		return verb_fail(c, &e);
+	return 0;
 }
 
 /* Caller holds the lock. */
@@ -301,7 +352,7 @@ static bool pool_known(struct storage_state *s, struct rpc_call *c)
 {
 	const char *sp = rpc_arg_str(c, "storagepoolID", NULL);
 	if (!s->pool_uuid[0] || strcmp(s->pool_uuid, sp) != 0 || !s->pool_connected) {
-		rpc_fail(c, RPC_E_GENERAL, "Unknown pool id, pool not connected: %s", sp);
+		rpc_fail(c, RPC_E_NO_POOL, "%s", sp);
 		return false;
 	}
 	return true;
@@ -328,7 +379,7 @@ int vh_sp_get_info(struct rpc_call *c)
 	vw_begin_object(w);
 	vw_keyz(w, "info");
 	vw_begin_object(w);
-	vw_kint(w, "spm_id", 1);
+	vw_kint(w, "spm_id", s->spm_holder);
 	vw_kstr(w, "master_uuid", s->pool_master);
 	vw_kstr(w, "name", s->pool_name ? s->pool_name : "");
 	vw_kstrf(w, "version", "%d", master ? master->version : 5);
@@ -338,7 +389,7 @@ int vh_sp_get_info(struct rpc_call *c)
 	vw_kstr(w, "isoprefix", "");
 	vw_kstr(w, "type", master ? st_domtype_name(master->type) : "LOCALFS");
 	vw_kint(w, "master_ver", s->pool_master_ver);
-	vw_kint(w, "lver", 0);
+	vw_kint(w, "lver", s->spm_lver);
 	vw_end_object(w);
 	vw_keyz(w, "dominfo");
 	vw_begin_object(w);
@@ -372,13 +423,104 @@ int vh_sp_get_spm_status(struct rpc_call *c)
 		return -1;
 	pthread_mutex_lock(&s->lock);
 	bool ok = pool_known(s, c);
+	int state = s->spm_state, holder = s->spm_holder;
+	int64_t lver = s->spm_lver;
 	pthread_mutex_unlock(&s->lock);
 	if (!ok)
 		return -1;
+	/* From memory (the lease is read by spmStart, the renewal thread and
+	 * the monitor, never on this thread): this host when it holds the
+	 * lease, else the holder last seen (-1: none). */
 	vw_begin_object(c->w);
-	vw_kstr(c->w, "spmStatus", "SPM");
-	vw_kint(c->w, "spmLver", 0);
-	vw_kint(c->w, "spmId", 1);
+	vw_kstr(c->w, "spmStatus", state == ST_SPM_SPM ? "SPM" : state == ST_SPM_CONTEND ? "Contend"
+									      : "Free");
+	vw_kint(c->w, "spmLver", lver);
+	vw_kint(c->w, "spmId", holder);
 	vw_end_object(c->w);
+	return 0;
+}
+
+/* StorageDomain.activate / deactivate: the domain must be attached to the
+ * connected pool, and only its SPM changes it.  Domains of a pool are
+ * served (Active) while it is connected; the master cannot be deactivated
+ * (no reconstructMaster here). */
+static int sd_pool_op(struct rpc_call *c, bool activate)
+{
+	struct storage_state *s = verb_state(c);
+	if (!s)
+		return -1;
+	const char *sd = rpc_arg_str(c, "storagedomainID", NULL);
+	const char *sp = rpc_arg_str(c, "storagepoolID", NULL);
+	struct st_err e = { 0 };
+	pthread_mutex_lock(&s->lock);
+	struct st_domain *d = st_domain_get(s, sd, &e);
+	int rc = d ? 0 : -1;
+	if (rc == 0 && (!s->pool_connected || strcmp(s->pool_uuid, sp) != 0))
+		rc = st_fail(&e, RPC_E_NO_POOL, "%s", sp);
+	if (rc == 0 && strcmp(d->pool, sp) != 0)
+		rc = st_fail(&e, RPC_E_NOT_IN_POOL, "domain=%s, pool=%s", sd, sp);
+	if (rc == 0)
+		rc = st_spm_require(s, d, &e);
+	if (rc == 0 && !activate && d->master)
+		rc = st_fail(&e, RPC_E_GENERAL, "%s is the master domain of pool %s", sd, sp);
+	pthread_mutex_unlock(&s->lock);
+	if (rc < 0)
+		return verb_fail(c, &e);
+	vw_bool(c->w, true);
+	return 0;
+}
+
+int vh_sd_activate(struct rpc_call *c)
+{
+	return sd_pool_op(c, true);
+}
+
+int vh_sd_deactivate(struct rpc_call *c)
+{
+	return sd_pool_op(c, false);
+}
+
+static int sd_attach(struct rpc_call *c, bool attach)
+{
+	struct storage_state *s = verb_state(c);
+	if (!s)
+		return -1;
+	if (!attach && rpc_arg_bool(c, "force", false))
+		return rpc_fail(c, RPC_E_PARAMS, "force: not supported");
+	struct st_err e = { 0 };
+	if (st_domain_attach(s, rpc_arg_str(c, "storagedomainID", NULL),
+			     rpc_arg_str(c, "storagepoolID", NULL), attach, &e) < 0)
+		return verb_fail(c, &e);
+	vw_bool(c->w, true);
+	return 0;
+}
+
+int vh_sd_attach(struct rpc_call *c)
+{
+	return sd_attach(c, true);
+}
+
+int vh_sd_detach(struct rpc_call *c)
+{
+	return sd_attach(c, false);
+}
+
+int vh_sp_destroy(struct rpc_call *c)
+{
+	return verb_by_id(c, "storagepoolID", st_pool_destroy);
+}
+
+int vh_sp_refresh(struct rpc_call *c)
+{
+	struct storage_state *s = verb_state(c);
+	if (!s)
+		return -1;
+	int64_t ver = rpc_arg_int(c, "masterVersion", 0);
+	struct st_err e = { 0 };
+	if (st_pool_refresh(s, rpc_arg_str(c, "storagepoolID", NULL),
+			    rpc_arg_str(c, "masterSdUUID", NULL),
+			    ver < 0 || ver > INT32_MAX ? -1 : (int)ver, &e) < 0)
+		return verb_fail(c, &e);
+	vw_bool(c->w, true);
 	return 0;
 }

@@ -3,6 +3,7 @@
  * task reads are answered from the index (no disk I/O). */
 #include "st_verbs.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,7 +52,7 @@ void verb_write_volume_info(struct vd_writer *w, const struct storage_state *s,
 			vw_strz(w, im->vols[i]->uuid);
 	vw_end_array(w);
 	vw_kint(w, "generation", v->generation);
-	vw_kint(w, "sequence", 0);
+	vw_kint(w, "sequence", v->sequence);
 	vw_end_object(w);
 }
 
@@ -135,6 +136,38 @@ static int answer_task(struct rpc_call *c, int rc, const char *tid, const struct
 	return 0;
 }
 
+/* postZero / discard are honoured (zeros written / blocks punched before
+ * the removal); force is refused by the core (-32602). */
+static struct st_delopts del_opts(struct rpc_call *c)
+{
+	struct st_delopts o = {
+		.postzero = rpc_arg_bool(c, "postZero", false),
+		.discard = rpc_arg_bool(c, "discard", false),
+		.force = rpc_arg_bool(c, "force", false),
+	};
+	return o;
+}
+
+/* An integer from an int or a string of digits; -1 when absent, -2 when
+ * malformed. */
+static int64_t int_or_str(const struct vd_value *v)
+{
+	if (!v || v->type == VD_NULL)
+		return -1;
+	if (v->type == VD_INT)
+		return v->v.i >= 0 ? v->v.i : -2;
+	if (v->type != VD_STRING || v->v.s.len == 0 || v->v.s.len > 19)
+		return -2;
+	int64_t x = 0;
+	for (size_t i = 0; i < v->v.s.len; i++) {
+		char ch = v->v.s.ptr[i];
+		if (ch < '0' || ch > '9')
+			return -2;
+		x = x * 10 + (ch - '0');
+	}
+	return x;
+}
+
 int vh_img_delete(struct rpc_call *c)
 {
 	struct storage_state *s = verb_state(c);
@@ -142,8 +175,9 @@ int vh_img_delete(struct rpc_call *c)
 		return -1;
 	struct st_err e = { 0 };
 	char tid[37];
+	struct st_delopts o = del_opts(c);
 	int rc = st_image_delete(s, rpc_arg_str(c, "storagedomainID", NULL),
-				 rpc_arg_str(c, "imageID", NULL), tid, &e);
+				 rpc_arg_str(c, "imageID", NULL), &o, tid, &e);
 	return answer_task(c, rc, tid, &e);
 }
 
@@ -163,6 +197,17 @@ int vh_vol_create(struct rpc_call *c)
 		return rpc_fail(c, RPC_E_PARAMS, "diskType: expected a DiskContentType");
 	}
 	int64_t fmt = rpc_arg_int(c, "volFormat", 0), alloc = rpc_arg_int(c, "preallocate", 0);
+	int64_t initial = int_or_str(rpc_arg(c, "initialSize"));
+	if (initial == -2)
+		return rpc_fail(c, RPC_E_PARAMS, "initialSize: expected a non-negative integer");
+	if (rpc_arg_bool(c, "addBitmaps", false))
+		return rpc_fail(c, RPC_E_PARAMS, "addBitmaps: not supported");
+	const struct vd_value *bm = rpc_arg(c, "bitmap");
+	if (bm && bm->type != VD_NULL)
+		return rpc_fail(c, RPC_E_PARAMS, "bitmap: not supported");
+	int64_t seq = rpc_arg_int(c, "sequence", 0);
+	if (seq < 0 || seq > INT32_MAX)
+		return rpc_fail(c, RPC_E_PARAMS, "sequence: out of range");
 	struct st_volreq r = {
 		.sd = rpc_arg_str(c, "storagedomainID", NULL),
 		.img = rpc_arg_str(c, "imageID", NULL),
@@ -174,6 +219,10 @@ int vh_vol_create(struct rpc_call *c)
 		.desc = rpc_arg_str(c, "desc", NULL),
 		.src_img = rpc_arg_str(c, "srcImgUUID", NULL),
 		.src_vol = rpc_arg_str(c, "srcVolUUID", NULL),
+		.illegal = !rpc_arg_bool(c, "legal", true),
+		.initial_given = initial >= 0,
+		.initial_size = initial,
+		.sequence = (int)seq,
 	};
 	struct st_err e = { 0 };
 	char tid[37];
@@ -188,9 +237,10 @@ int vh_vol_delete(struct rpc_call *c)
 		return -1;
 	struct st_err e = { 0 };
 	char tid[37];
+	struct st_delopts o = del_opts(c);
 	int rc = st_volume_delete(s, rpc_arg_str(c, "storagedomainID", NULL),
 				  rpc_arg_str(c, "imageID", NULL), rpc_arg_str(c, "volumeID", NULL),
-				  tid, &e);
+				  &o, tid, &e);
 	return answer_task(c, rc, tid, &e);
 }
 
@@ -281,4 +331,26 @@ int vh_host_get_all_tasks_info(struct rpc_call *c)
 	pthread_mutex_unlock(&s->lock);
 	vw_end_object(c->w);
 	return 0;
+}
+
+int vh_img_delete_volumes(struct rpc_call *c)
+{
+	struct storage_state *s = verb_state(c);
+	if (!s)
+		return -1;
+	const struct vd_value *list = rpc_arg(c, "volumeList");
+	size_t n = list->v.arr.n;
+	if (n == 0 || n > 1024)
+		return rpc_fail(c, RPC_E_PARAMS, "volumeList: 1 to 1024 volume UUIDs expected");
+	const char **ids = arena_alloc(c->arena, n * sizeof(*ids));
+	for (size_t i = 0; i < n; i++) {
+		const struct vd_value *it = &list->v.arr.items[i];
+		ids[i] = arena_strndup(c->arena, it->v.s.ptr, it->v.s.len);
+	}
+	struct st_delopts o = del_opts(c);
+	struct st_err e = { 0 };
+	char tid[37];
+	int rc = st_volumes_delete(s, rpc_arg_str(c, "storagedomainID", NULL),
+				   rpc_arg_str(c, "imageID", NULL), ids, n, &o, tid, &e);
+	return answer_task(c, rc, tid, &e);
 }

@@ -10,12 +10,11 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <sched.h>
+#include <spawn.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -36,48 +35,59 @@ const char *st_alloc_name(int a)
 	return a == ST_PREALLOCATED ? "PREALLOCATED" : "SPARSE";
 }
 
-char *st_img_dir(const struct st_domain *d, const char *img)
+static int write_zeros(int fd, off_t off, off_t len)
 {
-	return st_pathf("%s/images/%s", d->dir, img);
+	static const char zeros[65536];
+	while (len > 0) {
+		size_t n = (size_t)VD_MIN(len, (off_t)sizeof(zeros));
+		ssize_t w = pwrite(fd, zeros, n, off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return -errno;
+		off += w;
+		len -= w;
+	}
+	return 0;
 }
 
-char *st_vol_data_path(const struct st_domain *d, const char *img, const char *vol)
+static void vol_to_kv(const struct st_domain *d, const struct st_volume *v, struct st_kv *kv)
 {
-	return st_pathf("%s/images/%s/%s", d->dir, img, vol);
-}
-
-char *st_vol_meta_path(const struct st_domain *d, const char *img, const char *vol)
-{
-	return st_pathf("%s/images/%s/%s.meta", d->dir, img, vol);
+	kv_init(kv);
+	kv_set(kv, "DOMAIN", d->uuid);
+	kv_set(kv, "IMAGE", v->image);
+	kv_set(kv, "PUUID", v->parent);
+	kv_setf(kv, "CAP", "%lld", (long long)v->capacity);
+	kv_set(kv, "FORMAT", st_volfmt_name(v->format));
+	kv_set(kv, "TYPE", st_alloc_name(v->alloc));
+	kv_set(kv, "DISKTYPE", v->disktype);
+	kv_set(kv, "DESCRIPTION", v->description ? v->description : "");
+	kv_set(kv, "LEGALITY", v->legal ? "LEGAL" : "ILLEGAL");
+	kv_setf(kv, "CTIME", "%lld", (long long)v->ctime);
+	kv_setf(kv, "MTIME", "%lld", (long long)v->mtime);
+	kv_setf(kv, "GEN", "%u", v->generation);
+	kv_setf(kv, "SEQ", "%d", v->sequence);
 }
 
 int st_vol_write_meta(const struct st_domain *d, const struct st_volume *v)
 {
+	int ifd = st_img_open(d, v->image, false);
+	if (ifd < 0)
+		return ifd;
 	struct st_kv kv;
-	kv_init(&kv);
-	kv_set(&kv, "DOMAIN", d->uuid);
-	kv_set(&kv, "IMAGE", v->image);
-	kv_set(&kv, "PUUID", v->parent);
-	kv_setf(&kv, "CAP", "%lld", (long long)v->capacity);
-	kv_set(&kv, "FORMAT", st_volfmt_name(v->format));
-	kv_set(&kv, "TYPE", st_alloc_name(v->alloc));
-	kv_set(&kv, "DISKTYPE", v->disktype);
-	kv_set(&kv, "DESCRIPTION", v->description ? v->description : "");
-	kv_set(&kv, "LEGALITY", v->legal ? "LEGAL" : "ILLEGAL");
-	kv_setf(&kv, "CTIME", "%lld", (long long)v->ctime);
-	kv_setf(&kv, "MTIME", "%lld", (long long)v->mtime);
-	kv_setf(&kv, "GEN", "%u", v->generation);
-	char *path = st_vol_meta_path(d, v->image, v->uuid);
-	int rc = kv_write_file(&kv, path);
-	free(path);
+	vol_to_kv(d, v, &kv);
+	char name[48];
+	snprintf(name, sizeof(name), "%.36s.meta", v->uuid);
+	int rc = kv_write_at(&kv, ifd, name);
+	close(ifd);
 	kv_free(&kv);
 	return rc;
 }
 
-int st_vol_read_meta(const char *path, struct st_volume *v)
+int st_vol_read_meta_at(int ifd, const char *name, struct st_volume *v)
 {
 	struct st_kv kv;
-	int rc = kv_read_file(&kv, path);
+	int rc = kv_read_at(&kv, ifd, name);
 	if (rc)
 		return rc;
 	const char *fmt = kv_get(&kv, "FORMAT"), *type = kv_get(&kv, "TYPE");
@@ -101,19 +111,82 @@ int st_vol_read_meta(const char *path, struct st_volume *v)
 	v->ctime = kv_get_int(&kv, "CTIME", 0);
 	v->mtime = kv_get_int(&kv, "MTIME", 0);
 	v->generation = (unsigned)kv_get_int(&kv, "GEN", 0);
+	v->sequence = (int)kv_get_int(&kv, "SEQ", 0);
 	kv_free(&kv);
 	return 0;
 }
 
-void st_vol_stat(const struct st_domain *d, struct st_volume *v)
+int st_vol_stat(const struct st_domain *d, const char *img, const char *vol, int64_t *apparent,
+		int64_t *truesize)
 {
-	char *p = st_vol_data_path(d, v->image, v->uuid);
+	int ifd = st_img_open(d, img, false);
+	if (ifd < 0)
+		return ifd;
 	struct stat st;
-	if (stat(p, &st) == 0) {
-		v->apparent = st.st_size;
-		v->truesize = (int64_t)st.st_blocks * 512;
+	int rc = fstatat(ifd, vol, &st, AT_SYMLINK_NOFOLLOW) < 0 ? -errno
+		 : S_ISREG(st.st_mode) ? 0 : -ELOOP;
+	close(ifd);
+	if (rc == 0) {
+		*apparent = st.st_size;
+		*truesize = (int64_t)st.st_blocks * 512;
 	}
-	free(p);
+	return rc;
+}
+
+int st_vol_unlink(const struct st_domain *d, const char *img, const char *vol, bool meta)
+{
+	int ifd = st_img_open(d, img, false);
+	if (ifd < 0)
+		return ifd == -ENOENT ? 0 : ifd;
+	char name[48];
+	snprintf(name, sizeof(name), "%.36s%s", vol, meta ? ".meta" : "");
+	int rc = unlinkat(ifd, name, 0) < 0 && errno != ENOENT ? -errno : 0;
+	if (rc == 0 && fsync(ifd) < 0)
+		rc = -errno;
+	close(ifd);
+	return rc;
+}
+
+int st_vol_scrub(const struct st_domain *d, const char *img, const char *vol, bool zero,
+		 bool discard)
+{
+	int ifd = st_img_open(d, img, false);
+	if (ifd < 0)
+		return ifd;
+	int fd = openat(ifd, vol, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+	int rc = fd < 0 ? (errno == ENOENT ? 0 : -errno) : 0;
+	close(ifd);
+	if (fd < 0)
+		return rc;
+	struct stat st;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return -EINVAL;
+	}
+	if (zero) {
+		/* Only what is allocated holds data: holes read as zeros
+		 * already (and zeroing them could fill the filesystem). */
+		off_t o = 0;
+		while (rc == 0 && o < st.st_size) {
+			off_t data = lseek(fd, o, SEEK_DATA);
+			if (data < 0)
+				break;   /* ENXIO: no data after o */
+			off_t hole = lseek(fd, data, SEEK_HOLE);
+			if (hole < 0)
+				hole = st.st_size;
+			for (off_t p = data; p < hole && rc == 0; p += (off_t)ZERO_CHUNK)
+				rc = write_zeros(fd, p, VD_MIN((off_t)ZERO_CHUNK, hole - p));
+			o = hole;
+		}
+		if (rc == 0 && fdatasync(fd) < 0)
+			rc = -errno;
+	}
+	if (rc == 0 && discard && st.st_size > 0 &&
+	    fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, st.st_size) < 0 &&
+	    errno != EOPNOTSUPP)
+		rc = -errno;
+	close(fd);
+	return rc;
 }
 
 /* ---- data creation ------------------------------------------------------- */
@@ -133,22 +206,6 @@ static void task_progress(struct storage_state *s, struct st_task *t, int64_t do
 	pthread_mutex_unlock(&s->lock);
 }
 
-static int write_zeros(int fd, off_t off, off_t len)
-{
-	static const char zeros[65536];
-	while (len > 0) {
-		size_t n = (size_t)VD_MIN(len, (off_t)sizeof(zeros));
-		ssize_t w = pwrite(fd, zeros, n, off);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			return -errno;
-		off += w;
-		len -= w;
-	}
-	return 0;
-}
-
 static int preallocate(struct storage_state *s, struct st_task *t, int fd, int64_t size,
 		       char *err, size_t errlen)
 {
@@ -159,7 +216,7 @@ static int preallocate(struct storage_state *s, struct st_task *t, int fd, int64
 #endif
 	for (off_t off = 0; off < size;) {
 		if (task_aborted(s, t)) {
-			snprintf(err, errlen, "Task is aborted: %s", t->abort_why);
+			st_task_abort_msg(s, t, err, errlen);
 			return -ECANCELED;
 		}
 		off_t len = VD_MIN(PREALLOC_CHUNK, (off_t)size - off);
@@ -192,28 +249,15 @@ static int preallocate(struct storage_state *s, struct st_task *t, int fd, int64
 	return 0;
 }
 
-/* qemu-img is started with PR_SET_PDEATHSIG so that it dies with vdsmd (a
- * kill -9 leaves no orphan writing behind the restart's scan).  Success is
- * its exit status 0 (the daemon's loop is an ev_loop_new loop, which does
- * not reap children; see daemon_init), plus a valid qcow2 header of the
- * requested size (checked by the caller). */
-struct qemu_child {
-	const char *exe;
-	char *const *argv;
-	int out;   /* write end of the output pipe */
-};
-
-static int qemu_child_main(void *arg)
-{
-	const struct qemu_child *q = arg;
-	int nul = open("/dev/null", O_RDONLY);
-	if (nul < 0 || dup2(nul, 0) < 0 || dup2(q->out, 1) < 0 || dup2(q->out, 2) < 0)
-		_exit(126);
-	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	execve(q->exe, q->argv, environ);
-	_exit(127);
-}
-
+/* qemu-img runs through posix_spawn.  It never gets a path we did not
+ * check: the data file is created here (openat O_EXCL|O_NOFOLLOW under the
+ * image directory descriptor) and handed to the child as descriptor 3, which
+ * qemu-img opens as /proc/self/fd/3; a backing file is recorded with -u
+ * (not opened: its relative name is resolved by readers against the
+ * volume's real directory).  The child's pid is kept in the task (under
+ * s->lock) so that Task.stop and shutdown kill it; the executor thread that
+ * spawned it always reaps it.  Output goes to a pipe (first 512 bytes kept
+ * for the error message). */
 static char *find_exe(const char *name)
 {
 	const char *path = getenv("PATH");
@@ -233,11 +277,45 @@ static char *find_exe(const char *name)
 	return NULL;
 }
 
-static int run_qemu_img(char *const argv[], char *err, size_t errlen)
+static void set_child(struct storage_state *s, struct st_task *t, pid_t pid)
 {
-	char *exe = find_exe("qemu-img");
+	if (!s || !t)
+		return;
+	pthread_mutex_lock(&s->lock);
+	t->child = pid;
+	bool kill_now = pid > 0 && __atomic_load_n(&t->abort, __ATOMIC_ACQUIRE);
+	pthread_mutex_unlock(&s->lock);
+	if (kill_now)
+		kill(pid, SIGKILL);
+}
+
+int st_run_qemu_img(struct storage_state *s, struct st_task *t, char *const argv[], int datafd,
+		    char *err, size_t errlen)
+{
+	return st_run_tool(s, t, "qemu-img", "qemu-utils", argv, datafd, err, errlen);
+}
+
+int st_run_tool(struct storage_state *s, struct st_task *t, const char *tool, const char *pkg,
+		char *const argv[], int datafd, char *err, size_t errlen)
+{
+	return st_run_tool_out(s, t, tool, pkg, argv, datafd, NULL, err, errlen);
+}
+
+int st_run_tool_out(struct storage_state *s, struct st_task *t, const char *tool, const char *pkg,
+		    char *const argv[], int datafd, struct vd_buf *output, char *err,
+		    size_t errlen)
+{
+	return st_run_tool_cb(s, t, tool, pkg, argv, datafd, output, NULL, NULL, err, errlen);
+}
+
+int st_run_tool_cb(struct storage_state *s, struct st_task *t, const char *tool, const char *pkg,
+		   char *const argv[], int datafd, struct vd_buf *output,
+		   void (*cb)(void *ctx, const char *data, size_t n), void *ctx, char *err,
+		   size_t errlen)
+{
+	char *exe = find_exe(tool);
 	if (!exe) {
-		snprintf(err, errlen, "qemu-img not found in PATH (install qemu-utils)");
+		snprintf(err, errlen, "%s not found in PATH (install %s)", tool, pkg);
 		return -ENOENT;
 	}
 	int pfd[2];
@@ -247,29 +325,33 @@ static int run_qemu_img(char *const argv[], char *err, size_t errlen)
 		snprintf(err, errlen, "pipe: %s", strerror(e));
 		return -e;
 	}
-	struct qemu_child q = { exe, argv, pfd[1] };
-	size_t stack_size = 64 * 1024;
-	char *stack = xmalloc(stack_size);
-#ifdef __SANITIZE_THREAD__
-	/* ThreadSanitizer cannot follow a CLONE_VM child (it runs its
-	 * interceptors on the calling thread's sanitizer state and corrupts
-	 * it): the TSan build (make tsan) forks. */
-	pid_t pid = fork();
-	if (pid == 0)
-		qemu_child_main(&q);
-#else
-	/* CLONE_VM|CLONE_VFORK: like vfork, the parent resumes after exec. */
-	pid_t pid = clone(qemu_child_main, stack + stack_size, CLONE_VM | CLONE_VFORK | SIGCHLD, &q);
-#endif
-	int cerr = errno;
-	free(stack);
+	posix_spawn_file_actions_t fa;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	posix_spawn_file_actions_adddup2(&fa, pfd[1], 1);
+	posix_spawn_file_actions_adddup2(&fa, pfd[1], 2);
+	if (datafd >= 0)
+		posix_spawn_file_actions_adddup2(&fa, datafd, 3);
+	posix_spawnattr_t at;
+	posix_spawnattr_init(&at);
+	sigset_t none, all;
+	sigemptyset(&none);
+	sigfillset(&all);
+	posix_spawnattr_setsigmask(&at, &none);
+	posix_spawnattr_setsigdefault(&at, &all);
+	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+	pid_t pid = -1;
+	int serr = posix_spawn(&pid, exe, &fa, &at, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	posix_spawnattr_destroy(&at);
 	free(exe);
 	close(pfd[1]);
-	if (pid < 0) {
+	if (serr != 0) {
 		close(pfd[0]);
-		snprintf(err, errlen, "cannot run qemu-img: %s", strerror(cerr));
-		return -cerr;
+		snprintf(err, errlen, "cannot run qemu-img: %s", strerror(serr));
+		return -serr;
 	}
+	set_child(s, t, pid);
 	char out[512];
 	size_t got = 0;
 	for (;;) {
@@ -279,6 +361,10 @@ static int run_qemu_img(char *const argv[], char *err, size_t errlen)
 			continue;
 		if (r <= 0)
 			break;
+		if (output && output->len < ((size_t)1 << 20))
+			buf_append(output, tmp, (size_t)r);
+		if (cb)
+			cb(ctx, tmp, (size_t)r);
 		size_t take = VD_MIN((size_t)r, sizeof(out) - 1 - got);
 		memcpy(out + got, tmp, take);
 		got += take;
@@ -289,8 +375,10 @@ static int run_qemu_img(char *const argv[], char *err, size_t errlen)
 	pid_t w;
 	while ((w = waitpid(pid, &status, 0)) < 0 && errno == EINTR)
 		;
+	set_child(s, t, 0);
+	const char *what = argv[1] ? argv[1] : "";
 	if (w != pid) {
-		snprintf(err, errlen, "qemu-img create: cannot get its exit status: %s",
+		snprintf(err, errlen, "%s %s: cannot get its exit status: %s", tool, what,
 			 strerror(errno));
 		return -EIO;
 	}
@@ -301,11 +389,15 @@ static int run_qemu_img(char *const argv[], char *err, size_t errlen)
 	for (char *p = out; *p; p++)
 		if (*p == '\n')
 			*p = ' ';
+	if (t && __atomic_load_n(&t->abort, __ATOMIC_ACQUIRE)) {
+		st_task_abort_msg(s, t, err, errlen);
+		return -ECANCELED;
+	}
 	if (WIFSIGNALED(status))
-		snprintf(err, errlen, "qemu-img create killed by signal %d: %s", WTERMSIG(status),
+		snprintf(err, errlen, "%s %s killed by signal %d: %s", tool, what, WTERMSIG(status),
 			 got ? out : "(no output)");
 	else
-		snprintf(err, errlen, "qemu-img create failed (exit %d): %s", WEXITSTATUS(status),
+		snprintf(err, errlen, "%s %s failed (exit %d): %s", tool, what, WEXITSTATUS(status),
 			 got ? out : "(no output)");
 	if (strstr(out, "No space left"))
 		return -ENOSPC;
@@ -315,13 +407,10 @@ static int run_qemu_img(char *const argv[], char *err, size_t errlen)
 }
 
 /* The qcow2 header says what qemu-img made: magic, version, virtual size. */
-static int check_qcow2(const char *path, int64_t size, char *err, size_t errlen)
+static int check_qcow2(int fd, int64_t size, char *err, size_t errlen)
 {
-	unsigned char h[32] = { 0 };  /* read below even when pread fails */
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	ssize_t r = fd >= 0 ? pread(fd, h, sizeof(h), 0) : -1;
-	if (fd >= 0)
-		close(fd);
+	unsigned char h[32] = { 0 };
+	ssize_t r = pread(fd, h, sizeof(h), 0);
 	uint64_t vsize = 0;
 	for (int i = 0; i < 8; i++)
 		vsize = vsize << 8 | h[24 + i];
@@ -333,11 +422,12 @@ static int check_qcow2(const char *path, int64_t size, char *err, size_t errlen)
 	return 0;
 }
 
-static int create_cow(struct st_task *t, const char *path, char *err, size_t errlen)
+static int create_cow(struct storage_state *s, struct st_task *t, int fd, char *err,
+		      size_t errlen)
 {
 	char size[32], backing[128];
 	snprintf(size, sizeof(size), "%lld", (long long)t->size);
-	char *argv[16];
+	char *argv[20];
 	int n = 0;
 	argv[n++] = (char *)"qemu-img";
 	argv[n++] = (char *)"create";
@@ -352,44 +442,50 @@ static int create_cow(struct st_task *t, const char *path, char *err, size_t err
 			snprintf(backing, sizeof(backing), "%s", t->parent);
 		else
 			snprintf(backing, sizeof(backing), "../%s/%s", t->parent_img, t->parent);
+		argv[n++] = (char *)"-u";
 		argv[n++] = (char *)"-b";
 		argv[n++] = backing;
 		argv[n++] = (char *)"-F";
 		argv[n++] = (char *)(t->parent_format == ST_FMT_COW ? "qcow2" : "raw");
 	}
-	argv[n++] = (char *)path;
+	argv[n++] = (char *)"/proc/self/fd/3";
 	argv[n++] = size;
 	argv[n] = NULL;
-	return run_qemu_img(argv, err, errlen);
+	return st_run_qemu_img(s, t, argv, fd, err, errlen);
 }
 
 int st_vol_create_data(struct storage_state *s, struct st_task *t, const struct st_domain *d,
 		       char *err, size_t errlen)
 {
-	char *path = st_vol_data_path(d, t->img, t->vol);
-	int rc = 0;
-	if (t->format == ST_FMT_COW) {
-		rc = create_cow(t, path, err, errlen);
-		if (rc == 0)
-			rc = check_qcow2(path, t->size, err, errlen);
-		if (rc == 0) {
-			int fd = open(path, O_RDONLY | O_CLOEXEC);
-			if (fd < 0 || fsync(fd) < 0) {
-				rc = -errno;
-				snprintf(err, errlen, "syncing %s: %s", path, strerror(-rc));
-			}
-			if (fd >= 0)
-				close(fd);
+	if (t->parent[0] && strcmp(t->parent, ST_BLANK_UUID) != 0) {
+		/* qemu-img does not open the backing file (-u): check it here,
+		 * through the domain's descriptors like everything else. */
+		int64_t app, tru;
+		int prc = st_vol_stat(d, t->parent_img, t->parent, &app, &tru);
+		if (prc < 0) {
+			snprintf(err, errlen, "parent volume %s/%s: data file unusable: %s",
+				 t->parent_img, t->parent, strerror(-prc));
+			return prc;
 		}
-		goto out;
 	}
-	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0660);
+	int ifd = st_img_open(d, t->img, false);
+	if (ifd < 0) {
+		snprintf(err, errlen, "opening image directory %s: %s", t->img, strerror(-ifd));
+		return ifd;
+	}
+	int rc = 0;
+	int fd = openat(ifd, t->vol, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0660);
 	if (fd < 0) {
 		rc = -errno;
-		snprintf(err, errlen, "creating %s: %s", path, strerror(-rc));
-		goto out;
+		snprintf(err, errlen, "creating volume %s: %s", t->vol, strerror(-rc));
+		close(ifd);
+		return rc;   /* not ours: nothing to remove */
 	}
-	if (t->alloc == ST_PREALLOCATED) {
+	if (t->format == ST_FMT_COW) {
+		rc = create_cow(s, t, fd, err, errlen);
+		if (rc == 0)
+			rc = check_qcow2(fd, t->size, err, errlen);
+	} else if (t->alloc == ST_PREALLOCATED) {
 		rc = preallocate(s, t, fd, t->size, err, errlen);
 		if (rc == 0 && ftruncate(fd, t->size) < 0) {
 			rc = -errno;
@@ -403,12 +499,13 @@ int st_vol_create_data(struct storage_state *s, struct st_task *t, const struct 
 	}
 	if (rc == 0 && fsync(fd) < 0) {
 		rc = -errno;
-		snprintf(err, errlen, "syncing %s: %s", path, strerror(-rc));
+		snprintf(err, errlen, "syncing volume %s: %s", t->vol, strerror(-rc));
 	}
 	close(fd);
-out:
-	if (rc < 0)
-		unlink(path);
-	free(path);
+	if (rc < 0) {
+		unlinkat(ifd, t->vol, 0);
+		fsync(ifd);
+	}
+	close(ifd);
 	return rc;
 }

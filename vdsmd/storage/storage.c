@@ -38,6 +38,18 @@ static void publish_task(void *ctx, const struct st_task_status *st)
 	rpc_event_publish(d->bus, &ev);
 }
 
+/* VDSM's job event: |jobs|status|<id> with the job's info as params. */
+static void publish_job(void *ctx, const struct st_job_info *j)
+{
+	struct vdsmd *d = ctx;
+	if (!d->bus || !event_bus_enabled(d->bus))
+		return;
+	struct rpc_event ev;
+	struct vd_writer *w = rpc_event_begin(&ev, d->bus, "|jobs|status|%s", j->id);
+	verb_write_job_fields(w, j);
+	rpc_event_publish(d->bus, &ev);
+}
+
 int storage_init(struct vdsmd *d)
 {
 	const char *root = d->cfg.storage_root && *d->cfg.storage_root ? d->cfg.storage_root
@@ -52,6 +64,7 @@ int storage_init(struct vdsmd *d)
 		return 0;
 	}
 	s->notify = publish_task;
+	s->notify_job = publish_job;
 	s->notify_ctx = d;
 	if (st_start_workers(s, TASK_THREADS) < 0 || st_start_monitor(s, 10000) < 0) {
 		st_close(s);
@@ -70,6 +83,7 @@ void storage_fini(struct vdsmd *d)
 	struct storage_state *s = d->storage;
 	st_stop_monitor(s);
 	st_stop_workers(s);   /* task events may still be published here */
+	st_jobs_stop(s);      /* and job events */
 	d->storage = NULL;
 	st_close(s);
 }
@@ -102,6 +116,62 @@ void storage_write_domain_stats(struct vdsmd *d, struct vd_writer *w)
 	vw_end_object(w);
 }
 
+void storage_write_jobs(struct vdsmd *d, struct vd_writer *w, const char *job_type,
+			const struct vd_value *job_ids)
+{
+	if (d && d->storage) {
+		st_write_jobs(d->storage, w, job_type, job_ids);
+	} else {
+		vw_begin_object(w);
+		vw_end_object(w);
+	}
+}
+
+static int no_storage(enum rpc_err *err, char *msg, size_t msglen)
+{
+	*err = RPC_E_GENERAL;
+	snprintf(msg, msglen, "storage is not available (see the log for storage_root)");
+	return -1;
+}
+
+int storage_prepare_image(struct vdsmd *d, const char *sd_uuid, const char *sp_uuid,
+			  const char *img_uuid, const char *vol_uuid, struct storage_image *out,
+			  enum rpc_err *err, char *msg, size_t msglen)
+{
+	memset(out, 0, sizeof(*out));
+	if (!d || !d->storage)
+		return no_storage(err, msg, msglen);
+	struct st_err e = { 0 };
+	struct st_chain c;
+	if (st_image_prepare(d->storage, sd_uuid, sp_uuid, img_uuid, vol_uuid, &c, &e) < 0) {
+		*err = e.code ? e.code : RPC_E_GENERAL;
+		snprintf(msg, msglen, "%s", e.msg);
+		return -1;
+	}
+	out->chain = c.paths;
+	out->nchain = c.n;
+	out->path = c.n ? c.paths[0] : NULL;
+	return 0;
+}
+
+int storage_teardown_image(struct vdsmd *d, const char *sd_uuid, const char *sp_uuid,
+			   const char *img_uuid, const char *vol_uuid, enum rpc_err *err,
+			   char *msg, size_t msglen)
+{
+	struct storage_image im;
+	int rc = storage_prepare_image(d, sd_uuid, sp_uuid, img_uuid, vol_uuid, &im, err, msg,
+				       msglen);
+	storage_image_free(&im);
+	return rc;
+}
+
+void storage_image_free(struct storage_image *im)
+{
+	struct st_chain c = { im->chain, im->nchain };
+	st_chain_free(&c);
+	memset(im, 0, sizeof(*im));
+}
+
 const struct rpc_binding storage_bindings[] = {
 	{ "Host.getStorageDomains", vh_host_get_storage_domains },
 	{ "StorageDomain.create", vh_sd_create },
@@ -110,8 +180,15 @@ const struct rpc_binding storage_bindings[] = {
 	{ "StorageDomain.getVolumes", vh_sd_get_volumes },
 	{ "StorageDomain.getImages", vh_sd_get_images },
 	{ "StorageDomain.format", vh_sd_format },
+	{ "StorageDomain.activate", vh_sd_activate },
+	{ "StorageDomain.attach", vh_sd_attach },
+	{ "StorageDomain.detach", vh_sd_detach },
+	{ "StoragePool.destroy", vh_sp_destroy },
+	{ "StoragePool.refresh", vh_sp_refresh },
+	{ "StorageDomain.deactivate", vh_sd_deactivate },
 	{ "Image.getVolumes", vh_img_get_volumes },
 	{ "Image.delete", vh_img_delete },
+	{ "Image.deleteVolumes", vh_img_delete_volumes },
 	{ "Volume.create", vh_vol_create },
 	{ "Volume.getInfo", vh_vol_get_info },
 	{ "Volume.getSize", vh_vol_get_size },
@@ -120,6 +197,16 @@ const struct rpc_binding storage_bindings[] = {
 	{ "Task.getStatus", vh_task_get_status },
 	{ "Task.clear", vh_task_clear },
 	{ "Task.stop", vh_task_stop },
+	{ "Task.getInfo", vh_task_get_info },
+	{ "SDM.copy_data", vh_sdm_copy_data },
+	{ "Task.revert", vh_task_revert },
+	{ "Image.prepare", vh_img_prepare },
+	{ "Image.teardown", vh_img_teardown },
+	{ "Volume.setLegality", vh_vol_set_legality },
+	{ "Volume.refresh", vh_vol_refresh },
+	{ "Volume.getQemuImageInfo", vh_vol_qemu_info },
+	{ "Volume.measure", vh_vol_measure },
+	{ "Volume.extendSize", vh_vol_extend_size },
 	{ "Host.getAllTasksStatuses", vh_host_get_all_tasks_statuses },
 	{ "Host.getAllTasksInfo", vh_host_get_all_tasks_info },
 	{ "StoragePool.create", vh_sp_create },
@@ -127,5 +214,9 @@ const struct rpc_binding storage_bindings[] = {
 	{ "StoragePool.disconnect", vh_sp_disconnect },
 	{ "StoragePool.getInfo", vh_sp_get_info },
 	{ "StoragePool.getSpmStatus", vh_sp_get_spm_status },
+	{ "StoragePool.connectStorageServer", vh_sp_connect_server },
+	{ "StoragePool.spmStart", vh_sp_spm_start },
+	{ "StoragePool.spmStop", vh_sp_spm_stop },
+	{ "StoragePool.disconnectStorageServer", vh_sp_disconnect_server },
 	{ NULL, NULL },
 };

@@ -13,5 +13,39 @@ void storage_fini(struct vdsmd *d);
  * version}}); an empty object before storage exists.  Any thread. */
 void storage_write_domain_stats(struct vdsmd *d, struct vd_writer *w);
 extern const struct rpc_binding storage_bindings[];
+/* Host.getJobs' result: {jobID: {id, status, description, job_type,
+ * progress, error?}} for the storage jobs (SDM.copy_data) matching job_type
+ * ("storage", or NULL/"" for any) and job_ids (NULL or empty: all); an
+ * empty object without storage.  Memory only, any thread. */
+void storage_write_jobs(struct vdsmd *d, struct vd_writer *w, const char *job_type,
+			const struct vd_value *job_ids);
+
+/* Image.prepare for another backend (the virt helper gets these through the
+ * interface the daemon hands it; backends do not include each other).
+ *
+ * storage_prepare_image: the volume chain of sdUUID/imgUUID ending at
+ * volUUID as absolute paths, leaf first (*path = chain[0], the disk QEMU
+ * opens; the rest are its backing files down to the base).  spUUID may be
+ * NULL or blank; otherwise the domain must be attached to that pool.  Every
+ * volume must be LEGAL and not being created/deleted; every path is checked
+ * through the domain's directory descriptor (a regular file, no symlink
+ * below the domain).  Returns 0, or -1 with *err (RPC_E_NO_DOMAIN,
+ * RPC_E_NO_IMAGE, RPC_E_NO_VOLUME, RPC_E_NO_POOL, RPC_E_GENERAL; map with
+ * rpc_fail) and a message.  Any thread; may block on storage I/O (call it
+ * from a worker, not the loop thread).  Free with storage_image_free. */
+struct storage_image {
+	char *path;      /* == chain[0] */
+	char **chain;
+	size_t nchain;
+};
+int storage_prepare_image(struct vdsmd *d, const char *sd_uuid, const char *sp_uuid,
+			  const char *img_uuid, const char *vol_uuid, struct storage_image *out,
+			  enum rpc_err *err, char *msg, size_t msglen);
+/* Image.teardown: nothing to undo on file domains (no activation); checks
+ * the image exists.  Same errors as storage_prepare_image. */
+int storage_teardown_image(struct vdsmd *d, const char *sd_uuid, const char *sp_uuid,
+			   const char *img_uuid, const char *vol_uuid, enum rpc_err *err,
+			   char *msg, size_t msglen);
+void storage_image_free(struct storage_image *im);
 
 #endif

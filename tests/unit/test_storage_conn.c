@@ -1,0 +1,164 @@
+/* tests/unit/test_storage_conn.c - connectStorageServer's core against real
+ * mounts (a tmpfs as POSIXFS, made and removed by the test; skipped with a
+ * SKIP line when this process cannot mount) and real directories (LOCALFS). */
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "vdsmd/storage/st.h"
+#include "check_main.h"
+
+#define SD1 "11111111-1111-1111-1111-111111111111"
+#define IMG1 "aaaaaaaa-0000-0000-0000-000000000001"
+#define VOL1 "bbbbbbbb-0000-0000-0000-000000000001"
+
+static char root[256];
+static struct storage_state *S;
+
+static void setup(void)
+{
+	snprintf(root, sizeof(root), "/tmp/vdsmd-stc-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(root));
+	char why[256];
+	char *r = st_path(root, "state");
+	S = st_open(r, why, sizeof(why));
+	free(r);
+	ck_assert_msg(S != NULL, "%s", why);
+	ck_assert_int_eq(st_start_workers(S, 1), 0);
+}
+
+static void teardown(void)
+{
+	char *mp = st_conn_mountpoint(S, "vdsm_test:tmpfs");
+	if (st_is_mounted(mp))
+		umount2(mp, MNT_DETACH);
+	free(mp);
+	st_close(S);
+	S = NULL;
+	st_rmtree(root);
+}
+
+START_TEST(mountpoint_is_vdsm_layout)
+{
+	char *mp = st_conn_mountpoint(S, "nfs.example.com:/exports/my_data");
+	char *want = st_pathf("%s/state/mnt/nfs.example.com:_exports_my__data", root);
+	ck_assert_str_eq(mp, want);
+	free(mp);
+	free(want);
+}
+END_TEST
+
+START_TEST(localfs_checks_the_directory)
+{
+	char msg[256];
+	char *dir = st_pathf("%s/local", root);
+	struct st_conn_req r = { .id = SD1, .connection = dir };
+	ck_assert_int_eq(st_conn_connect(S, ST_DT_LOCALFS, &r, msg, sizeof(msg)), 469);
+	ck_assert_int_eq(mkdir(dir, 0755), 0);
+	ck_assert_int_eq(st_conn_connect(S, ST_DT_LOCALFS, &r, msg, sizeof(msg)), 0);
+	ck_assert_int_eq(chmod(dir, 0777), 0);   /* world-writable: refused */
+	ck_assert_int_eq(st_conn_connect(S, ST_DT_LOCALFS, &r, msg, sizeof(msg)), 469);
+	ck_assert_int_eq(chmod(dir, 0755), 0);
+	char *link = st_pathf("%s/link", root);
+	ck_assert_int_eq(symlink(dir, link), 0);
+	r.connection = link;
+	ck_assert_int_eq(st_conn_connect(S, ST_DT_LOCALFS, &r, msg, sizeof(msg)), 469);
+	/* and StorageDomain.create applies the same rule */
+	struct st_err e = {0};
+	ck_assert_int_eq(st_domain_create(S, SD1, ST_DT_LOCALFS, link, "d", ST_DC_DATA, 5, &e), -1);
+	ck_assert_int_eq(e.code, RPC_E_PARAMS);
+	ck_assert_int_eq(chmod(dir, 0777), 0);
+	ck_assert_int_eq(st_domain_create(S, SD1, ST_DT_LOCALFS, dir, "d", ST_DC_DATA, 5, &e), -1);
+	ck_assert_int_eq(e.code, RPC_E_PARAMS);
+	ck_assert_int_eq(chmod(dir, 0755), 0);
+	ck_assert_int_eq(st_domain_create(S, SD1, ST_DT_LOCALFS, dir, "d", ST_DC_DATA, 5, &e), 0);
+	free(dir);
+	free(link);
+}
+END_TEST
+
+START_TEST(bad_parameters_refused_before_mount)
+{
+	char msg[256];
+	struct st_conn_req r = { .id = SD1, .connection = "srv:/exp", .protocol_version = "9" };
+	ck_assert_int_eq(st_conn_connect(S, ST_DT_NFS, &r, msg, sizeof(msg)), 451);
+	r.protocol_version = "auto";
+	r.connection = "-oremount";   /* never an option to mount(8) */
+	ck_assert_int_eq(st_conn_connect(S, ST_DT_NFS, &r, msg, sizeof(msg)), 451);
+	r.connection = "srv:/exp";
+	r.mnt_options = "x\ny";
+	ck_assert_int_eq(st_conn_connect(S, ST_DT_NFS, &r, msg, sizeof(msg)), 451);
+	r.mnt_options = NULL;
+	ck_assert_int_eq(st_conn_connect(S, ST_DT_POSIXFS, &r, msg, sizeof(msg)), 451);  /* no vfs_type */
+	ck_assert_int_eq(st_conn_connect(S, 3 /* iSCSI */, &r, msg, sizeof(msg)), 470);
+}
+END_TEST
+
+/* POSIXFS on a tmpfs: mounted under the mount root, a domain and a volume
+ * live on it, connecting again is success, disconnect unmounts. */
+START_TEST(posixfs_tmpfs_connect_create_disconnect)
+{
+	if (geteuid() != 0) {
+		fprintf(stderr, "SKIP posixfs_tmpfs_connect_create_disconnect: not root\n");
+		return;
+	}
+	char msg[512];
+	struct st_conn_req r = { .id = SD1, .connection = "vdsm_test:tmpfs", .vfs_type = "tmpfs",
+				 .mnt_options = "size=16m,mode=0755" };
+	int st = st_conn_connect(S, ST_DT_POSIXFS, &r, msg, sizeof(msg));
+	if (st == 477 && strstr(msg, "ermission")) {
+		fprintf(stderr, "SKIP posixfs_tmpfs_connect_create_disconnect: %s\n", msg);
+		return;
+	}
+	ck_assert_msg(st == 0, "%d %s", st, msg);
+	char *mp = st_conn_mountpoint(S, r.connection);
+	ck_assert(st_is_mounted(mp));
+	ck_assert_int_eq(st_conn_connect(S, ST_DT_POSIXFS, &r, msg, sizeof(msg)), 0);
+	struct st_err e = {0};
+	ck_assert_msg(st_domain_create(S, SD1, ST_DT_POSIXFS, r.connection, "p", ST_DC_DATA, 5, &e) == 0,
+		      "%s", e.msg);
+	char *md = st_pathf("%s/%s/dom_md/metadata", mp, SD1);
+	struct stat sb;
+	ck_assert_int_eq(stat(md, &sb), 0);
+	struct st_volreq vr = { SD1, IMG1, VOL1, 1024 * 1024, ST_FMT_COW, ST_SPARSE, "DATA", "", NULL,
+				NULL, false, false, 0, 0 };
+	char tid[37];
+	ck_assert_int_eq(st_volume_create(S, &vr, tid, &e), 0);
+	struct st_task_status ts;
+	ck_assert_int_eq(st_task_wait(S, tid, 20000, &ts), 0);
+	ck_assert_int_eq(ts.result, ST_TR_SUCCESS);
+	/* the domain must go before its filesystem can */
+	ck_assert_int_eq(st_domain_format(S, SD1, &e), 0);
+	ck_assert_int_eq(st_conn_disconnect(S, ST_DT_POSIXFS, &r, msg, sizeof(msg)), 0);
+	ck_assert(!st_is_mounted(mp));
+	ck_assert_int_eq(stat(mp, &sb), -1);
+	free(md);
+	free(mp);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("storage_conn");
+	TCase *tc = tcase_create("conn");
+	tcase_set_timeout(tc, 60);
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, mountpoint_is_vdsm_layout);
+	tcase_add_test(tc, localfs_checks_the_directory);
+	tcase_add_test(tc, bad_parameters_refused_before_mount);
+	tcase_add_test(tc, posixfs_tmpfs_connect_create_disconnect);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	log_set_level(VD_LOG_ERROR);
+	return check_run(suite());
+}

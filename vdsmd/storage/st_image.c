@@ -1,0 +1,109 @@
+/* vdsmd/storage/st_image.c - Image.prepare / teardown: the chain of volumes
+ * a disk is made of, as paths another backend (virt) can hand to QEMU.
+ *
+ * The chain is read from the index under the lock (memory only), then each
+ * path is checked off the lock through the domain's directory descriptor
+ * (st_safe.c): a regular file, no symlink anywhere below the domain.  Every
+ * volume of the chain must be LEGAL and not busy with a create/delete. */
+#include "st.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void st_chain_free(struct st_chain *c)
+{
+	for (size_t i = 0; i < c->n; i++)
+		free(c->paths[i]);
+	free(c->paths);
+	memset(c, 0, sizeof(*c));
+}
+
+int st_image_prepare(struct storage_state *s, const char *sd, const char *sp, const char *img,
+		     const char *vol, struct st_chain *out, struct st_err *e)
+{
+	return st_image_prepare2(s, sd, sp, img, vol, false, out, e);
+}
+
+int st_image_prepare2(struct storage_state *s, const char *sd, const char *sp, const char *img,
+		      const char *vol, bool allow_illegal, struct st_chain *out,
+		      struct st_err *e)
+{
+	memset(out, 0, sizeof(*out));
+	if (!st_is_uuid(img) || !st_is_uuid(vol))
+		return st_fail(e, RPC_E_PARAMS, "%s: not a UUID", st_is_uuid(img) ? "volumeID" : "imageID");
+	bool any_pool = !sp || !*sp || strcmp(sp, ST_BLANK_UUID) == 0;
+	char (*ids)[2][37] = NULL;
+	size_t n = 0;
+	char *dir = NULL;
+	pthread_mutex_lock(&s->lock);
+	struct st_domain *d = st_domain_get(s, sd, e);
+	if (!d)
+		goto fail;
+	if (!any_pool && strcmp(d->pool, sp) != 0) {
+		st_fail(e, RPC_E_NO_POOL, "%s (domain %s is not attached to it)", sp, sd);
+		goto fail;
+	}
+	if (!map_get(&d->images, img)) {
+		st_fail(e, RPC_E_NO_IMAGE, "%s in domain %s", img, sd);
+		goto fail;
+	}
+	struct st_volume *v = map_get(&d->volumes, vol);
+	if (!v || strcmp(v->image, img) != 0) {
+		st_fail(e, RPC_E_NO_VOLUME, "%s in image %s", vol, img);
+		goto fail;
+	}
+	/* leaf first, up the backing chain (bounded: a corrupt loop stops) */
+	while (v && n < 256) {
+		if ((!v->legal && !(allow_illegal && n == 0)) || v->busy) {
+			st_fail(e, RPC_E_GENERAL, "volume %s of the chain is %s", v->uuid,
+				v->busy ? "busy" : "ILLEGAL");
+			goto fail;
+		}
+		ids = xrealloc(ids, (n + 1) * sizeof(*ids));
+		snprintf(ids[n][0], 37, "%s", v->image);
+		snprintf(ids[n][1], 37, "%s", v->uuid);
+		n++;
+		if (strcmp(v->parent, ST_BLANK_UUID) == 0)
+			break;
+		struct st_volume *p = map_get(&d->volumes, v->parent);
+		if (!p) {
+			st_fail(e, RPC_E_GENERAL, "parent %s of volume %s is missing", v->parent, v->uuid);
+			goto fail;
+		}
+		v = p;
+	}
+	if (n == 256) {
+		st_fail(e, RPC_E_GENERAL, "volume chain of %s is too long or loops", vol);
+		goto fail;
+	}
+	d->busy++;   /* pinned while its files are checked */
+	dir = xstrdup(d->dir);
+	pthread_mutex_unlock(&s->lock);
+
+	int rc = 0;
+	out->paths = xcalloc(n, sizeof(*out->paths));
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		int64_t app, tru;
+		rc = st_vol_stat(d, ids[i][0], ids[i][1], &app, &tru);
+		if (rc < 0)
+			st_fail(e, RPC_E_GENERAL, "volume %s/%s: data file unusable: %s", ids[i][0],
+				ids[i][1], strerror(-rc));
+		else
+			out->paths[out->n++] = st_pathf("%s/images/%s/%s", dir, ids[i][0], ids[i][1]);
+	}
+	pthread_mutex_lock(&s->lock);
+	d->busy--;
+	pthread_mutex_unlock(&s->lock);
+	free(dir);
+	free(ids);
+	if (rc < 0) {
+		st_chain_free(out);
+		return -1;
+	}
+	return 0;
+fail:
+	pthread_mutex_unlock(&s->lock);
+	free(ids);
+	return -1;
+}

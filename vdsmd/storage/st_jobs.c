@@ -1,0 +1,276 @@
+/* vdsmd/storage/st_jobs.c - host jobs: SDM.copy_data.
+ *
+ * A copy writes into an existing destination volume (the engine creates it
+ * first) with `qemu-img convert -p -n`: the source is the leaf of a checked
+ * chain (st_image_prepare2), the destination the data file opened here with
+ * O_NOFOLLOW under its image directory descriptor and handed to qemu-img as
+ * /proc/self/fd/3.  The destination is marked ILLEGAL (metadata first) for
+ * the copy and LEGAL again, generation + 1, only after the data is synced;
+ * a failed or aborted copy leaves it ILLEGAL, and so does a crash (the
+ * startup scan keeps an ILLEGAL volume no task claims), so a half-copied
+ * disk is never served as good.  Progress comes from qemu-img's "-p"
+ * output; every state change is published (|jobs|status|<id>) and kept for
+ * Host.getJobs until vdsmd stops. */
+#include "st.h"
+#include "../../common/log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+const char *st_job_status_name(enum st_job_status st)
+{
+	switch (st) {
+	case ST_JOB_PENDING: return "pending";
+	case ST_JOB_RUNNING: return "running";
+	case ST_JOB_DONE: return "done";
+	case ST_JOB_FAILED: return "failed";
+	case ST_JOB_ABORTED: return "aborted";
+	}
+	return "failed";
+}
+
+static void publish(struct storage_state *s, struct st_job *j)
+{
+	struct st_job_info copy;
+	pthread_mutex_lock(&s->lock);
+	copy = j->info;
+	pthread_mutex_unlock(&s->lock);
+	if (s->notify_job)
+		s->notify_job(s->notify_ctx, &copy);
+}
+
+/* qemu-img -p prints "    (12.34/100%)\r". */
+static void on_output(void *ctx, const char *data, size_t n)
+{
+	struct st_job *j = ctx;
+	for (size_t i = 0; i + 1 < n; i++) {
+		if (data[i] != '(')
+			continue;
+		char tmp[16];
+		size_t k = 0;
+		for (size_t m = i + 1; m < n && k < sizeof(tmp) - 1 && data[m] != '/'; m++)
+			tmp[k++] = data[m];
+		tmp[k] = '\0';
+		char *end;
+		double pct = strtod(tmp, &end);
+		if (end != tmp && pct >= 0 && pct <= 100) {
+			pthread_mutex_lock(&j->s->lock);
+			j->info.progress = (int)pct;
+			pthread_mutex_unlock(&j->s->lock);
+		}
+	}
+}
+
+/* Mark dst busy (under the lock), write its metadata with legality. */
+static int dst_meta(struct storage_state *s, struct st_domain *d, const char *vol, bool legal,
+		    bool bump)
+{
+	pthread_mutex_lock(&s->lock);
+	struct st_volume copy = *(struct st_volume *)map_get(&d->volumes, vol);
+	pthread_mutex_unlock(&s->lock);
+	copy.legal = legal;
+	if (bump)
+		copy.generation++;
+	copy.mtime = (int64_t)time(NULL);
+	int rc = st_vol_write_meta(d, &copy);
+	if (rc == 0) {
+		pthread_mutex_lock(&s->lock);
+		struct st_volume *v = map_get(&d->volumes, vol);
+		v->legal = legal;
+		v->generation = copy.generation;
+		v->mtime = copy.mtime;
+		pthread_mutex_unlock(&s->lock);
+	}
+	return rc;
+}
+
+static void *copy_main(void *arg)
+{
+	struct st_job *j = arg;
+	struct storage_state *s = j->s;
+	char err[512] = "";
+	int rc = 0;
+	pthread_mutex_lock(&s->lock);
+	struct st_domain *sd = map_get(&s->domains, j->src[0]);
+	struct st_domain *dd = map_get(&s->domains, j->dst[0]);
+	struct st_volume *sv = map_get(&sd->volumes, j->src[2]);
+	struct st_volume *dv = map_get(&dd->volumes, j->dst[2]);
+	int sfmt = sv->format, dfmt = dv->format;
+	j->info.status = ST_JOB_RUNNING;
+	pthread_mutex_unlock(&s->lock);
+	publish(s, j);
+
+	struct st_chain ch = { 0 };
+	struct st_err e = { 0 };
+	int ifd = -1, fd = -1;
+	if ((rc = dst_meta(s, dd, j->dst[2], false, false)) < 0) {
+		snprintf(err, sizeof(err), "marking the destination ILLEGAL: %s", strerror(-rc));
+		goto out;
+	}
+	/* the source is busy-free but LEGAL (checked when the job started) */
+	if (st_image_prepare2(s, j->src[0], NULL, j->src[1], j->src[2], false, &ch, &e) < 0) {
+		snprintf(err, sizeof(err), "source: %s", e.msg);
+		rc = -EIO;
+		goto out;
+	}
+	ifd = st_img_open(dd, j->dst[1], false);
+	fd = ifd < 0 ? -1 : openat(ifd, j->dst[2], O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		rc = fd < 0 ? (ifd < 0 ? ifd : -errno) : -EINVAL;
+		snprintf(err, sizeof(err), "destination data file: %s", strerror(-rc));
+		goto out;
+	}
+	char *argv[] = { (char *)"qemu-img", (char *)"convert", (char *)"-p", (char *)"-n",
+			 (char *)"-f", (char *)(sfmt == ST_FMT_COW ? "qcow2" : "raw"),
+			 (char *)"-O", (char *)(dfmt == ST_FMT_COW ? "qcow2" : "raw"),
+			 ch.paths[0], (char *)"/proc/self/fd/3", NULL };
+	rc = st_run_tool_cb(s, &j->ctl, "qemu-img", "qemu-utils", argv, fd, NULL, on_output, j,
+			    err, sizeof(err));
+	if (rc == 0 && fsync(fd) < 0) {
+		rc = -errno;
+		snprintf(err, sizeof(err), "syncing the destination: %s", strerror(-rc));
+	}
+	if (rc == 0 && (rc = dst_meta(s, dd, j->dst[2], true, true)) < 0)
+		snprintf(err, sizeof(err), "marking the destination LEGAL: %s", strerror(-rc));
+out:
+	if (fd >= 0)
+		close(fd);
+	if (ifd >= 0)
+		close(ifd);
+	st_chain_free(&ch);
+	int64_t app = 0, tru = 0;
+	bool sized = st_vol_stat(dd, j->dst[1], j->dst[2], &app, &tru) == 0;
+	bool aborted = __atomic_load_n(&j->ctl.abort, __ATOMIC_ACQUIRE);
+	pthread_mutex_lock(&s->lock);
+	dv = map_get(&dd->volumes, j->dst[2]);
+	dv->busy = false;
+	if (sized) {
+		dv->apparent = app;
+		dv->truesize = tru;
+	}
+	sd->busy--;
+	dd->busy--;
+	if (rc == 0) {
+		j->info.status = ST_JOB_DONE;
+		j->info.progress = 100;
+	} else {
+		j->info.status = aborted ? ST_JOB_ABORTED : ST_JOB_FAILED;
+		j->info.err_code = aborted ? rpc_err_code(RPC_E_TASK_ABORTED) : 100;
+		snprintf(j->info.err_msg, sizeof(j->info.err_msg), "%.255s", err);
+	}
+	pthread_mutex_unlock(&s->lock);
+	if (rc == 0)
+		log_info("storage: job %s: copied %s/%s/%s to %s/%s/%s", j->info.id, j->src[0],
+			 j->src[1], j->src[2], j->dst[0], j->dst[1], j->dst[2]);
+	else
+		log_warn("storage: job %s %s: %s (destination %s left ILLEGAL)", j->info.id,
+			 aborted ? "aborted" : "failed", err, j->dst[2]);
+	publish(s, j);
+	return NULL;
+}
+
+int st_copy_data(struct storage_state *s, const char *job_id, const char *const src[3],
+		 const char *const dst[3], struct st_err *e)
+{
+	if (!st_is_uuid(job_id))
+		return st_fail(e, RPC_E_PARAMS, "job_id: not a UUID");
+	if (strcmp(src[2], dst[2]) == 0 && strcmp(src[0], dst[0]) == 0)
+		return st_fail(e, RPC_E_PARAMS, "source and destination are the same volume");
+	struct st_domain *sd = NULL, *dd = NULL;
+	pthread_mutex_lock(&s->lock);
+	struct st_volume *sv = st_find_volume(s, src[0], src[1], src[2], &sd, e);
+	struct st_volume *dv = sv ? st_find_volume(s, dst[0], dst[1], dst[2], &dd, e) : NULL;
+	int rc = sv && dv ? 0 : -1;
+	unsigned live = 0;
+	for (struct st_map_ent *it = map_first(&s->jobs); it; it = map_next(&s->jobs, it)) {
+		const struct st_job *o = map_val(it);
+		if (o->info.status == ST_JOB_PENDING || o->info.status == ST_JOB_RUNNING)
+			live++;
+	}
+	if (rc == 0 && map_get(&s->jobs, job_id))
+		rc = st_fail(e, RPC_E_GENERAL, "job %s exists", job_id);
+	if (rc == 0 && live >= ST_MAX_JOBS)
+		rc = st_fail(e, RPC_E_NO_RESOURCES, "%u copy jobs are running", live);
+	if (rc == 0 && (sv->busy || dv->busy))
+		rc = st_fail(e, RPC_E_GENERAL, "volume %s is busy", sv->busy ? src[2] : dst[2]);
+	if (rc == 0 && !sv->legal)
+		rc = st_fail(e, RPC_E_GENERAL, "source volume %s is ILLEGAL", src[2]);
+	if (rc == 0 && dv->capacity < sv->capacity)
+		rc = st_fail(e, RPC_E_GENERAL, "destination (%lld bytes) is smaller than the source "
+			     "(%lld bytes)", (long long)dv->capacity, (long long)sv->capacity);
+	if (rc == 0 && dv->nchildren)
+		rc = st_fail(e, RPC_E_GENERAL, "destination %s has children", dst[2]);
+	if (rc < 0) {
+		pthread_mutex_unlock(&s->lock);
+		return -1;
+	}
+	struct st_job *j = xcalloc(1, sizeof(*j));
+	snprintf(j->info.id, sizeof(j->info.id), "%.36s", job_id);
+	j->info.status = ST_JOB_PENDING;
+	snprintf(j->info.desc, sizeof(j->info.desc), "copy_data %.8s -> %.8s", src[2], dst[2]);
+	for (int i = 0; i < 3; i++) {
+		snprintf(j->src[i], 37, "%.36s", src[i]);
+		snprintf(j->dst[i], 37, "%.36s", dst[i]);
+	}
+	j->s = s;
+	dv->busy = true;
+	sd->busy++;
+	dd->busy++;
+	map_put(&s->jobs, j->info.id, j);
+	if (pthread_create(&j->thread, NULL, copy_main, j) != 0) {
+		map_del(&s->jobs, j->info.id);
+		dv->busy = false;
+		sd->busy--;
+		dd->busy--;
+		pthread_mutex_unlock(&s->lock);
+		free(j);
+		return st_fail(e, RPC_E_NO_RESOURCES, "cannot start the copy thread");
+	}
+	pthread_mutex_unlock(&s->lock);
+	publish(s, j);
+	return 0;
+}
+
+int st_job_abort(struct storage_state *s, const char *id, struct st_err *e)
+{
+	pthread_mutex_lock(&s->lock);
+	struct st_job *j = st_is_uuid(id) ? map_get(&s->jobs, id) : NULL;
+	if (!j) {
+		pthread_mutex_unlock(&s->lock);
+		return st_fail(e, RPC_E_GENERAL, "job %s is unknown", st_is_uuid(id) ? id : "?");
+	}
+	snprintf(j->ctl.abort_why, sizeof(j->ctl.abort_why), "aborted by request");
+	__atomic_store_n(&j->ctl.abort, true, __ATOMIC_RELEASE);
+	if (j->ctl.child > 0)
+		kill(j->ctl.child, SIGKILL);
+	pthread_mutex_unlock(&s->lock);
+	return 0;
+}
+
+void st_jobs_stop(struct storage_state *s)
+{
+	pthread_mutex_lock(&s->lock);
+	for (struct st_map_ent *it = map_first(&s->jobs); it; it = map_next(&s->jobs, it)) {
+		struct st_job *j = map_val(it);
+		snprintf(j->ctl.abort_why, sizeof(j->ctl.abort_why), "vdsmd is shutting down");
+		__atomic_store_n(&j->ctl.abort, true, __ATOMIC_RELEASE);
+		if (j->ctl.child > 0)
+			kill(j->ctl.child, SIGKILL);
+	}
+	pthread_mutex_unlock(&s->lock);
+	for (struct st_map_ent *it = map_first(&s->jobs); it; it = map_next(&s->jobs, it)) {
+		struct st_job *j = map_val(it);
+		if (!j->joined) {
+			pthread_join(j->thread, NULL);
+			j->joined = true;
+		}
+	}
+}

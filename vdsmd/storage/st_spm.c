@@ -1,0 +1,421 @@
+/* vdsmd/storage/st_spm.c - the storage pool manager (SPM) role and its lease.
+ *
+ * One host per pool is SPM: it alone changes shared metadata (creates and
+ * deletes volumes of the pool's domains).  Exclusion across hosts is a lease
+ * file on the master domain, <master>/dom_md/spm_lease (key=value with the
+ * checksum of st_meta.c, replaced atomically):
+ *     HOST_ID  the holder's hostID (0: free)
+ *     LVER     lease version, +1 at every acquisition
+ *     SEQ      renewal counter, changed by every renewal
+ *
+ * Timing (StoragePool.create's lockRenewalIntervalSec = R, leaseTimeSec = L,
+ * kept in the master domain's metadata; defaults 5 s / 60 s):
+ *   - the holder rewrites the lease (SEQ+1) every R; a renewal that fails or
+ *     takes longer than ioOpTimeoutSec counts as failed, and after
+ *     leaseRetries failures in a row the holder steps down (no longer SPM);
+ *     if it reads another holder or LVER it has lost the lease and steps
+ *     down at once;
+ *   - a contender that finds a holder watches the lease with its own
+ *     monotonic clock (no clock agreement between hosts is needed): any
+ *     change of HOST_ID/LVER/SEQ within L means the holder is alive and
+ *     spmStart fails; no change for L means it is dead, and the contender
+ *     writes itself with LVER+1, waits R and reads again: still its own
+ *     record means acquired (two contenders writing at once: the later
+ *     write wins, the earlier one sees it and fails).
+ *   So a killed SPM is replaced after at most L + R (+ the engine's polling).
+ *   A clean stop (spmStop, pool disconnect, vdsmd shutdown) writes HOST_ID=0
+ *   and the next contender acquires at once. */
+#include "st.h"
+#include "../../common/log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define LEASE_FILE "spm_lease"
+
+struct lease {
+	int holder;
+	int64_t lver;
+	uint64_t seq;
+};
+
+static bool lease_eq(const struct lease *a, const struct lease *b)
+{
+	return a->holder == b->holder && a->lver == b->lver && a->seq == b->seq;
+}
+
+static int lease_read(const char *mdir, struct lease *l)
+{
+	memset(l, 0, sizeof(*l));
+	int md = st_dir_at(mdir, "dom_md");
+	if (md < 0)
+		return -errno;
+	struct st_kv kv;
+	int rc = kv_read_at(&kv, md, LEASE_FILE);
+	close(md);
+	if (rc == VD_ENOENT)
+		return 0;   /* never taken */
+	if (rc)
+		return rc == VD_EPROTO ? -EBADMSG : -EIO;
+	l->holder = (int)kv_get_int(&kv, "HOST_ID", 0);
+	l->lver = kv_get_int(&kv, "LVER", 0);
+	l->seq = (uint64_t)kv_get_int(&kv, "SEQ", 0);
+	kv_free(&kv);
+	return 0;
+}
+
+static int lease_write(const char *mdir, const struct lease *l)
+{
+	int md = st_dir_at(mdir, "dom_md");
+	if (md < 0)
+		return -errno;
+	struct st_kv kv;
+	kv_init(&kv);
+	kv_setf(&kv, "HOST_ID", "%d", l->holder);
+	kv_setf(&kv, "LVER", "%lld", (long long)l->lver);
+	kv_setf(&kv, "SEQ", "%llu", (unsigned long long)l->seq);
+	int rc = kv_write_at(&kv, md, LEASE_FILE);
+	kv_free(&kv);
+	close(md);
+	return rc;
+}
+
+void st_pool_lease_from_master(struct storage_state *s)
+{
+	struct st_domain *m = s->pool_master[0] ? map_get(&s->domains, s->pool_master) : NULL;
+	s->lease_renew_ms = m && m->lease_renew_ms ? m->lease_renew_ms : 5000;
+	s->lease_time_ms = m && m->lease_time_ms ? m->lease_time_ms : 60000;
+	s->lease_io_ms = m && m->lease_io_ms ? m->lease_io_ms : 10000;
+	s->lease_retries = m && m->lease_retries ? m->lease_retries : 3;
+	if (!s->spm_thread_started) {
+		s->spm_holder = -1;
+		s->spm_lver = -1;
+	}
+}
+
+/* Caller holds the lock. */
+static char *master_dir(struct storage_state *s)
+{
+	struct st_domain *m = s->pool_master[0] ? map_get(&s->domains, s->pool_master) : NULL;
+	return m && !m->formatting ? xstrdup(m->dir) : NULL;
+}
+
+/* Sleep ms on spm_cond (woken early by quit); caller holds the lock. */
+static void nap(struct storage_state *s, unsigned ms)
+{
+	struct timespec dl;
+	clock_gettime(CLOCK_REALTIME, &dl);
+	dl.tv_sec += ms / 1000;
+	dl.tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (dl.tv_nsec >= 1000000000L) {
+		dl.tv_sec++;
+		dl.tv_nsec -= 1000000000L;
+	}
+	pthread_cond_timedwait(&s->spm_cond, &s->lock, &dl);
+}
+
+static void *renewer(void *arg)
+{
+	struct storage_state *s = arg;
+	unsigned failures = 0;
+	pthread_mutex_lock(&s->lock);
+	while (!s->spm_quit && s->spm_state == ST_SPM_SPM) {
+		nap(s, s->lease_renew_ms);
+		if (s->spm_quit || s->spm_state != ST_SPM_SPM)
+			break;
+		char *mdir = master_dir(s);
+		struct lease mine = { s->pool_host_id, s->spm_lver, s->spm_seq + 1 };
+		unsigned io_ms = s->lease_io_ms, retries = s->lease_retries;
+		pthread_mutex_unlock(&s->lock);
+		uint64_t t0 = vd_now_ms();
+		struct lease cur;
+		int rc = mdir ? lease_read(mdir, &cur) : -ENOENT;
+		bool lost = rc == 0 && (cur.holder != mine.holder || cur.lver != mine.lver);
+		if (rc == 0 && !lost)
+			rc = lease_write(mdir, &mine);
+		bool slow = vd_now_ms() - t0 > io_ms;
+		free(mdir);
+		pthread_mutex_lock(&s->lock);
+		if (lost) {
+			log_error("storage: SPM lease of pool %s taken by host %d (version %lld): no "
+				  "longer SPM", s->pool_uuid, cur.holder, (long long)cur.lver);
+			s->spm_state = ST_SPM_FREE;
+			s->spm_holder = cur.holder;
+			s->spm_lver = cur.lver;
+			break;
+		}
+		if (rc < 0 || slow) {
+			failures++;
+			log_warn("storage: SPM lease renewal %s (%u of %u)",
+				 rc < 0 ? strerror(-rc) : "too slow", failures, retries);
+			if (failures > retries) {
+				log_error("storage: SPM lease of pool %s could not be renewed: stepping "
+					  "down", s->pool_uuid);
+				s->spm_state = ST_SPM_FREE;
+				break;
+			}
+		} else {
+			failures = 0;
+			s->spm_seq = mine.seq;
+		}
+	}
+	pthread_mutex_unlock(&s->lock);
+	return NULL;
+}
+
+/* Stops the renewal thread (caller holds neither lock). */
+static void stop_renewer(struct storage_state *s)
+{
+	pthread_mutex_lock(&s->lock);
+	bool started = s->spm_thread_started;
+	s->spm_quit = true;
+	pthread_cond_broadcast(&s->spm_cond);
+	pthread_mutex_unlock(&s->lock);
+	if (started)
+		pthread_join(s->spm_thread, NULL);
+	pthread_mutex_lock(&s->lock);
+	s->spm_thread_started = false;
+	s->spm_quit = false;
+	pthread_mutex_unlock(&s->lock);
+}
+
+static bool aborted(struct st_task *t)
+{
+	return t && __atomic_load_n(&t->abort, __ATOMIC_ACQUIRE);
+}
+
+/* Sleep ms in steps, giving up early when the task is stopped. */
+static bool wait_ms(struct st_task *t, unsigned ms)
+{
+	uint64_t end = vd_now_ms() + ms;
+	while (vd_now_ms() < end) {
+		if (aborted(t))
+			return false;
+		uint64_t left = end - vd_now_ms();
+		usleep((useconds_t)(left > 50 ? 50000 : left * 1000));
+	}
+	return !aborted(t);
+}
+
+int st_spm_acquire(struct storage_state *s, struct st_task *t, char *err, size_t errlen)
+{
+	pthread_mutex_lock(&s->lock);
+	if (!s->pool_connected) {
+		pthread_mutex_unlock(&s->lock);
+		snprintf(err, errlen, "pool is not connected");
+		return -ENOENT;
+	}
+	if (s->spm_state == ST_SPM_SPM) {
+		pthread_mutex_unlock(&s->lock);
+		return 0;
+	}
+	char *mdir = master_dir(s);
+	int me = s->pool_host_id;
+	unsigned renew = s->lease_renew_ms, ltime = s->lease_time_ms;
+	s->spm_state = ST_SPM_CONTEND;
+	pthread_mutex_unlock(&s->lock);
+	int rc = 0;
+	struct lease cur, seen;
+	if (!mdir) {
+		snprintf(err, errlen, "the master domain is not available");
+		rc = -ENOENT;
+		goto out;
+	}
+	if ((rc = lease_read(mdir, &cur)) < 0) {
+		snprintf(err, errlen, "reading the SPM lease: %s", strerror(-rc));
+		goto out;
+	}
+	if (cur.holder != 0 && cur.holder != me) {
+		/* Alive if the lease changes within the lease time. */
+		seen = cur;
+		uint64_t end = vd_now_ms() + ltime;
+		while (vd_now_ms() < end) {
+			if (!wait_ms(t, renew / 2 ? renew / 2 : 1)) {
+				rc = -ECANCELED;
+				st_task_abort_msg(s, t, err, errlen);
+				goto out;
+			}
+			if ((rc = lease_read(mdir, &cur)) < 0) {
+				snprintf(err, errlen, "reading the SPM lease: %s", strerror(-rc));
+				goto out;
+			}
+			if (cur.holder == 0)
+				break;   /* released meanwhile */
+			if (!lease_eq(&cur, &seen)) {
+				snprintf(err, errlen, "the SPM lease is held by host %d (version %lld)",
+					 cur.holder, (long long)cur.lver);
+				pthread_mutex_lock(&s->lock);
+				s->spm_holder = cur.holder;
+				s->spm_lver = cur.lver;
+				pthread_mutex_unlock(&s->lock);
+				rc = -EBUSY;
+				goto out;
+			}
+		}
+		if (cur.holder != 0)
+			log_warn("storage: SPM lease of host %d unchanged for %u ms: expired",
+				 cur.holder, ltime);
+	}
+	struct lease mine = { me, cur.lver + 1, ((uint64_t)vd_now_ns() << 8) ^ (uint64_t)getpid() };
+	if ((rc = lease_write(mdir, &mine)) < 0) {
+		snprintf(err, errlen, "writing the SPM lease: %s", strerror(-rc));
+		goto out;
+	}
+	if (!wait_ms(t, renew)) {
+		rc = -ECANCELED;
+		st_task_abort_msg(s, t, err, errlen);
+		goto out;
+	}
+	if ((rc = lease_read(mdir, &cur)) < 0 || !lease_eq(&cur, &mine)) {
+		if (rc == 0) {
+			rc = -EBUSY;
+			snprintf(err, errlen, "lost the SPM lease to host %d", cur.holder);
+		} else {
+			snprintf(err, errlen, "reading the SPM lease: %s", strerror(-rc));
+		}
+		goto out;
+	}
+	pthread_mutex_lock(&s->lock);
+	s->spm_state = ST_SPM_SPM;
+	s->spm_holder = me;
+	s->spm_lver = mine.lver;
+	s->spm_seq = mine.seq;
+	s->spm_quit = false;
+	s->spm_thread_started = pthread_create(&s->spm_thread, NULL, renewer, s) == 0;
+	if (!s->spm_thread_started) {
+		s->spm_state = ST_SPM_FREE;
+		rc = -EAGAIN;
+		snprintf(err, errlen, "cannot start the lease renewal thread");
+	}
+	pthread_mutex_unlock(&s->lock);
+	if (rc == 0)
+		log_info("storage: host %d is SPM of pool %s (lease version %lld)", me, s->pool_uuid,
+			 (long long)mine.lver);
+out:
+	if (rc < 0) {
+		pthread_mutex_lock(&s->lock);
+		if (s->spm_state == ST_SPM_CONTEND)
+			s->spm_state = ST_SPM_FREE;
+		pthread_mutex_unlock(&s->lock);
+	}
+	free(mdir);
+	return rc;
+}
+
+int st_spm_release(struct storage_state *s)
+{
+	stop_renewer(s);
+	pthread_mutex_lock(&s->lock);
+	bool was = s->spm_state == ST_SPM_SPM;
+	char *mdir = was ? master_dir(s) : NULL;
+	struct lease mine = { s->pool_host_id, s->spm_lver, s->spm_seq };
+	s->spm_state = ST_SPM_FREE;
+	pthread_mutex_unlock(&s->lock);
+	int rc = 0;
+	if (mdir) {
+		struct lease cur, freed = { 0, mine.lver, mine.seq + 1 };
+		if (lease_read(mdir, &cur) == 0 && cur.holder == mine.holder && cur.lver == mine.lver)
+			rc = lease_write(mdir, &freed);
+		pthread_mutex_lock(&s->lock);
+		s->spm_holder = rc == 0 ? -1 : s->spm_holder;
+		pthread_mutex_unlock(&s->lock);
+		log_info("storage: SPM of pool %s released", s->pool_uuid);
+	}
+	free(mdir);
+	return rc;
+}
+
+void st_spm_observe(struct storage_state *s)
+{
+	pthread_mutex_lock(&s->lock);
+	char *mdir = s->pool_connected && s->spm_state == ST_SPM_FREE ? master_dir(s) : NULL;
+	pthread_mutex_unlock(&s->lock);
+	if (!mdir)
+		return;
+	struct lease cur;
+	if (lease_read(mdir, &cur) == 0) {
+		pthread_mutex_lock(&s->lock);
+		if (s->spm_state == ST_SPM_FREE) {
+			s->spm_holder = cur.holder ? cur.holder : -1;
+			s->spm_lver = cur.lver ? cur.lver : -1;
+		}
+		pthread_mutex_unlock(&s->lock);
+	}
+	free(mdir);
+}
+
+int st_spm_require(struct storage_state *s, const struct st_domain *d, struct st_err *e)
+{
+	if (!d->pool[0] || s->spm_state == ST_SPM_SPM)
+		return 0;
+	return st_fail(e, RPC_E_NOT_SPM, "host %d is not the SPM of pool %s", s->pool_host_id,
+		       d->pool);
+}
+
+void st_spm_run_start(struct storage_state *s, struct st_task *t)
+{
+	char err[256] = "";
+	int rc = st_spm_acquire(s, t, err, sizeof(err));
+	if (rc == 0)
+		st_task_finish(s, t, ST_TR_SUCCESS, 0, "1 jobs completed successfully");
+	else
+		st_task_finish(s, t, ST_TR_CLEAN_SUCCESS,
+			       rc == -ECANCELED ? rpc_err_code(RPC_E_TASK_ABORTED)
+						: rpc_err_code(RPC_E_SPM_ACQUIRE), err);
+}
+
+static bool pool_is(struct storage_state *s, const char *sp)
+{
+	return s->pool_uuid[0] && sp && strcmp(s->pool_uuid, sp) == 0 && s->pool_connected;
+}
+
+int st_spm_start(struct storage_state *s, const char *sp, char task_id[37], struct st_err *e)
+{
+	pthread_mutex_lock(&s->lock);
+	if (!pool_is(s, sp)) {
+		pthread_mutex_unlock(&s->lock);
+		return st_fail(e, RPC_E_NO_POOL, "%s", sp ? sp : "");
+	}
+	if (!st_task_queue_has_room(s)) {
+		pthread_mutex_unlock(&s->lock);
+		return st_fail(e, RPC_E_NO_RESOURCES, "too many storage tasks queued");
+	}
+	int host = s->pool_host_id;
+	pthread_mutex_unlock(&s->lock);
+	struct st_task *t = st_task_alloc(ST_TK_SPM_START);
+	t->host_id = host;
+	int rc = st_task_persist(s, t);
+	if (rc < 0) {
+		st_task_free(t);
+		return st_fail(e, RPC_E_GENERAL, "cannot record the task: %s", strerror(-rc));
+	}
+	snprintf(task_id, 37, "%.36s", t->id);
+	st_task_submit(s, t);
+	return 0;
+}
+
+int st_spm_stop(struct storage_state *s, const char *sp, struct st_err *e)
+{
+	pthread_mutex_lock(&s->lock);
+	if (!pool_is(s, sp)) {
+		pthread_mutex_unlock(&s->lock);
+		return st_fail(e, RPC_E_NO_POOL, "%s", sp ? sp : "");
+	}
+	for (struct st_map_ent *it = map_first(&s->tasks); it; it = map_next(&s->tasks, it)) {
+		const struct st_task *t = map_val(it);
+		if (t->state != ST_TS_FINISHED && t->kind != ST_TK_SPM_START) {
+			pthread_mutex_unlock(&s->lock);
+			return st_fail(e, RPC_E_SPM_TASKS, "task %s is not finished", t->id);
+		}
+	}
+	pthread_mutex_unlock(&s->lock);
+	int rc = st_spm_release(s);
+	if (rc < 0)
+		return st_fail(e, RPC_E_GENERAL, "cannot free the SPM lease: %s", strerror(-rc));
+	return 0;
+}

@@ -1,0 +1,180 @@
+/* vdsmd/storage/st_verbs_image.c - Image.prepare / teardown,
+ * Volume.setLegality / refresh / getQemuImageInfo, Task.getInfo / revert.
+ * Blocking verbs (they touch storage) except Task.getInfo. */
+#include "st_verbs.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ARG(n) rpc_arg_str(c, n, NULL)
+
+int vh_img_prepare(struct rpc_call *c)
+{
+	struct storage_state *s = verb_state(c);
+	if (!s)
+		return -1;
+	struct st_err e = { 0 };
+	struct st_chain ch;
+	const char *sd = ARG("storagedomainID"), *img = ARG("imageID");
+	if (st_image_prepare2(s, sd, ARG("storagepoolID"), img, ARG("volumeID"),
+			      rpc_arg_bool(c, "allowIllegal", false), &ch, &e) < 0)
+		return verb_fail(c, &e);
+	struct vd_writer *w = c->w;
+	vw_begin_object(w);
+	vw_kstr(w, "path", ch.paths[0]);
+	vw_keyz(w, "imgVolumesInfo");
+	vw_begin_array(w);
+	for (size_t i = ch.n; i-- > 0;) {   /* base first, as VDSM lists them */
+		const char *p = ch.paths[i];
+		const char *slash = strrchr(p, '/');
+		vw_begin_object(w);
+		vw_kstr(w, "domainID", sd);
+		vw_kstrf(w, "imageID", "%.36s", slash && slash - p >= 37 ? slash - 36 - 1 : img);
+		vw_kstr(w, "volumeID", slash ? slash + 1 : "");
+		vw_kstr(w, "path", p);
+		vw_end_object(w);
+	}
+	vw_end_array(w);
+	vw_end_object(w);
+	st_chain_free(&ch);
+	return 0;
+}
+
+int vh_img_teardown(struct rpc_call *c)
+{
+	struct storage_state *s = verb_state(c);
+	if (!s)
+		return -1;
+	struct st_err e = { 0 };
+	struct st_chain ch;
+	/* Nothing was activated on a file domain; the image must exist. */
+	if (st_image_prepare2(s, ARG("storagedomainID"), ARG("storagepoolID"), ARG("imageID"),
+			      ARG("volumeID"), true, &ch, &e) < 0 && e.code != RPC_E_GENERAL)
+		return verb_fail(c, &e);
+	st_chain_free(&ch);
+	vw_bool(c->w, true);
+	return 0;
+}
+
+int vh_vol_set_legality(struct rpc_call *c)
+{
+	struct storage_state *s = verb_state(c);
+	if (!s)
+		return -1;
+	const char *leg = ARG("legality");
+	bool legal = leg && strcmp(leg, "LEGAL") == 0;
+	if (!leg || (!legal && strcmp(leg, "ILLEGAL") != 0))
+		return rpc_fail(c, RPC_E_PARAMS, "legality: LEGAL or ILLEGAL (FAKE is for block "
+				"backup domains only)");
+	struct st_err e = { 0 };
+	if (st_volume_set_legality(s, ARG("storagedomainID"), ARG("imageID"), ARG("volumeID"),
+				   legal, &e) < 0)
+		return verb_fail(c, &e);
+	vw_bool(c->w, true);
+	return 0;
+}
+
+int vh_vol_refresh(struct rpc_call *c)
+{
+	struct storage_state *s = verb_state(c);
+	if (!s)
+		return -1;
+	struct st_err e = { 0 };
+	if (st_volume_refresh(s, ARG("storagedomainID"), ARG("imageID"), ARG("volumeID"), &e) < 0)
+		return verb_fail(c, &e);
+	vw_bool(c->w, true);
+	return 0;
+}
+
+int vh_vol_qemu_info(struct rpc_call *c)
+{
+	struct storage_state *s = verb_state(c);
+	if (!s)
+		return -1;
+	struct st_err e = { 0 };
+	struct st_qinfo q;
+	if (st_volume_qemu_info(s, ARG("storagedomainID"), ARG("imageID"), ARG("volumeID"), &q,
+				&e) < 0)
+		return verb_fail(c, &e);
+	struct vd_writer *w = c->w;
+	vw_begin_object(w);
+	vw_kstr(w, "format", q.format);
+	vw_kint(w, "virtualsize", q.virtual_size);
+	vw_kint(w, "clustersize", q.cluster_size);
+	if (q.backing[0])
+		vw_kstr(w, "backingfile", q.backing);
+	if (q.compat[0])
+		vw_kstr(w, "compat", q.compat);
+	vw_keyz(w, "bitmaps");
+	vw_begin_array(w);
+	vw_end_array(w);
+	vw_end_object(w);
+	return 0;
+}
+
+int vh_task_get_info(struct rpc_call *c)
+{
+	struct storage_state *s = verb_state(c);
+	if (!s)
+		return -1;
+	struct st_err e = { 0 };
+	struct st_task_status st;
+	if (st_task_get(s, ARG("taskID"), &st, &e) < 0)
+		return verb_fail(c, &e);
+	vw_begin_object(c->w);
+	vw_kstr(c->w, "id", st.id);
+	vw_kstr(c->w, "verb", st.verb);
+	vw_end_object(c->w);
+	return 0;
+}
+
+/* A task rolls back when it fails or is stopped; revert is that for a task
+ * still running (a finished one is already complete or rolled back: 410). */
+int vh_task_revert(struct rpc_call *c)
+{
+	return verb_by_id(c, "taskID", st_task_stop);
+}
+
+int vh_vol_measure(struct rpc_call *c)
+{
+	struct storage_state *s = verb_state(c);
+	if (!s)
+		return -1;
+	int64_t fmt = rpc_arg_int(c, "dstVolFormat", 0);
+	if (fmt != ST_FMT_COW && fmt != ST_FMT_RAW)
+		return rpc_fail(c, RPC_E_PARAMS, "dstVolFormat: 4 (COW) or 5 (RAW)");
+	if (!rpc_arg_bool(c, "backing_chain", true))
+		return rpc_fail(c, RPC_E_PARAMS, "backing_chain: only the whole chain is measured");
+	const char *base = ARG("baseID");
+	if (base && *base && strcmp(base, ST_BLANK_UUID) != 0)
+		return rpc_fail(c, RPC_E_PARAMS, "baseID: measuring part of a chain is not supported");
+	struct st_err e = { 0 };
+	int64_t req = 0;
+	if (st_volume_measure(s, ARG("storagedomainID"), ARG("imageID"), ARG("volumeID"), (int)fmt,
+			      &req, &e) < 0)
+		return verb_fail(c, &e);
+	vw_begin_object(c->w);
+	vw_kint(c->w, "required", req);
+	vw_end_object(c->w);
+	return 0;
+}
+
+int vh_vol_extend_size(struct rpc_call *c)
+{
+	struct storage_state *s = verb_state(c);
+	if (!s)
+		return -1;
+	const char *ns = ARG("newSize");
+	char *end = NULL;
+	long long size = ns && *ns ? strtoll(ns, &end, 10) : -1;
+	if (!end || *end || size <= 0)
+		return rpc_fail(c, RPC_E_PARAMS, "newSize: bytes as a string of digits");
+	struct st_err e = { 0 };
+	char tid[37];
+	if (st_volume_extend(s, ARG("storagedomainID"), ARG("imageID"), ARG("volumeID"), size, tid,
+			     &e) < 0)
+		return verb_fail(c, &e);
+	vw_strz(c->w, tid);
+	return 0;
+}

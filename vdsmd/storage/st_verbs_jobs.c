@@ -1,0 +1,109 @@
+/* vdsmd/storage/st_verbs_jobs.c - SDM.copy_data and Host.getJobs. */
+#include "st_verbs.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* One CopyDataEndpoint: "div" (sd_id, img_id, vol_id, optional generation). */
+static int endpoint(struct rpc_call *c, const char *name, char ids[3][37], int64_t *gen)
+{
+	const struct vd_value *ep = rpc_arg(c, name);
+	const struct vd_value *type = vd_obj_get(ep, "endpoint_type");
+	if (!type || !vd_str_eq(type, "div"))
+		return rpc_fail(c, RPC_E_PARAMS, "%s: only endpoint_type \"div\" (a volume) is "
+				"supported", name);
+	static const char *const keys[3] = { "sd_id", "img_id", "vol_id" };
+	for (int i = 0; i < 3; i++) {
+		const struct vd_value *v = vd_obj_get(ep, keys[i]);
+		if (!v || v->type != VD_STRING || !vd_is_uuid(v->v.s.ptr, v->v.s.len))
+			return rpc_fail(c, RPC_E_PARAMS, "%s.%s: not a UUID", name, keys[i]);
+		snprintf(ids[i], 37, "%.36s", v->v.s.ptr);
+	}
+	const struct vd_value *g = vd_obj_get(ep, "generation");
+	*gen = -1;
+	if (g && g->type == VD_INT && g->v.i >= 0)
+		*gen = g->v.i;
+	else if (g && g->type != VD_NULL)
+		return rpc_fail(c, RPC_E_PARAMS, "%s.generation: not a non-negative integer", name);
+	return 0;
+}
+
+static int check_generation(struct rpc_call *c, struct storage_state *s, char ids[3][37],
+			    int64_t gen)
+{
+	if (gen < 0)
+		return 0;
+	struct st_volume v;
+	struct st_err e = { 0 };
+	if (st_volume_info(s, ids[0], ids[1], ids[2], &v, &e) < 0)
+		return verb_fail(c, &e);
+	free(v.description);
+	if ((int64_t)v.generation != gen)
+		return rpc_fail(c, RPC_E_GENERAL, "volume %s: generation %u, expected %lld", ids[2],
+				v.generation, (long long)gen);
+	return 0;
+}
+
+int vh_sdm_copy_data(struct rpc_call *c)
+{
+	struct storage_state *s = verb_state(c);
+	if (!s)
+		return -1;
+	if (rpc_arg_bool(c, "copy_bitmaps", false))
+		return rpc_fail(c, RPC_E_PARAMS, "copy_bitmaps: not supported");
+	char src[3][37], dst[3][37];
+	int64_t sgen = -1, dgen = -1;
+	if (endpoint(c, "source", src, &sgen) < 0 || endpoint(c, "destination", dst, &dgen) < 0 ||
+	    check_generation(c, s, src, sgen) < 0 || check_generation(c, s, dst, dgen) < 0)
+		return -1;
+	const char *const sp[3] = { src[0], src[1], src[2] }, *const dp[3] = { dst[0], dst[1], dst[2] };
+	struct st_err e = { 0 };
+	if (st_copy_data(s, rpc_arg_str(c, "job_id", NULL), sp, dp, &e) < 0)
+		return verb_fail(c, &e);
+	vw_bool(c->w, true);
+	return 0;
+}
+
+void verb_write_job(struct vd_writer *w, const struct st_job_info *j)
+{
+	vw_begin_object(w);
+	verb_write_job_fields(w, j);
+	vw_end_object(w);
+}
+
+void verb_write_job_fields(struct vd_writer *w, const struct st_job_info *j)
+{
+	vw_kstr(w, "id", j->id);
+	vw_kstr(w, "status", st_job_status_name(j->status));
+	vw_kstr(w, "description", j->desc);
+	vw_kstr(w, "job_type", "storage");
+	vw_kint(w, "progress", j->progress);
+	if (j->status == ST_JOB_FAILED || j->status == ST_JOB_ABORTED) {
+		vw_keyz(w, "error");
+		vw_begin_object(w);
+		vw_kint(w, "code", j->err_code);
+		vw_kstr(w, "message", j->err_msg);
+		vw_end_object(w);
+	}
+}
+
+void st_write_jobs(struct storage_state *s, struct vd_writer *w, const char *type,
+		   const struct vd_value *ids)
+{
+	bool storage = !type || !*type || strcmp(type, "storage") == 0;
+	vw_begin_object(w);
+	pthread_mutex_lock(&s->lock);
+	for (struct st_map_ent *it = map_first(&s->jobs); storage && it; it = map_next(&s->jobs, it)) {
+		const struct st_job *j = map_val(it);
+		bool want = !ids || ids->type != VD_ARRAY || ids->v.arr.n == 0;
+		for (size_t i = 0; !want && i < ids->v.arr.n; i++)
+			want = vd_str_eq(&ids->v.arr.items[i], j->info.id);
+		if (!want)
+			continue;
+		vw_keyz(w, j->info.id);
+		verb_write_job(w, &j->info);
+	}
+	pthread_mutex_unlock(&s->lock);
+	vw_end_object(w);
+}
