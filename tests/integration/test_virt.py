@@ -220,8 +220,10 @@ class Lifecycle(unittest.TestCase):
         self.assertEqual(error_code(self.c.call("VM.create", dup)), 4)
         self.assertEqual(error_code(self.c.call("VM.create", {"vmID": NO_VM,
                                                               "vmParams": {}})), -32602)
-        events = self.ev.collect(1)
-        self.assertEqual(events[0]["params"][NEW_VM]["status"], "Up")
+        # VDSM's launch sequence, in the engine's order
+        events = self.ev.collect(3)
+        self.assertEqual([e["params"][NEW_VM]["status"] for e in events],
+                         ["WaitForLaunch", "Powering up", "Up"])
         self.assertIs(result(self.c.call("VM.destroy", {"vmID": NEW_VM})), True)
         events = self.ev.collect(1)
         self.assertEqual(events[0]["params"][NEW_VM]["status"], "Down")

@@ -278,12 +278,23 @@ static void *events_main(void *arg)
 
 /* ---- init / fini --------------------------------------------------------- */
 
+void virt_set_deps(struct vdsmd *d, const struct virt_deps *deps)
+{
+	struct virt_state *s = d->virt;
+	if (!s || !deps)
+		return;
+	pthread_mutex_lock(&s->lock);
+	s->deps = *deps;
+	pthread_mutex_unlock(&s->lock);
+}
+
 int virt_init(struct vdsmd *d)
 {
 	pthread_once(&libvirt_once, libvirt_global_init);
 	struct virt_state *s = xcalloc(1, sizeof *s);
 	s->d = d;
 	s->cb_id = -1;
+	s->dev_cb_id[0] = s->dev_cb_id[1] = -1;
 	s->ev_timer = -1;
 	s->sample_interval_s = d->cfg.vm_sample_interval ? d->cfg.vm_sample_interval : 15;
 	const char *nc = getenv("VDSMD_VIRT_NO_CACHE");

@@ -35,7 +35,7 @@ void virt_publish_status(struct virt_state *s, const char *uuid, enum virt_statu
 	vw_keyz(w, uuid);
 	vw_begin_object(w);
 	vw_kstr(w, "status", virt_status_name(st));
-	vw_kstrf(w, "statusTime", "%llu", (unsigned long long)vd_now_ms());
+	vw_kstrf(w, "statusTime", "%llu", (unsigned long long)rpc_event_time_ms());
 	if (st == VS_PAUSED)
 		vw_kstr(w, "pauseCode", "NOERR");
 	if (st == VS_DOWN && down) {
@@ -129,6 +129,9 @@ static int lifecycle_cb(virConnectPtr conn, virDomainPtr dom, int event, int det
 	}
 	struct virt_track *t = track_get(s, uuid, name);
 	t->event_seq = ++s->event_seq;
+	/* a VM.create we run: VDSM's launch sequence before Up */
+	bool launch = t->launching && event == VIR_DOMAIN_EVENT_STARTED;
+	t->launching = false;
 	if (st == VS_DOWN) {
 		if (event == VIR_DOMAIN_EVENT_CRASHED)
 			track_set_down(t, VIRT_EXIT_ERROR, VIRT_REASON_GENERIC_ERROR, "VM crashed");
@@ -148,10 +151,37 @@ static int lifecycle_cb(virConnectPtr conn, virDomainPtr dom, int event, int det
 
 	/* one libvirt event is one state change: always reported (the sampler
 	 * may already have seen the new state, so no comparison here) */
+	if (launch) {
+		virt_publish_status(s, uuid, VS_WAIT_FOR_LAUNCH, NULL);
+		virt_publish_status(s, uuid, VS_POWERING_UP, NULL);
+	}
 	virt_publish_status(s, uuid, st, &info);
 	free(info.exit_message);
 	virt_kick(s);
 	return 0;
+}
+
+void virt_mark_xml_stale(struct virt_state *s, const char *uuid)
+{
+	pthread_mutex_lock(&s->lock);
+	struct virt_track *t = track_find(s, uuid);
+	if (t)
+		t->xml_stale = true;
+	pthread_mutex_unlock(&s->lock);
+}
+
+/* A device was added or removed (hotplug, unplug): the XML facts and the
+ * devices hash are re-read by the next sample, which is asked for now. */
+static void device_cb(virConnectPtr conn, virDomainPtr dom, const char *alias, void *opaque)
+{
+	(void)conn;
+	struct virt_state *s = opaque;
+	char uuid[VIR_UUID_STRING_BUFLEN];
+	if (virDomainGetUUIDString(dom, uuid) < 0)
+		return;
+	log_debug("virt: device %s changed on %s", alias ? alias : "?", uuid);
+	virt_mark_xml_stale(s, uuid);
+	virt_kick(s);
 }
 
 int virt_events_register(struct virt_state *s, virConnectPtr c)
@@ -160,8 +190,16 @@ int virt_events_register(struct virt_state *s, virConnectPtr c)
 						  VIR_DOMAIN_EVENT_CALLBACK(lifecycle_cb), s, NULL);
 	if (id < 0)
 		return VD_EIO;
+	/* optional: a driver without device events still works (our own
+	 * device verbs mark the XML stale themselves) */
+	int add = virConnectDomainEventRegisterAny(c, NULL, VIR_DOMAIN_EVENT_ID_DEVICE_ADDED,
+						   VIR_DOMAIN_EVENT_CALLBACK(device_cb), s, NULL);
+	int rem = virConnectDomainEventRegisterAny(c, NULL, VIR_DOMAIN_EVENT_ID_DEVICE_REMOVED,
+						   VIR_DOMAIN_EVENT_CALLBACK(device_cb), s, NULL);
 	pthread_mutex_lock(&s->lock);
 	s->cb_id = id;
+	s->dev_cb_id[0] = add;
+	s->dev_cb_id[1] = rem;
 	pthread_mutex_unlock(&s->lock);
 	return 0;
 }
@@ -169,9 +207,11 @@ int virt_events_register(struct virt_state *s, virConnectPtr c)
 void virt_events_unregister(struct virt_state *s, virConnectPtr c)
 {
 	pthread_mutex_lock(&s->lock);
-	int id = s->cb_id;
+	int ids[3] = { s->cb_id, s->dev_cb_id[0], s->dev_cb_id[1] };
 	s->cb_id = -1;
+	s->dev_cb_id[0] = s->dev_cb_id[1] = -1;
 	pthread_mutex_unlock(&s->lock);
-	if (id >= 0)
-		virConnectDomainEventDeregisterAny(c, id);
+	for (int i = 0; i < 3; i++)
+		if (ids[i] >= 0)
+			virConnectDomainEventDeregisterAny(c, ids[i]);
 }

@@ -11,6 +11,7 @@
  * Down VMs kept with their exit info until VM.destroy) and build the
  * immutable snapshot. */
 #include "virt_int.h"
+#include "../../rpc/event.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -656,7 +657,10 @@ struct virt_snapshot *virt_sample(struct virt_state *s, virConnectPtr c)
 	pthread_mutex_lock(&s->lock);
 	for (unsigned i = 0; i < n; i++) {
 		struct virt_track *t = track_find(s, raws[i].uuid);
-		raws[i].xml_new = !t || !t->have_xml || t->xml_domid != raws[i].id;
+		raws[i].xml_new = !t || !t->have_xml || t->xml_domid != raws[i].id ||
+				  t->xml_stale;
+		if (t)
+			t->xml_stale = false;   /* a change after this point marks it again */
 	}
 	pthread_mutex_unlock(&s->lock);
 	for (unsigned i = 0; i < n; i++) {
@@ -671,19 +675,26 @@ struct virt_snapshot *virt_sample(struct virt_state *s, virConnectPtr c)
 		free(xml);
 	}
 	/* per-domain calls need the device names: take them from this sample's
-	 * XML or the tracker's (read-only here; only this thread writes it) */
+	 * XML or a copy of the tracker's, made under the lock (VM.destroy may
+	 * free the tracker while the calls run) */
 	for (unsigned i = 0; i < n; i++) {
 		struct raw *r = &raws[i];
-		const struct virt_domxml *x = NULL;
 		if (r->xml_new) {
-			x = &r->xml;
-		} else {
-			pthread_mutex_lock(&s->lock);
-			struct virt_track *t = track_find(s, r->uuid);
-			x = t ? &t->xml : NULL;
-			pthread_mutex_unlock(&s->lock);
+			fill_per_domain(r, &r->xml);
+			continue;
 		}
-		fill_per_domain(r, x);
+		struct virt_domxml copy;
+		bool have = false;
+		pthread_mutex_lock(&s->lock);
+		struct virt_track *t = track_find(s, r->uuid);
+		if (t) {
+			domxml_copy(&copy, &t->xml);
+			have = true;
+		}
+		pthread_mutex_unlock(&s->lock);
+		fill_per_domain(r, have ? &copy : NULL);
+		if (have)
+			domxml_free(&copy);
 	}
 
 	pthread_mutex_lock(&s->lock);
@@ -695,7 +706,7 @@ struct virt_snapshot *virt_sample(struct virt_state *s, virConnectPtr c)
 	uint64_t now_ms = vd_now_ms();
 	struct virt_snapshot *snap = snapshot_new();
 	snap->taken_ms = now_ms;
-	snap->status_time = now_ms;  /* the clock of notify_time (rpc_event_publish) */
+	snap->status_time = rpc_event_time_ms();  /* the clock of notify_time */
 	snap->connected = true;
 	const char *uri = s->d->cfg.libvirt_uri;
 	bool is_qemu = uri && strncmp(uri, "qemu", 4) == 0;

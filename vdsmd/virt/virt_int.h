@@ -78,6 +78,52 @@ struct virt_domxml {
 };
 int domxml_parse(const char *xml, struct virt_domxml *out);
 void domxml_free(struct virt_domxml *x);
+/* Deep copy of src into dst (dst is overwritten, not freed first). */
+void domxml_copy(struct virt_domxml *dst, const struct virt_domxml *src);
+
+/* The scanner's helpers (domxml.c), shared with engxml.c. */
+const char *dx_elem_end(const char *p, const char *name);
+const char *dx_find_child(const char *p, const char *end, const char *child);
+bool dx_child_text(const char *p, const char *end, const char *child,
+		   char *out, size_t outlen);
+
+/* ---- the engine's domain XML (engxml.c) ------------------------------- */
+
+#define VIRT_ENG_MAX_DEV 64
+struct virt_engdisk {
+	char dev[32];               /* target dev */
+	char device[16];            /* disk, cdrom, floppy, lun */
+	char path[1024];            /* the source in the XML */
+	size_t src_off, src_len;    /* source file/dev attribute value in the XML */
+	bool has_src;
+	bool has_volume;            /* metadata names domain/image/volume */
+	char pool[37], domain[37], image[37], volume[37];
+	char resolved[1024];        /* the path the volume resolved to */
+};
+struct virt_engnic {
+	char mac[24];
+	char network[64];           /* metadata network, else the source bridge */
+	size_t src_off, src_len;    /* source bridge attribute value */
+	bool has_src;
+	char bridge[64];            /* the network's bridge */
+};
+struct virt_engxml {
+	char uuid[37];
+	char name[256];
+	size_t type_off, type_len;  /* <domain type=...> value */
+	bool has_metadata;          /* an ovirt-vm namespace is bound */
+	struct virt_engdisk disks[VIRT_ENG_MAX_DEV];
+	unsigned ndisks;
+	struct virt_engnic nics[VIRT_ENG_MAX_DEV];
+	unsigned nnics;
+};
+/* Parse xml (NUL-terminated); 0, or VD_EINVAL/VD_ETOOBIG with why set. */
+int engxml_parse(const char *xml, struct virt_engxml *x, char *why, size_t whylen);
+/* xml with the resolved disk paths, NIC bridges and (when dom_type) the
+ * domain type put in; NUL-terminated into out. */
+void engxml_rewrite(const char *xml, const struct virt_engxml *x, const char *dom_type,
+		    struct vd_buf *out);
+bool virt_netname_ok(const char *s);
 
 /* ---- snapshot ------------------------------------------------------- */
 
@@ -184,6 +230,8 @@ struct virt_track {
 	/* XML facts, keyed by the domain id they were read for */
 	int xml_domid;
 	bool have_xml;
+	bool xml_stale;              /* devices changed: re-read the XML */
+	bool launching;              /* VM.create: WaitForLaunch until STARTED */
 	struct virt_domxml xml;
 	struct virt_track *next;     /* hash chain */
 };
@@ -207,8 +255,10 @@ struct virt_state {
 	 * bring them back (expire after VIRT_TOMB_MS) */
 	struct { char uuid[37]; uint64_t ms; } tombs[64];
 	unsigned ntombs;
+	struct virt_deps deps;       /* what other backends provide (virt_set_deps) */
 	virConnectPtr conn;
 	int cb_id;                   /* lifecycle callback id or -1 */
+	int dev_cb_id[2];            /* device added/removed callback ids or -1 */
 	bool ever_connected;
 	bool reported_ready;
 	bool bulk_unsupported;       /* virConnectGetAllDomainStats not available */
@@ -270,6 +320,8 @@ void track_stopped(struct virt_track *t, int detail);
 
 /* Events (events.c). */
 int virt_events_register(struct virt_state *s, virConnectPtr c);
+/* The next sample re-reads uuid's XML (its devices changed). */
+void virt_mark_xml_stale(struct virt_state *s, const char *uuid);
 void virt_events_unregister(struct virt_state *s, virConnectPtr c);
 /* Publish |virt|VM_status|<uuid> (any thread). */
 void virt_publish_status(struct virt_state *s, const char *uuid, enum virt_status st,
@@ -284,7 +336,13 @@ void virt_encode_all_stats(struct vd_writer *w, const struct virt_snapshot *snap
 void virt_write_all_stats_cached(struct virt_state *s, struct vd_writer *w,
 				 struct virt_snapshot *snap);
 
-/* Lifecycle verb handlers (lifecycle.c) and read verbs (verbs.c). */
+/* Checks common to every libvirt-calling verb: the connection (a reference)
+ * or NULL with the call failed (lifecycle.c). */
+virConnectPtr virt_begin(struct rpc_call *c, struct virt_state *s);
+/* Ask for a fresh sample and wait for it (bounded). */
+void virt_refresh(struct virt_state *s);
+
+/* Lifecycle verb handlers (lifecycle.c, create.c) and read verbs (verbs.c). */
 int virt_verb_create(struct rpc_call *c);
 int virt_verb_pause(struct rpc_call *c);
 int virt_verb_cont(struct rpc_call *c);
