@@ -344,6 +344,143 @@ START_TEST(engxml_forms)
 }
 END_TEST
 
+/* Create the engine's VM (interfaces wired) and wait until it is Up. */
+static void create_engine_vm(void)
+{
+	wire_deps();
+	char *xml = engine_xml(VMID, "/rhev/data-center/" POOL "/" SD "/images/" IMG "/" VOL,
+			       "ovirtmgmt", VOL);
+	char *params = create_params(VMID, xml);
+	vfx_ok(&F, "VM.create", params);
+	free(params);
+	free(xml);
+}
+
+static const char *hash_of(const char *id)
+{
+	char p[96];
+	snprintf(p, sizeof p, "{\"vmID\":\"%s\"}", id);
+	const struct vd_value *r = vfx_ok(&F, "VM.getStats", p);
+	return vfx_str(&F, &r->v.arr.items[0], "hash");
+}
+
+/* Host.dumpxmls, VM.getInfo, VM.getExternalData, VM.setDestroyOnReboot,
+ * VM.reset; the hash changes when a device is added. */
+START_TEST(dumpxmls_info_and_hash)
+{
+	create_engine_vm();
+	const struct vd_value *r = vfx_ok(&F, "Host.dumpxmls", "{\"vmList\":[\"" VMID "\"]}");
+	ck_assert_int_eq(r->type, VD_OBJECT);
+	ck_assert_uint_eq(r->v.obj.n, 1);
+	const char *x = vfx_str(&F, r, VMID);
+	ck_assert_msg(strstr(x, "<uuid>" VMID "</uuid>"), "%s", x);
+	ck_assert_msg(strstr(x, "ovirt-vm:volumeID>" VOL "<"), "%s", x);
+	ck_assert_msg(strstr(x, volpath), "%s", x);
+	ck_assert_msg(strstr(x, "ua-" IMG), "device alias kept: %s", x);
+	r = vfx_ok(&F, "Host.dumpxmls", "{\"vmList\":[]}");
+	ck_assert_uint_eq(r->v.obj.n, 0);
+	ck_assert_int_eq(vfx_err(&F, "Host.dumpxmls",
+				 "{\"vmList\":[\"" VMID "\",\"00000000-0000-4000-8000-00000000dead\"]}"), 1);
+	ck_assert_int_eq(vfx_err(&F, "Host.dumpxmls", "{\"vmList\":[\"x\"]}"), -32602);
+	ck_assert_int_eq(vfx_err(&F, "Host.dumpxmls", "{\"vmList\":[7]}"), -32602);
+
+	r = vfx_ok(&F, "VM.getInfo", "{\"vmID\":\"" VMID "\"}");
+	ck_assert_str_eq(vfx_str(&F, r, "vmId"), VMID);
+	ck_assert_str_eq(vfx_str(&F, r, "vmName"), "vm1");
+	ck_assert_int_eq(vd_obj_get(r, "memSize")->v.i, 1024);
+	ck_assert_int_eq(vfx_err(&F, "VM.getInfo", "{\"vmID\":\"00000000-0000-4000-8000-00000000dead\"}"), 1);
+
+	ck_assert_int_eq(vfx_err(&F, "VM.getExternalData", "{\"vmID\":\"" VMID "\",\"kind\":\"tpm\"}"), 89);
+	ck_assert_int_eq(vfx_err(&F, "VM.getExternalData", "{\"vmID\":\"" VMID "\",\"kind\":\"x\"}"), 89);
+	ck_assert_int_eq(vfx_err(&F, "VM.getExternalData",
+				 "{\"vmID\":\"00000000-0000-4000-8000-00000000dead\",\"kind\":\"tpm\"}"), 1);
+
+	ck_assert_int_eq(vfx_ok(&F, "VM.setDestroyOnReboot", "{\"vmID\":\"" VMID "\"}")->type, VD_BOOL);
+	pthread_mutex_lock(&vfx_state(&F)->lock);
+	ck_assert(track_find(vfx_state(&F), VMID)->destroy_on_reboot);
+	pthread_mutex_unlock(&vfx_state(&F)->lock);
+	ck_assert_int_eq(vfx_err(&F, "VM.setDestroyOnReboot",
+				 "{\"vmID\":\"00000000-0000-4000-8000-00000000dead\"}"), 1);
+	/* the test driver has no reset: libvirt's refusal is reported, the VM
+	 * is untouched (real QEMU resets) */
+	const struct vd_value *v = vfx_call(&F, "VM.reset", "{\"vmID\":\"" VMID "\"}");
+	if (vd_obj_get(v, "error"))
+		ck_assert_int_eq(vd_obj_get(vd_obj_get(v, "error"), "code")->v.i, 100);
+	ck_assert_int_eq(vfx_err(&F, "VM.reset", "{\"vmID\":\"00000000-0000-4000-8000-00000000dead\"}"), 1);
+
+	/* a device added behind our back: the hash changes once the XML is
+	 * re-read (device event, or our own mark) */
+	vfx_resample(&F);
+	char h0[32];
+	snprintf(h0, sizeof h0, "%s", hash_of(VMID));
+	virConnectPtr c = virConnectOpen("test:///default");
+	virDomainPtr d = virDomainLookupByUUIDString(c, VMID);
+	char dx[512];
+	snprintf(dx, sizeof dx, "<disk type='file' device='disk'><source file='%s'/>"
+		 "<target dev='vdb' bus='virtio'/></disk>", volpath);
+	int attached = virDomainAttachDeviceFlags(d, dx, VIR_DOMAIN_AFFECT_LIVE);
+	virDomainFree(d);
+	virConnectClose(c);
+	if (attached < 0) {
+		/* the test driver cannot hotplug: mark it ourselves, the hash of
+		 * the unchanged devices stays */
+		virt_mark_xml_stale(vfx_state(&F), VMID);
+		vfx_resample(&F);
+		ck_assert_str_eq(hash_of(VMID), h0);
+	} else {
+		virt_mark_xml_stale(vfx_state(&F), VMID);
+		vfx_resample(&F);
+		ck_assert_str_ne(hash_of(VMID), h0);
+	}
+}
+END_TEST
+
+/* Recovery: the backend restarts (as vdsmd does) while the VM runs; it is
+ * found again with its id, metadata and stats, reported Up (no launch
+ * events again), untouched, and its later changes are still events. */
+START_TEST(recovery_after_restart)
+{
+	create_engine_vm();
+	/* keep the shared test driver instance alive across the restart */
+	virConnectPtr keep = virConnectOpen("test:///default");
+	virDomainPtr d = virDomainLookupByUUIDString(keep, VMID);
+	unsigned id0 = virDomainGetID(d);
+	vfx_resample(&F);
+	const char *h = hash_of(VMID);
+	char hash0[32];
+	snprintf(hash0, sizeof hash0, "%s", h);
+	vfx_stop(&F);
+	vfx_start(&F, "test:///default", true);
+	struct evs e;
+	memset(&e, 0, sizeof e);
+	event_bus_drain(F.d.bus, evs_deliver, &e);
+	ck_assert_uint_eq(e.n, 0);   /* no launch sequence for a recovered VM */
+	const struct vd_value *r = vfx_ok(&F, "VM.getStats", "{\"vmID\":\"" VMID "\"}");
+	const struct vd_value *vm = &r->v.arr.items[0];
+	ck_assert_str_eq(vfx_str(&F, vm, "status"), "Up");
+	ck_assert_str_eq(vfx_str(&F, vm, "hash"), hash0);
+	ck_assert_str_eq(vfx_str(&F, vd_obj_get(vd_obj_get(vm, "disks"), "vda"), "imageID"), IMG);
+	ck_assert_uint_eq(virDomainGetID(d), id0);   /* the same running domain */
+	r = vfx_ok(&F, "Host.dumpxmls", "{\"vmList\":[\"" VMID "\"]}");
+	struct virt_engxml *ex = malloc(sizeof *ex);
+	char why[128];
+	ck_assert_int_eq(engxml_parse(vfx_str(&F, r, VMID), ex, why, sizeof why), 0);
+	ck_assert_str_eq(ex->disks[0].volume, VOL);
+	ck_assert_str_eq(ex->nics[0].network, "ovirtmgmt");
+	free(ex);
+	/* events still flow */
+	ck_assert_int_eq(virDomainSuspend(d), 0);
+	for (int i = 0; i < 300 && e.n < 1; i++) {
+		event_bus_drain(F.d.bus, evs_deliver, &e);
+		vfx_sleep_ms(10);
+	}
+	ck_assert_uint_ge(e.n, 1);
+	ck_assert_str_eq(e.status[0], "Paused");
+	virDomainFree(d);
+	virConnectClose(keep);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("virt_create");
@@ -354,6 +491,8 @@ int main(void)
 	tcase_add_test(tc, engine_xml_errors);
 	tcase_add_test(tc, engine_xml_without_interfaces);
 	tcase_add_test(tc, engxml_forms);
+	tcase_add_test(tc, dumpxmls_info_and_hash);
+	tcase_add_test(tc, recovery_after_restart);
 	suite_add_tcase(s, tc);
 	return check_run(s);
 }

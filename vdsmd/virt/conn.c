@@ -295,11 +295,13 @@ int virt_init(struct vdsmd *d)
 	s->d = d;
 	s->cb_id = -1;
 	s->dev_cb_id[0] = s->dev_cb_id[1] = -1;
+	s->reboot_cb_id = -1;
 	s->ev_timer = -1;
 	s->sample_interval_s = d->cfg.vm_sample_interval ? d->cfg.vm_sample_interval : 15;
 	const char *nc = getenv("VDSMD_VIRT_NO_CACHE");
 	s->no_cache = nc && strcmp(nc, "1") == 0;
 	pthread_mutex_init(&s->lock, NULL);
+	pthread_mutex_init(&s->pub_lock, NULL);
 	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -333,6 +335,7 @@ void virt_fini(struct vdsmd *d)
 	s->stop = true;
 	pthread_cond_broadcast(&s->cond);
 	pthread_mutex_unlock(&s->lock);
+	virt_powerdown_wait(s);
 	if (s->sampler_started)
 		pthread_join(s->sampler, NULL);
 	virConnectPtr c = s->conn;
@@ -352,6 +355,7 @@ void virt_fini(struct vdsmd *d)
 	track_free_all(s);
 	pthread_cond_destroy(&s->cond);
 	pthread_mutex_destroy(&s->lock);
+	pthread_mutex_destroy(&s->pub_lock);
 	free(s);
 	d->virt = NULL;
 }

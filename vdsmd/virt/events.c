@@ -23,13 +23,14 @@ void virt_publish_status(struct virt_state *s, const char *uuid, enum virt_statu
 	if (!bus)
 		return;
 	/* The engine orders VM events by notify_time (ms): keep ours strictly
-	 * increasing.  They come from the one libvirt event thread, so waiting
-	 * for the next millisecond (at most 1 ms) is enough. */
-	for (int i = 0; i < 5 && vd_now_ms() <= s->last_event_ms; i++) {
+	 * increasing.  They come from the libvirt event thread and from verbs
+	 * (VM.shutdown's "Powering down"): one at a time, each published in a
+	 * later millisecond than the previous one was (at most ~1 ms wait). */
+	pthread_mutex_lock(&s->pub_lock);
+	for (int i = 0; i < 10 && vd_now_ms() <= s->last_event_ms; i++) {
 		struct timespec ts = { 0, 200 * 1000 };
 		nanosleep(&ts, NULL);
 	}
-	s->last_event_ms = vd_now_ms();
 	struct rpc_event ev;
 	struct vd_writer *w = rpc_event_begin(&ev, bus, "|virt|VM_status|%s", uuid);
 	vw_keyz(w, uuid);
@@ -45,6 +46,8 @@ void virt_publish_status(struct virt_state *s, const char *uuid, enum virt_statu
 	}
 	vw_end_object(w);
 	rpc_event_publish(bus, &ev);
+	s->last_event_ms = vd_now_ms();   /* >= the notify_time just sent */
+	pthread_mutex_unlock(&s->pub_lock);
 }
 
 void track_stopped(struct virt_track *t, int detail)
@@ -144,6 +147,10 @@ static int lifecycle_cb(virConnectPtr conn, virDomainPtr dom, int event, int det
 	} else {
 		if (t->status == VS_DOWN)
 			t->have_prev = false;
+		if (event == VIR_DOMAIN_EVENT_STARTED)
+			t->powering_down = false;
+		else if (t->powering_down && st == VS_UP)
+			st = VS_POWERING_DOWN;   /* resumed while VM.shutdown runs */
 		t->down_reported = false;
 		t->status = st;
 	}
@@ -184,6 +191,31 @@ static void device_cb(virConnectPtr conn, virDomainPtr dom, const char *alias, v
 	virt_kick(s);
 }
 
+/* The guest rebooted: a VM marked by VM.setDestroyOnReboot is destroyed
+ * (VDSM's destroy-on-reboot trap; admin shutdown). */
+static void reboot_cb(virConnectPtr conn, virDomainPtr dom, void *opaque)
+{
+	(void)conn;
+	struct virt_state *s = opaque;
+	char uuid[VIR_UUID_STRING_BUFLEN];
+	if (virDomainGetUUIDString(dom, uuid) < 0)
+		return;
+	pthread_mutex_lock(&s->lock);
+	struct virt_track *t = track_find(s, uuid);
+	bool destroy = t && t->destroy_on_reboot;
+	if (destroy) {
+		t->destroy_on_reboot = false;
+		t->admin_shutdown = true;
+		t->admin_seq = ++s->event_seq;
+	}
+	pthread_mutex_unlock(&s->lock);
+	if (!destroy)
+		return;
+	log_info("virt: %s rebooted with destroy-on-reboot set: destroying it", uuid);
+	if (virDomainDestroy(dom) < 0)
+		log_warn("virt: destroy on reboot of %s failed: %s", uuid, virt_last_error());
+}
+
 int virt_events_register(struct virt_state *s, virConnectPtr c)
 {
 	int id = virConnectDomainEventRegisterAny(c, NULL, VIR_DOMAIN_EVENT_ID_LIFECYCLE,
@@ -196,10 +228,13 @@ int virt_events_register(struct virt_state *s, virConnectPtr c)
 						   VIR_DOMAIN_EVENT_CALLBACK(device_cb), s, NULL);
 	int rem = virConnectDomainEventRegisterAny(c, NULL, VIR_DOMAIN_EVENT_ID_DEVICE_REMOVED,
 						   VIR_DOMAIN_EVENT_CALLBACK(device_cb), s, NULL);
+	int rb = virConnectDomainEventRegisterAny(c, NULL, VIR_DOMAIN_EVENT_ID_REBOOT,
+						  VIR_DOMAIN_EVENT_CALLBACK(reboot_cb), s, NULL);
 	pthread_mutex_lock(&s->lock);
 	s->cb_id = id;
 	s->dev_cb_id[0] = add;
 	s->dev_cb_id[1] = rem;
+	s->reboot_cb_id = rb;
 	pthread_mutex_unlock(&s->lock);
 	return 0;
 }
@@ -207,11 +242,12 @@ int virt_events_register(struct virt_state *s, virConnectPtr c)
 void virt_events_unregister(struct virt_state *s, virConnectPtr c)
 {
 	pthread_mutex_lock(&s->lock);
-	int ids[3] = { s->cb_id, s->dev_cb_id[0], s->dev_cb_id[1] };
+	int ids[4] = { s->cb_id, s->dev_cb_id[0], s->dev_cb_id[1], s->reboot_cb_id };
 	s->cb_id = -1;
 	s->dev_cb_id[0] = s->dev_cb_id[1] = -1;
+	s->reboot_cb_id = -1;
 	pthread_mutex_unlock(&s->lock);
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < 4; i++)
 		if (ids[i] >= 0)
 			virConnectDomainEventDeregisterAny(c, ids[i]);
 }

@@ -1,5 +1,5 @@
-/* vdsmd/virt/lifecycle.c - VM.pause, VM.cont, VM.shutdown, VM.destroy
- * (VM.create: create.c).  Declared RPC_F_BLOCKING: the engine runs them on the worker
+/* vdsmd/virt/lifecycle.c - VM.pause, VM.cont, VM.destroy (VM.create:
+ * create.c; VM.shutdown: power.c).  Declared RPC_F_BLOCKING: the engine runs them on the worker
  * pool, never on the loop thread.  Each one calls libvirt, then asks the
  * sampler for a fresh snapshot and waits for it (bounded), so a read verb
  * issued after the reply sees the new state.  The VM_status event comes
@@ -53,8 +53,8 @@ void virt_refresh(struct virt_state *s)
 
 /* libvirt's domain for vmID; NULL with the call failed (code 1 when neither
  * libvirt nor the tracker knows it, else 100: the VM is Down). */
-static virDomainPtr lookup(struct rpc_call *c, struct virt_state *s, virConnectPtr conn,
-			   const char *id)
+virDomainPtr virt_lookup(struct rpc_call *c, struct virt_state *s, virConnectPtr conn,
+			 const char *id)
 {
 	virDomainPtr dom = virDomainLookupByUUIDString(conn, id);
 	if (dom)
@@ -69,7 +69,7 @@ static virDomainPtr lookup(struct rpc_call *c, struct virt_state *s, virConnectP
 	return NULL;
 }
 
-static int fail_libvirt(struct rpc_call *c, const char *what, const char *id)
+int virt_fail_libvirt(struct rpc_call *c, const char *what, const char *id)
 {
 	int code = virt_last_error_code();
 	if (code == VIR_ERR_NO_DOMAIN)
@@ -91,7 +91,7 @@ static int domain_verb(struct rpc_call *c, domain_action act)
 	if (!conn)
 		return -1;
 	int rc = -1;
-	virDomainPtr dom = lookup(c, s, conn, id);
+	virDomainPtr dom = virt_lookup(c, s, conn, id);
 	if (!dom)
 		goto out;
 	if (act(c, s, dom, id) < 0)
@@ -108,13 +108,13 @@ out:
 static int act_pause(struct rpc_call *c, struct virt_state *s, virDomainPtr dom, const char *id)
 {
 	(void)s;
-	return virDomainSuspend(dom) < 0 ? fail_libvirt(c, "pause", id) : 0;
+	return virDomainSuspend(dom) < 0 ? virt_fail_libvirt(c, "pause", id) : 0;
 }
 
 static int act_cont(struct rpc_call *c, struct virt_state *s, virDomainPtr dom, const char *id)
 {
 	(void)s;
-	return virDomainResume(dom) < 0 ? fail_libvirt(c, "cont", id) : 0;
+	return virDomainResume(dom) < 0 ? virt_fail_libvirt(c, "cont", id) : 0;
 }
 
 int virt_verb_pause(struct rpc_call *c)
@@ -139,31 +139,6 @@ void virt_mark_admin(struct virt_state *s, const char *id, const char *name, boo
 	pthread_mutex_unlock(&s->lock);
 }
 
-static int act_shutdown(struct rpc_call *c, struct virt_state *s, virDomainPtr dom,
-			const char *id)
-{
-	bool reboot = rpc_arg_bool(c, "reboot", false);
-	bool force = rpc_arg_bool(c, "force", false);
-	const char *msg = rpc_arg_str(c, "message", NULL);
-	log_info("virt: %s %s%s%s", reboot ? "reboot" : "shutdown", id,
-		 msg && *msg ? ": " : "", msg ? msg : "");
-	if (!reboot)
-		virt_mark_admin(s, id, virDomainGetName(dom), true);
-	int r = reboot ? virDomainReboot(dom, 0) : virDomainShutdown(dom);
-	if (r < 0 && force && !reboot)
-		r = virDomainDestroy(dom);
-	if (r < 0) {
-		virt_mark_admin(s, id, NULL, false);
-		return fail_libvirt(c, reboot ? "reboot" : "shutdown", id);
-	}
-	return 0;
-}
-
-int virt_verb_shutdown(struct rpc_call *c)
-{
-	return domain_verb(c, act_shutdown);
-}
-
 int virt_verb_destroy(struct rpc_call *c)
 {
 	struct virt_state *s = state_of(c);
@@ -178,14 +153,14 @@ int virt_verb_destroy(struct rpc_call *c)
 			virt_mark_admin(s, id, virDomainGetName(dom), true);
 			if (virDomainDestroy(dom) < 0 && virDomainIsActive(dom) == 1) {
 				virt_mark_admin(s, id, NULL, false);
-				fail_libvirt(c, "destroy", id);
+				virt_fail_libvirt(c, "destroy", id);
 				goto out;
 			}
 		}
 		/* VDSM's VMs are transient; a persistent definition goes too */
 		if (virDomainIsPersistent(dom) == 1 && virDomainUndefine(dom) < 0 &&
 		    virt_last_error_code() != VIR_ERR_NO_DOMAIN) {
-			fail_libvirt(c, "undefine", id);
+			virt_fail_libvirt(c, "undefine", id);
 			goto out;
 		}
 	}

@@ -574,8 +574,13 @@ static void merge(struct virt_state *s, struct virt_snapshot *snap, struct raw *
 			 * mark: a guest may take several sample intervals to act on
 			 * an ACPI shutdown, and its STOPPED event must still say
 			 * admin (not user) shutdown. */
-			if (prev == VS_DOWN && t->admin_seq <= seq0)
+			if (prev == VS_DOWN && t->admin_seq <= seq0) {
 				t->admin_shutdown = false;
+				t->powering_down = false;
+			}
+			/* VDSM: "Powering down" from VM.shutdown until Down */
+			if (t->powering_down && vm->status == VS_UP)
+				vm->status = VS_POWERING_DOWN;
 			t->status = vm->status;
 			vm->elapsed_s = (now_ms - t->start_ms) / 1000;
 			vm_rates(vm, r, t, now_ms);

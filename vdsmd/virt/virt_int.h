@@ -232,6 +232,8 @@ struct virt_track {
 	bool have_xml;
 	bool xml_stale;              /* devices changed: re-read the XML */
 	bool launching;              /* VM.create: WaitForLaunch until STARTED */
+	bool powering_down;          /* VM.shutdown: "Powering down" until Down */
+	bool destroy_on_reboot;      /* VM.setDestroyOnReboot */
 	struct virt_domxml xml;
 	struct virt_track *next;     /* hash chain */
 };
@@ -275,7 +277,10 @@ struct virt_state {
 	bool ev_started;
 	atomic_bool ev_stop;
 	int ev_timer;
-	uint64_t last_event_ms;      /* events thread: time of the last VM_status */
+	pthread_mutex_t pub_lock;    /* one VM_status publisher at a time */
+	uint64_t last_event_ms;      /* time of the last VM_status (pub_lock) */
+	unsigned powerdowns;         /* VM.shutdown watcher threads running */
+	int reboot_cb_id;            /* reboot callback id or -1 */
 	/* counters */
 	uint64_t samples, sample_failures;
 };
@@ -341,6 +346,18 @@ void virt_write_all_stats_cached(struct virt_state *s, struct vd_writer *w,
 virConnectPtr virt_begin(struct rpc_call *c, struct virt_state *s);
 /* Ask for a fresh sample and wait for it (bounded). */
 void virt_refresh(struct virt_state *s);
+/* libvirt's domain for vmID; NULL with the call failed (code 1 when neither
+ * libvirt nor the tracker knows it, else 100: the VM is Down). */
+virDomainPtr virt_lookup(struct rpc_call *c, struct virt_state *s, virConnectPtr conn,
+			 const char *id);
+/* Fail the call from libvirt's last error (code 1 for "no domain"). */
+int virt_fail_libvirt(struct rpc_call *c, const char *what, const char *id);
+/* Wait until every VM.shutdown watcher has ended (s->stop set first). */
+void virt_powerdown_wait(struct virt_state *s);
+int virt_verb_reset(struct rpc_call *c);
+int virt_verb_dumpxmls(struct rpc_call *c);
+int virt_verb_get_external_data(struct rpc_call *c);
+int virt_verb_set_destroy_on_reboot(struct rpc_call *c);
 
 /* Lifecycle verb handlers (lifecycle.c, create.c) and read verbs (verbs.c). */
 int virt_verb_create(struct rpc_call *c);
