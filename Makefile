@@ -56,6 +56,15 @@ BENCH_SRCS := $(wildcard bench/*.c)
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 
+# The API schema (api/*.yaml, api/README.md) is turned by api/gen.py into the
+# C declaration tables (compiled into libvdcore) and a JSON form the
+# integration tests validate every response against.
+API_YAML := $(sort $(wildcard api/*.yaml))
+GEN_DIR := $(BUILD)/gen
+GEN_C := $(GEN_DIR)/api_schema.c
+GEN_JSON := $(GEN_DIR)/api.json
+GEN_OBJ := $(BUILD)/obj/gen/api_schema.o
+
 CORE_LIB := $(BUILD)/libvdcore.a
 DAEMON_LIB := $(BUILD)/libvdsmd.a
 VDSMD := $(BUILD)/vdsmd
@@ -71,7 +80,7 @@ FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRCS))
 .SECONDARY:
 .DELETE_ON_ERROR:
 
-all: $(VDSMD) $(CLIENT)
+all: $(VDSMD) $(CLIENT) $(GEN_JSON)
 
 # vdsm-client's bash completion, generated from the compiled-in verb schema
 # (installed by `make install` when present).
@@ -83,7 +92,21 @@ $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
-$(CORE_LIB): $(call obj,$(CORE_SRCS))
+$(GEN_C) $(GEN_JSON) &: $(API_YAML) api/gen.py
+	@mkdir -p $(GEN_DIR)
+	$(PYTHON) api/gen.py --c $(GEN_C) --json $(GEN_JSON)
+
+# docs/api.md is generated too, but committed (reviewed with the schema);
+# test_api_schema.py fails when it is stale.
+.PHONY: api-docs
+api-docs docs/api.md: $(API_YAML) api/gen.py
+	$(PYTHON) api/gen.py --md docs/api.md
+
+$(GEN_OBJ): $(GEN_C)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(CORE_LIB): $(call obj,$(CORE_SRCS)) $(GEN_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
@@ -171,7 +194,12 @@ bench-fleet: ensure-deps
 FUZZ_CFLAGS = -std=c11 -g -O1 -fsanitize=fuzzer-no-link,address,undefined \
 	-fno-sanitize-recover=all $(DEFS) -DVD_FUZZING=1 -I. $(PKG_CFLAGS) -MMD -MP \
 	-Wall -Wno-unused-parameter
-FUZZ_CORE_OBJS = $(patsubst %.c,$(BUILD)/fuzz-obj/%.o,$(CORE_SRCS) $(DAEMON_SRCS))
+FUZZ_CORE_OBJS = $(patsubst %.c,$(BUILD)/fuzz-obj/%.o,$(CORE_SRCS) $(DAEMON_SRCS)) \
+	$(BUILD)/fuzz-obj/gen/api_schema.o
+
+$(BUILD)/fuzz-obj/gen/api_schema.o: $(GEN_C)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -c $< -o $@
 
 $(BUILD)/fuzz-obj/%.o: %.c
 	@mkdir -p $(dir $@)

@@ -88,7 +88,8 @@ void client_print_list(FILE *f)
 		const char *ns, *verb;
 		size_t nslen;
 		split_name(v[i]->name, &ns, &nslen, &verb);
-		fprintf(f, "%.*s %s\n", (int)nslen, ns, verb);
+		fprintf(f, "%.*s %s%s\n", (int)nslen, ns, verb,
+			v[i]->flags & RPC_F_UNIMPLEMENTED ? " (not implemented)" : "");
 	}
 	free(v);
 }
@@ -119,6 +120,8 @@ void client_print_verb_help(FILE *f, const struct rpc_verb_decl *d, struct vd_ar
 	fputs("\n", f);
 	if (d->desc && *d->desc)
 		fprintf(f, "\n%s\n", d->desc);
+	if (d->flags & RPC_F_UNIMPLEMENTED)
+		fputs("\nNot implemented by vdsmd yet: the call answers -32601.\n", f);
 	if (d->nparams) {
 		fputs("\nparams:\n", f);
 		for (unsigned i = 0; i < d->nparams; i++) {

@@ -165,11 +165,17 @@ int rpc_engine_seal(struct rpc_engine *e, char *why, size_t whylen)
 			snprintf(why, whylen, "verb '%s' is bound twice", e->binds[k].name);
 			goto fail;
 		}
+		if (v->decl->flags & RPC_F_UNIMPLEMENTED) {
+			snprintf(why, whylen, "handler '%s' is bound but the schema declares the "
+				 "verb not implemented (set implemented: true in api/)",
+				 e->binds[k].name);
+			goto fail;
+		}
 		v->fn = e->binds[k].fn;
 		v->app = e->binds[k].app;
 	}
 	for (size_t k = 0; k < e->nverbs; k++)
-		if (!e->verbs[k].fn) {
+		if (!e->verbs[k].fn && !(e->verbs[k].decl->flags & RPC_F_UNIMPLEMENTED)) {
 			snprintf(why, whylen, "verb '%s' is declared but has no handler",
 				 e->verbs[k].decl->name);
 			goto fail;
@@ -475,6 +481,18 @@ static int process_one(struct req_ctx *rq, const struct vd_value *req, struct vd
 			sanitize(detail, sizeof(detail), mv->v.s.ptr, mv->v.s.len);
 			write_error_response(rq->codec, out, id, RPC_E_NO_METHOD, detail);
 		}
+		*id_out = id;
+		return REQ_DONE;
+	}
+
+	if (v->decl->flags & RPC_F_UNIMPLEMENTED) {
+		/* declared by the API schema, no handler in this vdsmd */
+		if (!notify) {
+			snprintf(detail, sizeof(detail), "%s (declared by the API, not implemented "
+				 "by vdsmd)", v->decl->name);
+			write_error_response(rq->codec, out, id, RPC_E_NO_METHOD, detail);
+		}
+		rpc_metrics_record(v, RPC_E_NO_METHOD, vd_now_ns() - rq->start_ns);
 		*id_out = id;
 		return REQ_DONE;
 	}

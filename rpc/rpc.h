@@ -6,10 +6,12 @@
  * encoded by the request's codec, come back through a callback together with
  * the request id (never re-decoded).
  *
- * Schema vs bindings: the declarations (rpc/schema_*.c, one file per family)
- * are pure data shared with vdsm-client; the handlers live in the daemon and
- * are bound by name.  rpc_engine_seal() fails, naming the verb, when a
- * declared verb has no handler or a handler has no declaration. */
+ * Schema vs bindings: the declarations are pure data shared with vdsm-client,
+ * generated at build time from the API schema in the api/ YAML files (api/gen.py, see
+ * api/README.md); the handlers live in the daemon and are bound by name.
+ * rpc_engine_seal() fails, naming the verb, when an implemented verb has no
+ * handler, a verb declared unimplemented has one, or a handler has no
+ * declaration. */
 #ifndef VD_RPC_RPC_H
 #define VD_RPC_RPC_H
 
@@ -41,6 +43,9 @@ struct rpc_param {
 enum rpc_verb_flags {
 	RPC_F_BLOCKING = 1u << 0,  /* runs on the worker pool */
 	RPC_F_ALWAYS = 1u << 1,    /* answered even while the agent initializes (code 99) */
+	/* Declared by the API schema but not implemented by vdsmd: it must
+	 * have no handler, and a call answers -32601 naming it. */
+	RPC_F_UNIMPLEMENTED = 1u << 2,
 };
 
 #define RPC_MAX_PARAMS 16
@@ -53,12 +58,17 @@ struct rpc_verb_decl {
 	const struct rpc_param *params;  /* declared order = positional order */
 	unsigned nparams;
 	unsigned flags;
-	const char *result;              /* result description */
+	const char *result;              /* result type: an api/ type expression
+					  * ("VmStats", "list<uuid>", "boolean") */
 	const char *desc;
+	const int *errors;               /* VDSM error codes the verb may return */
+	unsigned nerrors;
 };
 
-/* The compiled-in schema: a NULL-name-terminated array per family, listed in
- * rpc_schema_families (rpc/schema.c).  Used by the daemon and vdsm-client. */
+/* The compiled-in schema, generated from the api/ YAML files: a NULL-name-terminated
+ * array per backend (rpc/schema.h) plus one of the declared-but-unimplemented
+ * verbs, all listed in rpc_schema_families.  Used by the daemon and
+ * vdsm-client. */
 extern const struct rpc_verb_decl *const rpc_schema_families[];
 const struct rpc_verb_decl *rpc_schema_find(const char *name);
 const char *rpc_ptype_name(enum rpc_ptype t);

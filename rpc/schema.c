@@ -1,15 +1,9 @@
-/* rpc/schema.c - the list of verb families and lookups over the compiled-in
- * schema (shared by the daemon and vdsm-client). */
+/* rpc/schema.c - lookups over the compiled-in schema (shared by the daemon
+ * and vdsm-client).  The tables themselves are generated from the api/ YAML files
+ * (rpc/schema.h). */
 #include "schema.h"
 
 #include <string.h>
-
-const struct rpc_verb_decl *const rpc_schema_families[] = {
-	rpc_schema_host,
-	rpc_schema_vm,
-	rpc_schema_storage,
-	NULL,
-};
 
 const struct rpc_verb_decl *rpc_schema_find(const char *name)
 {

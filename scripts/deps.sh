@@ -6,7 +6,7 @@
 set -eu
 
 PKGS="build-essential pkg-config libyajl-dev libmsgpack-dev libev-dev check
-libssl-dev openssl libvirt-dev qemu-utils python3 python3-stomp clang
+libssl-dev openssl libvirt-dev qemu-utils python3 python3-yaml python3-stomp clang
 libclang-rt-14-dev procps rabbitmq-server ruby-stomp libnet-stomp-perl nodejs
 cppcheck clang-tidy"
 
