@@ -17,7 +17,6 @@
 #include "../../rpc/rpc.h"
 #include "../../rpc/schema.h"
 #include "../../rpc/event.h"
-#include "virt_next_decls.h"
 
 /* The daemon's vdsmd_subsystem_ready lives with main's wiring; a unit test
  * that does not link it gets this one (weak: the real one wins). */
@@ -69,8 +68,6 @@ static inline void vfx_start(struct vfx *f, const char *uri, bool want_sample)
 	f->e = rpc_engine_new(NULL);
 	ck_assert_int_eq(rpc_engine_declare(f->e, rpc_schema_vm), 0);
 	ck_assert_int_eq(rpc_engine_bind(f->e, virt_bindings, &f->d), 0);
-	ck_assert_int_eq(rpc_engine_declare(f->e, virt_next_decls), 0);
-	ck_assert_int_eq(rpc_engine_bind(f->e, virt_bindings_next, &f->d), 0);
 	char why[256] = "";
 	ck_assert_msg(rpc_engine_seal(f->e, why, sizeof why) == 0, "seal: %s", why);
 	rpc_engine_set_ready(f->e, true);

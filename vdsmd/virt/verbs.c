@@ -144,17 +144,6 @@ static int verb_vm_get_info(struct rpc_call *c)
 	return 0;
 }
 
-/* Handlers whose verbs are not declared in the daemon's schema yet (the
- * API moves to api/, issue 12); bound once their declarations exist. */
-const struct rpc_binding virt_bindings_next[] = {
-	{ "Host.dumpxmls", virt_verb_dumpxmls },
-	{ "VM.getInfo", verb_vm_get_info },
-	{ "VM.getExternalData", virt_verb_get_external_data },
-	{ "VM.reset", virt_verb_reset },
-	{ "VM.setDestroyOnReboot", virt_verb_set_destroy_on_reboot },
-	{ NULL, NULL },
-};
-
 const struct rpc_binding virt_bindings[] = {
 	{ "Host.getAllVmStats", verb_get_all_vm_stats },
 	{ "Host.getVMList", verb_get_vm_list },
@@ -165,5 +154,10 @@ const struct rpc_binding virt_bindings[] = {
 	{ "VM.cont", virt_verb_cont },
 	{ "VM.shutdown", virt_verb_shutdown },
 	{ "VM.destroy", virt_verb_destroy },
+	{ "Host.dumpxmls", virt_verb_dumpxmls },
+	{ "VM.getInfo", verb_vm_get_info },
+	{ "VM.getExternalData", virt_verb_get_external_data },
+	{ "VM.reset", virt_verb_reset },
+	{ "VM.setDestroyOnReboot", virt_verb_set_destroy_on_reboot },
 	{ NULL, NULL },
 };

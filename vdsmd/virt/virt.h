@@ -60,9 +60,5 @@ void virt_fini(struct vdsmd *d);
  * active counts every VM that is not Down. */
 void virt_vm_counts(struct vdsmd *d, unsigned *count, unsigned *active);
 extern const struct rpc_binding virt_bindings[];
-/* Handlers of verbs not yet declared in the daemon's schema (they move to
- * api/): Host.dumpxmls, VM.getInfo, VM.getExternalData, VM.reset,
- * VM.setDestroyOnReboot.  Bind them where the verbs are declared. */
-extern const struct rpc_binding virt_bindings_next[];
 
 #endif
