@@ -8,7 +8,7 @@ set -eu
 PKGS="build-essential pkg-config libyajl-dev libmsgpack-dev libev-dev check
 libssl-dev openssl libvirt-dev qemu-utils python3 python3-yaml python3-stomp clang
 libclang-rt-14-dev procps rabbitmq-server ruby-stomp libnet-stomp-perl nodejs
-cppcheck clang-tidy"
+cppcheck clang-tidy libvirt-daemon-system qemu-system-x86 libvirt-clients util-linux"
 
 missing() {
 	for p in $PKGS; do
@@ -34,6 +34,15 @@ install() {
 			invoke-rc.d rabbitmq-server stop >/dev/null 2>&1 || true
 		fi
 		epmd -kill >/dev/null 2>&1 || true
+		;;
+	esac
+	case " $* " in
+	*" libvirt-daemon-system "*)
+		# The QEMU tests start a private session libvirtd of their own
+		# (tests/integration/privlibvirt.py); the system one is not used.
+		if command -v invoke-rc.d >/dev/null 2>&1; then
+			invoke-rc.d libvirtd stop >/dev/null 2>&1 || true
+		fi
 		;;
 	esac
 }

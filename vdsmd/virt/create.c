@@ -19,7 +19,6 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
-#include <unistd.h>
 #include <libvirt/virterror.h>
 
 #include "../../common/log.h"
@@ -290,13 +289,17 @@ static int build_engine(struct rpc_call *c, struct virt_state *s, const struct v
 }
 
 /* The domain type this connection can run: test on the test driver, kvm
- * where /dev/kvm is usable, else qemu (TCG). */
+ * where libvirt offers it (its capabilities list a kvm domain), else qemu
+ * (TCG: no /dev/kvm, or one the daemon may not open). */
 static const char *domain_type(virConnectPtr conn)
 {
 	const char *drv = virConnectGetType(conn);
 	if (drv && strcasecmp(drv, "test") == 0)
 		return "test";
-	return access("/dev/kvm", R_OK | W_OK) == 0 ? "kvm" : "qemu";
+	char *caps = virConnectGetCapabilities(conn);
+	bool kvm = caps && (strstr(caps, "<domain type='kvm'") || strstr(caps, "<domain type=\"kvm\""));
+	free(caps);
+	return kvm ? "kvm" : "qemu";
 }
 
 /* vmId known: to libvirt, or a Down VM not yet destroyed. */

@@ -133,7 +133,14 @@ static int lifecycle_cb(virConnectPtr conn, virDomainPtr dom, int event, int det
 	struct virt_track *t = track_get(s, uuid, name);
 	t->event_seq = ++s->event_seq;
 	/* a VM.create we run: VDSM's launch sequence before Up */
-	bool launch = t->launching && event == VIR_DOMAIN_EVENT_STARTED;
+	bool launch = t->launching && st == VS_UP;   /* STARTED, or RESUMED first (QEMU) */
+	/* QEMU reports a start twice (RESUMED, STARTED): one Up after launch */
+	bool repeat = !launch && t->just_launched && st == VS_UP;
+	/* the guest's own shutdown after our VM.shutdown said Powering down */
+	if (event == VIR_DOMAIN_EVENT_SHUTDOWN && t->powering_down &&
+	    t->status == VS_POWERING_DOWN)
+		repeat = true;
+	t->just_launched = launch;
 	t->launching = false;
 	if (st == VS_DOWN) {
 		if (event == VIR_DOMAIN_EVENT_CRASHED)
@@ -158,6 +165,10 @@ static int lifecycle_cb(virConnectPtr conn, virDomainPtr dom, int event, int det
 
 	/* one libvirt event is one state change: always reported (the sampler
 	 * may already have seen the new state, so no comparison here) */
+	if (repeat) {
+		virt_kick(s);
+		return 0;
+	}
 	if (launch) {
 		virt_publish_status(s, uuid, VS_WAIT_FOR_LAUNCH, NULL);
 		virt_publish_status(s, uuid, VS_POWERING_UP, NULL);

@@ -590,6 +590,15 @@ static void merge(struct virt_state *s, struct virt_snapshot *snap, struct raw *
 	TRACK_FOREACH(s, t) {
 		if (t->seen)
 			continue;
+		if (t->launching) {
+			/* VM.create is still in libvirt: WaitForLaunch, not gone */
+			struct virt_vm *vm;
+			snapshot_add_vm(snap, &cap, &vm);
+			snprintf(vm->uuid, sizeof vm->uuid, "%s", t->uuid);
+			vm->name = xstrdup(t->name ? t->name : "");
+			vm->status = VS_WAIT_FOR_LAUNCH;
+			continue;
+		}
 		t->gone = true;
 		if (!t->down_reported)   /* admin shut down, else lost the qemu process */
 			track_stopped(t, VIR_DOMAIN_EVENT_STOPPED_DESTROYED);

@@ -232,6 +232,7 @@ struct virt_track {
 	bool have_xml;
 	bool xml_stale;              /* devices changed: re-read the XML */
 	bool launching;              /* VM.create: WaitForLaunch until STARTED */
+	bool just_launched;          /* the last event was the launch's Up */
 	bool powering_down;          /* VM.shutdown: "Powering down" until Down */
 	bool destroy_on_reboot;      /* VM.setDestroyOnReboot */
 	struct virt_domxml xml;
