@@ -8,6 +8,7 @@ reason, where the private libvirtd or QEMU cannot start."""
 
 import os
 import re
+import socket
 import time
 import unittest
 
@@ -37,7 +38,11 @@ def tiny_xml(vm, disk):
         '<serial>%s</serial></disk>'
         '<disk type="file" device="cdrom"><target dev="hdc" bus="ide"/><readonly/>'
         '<alias name="ua-cd0"/></disk>'
-        '<graphics type="vnc" port="-1" autoport="yes" listen="127.0.0.1"/>'
+        '<controller type="scsi" model="virtio-scsi"/>'
+        '<interface type="user"><mac address="52:54:00:aa:00:01"/><model type="virtio"/>'
+        '<alias name="ua-nic0"/></interface>'
+        '<graphics type="vnc" port="-1" autoport="yes" listen="127.0.0.1" '
+        'passwd="*****" passwdValidTo="1970-01-01T00:00:01"/>'
         '<memballoon model="virtio"/></devices>'
         '<metadata><ovirt-vm:vm><ovirt-vm:device devtype="disk" name="vda">'
         '<ovirt-vm:poolID>%s</ovirt-vm:poolID><ovirt-vm:domainID>%s</ovirt-vm:domainID>'
@@ -156,9 +161,112 @@ class QemuVms(unittest.TestCase):
         self.assertIn(VOL + "</ovirt-vm:volumeID>", self.xml())
         self.assertEqual(self.events(1, timeout=0.5), [])   # nothing re-launched
 
-    def test_2_force_shutdown(self):
+    def rfb_security_types(self, port):
+        """The security types QEMU's VNC server offers (RFB 3.8)."""
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as so:
+            so.recv(12)
+            so.sendall(b"RFB 003.008\n")
+            n = so.recv(1)[0]
+            return list(so.recv(n))
+
+    def call(self, method, params):
+        return result(self.c.call(method, dict(params, vmID=VM), timeout=30))
+
+    def test_2_devices(self):
+        s0 = self.stats()
+        if not s0:
+            self.skipTest("needs the VM of test_1")
+        h0 = s0["hash"]
+        # hotplugDisk: the engine's XML, a volume named in the metadata
+        img2, vol2 = "c1a2b3c4-d5e6-4f70-8a91-b2c3d4e5f608", "d2b3c4d5-e6f7-4081-9a2b-c3d4e5f60719"
+        path2 = self.lv.image(vol2)
+        plug = ('<?xml version="1.0" encoding="UTF-8"?><hotplug><devices>'
+                '<disk type="file" device="disk"><source file="%s"/>'
+                '<target dev="sdb" bus="scsi"/><driver name="qemu" type="raw"/>'
+                '<alias name="ua-%s"/><serial>%s</serial></disk></devices>'
+                '<metadata xmlns:ovirt-vm="http://ovirt.org/vm/1.0"><ovirt-vm:vm>'
+                '<ovirt-vm:device devtype="disk" name="sdb"><ovirt-vm:domainID>%s'
+                '</ovirt-vm:domainID><ovirt-vm:imageID>%s</ovirt-vm:imageID>'
+                '<ovirt-vm:volumeID>%s</ovirt-vm:volumeID></ovirt-vm:device>'
+                '</ovirt-vm:vm></metadata></hotplug>' % (path2, img2, img2, SD, img2, vol2))
+        r = self.call("VM.hotplugDisk", {"params": {"vmId": VM, "xml": plug}})
+        self.assertEqual(r["vmId"], VM)
+        self.assertIn(path2, self.xml())
+        s = self.wait_stats(lambda s: "sdb" in s.get("disks", {}))
+        self.assertEqual(s["disks"]["sdb"]["imageID"], img2)
+        self.assertNotEqual(s["hash"], h0)
+        h1 = s["hash"]
+        unplug = ('<?xml version="1.0" encoding="UTF-8"?><hotunplug><devices><disk>'
+                  '<alias name="ua-%s"/></disk></devices></hotunplug>' % img2)
+        self.call("VM.hotunplugDisk", {"params": {"vmId": VM, "xml": unplug}})
+        deadline = time.monotonic() + 10
+        while path2 in self.xml() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        self.assertNotIn(path2, self.xml())
+        s = self.wait_stats(lambda s: "sdb" not in s.get("disks", {}) and s["hash"] != h1)
+        self.assertNotIn("sdb", s["disks"])
+        self.assertNotEqual(s["hash"], h1)
+
+        # hotplugNic (user networking: no bridge to map here); unplug of a
+        # PCI NIC completes only when a guest OS releases it: requested only
+        nic = ('<hotplug><devices><interface type="user"><mac address="52:54:00:aa:00:02"/>'
+               '<model type="virtio"/><alias name="ua-nic1"/></interface></devices></hotplug>')
+        self.call("VM.hotplugNic", {"params": {"vmId": VM, "xml": nic}})
+        self.assertIn("52:54:00:aa:00:02", self.xml())
+        self.call("VM.hotunplugNic", {"params": {"vmId": VM, "xml":
+              '<hotunplug><devices><interface><alias name="ua-nic1"/></interface></devices></hotunplug>'}})
+
+        # updateDevice: the link of a NIC goes down
+        self.call("VM.updateDevice", {"params": {"deviceType": "interface", "alias": "ua-nic0",
+                                                 "linkActive": False}})
+        x = self.xml()
+        n0 = x[x.index("52:54:00:aa:00:01"):]
+        self.assertIn("<link state='down'/>", n0[:n0.index("</interface>")])
+
+        # setTicket: the engine's console (a password that expired in 1970)
+        # gets a password valid for ttl; QEMU's VNC asks for it
+        port = int(self.stats()["displayInfo"][0]["port"])
+        self.assertIs(self.call("VM.setTicket", {"password": "s3cret", "ttl": 120,
+                                                 "existingConnAction": "disconnect"}), True)
+        self.assertEqual(self.rfb_security_types(port), [2])       # VNC authentication
+        secure = self.lv.virsh("dumpxml", "--security-info", "qvm1").stdout
+        self.assertIn("passwd='s3cret'", secure)
+        x = self.xml()
+        m = re.search(r"passwdValidTo='([0-9T:-]+)'", x)
+        self.assertIsNotNone(m, x)
+        until = time.mktime(time.strptime(m.group(1), "%Y-%m-%dT%H:%M:%S")) - time.timezone
+        self.assertAlmostEqual(until, time.time() + 120, delta=10)
+        self.assertNotIn("s3cret", x)
+
+        # balloon target, vCPUs, I/O limits, CD
+        self.assertIs(self.call("VM.setBalloonTarget", {"target": 49152}), True)
+        s = self.wait_stats(lambda s: s["balloonInfo"]["balloon_target"] == "49152")
+        self.assertEqual(s["balloonInfo"]["balloon_target"], "49152")
+        self.call("VM.setNumberOfCpus", {"numberOfCpus": 2})
+        s = self.wait_stats(lambda s: s["vcpuCount"] == "2")
+        self.assertEqual(s["vcpuCount"], "2")
+        self.assertIs(self.call("VM.setIoTune", {"tunables": [
+            {"name": "vda", "ioTune": {"total_bytes_sec": 1048576, "write_iops_sec": 100}}]}), True)
+        tune = self.call("VM.getIoTune", {})
+        vda = [t for t in tune if t["name"] == "vda"][0]
+        self.assertEqual(vda["ioTune"]["total_bytes_sec"], 1048576)
+        self.assertEqual(vda["ioTune"]["write_iops_sec"], 100)
+        self.assertIn("<total_bytes_sec>1048576</total_bytes_sec>", self.xml())
+        iso = self.lv.image("cd.iso", 64 * 1024)
+        self.call("VM.changeCD", {"driveSpec": {"path": iso}})
+        self.assertIn(iso, self.xml())
+        self.call("VM.changeCD", {"driveSpec": {"path": ""}})
+        self.assertNotIn(iso, self.xml())
+        self.assertEqual(error_code(self.c.call("VM.changeCD", {"vmID": VM,
+                                                                "driveSpec": {"path": "rel"}})),
+                         -32602)
+        # the status events of the device changes: none (the VM stays Up)
+        self.assertEqual(self.stats()["status"], "Up")
+
+    def test_3_force_shutdown(self):
         if not self.stats():
             self.skipTest("needs the VM of test_1")
+        self.assertEqual(self.events(1, timeout=0.3), [])
         # no guest OS: ACPI is ignored, force destroys after the timeout
         t0 = time.monotonic()
         self.assertIs(result(self.c.call("VM.shutdown", {"vmID": VM, "timeout": 2,

@@ -261,6 +261,26 @@ static int resolve_nics(struct rpc_call *c, const struct virt_deps *deps,
 	return 0;
 }
 
+static struct virt_deps deps_of(struct virt_state *s)
+{
+	pthread_mutex_lock(&s->lock);
+	struct virt_deps deps = s->deps;
+	pthread_mutex_unlock(&s->lock);
+	return deps;
+}
+
+int virt_resolve_disks(struct rpc_call *c, struct virt_state *s, struct virt_engxml *ex)
+{
+	struct virt_deps deps = deps_of(s);
+	return resolve_disks(c, &deps, ex);
+}
+
+int virt_resolve_nics(struct rpc_call *c, struct virt_state *s, struct virt_engxml *ex)
+{
+	struct virt_deps deps = deps_of(s);
+	return resolve_nics(c, &deps, ex);
+}
+
 /* The engine's XML: parse, resolve, rewrite into x. */
 static int build_engine(struct rpc_call *c, struct virt_state *s, const struct vd_value *xv,
 			const char *id, const char *dtype, struct vd_buf *x,
@@ -277,10 +297,7 @@ static int build_engine(struct rpc_call *c, struct virt_state *s, const struct v
 		return rpc_fail(c, RPC_E_PARAMS, "vmParams.%s", why);
 	if (strcasecmp(ex->uuid, id) != 0)
 		return rpc_fail(c, RPC_E_PARAMS, "vmParams.xml: <uuid> %s differs from vmID", ex->uuid);
-	struct virt_deps deps;
-	pthread_mutex_lock(&s->lock);
-	deps = s->deps;
-	pthread_mutex_unlock(&s->lock);
+	struct virt_deps deps = deps_of(s);
 	if (resolve_disks(c, &deps, ex) < 0 || resolve_nics(c, &deps, ex) < 0)
 		return -1;
 	engxml_rewrite(xml, ex, dtype, x);

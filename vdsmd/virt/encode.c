@@ -162,7 +162,7 @@ static void encode_memory(struct vd_writer *w, const struct virt_vm *vm)
 	kstr_u64(w, "balloon_max", vm->max_mem_kib);
 	vw_kstr(w, "balloon_min", "0");
 	kstr_u64(w, "balloon_cur", vm->balloon_cur_kib);
-	kstr_u64(w, "balloon_target", vm->mem_kib);
+	kstr_u64(w, "balloon_target", vm->balloon_target_kib ? vm->balloon_target_kib : vm->mem_kib);
 	vw_kbool(w, "ballooning_enabled", true);
 	vw_end_object(w);
 	vw_keyz(w, "memoryStats");

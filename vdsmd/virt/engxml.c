@@ -232,7 +232,12 @@ int engxml_parse(const char *xml, struct virt_engxml *x, char *why, size_t whyle
 		snprintf(why, whylen, "xml: <name> missing");
 		return VD_EINVAL;
 	}
-	const char *dev = strstr(dom, "<devices>");
+	return engxml_parse_devices(xml, x, why, whylen);
+}
+
+int engxml_parse_devices(const char *xml, struct virt_engxml *x, char *why, size_t whylen)
+{
+	const char *dev = strstr(xml, "<devices>");
 	const char *devend = dev ? strstr(dev, "</devices>") : NULL;
 	for (const char *p = dev; p && devend && p < devend;) {
 		const char *lt = strchr(p + 1, '<');

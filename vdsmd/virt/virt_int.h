@@ -123,7 +123,19 @@ int engxml_parse(const char *xml, struct virt_engxml *x, char *why, size_t whyle
  * domain type put in; NUL-terminated into out. */
 void engxml_rewrite(const char *xml, const struct virt_engxml *x, const char *dom_type,
 		    struct vd_buf *out);
+/* The <devices> and ovirt-vm metadata part of engxml_parse, for the
+ * hotplug XML (<hotplug><devices>..</devices><metadata>..</metadata>);
+ * x must be zeroed by the caller. */
+int engxml_parse_devices(const char *xml, struct virt_engxml *x, char *why, size_t whylen);
 bool virt_netname_ok(const char *s);
+/* VM.create's resolution steps, shared with the hotplug verbs (create.c):
+ * disks with volume metadata through the storage interface, NIC networks
+ * to bridges; 0, or -1 with the call failed. */
+int virt_resolve_disks(struct rpc_call *c, struct virt_state *s, struct virt_engxml *ex);
+int virt_resolve_nics(struct rpc_call *c, struct virt_state *s, struct virt_engxml *ex);
+/* Write VM id's VmDefinition (Host.getVMFullList entry) from the latest
+ * snapshot, {vmId} alone when it is not in it (verbs.c). */
+void virt_write_definition(struct rpc_call *c, struct virt_state *s, const char *id);
 
 /* ---- snapshot ------------------------------------------------------- */
 
@@ -160,6 +172,7 @@ struct virt_vm {
 	bool have_rates;                 /* rates come from two samples */
 	uint64_t mem_kib, max_mem_kib;   /* current / max (balloon) */
 	uint64_t balloon_cur_kib;
+	uint64_t balloon_target_kib;     /* VM.setBalloonTarget, else the current size */
 	unsigned mem_usage;              /* percent */
 	bool have_memstats;
 	uint64_t ms_swap_in, ms_swap_out, ms_majflt, ms_minflt, ms_unused,
@@ -235,6 +248,7 @@ struct virt_track {
 	bool just_launched;          /* the last event was the launch's Up */
 	bool powering_down;          /* VM.shutdown: "Powering down" until Down */
 	bool destroy_on_reboot;      /* VM.setDestroyOnReboot */
+	uint64_t balloon_target_kib; /* VM.setBalloonTarget (0: none set) */
 	struct virt_domxml xml;
 	struct virt_track *next;     /* hash chain */
 };
@@ -357,6 +371,17 @@ int virt_fail_libvirt(struct rpc_call *c, const char *what, const char *id);
 void virt_powerdown_wait(struct virt_state *s);
 int virt_verb_reset(struct rpc_call *c);
 int virt_verb_dumpxmls(struct rpc_call *c);
+int virt_verb_hotplug_disk(struct rpc_call *c);
+int virt_verb_hotplug_nic(struct rpc_call *c);
+int virt_verb_hotunplug_disk(struct rpc_call *c);
+int virt_verb_hotunplug_nic(struct rpc_call *c);
+int virt_verb_set_ticket(struct rpc_call *c);
+int virt_verb_update_device(struct rpc_call *c);
+int virt_verb_change_cd(struct rpc_call *c);
+int virt_verb_set_balloon_target(struct rpc_call *c);
+int virt_verb_set_number_of_cpus(struct rpc_call *c);
+int virt_verb_set_iotune(struct rpc_call *c);
+int virt_verb_get_iotune(struct rpc_call *c);
 int virt_verb_get_external_data(struct rpc_call *c);
 int virt_verb_set_destroy_on_reboot(struct rpc_call *c);
 
