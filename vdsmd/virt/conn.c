@@ -335,7 +335,7 @@ void virt_fini(struct vdsmd *d)
 	s->stop = true;
 	pthread_cond_broadcast(&s->cond);
 	pthread_mutex_unlock(&s->lock);
-	virt_powerdown_wait(s);
+	virt_bg_wait(s);
 	if (s->sampler_started)
 		pthread_join(s->sampler, NULL);
 	virConnectPtr c = s->conn;

@@ -136,6 +136,17 @@ static int lifecycle_cb(virConnectPtr conn, virDomainPtr dom, int event, int det
 	bool launch = t->launching && st == VS_UP;   /* STARTED, or RESUMED first (QEMU) */
 	/* QEMU reports a start twice (RESUMED, STARTED): one Up after launch */
 	bool repeat = !launch && t->just_launched && st == VS_UP;
+	/* migration: the source stays "Migration Source" while libvirt pauses
+	 * or resumes it; the destination is "Migration Destination" until
+	 * libvirt resumes it here */
+	if (t->migrating && st != VS_DOWN)
+		repeat = true;
+	if (t->incoming && st != VS_DOWN) {
+		if (event == VIR_DOMAIN_EVENT_RESUMED)
+			t->incoming = false;
+		else
+			repeat = true;
+	}
 	/* the guest's own shutdown after our VM.shutdown said Powering down */
 	if (event == VIR_DOMAIN_EVENT_SHUTDOWN && t->powering_down &&
 	    t->status == VS_POWERING_DOWN)
@@ -159,7 +170,8 @@ static int lifecycle_cb(virConnectPtr conn, virDomainPtr dom, int event, int det
 		else if (t->powering_down && st == VS_UP)
 			st = VS_POWERING_DOWN;   /* resumed while VM.shutdown runs */
 		t->down_reported = false;
-		t->status = st;
+		if (!repeat)
+			t->status = st;
 	}
 	pthread_mutex_unlock(&s->lock);
 

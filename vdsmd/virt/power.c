@@ -93,7 +93,7 @@ static void *powerdown_main(void *arg)
 		}
 	}
 	pthread_mutex_lock(&s->lock);
-	s->powerdowns--;
+	s->bg_jobs--;
 	pthread_cond_broadcast(&s->cond);
 	pthread_mutex_unlock(&s->lock);
 	free(pd);
@@ -113,23 +113,23 @@ static void start_watcher(struct virt_state *s, const char *id, bool reboot, boo
 	pthread_attr_init(&at);
 	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
 	pthread_mutex_lock(&s->lock);
-	s->powerdowns++;
+	s->bg_jobs++;
 	pthread_mutex_unlock(&s->lock);
 	pthread_t th;
 	if (pthread_create(&th, &at, powerdown_main, pd) != 0) {
 		log_warn("virt: cannot start the power-down watcher of %s", id);
 		pthread_mutex_lock(&s->lock);
-		s->powerdowns--;
+		s->bg_jobs--;
 		pthread_mutex_unlock(&s->lock);
 		free(pd);
 	}
 	pthread_attr_destroy(&at);
 }
 
-void virt_powerdown_wait(struct virt_state *s)
+void virt_bg_wait(struct virt_state *s)
 {
 	pthread_mutex_lock(&s->lock);
-	while (s->powerdowns > 0)
+	while (s->bg_jobs > 0)
 		pthread_cond_wait(&s->cond, &s->lock);
 	pthread_mutex_unlock(&s->lock);
 }

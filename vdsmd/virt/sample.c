@@ -582,6 +582,15 @@ static void merge(struct virt_state *s, struct virt_snapshot *snap, struct raw *
 			/* VDSM: "Powering down" from VM.shutdown until Down */
 			if (t->powering_down && vm->status == VS_UP)
 				vm->status = VS_POWERING_DOWN;
+			/* migrating away (paused at the end too), or arriving */
+			if (t->migrating && (vm->status == VS_UP || vm->status == VS_PAUSED))
+				vm->status = VS_MIGRATION_SOURCE;
+			if (t->incoming) {
+				if (vm->status == VS_UP && r->state == VIR_DOMAIN_RUNNING)
+					t->incoming = false;
+				else
+					vm->status = VS_MIGRATION_DESTINATION;
+			}
 			t->status = vm->status;
 			vm->elapsed_s = (now_ms - t->start_ms) / 1000;
 			vm_rates(vm, r, t, now_ms);
@@ -591,13 +600,14 @@ static void merge(struct virt_state *s, struct virt_snapshot *snap, struct raw *
 	TRACK_FOREACH(s, t) {
 		if (t->seen)
 			continue;
-		if (t->launching) {
-			/* VM.create is still in libvirt: WaitForLaunch, not gone */
+		if (t->launching || t->incoming) {
+			/* VM.create still in libvirt, or a migration not arrived
+			 * yet: WaitForLaunch / Migration Destination, not gone */
 			struct virt_vm *vm;
 			snapshot_add_vm(snap, &cap, &vm);
 			snprintf(vm->uuid, sizeof vm->uuid, "%s", t->uuid);
 			vm->name = xstrdup(t->name ? t->name : "");
-			vm->status = VS_WAIT_FOR_LAUNCH;
+			vm->status = t->launching ? VS_WAIT_FOR_LAUNCH : VS_MIGRATION_DESTINATION;
 			continue;
 		}
 		t->gone = true;

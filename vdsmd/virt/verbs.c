@@ -185,5 +185,9 @@ const struct rpc_binding virt_bindings[] = {
 	{ "VM.setNumberOfCpus", virt_verb_set_number_of_cpus },
 	{ "VM.setIoTune", virt_verb_set_iotune },
 	{ "VM.getIoTune", virt_verb_get_iotune },
+	{ "VM.migrate", virt_verb_migrate },
+	{ "VM.migrateCancel", virt_verb_migrate_cancel },
+	{ "VM.getMigrationStatus", virt_verb_get_migration_status },
+	{ "VM.migrationCreate", virt_verb_migration_create },
 	{ NULL, NULL },
 };

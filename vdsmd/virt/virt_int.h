@@ -35,6 +35,8 @@ enum virt_status {
 	VS_POWERING_DOWN,
 	VS_SAVING_STATE,
 	VS_WAIT_FOR_LAUNCH,
+	VS_MIGRATION_SOURCE,
+	VS_MIGRATION_DESTINATION,
 	VS_UNKNOWN,
 };
 const char *virt_status_name(enum virt_status st);
@@ -249,6 +251,10 @@ struct virt_track {
 	bool powering_down;          /* VM.shutdown: "Powering down" until Down */
 	bool destroy_on_reboot;      /* VM.setDestroyOnReboot */
 	uint64_t balloon_target_kib; /* VM.setBalloonTarget (0: none set) */
+	bool migrating;              /* VM.migrate in progress (source) */
+	bool incoming;               /* VM.migrationCreate: expected here */
+	int mig_code, mig_progress;  /* VM.getMigrationStatus */
+	char mig_message[256];
 	struct virt_domxml xml;
 	struct virt_track *next;     /* hash chain */
 };
@@ -294,7 +300,7 @@ struct virt_state {
 	int ev_timer;
 	pthread_mutex_t pub_lock;    /* one VM_status publisher at a time */
 	uint64_t last_event_ms;      /* time of the last VM_status (pub_lock) */
-	unsigned powerdowns;         /* VM.shutdown watcher threads running */
+	unsigned bg_jobs;         /* VM.shutdown watcher threads running */
 	int reboot_cb_id;            /* reboot callback id or -1 */
 	/* counters */
 	uint64_t samples, sample_failures;
@@ -368,7 +374,7 @@ virDomainPtr virt_lookup(struct rpc_call *c, struct virt_state *s, virConnectPtr
 /* Fail the call from libvirt's last error (code 1 for "no domain"). */
 int virt_fail_libvirt(struct rpc_call *c, const char *what, const char *id);
 /* Wait until every VM.shutdown watcher has ended (s->stop set first). */
-void virt_powerdown_wait(struct virt_state *s);
+void virt_bg_wait(struct virt_state *s);
 int virt_verb_reset(struct rpc_call *c);
 int virt_verb_dumpxmls(struct rpc_call *c);
 int virt_verb_hotplug_disk(struct rpc_call *c);
@@ -382,6 +388,10 @@ int virt_verb_set_balloon_target(struct rpc_call *c);
 int virt_verb_set_number_of_cpus(struct rpc_call *c);
 int virt_verb_set_iotune(struct rpc_call *c);
 int virt_verb_get_iotune(struct rpc_call *c);
+int virt_verb_migrate(struct rpc_call *c);
+int virt_verb_migrate_cancel(struct rpc_call *c);
+int virt_verb_get_migration_status(struct rpc_call *c);
+int virt_verb_migration_create(struct rpc_call *c);
 int virt_verb_get_external_data(struct rpc_call *c);
 int virt_verb_set_destroy_on_reboot(struct rpc_call *c);
 
