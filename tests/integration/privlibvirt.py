@@ -44,7 +44,12 @@ class PrivateLibvirt:
                "XDG_CACHE_HOME": self.cache, "LANG": "C"}
         return env
 
-    def start(self, timeout=20):
+    def start(self, timeout=30):
+        """Start and wait until it answers (and QEMU is probed)."""
+        return self.spawn() and self.wait_ready(timeout)
+
+    def spawn(self):
+        """Start the daemon without waiting (see start_all)."""
         for path in (LIBVIRTD, QEMU, "/usr/bin/setpriv", "/usr/bin/virsh"):
             if not os.access(path, os.X_OK):
                 self.skip_reason = "%s is not installed" % path
@@ -74,6 +79,11 @@ class PrivateLibvirt:
             env=self._env(), cwd=self.tmp, stdout=self.log, stderr=self.log,
             start_new_session=True)
         self.uri = "qemu+unix:///session?socket=" + self.sock
+        return True
+
+    def wait_ready(self, timeout=30):
+        if not self.proc:
+            return False
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -167,6 +177,25 @@ class PrivateLibvirt:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+        if getattr(self, "log", None):
+            self.log.close()
+            self.log = None
         if self.tmp:
             shutil.rmtree(self.tmp, ignore_errors=True)
             self.tmp = None
+
+
+def start_all(n):
+    """n private daemons started together (their QEMU probes overlap);
+    returns them, the first failure's reason in every one's skip_reason."""
+    lvs = [PrivateLibvirt(start=False) for _ in range(n)]
+    for lv in lvs:
+        lv.spawn()
+    for lv in lvs:
+        if not lv.skip_reason:
+            lv.wait_ready()
+    reason = next((lv.skip_reason for lv in lvs if lv.skip_reason), None)
+    if reason:
+        for lv in lvs:
+            lv.skip_reason = reason
+    return lvs

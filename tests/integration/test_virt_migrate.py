@@ -107,15 +107,12 @@ class Host:
 class Migration(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.lvs = []
-        for _ in range(2):
-            lv = privlibvirt.PrivateLibvirt()
-            cls.lvs.append(lv)
-            if lv.skip_reason:
-                reason = lv.skip_reason
-                for x in cls.lvs:
-                    x.stop()
-                raise unittest.SkipTest("private libvirtd: " + reason)
+        cls.lvs = privlibvirt.start_all(2)
+        if cls.lvs[0].skip_reason:
+            reason = cls.lvs[0].skip_reason
+            for x in cls.lvs:
+                x.stop()
+            raise unittest.SkipTest("private libvirtd: " + reason)
         cls.src = Host(cls.lvs[0], {"VDSMD_MIGRATION_URI": cls.lvs[1].uri})
         cls.dst = Host(cls.lvs[1])
 
