@@ -481,6 +481,90 @@ START_TEST(recovery_after_restart)
 }
 END_TEST
 
+/* The device and migration verbs' checks on the test driver (real QEMU
+ * runs them in tests/integration/test_virt_qemu.py and test_virt_migrate.py):
+ * bad params are -32602 before libvirt is asked, an unknown VM is 1, what the
+ * test driver cannot do is libvirt's refusal (100), never a fake success. */
+START_TEST(device_and_migration_verb_checks)
+{
+	create_engine_vm();
+	static const char *const nov = "00000000-0000-4000-8000-00000000dead";
+	static const char *const verbs[] = {
+		"VM.hotplugDisk", "VM.hotunplugDisk", "VM.hotplugNic", "VM.hotunplugNic",
+	};
+	char p[1024];
+	for (size_t i = 0; i < VD_ARRAY_SIZE(verbs); i++) {
+		snprintf(p, sizeof p, "{\"vmID\":\"%s\",\"params\":{\"xml\":\"<hotplug/>\"}}", nov);
+		ck_assert_int_eq(vfx_err(&F, verbs[i], p), 1);
+		snprintf(p, sizeof p, "{\"vmID\":\"" VMID "\",\"params\":{}}");
+		ck_assert_int_eq(vfx_err(&F, verbs[i], p), -32602);
+		snprintf(p, sizeof p, "{\"vmID\":\"" VMID "\",\"params\":{\"xml\":\"<hotplug></hotplug>\"}}");
+		ck_assert_int_eq(vfx_err(&F, verbs[i], p), -32602);
+	}
+	/* a hotplugged disk's volume goes through the storage interface */
+	snprintf(p, sizeof p, "{\"vmID\":\"" VMID "\",\"params\":{\"xml\":\"<hotplug><devices>"
+		 "<disk type='file' device='disk'><source file='/x'/><target dev='vdb'/></disk>"
+		 "</devices><metadata><ovirt-vm:vm xmlns:ovirt-vm='http://ovirt.org/vm/1.0'>"
+		 "<ovirt-vm:device devtype='disk' name='vdb'><ovirt-vm:domainID>" SD
+		 "</ovirt-vm:domainID><ovirt-vm:imageID>" IMG "</ovirt-vm:imageID>"
+		 "<ovirt-vm:volumeID>e0000000-0000-4000-8000-000000000001</ovirt-vm:volumeID>"
+		 "</ovirt-vm:device></ovirt-vm:vm></metadata></hotplug>\"}}");
+	int calls = prepare_calls;
+	ck_assert_int_eq(vfx_err(&F, "VM.hotplugDisk", p), 13);
+	ck_assert_int_eq(prepare_calls, calls + 1);
+	/* a NIC on an unknown network */
+	snprintf(p, sizeof p, "{\"vmID\":\"" VMID "\",\"params\":{\"xml\":\"<hotplug><devices>"
+		 "<interface type='bridge'><source bridge='nosuchnet'/><mac address='" MAC "'/>"
+		 "</interface></devices></hotplug>\"}}");
+	ck_assert_int_eq(vfx_err(&F, "VM.hotplugNic", p), 9);
+
+	ck_assert_int_eq(vfx_err(&F, "VM.setTicket", "{\"vmID\":\"" VMID "\",\"password\":\"a'b\","
+				 "\"ttl\":10}"), -32602);
+	ck_assert_int_eq(vfx_err(&F, "VM.setTicket", "{\"vmID\":\"" VMID "\",\"password\":\"ab\","
+				 "\"ttl\":-1}"), -32602);
+	ck_assert_int_eq(vfx_err(&F, "VM.setBalloonTarget", "{\"vmID\":\"" VMID "\",\"target\":0}"),
+			 -32602);
+	ck_assert_int_eq(vfx_err(&F, "VM.setNumberOfCpus", "{\"vmID\":\"" VMID "\",\"numberOfCpus\":0}"),
+			 -32602);
+	ck_assert_int_eq(vfx_err(&F, "VM.setIoTune", "{\"vmID\":\"" VMID "\",\"tunables\":[{}]}"),
+			 -32602);
+	ck_assert_int_eq(vfx_err(&F, "VM.setIoTune", "{\"vmID\":\"" VMID "\",\"tunables\":[{\"name\":"
+				 "\"vda\",\"ioTune\":{\"total_bytes_sec\":-5}}]}"), -32602);
+	ck_assert_int_eq(vfx_err(&F, "VM.changeCD", "{\"vmID\":\"" VMID "\",\"driveSpec\":{\"path\":"
+				 "\"relative.iso\"}}"), -32602);
+	ck_assert_int_eq(vfx_err(&F, "VM.updateDevice", "{\"vmID\":\"" VMID "\",\"params\":{}}"),
+			 -32602);
+	ck_assert_int_eq(vfx_err(&F, "VM.updateDevice", "{\"vmID\":\"" VMID "\",\"params\":{"
+				 "\"deviceType\":\"interface\",\"alias\":\"ua-none\"}}"), 100);
+
+	/* migration: no destination, an unreachable one (a closed loopback
+	 * port), not migrating */
+	ck_assert_int_eq(vfx_err(&F, "VM.migrate", "{\"vmID\":\"" VMID "\",\"params\":{}}"), -32602);
+	ck_assert_int_eq(vfx_err(&F, "VM.migrate", "{\"vmID\":\"" VMID "\",\"params\":"
+				 "{\"dst\":\"127.0.0.1:1\"}}"), 10);
+	ck_assert_int_eq(vfx_err(&F, "VM.migrateCancel", "{\"vmID\":\"" VMID "\"}"), 12);
+	const struct vd_value *r = vfx_ok(&F, "VM.getMigrationStatus", "{\"vmID\":\"" VMID "\"}");
+	ck_assert_int_eq(vd_obj_get(vd_obj_get(r, "status"), "code")->v.i, 0);
+	ck_assert_int_eq(vd_obj_get(r, "progress")->v.i, 0);
+	ck_assert_int_eq(vfx_err(&F, "VM.getMigrationStatus", "{\"vmID\":\"00000000-0000-4000-8000-00000000dead\"}"), 1);
+	/* the VM is still Up after all of it */
+	r = vfx_ok(&F, "VM.getStats", "{\"vmID\":\"" VMID "\"}");
+	ck_assert_str_eq(vfx_str(&F, &r->v.arr.items[0], "status"), "Up");
+
+	/* migrationCreate: a destination expects the VM, then forgets it */
+	const char *mc = "{\"params\":{\"vmId\":\"b7b8c9d0-e1f2-4a3b-8c4d-5e6f7a8b9c0d\"}}";
+	r = vfx_ok(&F, "VM.migrationCreate", mc);
+	ck_assert_str_eq(vfx_str(&F, vd_obj_get(r, "params"), "status"), "Migration Destination");
+	ck_assert_int_eq(vfx_err(&F, "VM.migrationCreate", mc), 4);
+	r = vfx_ok(&F, "Host.getVMList", "{}");
+	const struct vd_value *mv = vfx_find_vm(r, "b7b8c9d0-e1f2-4a3b-8c4d-5e6f7a8b9c0d");
+	ck_assert_ptr_nonnull(mv);
+	ck_assert_str_eq(vfx_str(&F, mv, "status"), "Migration Destination");
+	vfx_ok(&F, "VM.destroy", "{\"vmID\":\"b7b8c9d0-e1f2-4a3b-8c4d-5e6f7a8b9c0d\"}");
+	ck_assert_int_eq(vfx_err(&F, "VM.migrationCreate", "{\"params\":{\"vmId\":\"x\"}}"), -32602);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("virt_create");
@@ -493,6 +577,7 @@ int main(void)
 	tcase_add_test(tc, engxml_forms);
 	tcase_add_test(tc, dumpxmls_info_and_hash);
 	tcase_add_test(tc, recovery_after_restart);
+	tcase_add_test(tc, device_and_migration_verb_checks);
 	suite_add_tcase(s, tc);
 	return check_run(s);
 }
