@@ -83,7 +83,11 @@ static void ev_wait(struct evlog *l, unsigned want)
 			vfx_sleep_ms(10);
 	}
 	event_bus_drain(F.d.bus, ev_deliver, l);
-	ck_assert_msg(l->n >= want, "%u events, wanted %u", l->n, want);
+	char got[512] = "";
+	for (unsigned i = 0; i < l->n; i++)
+		snprintf(got + strlen(got), sizeof got - strlen(got), "%s%s", i ? ", " : "",
+			 l->status[i]);
+	ck_assert_msg(l->n >= want, "%u events (%s), wanted %u", l->n, got, want);
 }
 
 static const char *status_of(const char *id)

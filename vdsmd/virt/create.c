@@ -372,6 +372,7 @@ int virt_verb_create(struct rpc_call *c)
 		/* events.c reports WaitForLaunch -> Powering up -> Up at STARTED */
 		t = track_get(s, id, name);
 		t->launching = true;
+		t->created = false;
 		t->status = VS_WAIT_FOR_LAUNCH;
 	}
 	pthread_mutex_unlock(&s->lock);
@@ -397,6 +398,11 @@ int virt_verb_create(struct rpc_call *c)
 			rpc_fail(c, xv ? RPC_E_CREATE_VM : RPC_E_GENERAL, "create %s: %s", id, msg);
 		goto out;
 	}
+	pthread_mutex_lock(&s->lock);
+	t = track_find(s, id);
+	if (t)
+		t->created = true;   /* from now on libvirt says where it is */
+	pthread_mutex_unlock(&s->lock);
 	log_info("virt: created VM %s (%s) from %s in %.1f ms", id, name,
 		 xv ? "the engine's XML" : "flat parameters",
 		 (double)(vd_now_ns() - t0) / 1e6);

@@ -365,6 +365,7 @@ int virt_verb_migrate(struct rpc_call *c)
 	snprintf(m->listen, sizeof m->listen, "%s", qhost);
 	if (bw && bw->type == VD_INT && bw->v.i > 0)
 		m->bandwidth = (unsigned long)bw->v.i;
+	virt_settle_events(s, dom, id);
 	pthread_mutex_lock(&s->lock);
 	t = track_get(s, id, virDomainGetName(dom));
 	t->migrating = true;

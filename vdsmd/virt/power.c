@@ -145,6 +145,24 @@ static int64_t secs_arg(struct rpc_call *c, const char *name, int64_t dflt)
 	return x < 0 || x > MAX_TIMEOUT_S ? -1 : x;
 }
 
+void virt_settle_events(struct virt_state *s, virDomainPtr dom, const char *id)
+{
+	int state, reason;
+	if (virDomainGetState(dom, &state, &reason, 0) < 0)
+		return;
+	enum virt_status want = virt_status_from_libvirt(state, reason);
+	for (int i = 0; i < 200; i++) {   /* at most ~1 s */
+		pthread_mutex_lock(&s->lock);
+		const struct virt_track *t = track_find(s, id);
+		bool caught_up = !t || (t->status == want && !t->launching);
+		pthread_mutex_unlock(&s->lock);
+		if (caught_up)
+			return;
+		struct timespec ts = { 0, 5 * 1000000L };
+		nanosleep(&ts, NULL);
+	}
+}
+
 int virt_verb_shutdown(struct rpc_call *c)
 {
 	struct virt_state *s = state_of(c);
@@ -169,6 +187,8 @@ int virt_verb_shutdown(struct rpc_call *c)
 		 id, (long long)delay, (long long)timeout, force ? ", force" : "",
 		 msg && *msg ? ": " : "", msg ? msg : "");
 	if (!reboot) {
+		/* our "Powering down" must follow the events of earlier changes */
+		virt_settle_events(s, dom, id);
 		virt_mark_admin(s, id, virDomainGetName(dom), true);
 		pthread_mutex_lock(&s->lock);
 		struct virt_track *t = track_find(s, id);

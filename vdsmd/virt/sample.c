@@ -600,7 +600,7 @@ static void merge(struct virt_state *s, struct virt_snapshot *snap, struct raw *
 	TRACK_FOREACH(s, t) {
 		if (t->seen)
 			continue;
-		if (t->launching || t->incoming) {
+		if ((t->launching && !t->created) || t->incoming) {
 			/* VM.create still in libvirt, or a migration not arrived
 			 * yet: WaitForLaunch / Migration Destination, not gone */
 			struct virt_vm *vm;

@@ -248,6 +248,7 @@ struct virt_track {
 	bool xml_stale;              /* devices changed: re-read the XML */
 	bool launching;              /* VM.create: WaitForLaunch until STARTED */
 	bool just_launched;          /* the last event was the launch's Up */
+	bool created;                /* VM.create's libvirt call has returned */
 	bool powering_down;          /* VM.shutdown: "Powering down" until Down */
 	bool destroy_on_reboot;      /* VM.setDestroyOnReboot */
 	uint64_t balloon_target_kib; /* VM.setBalloonTarget (0: none set) */
@@ -373,6 +374,9 @@ virDomainPtr virt_lookup(struct rpc_call *c, struct virt_state *s, virConnectPtr
 			 const char *id);
 /* Fail the call from libvirt's last error (code 1 for "no domain"). */
 int virt_fail_libvirt(struct rpc_call *c, const char *what, const char *id);
+/* Wait (up to ~1 s) until the libvirt events of dom's current state have
+ * been handled, so that a status a verb publishes comes after them. */
+void virt_settle_events(struct virt_state *s, virDomainPtr dom, const char *id);
 /* Wait until every VM.shutdown watcher has ended (s->stop set first). */
 void virt_bg_wait(struct virt_state *s);
 int virt_verb_reset(struct rpc_call *c);
