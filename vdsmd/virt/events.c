@@ -132,6 +132,8 @@ static int lifecycle_cb(virConnectPtr conn, virDomainPtr dom, int event, int det
 	}
 	struct virt_track *t = track_get(s, uuid, name);
 	t->event_seq = ++s->event_seq;
+	if (t->expect_ev)
+		t->expect_ev--;
 	/* a VM.create we run: VDSM's launch sequence before Up */
 	bool launch = t->launching && st == VS_UP;   /* STARTED, or RESUMED first (QEMU) */
 	/* QEMU reports a start twice (RESUMED, STARTED): one Up after launch */
@@ -173,6 +175,8 @@ static int lifecycle_cb(virConnectPtr conn, virDomainPtr dom, int event, int det
 		if (!repeat)
 			t->status = st;
 	}
+	if (!repeat)
+		s->ev_inflight++;   /* virt_settle_events waits for our publishes */
 	pthread_mutex_unlock(&s->lock);
 
 	/* one libvirt event is one state change: always reported (the sampler
@@ -186,6 +190,9 @@ static int lifecycle_cb(virConnectPtr conn, virDomainPtr dom, int event, int det
 		virt_publish_status(s, uuid, VS_POWERING_UP, NULL);
 	}
 	virt_publish_status(s, uuid, st, &info);
+	pthread_mutex_lock(&s->lock);
+	s->ev_inflight--;
+	pthread_mutex_unlock(&s->lock);
 	free(info.exit_message);
 	virt_kick(s);
 	return 0;

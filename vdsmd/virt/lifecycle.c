@@ -96,6 +96,7 @@ static int domain_verb(struct rpc_call *c, domain_action act)
 		goto out;
 	if (act(c, s, dom, id) < 0)
 		goto out;
+	virt_expect_event(s, id);
 	rc = 0;
 	virt_refresh(s);
 out:

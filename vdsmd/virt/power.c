@@ -145,6 +145,15 @@ static int64_t secs_arg(struct rpc_call *c, const char *name, int64_t dflt)
 	return x < 0 || x > MAX_TIMEOUT_S ? -1 : x;
 }
 
+void virt_expect_event(struct virt_state *s, const char *id)
+{
+	pthread_mutex_lock(&s->lock);
+	struct virt_track *t = track_find(s, id);
+	if (t)
+		t->expect_ev++;
+	pthread_mutex_unlock(&s->lock);
+}
+
 void virt_settle_events(struct virt_state *s, virDomainPtr dom, const char *id)
 {
 	int state, reason;
@@ -154,7 +163,8 @@ void virt_settle_events(struct virt_state *s, virDomainPtr dom, const char *id)
 	for (int i = 0; i < 200; i++) {   /* at most ~1 s */
 		pthread_mutex_lock(&s->lock);
 		const struct virt_track *t = track_find(s, id);
-		bool caught_up = !t || (t->status == want && !t->launching);
+		bool caught_up = s->ev_inflight == 0 &&
+				 (!t || (t->status == want && !t->launching && !t->expect_ev));
 		pthread_mutex_unlock(&s->lock);
 		if (caught_up)
 			return;

@@ -249,6 +249,7 @@ struct virt_track {
 	bool launching;              /* VM.create: WaitForLaunch until STARTED */
 	bool just_launched;          /* the last event was the launch's Up */
 	bool created;                /* VM.create's libvirt call has returned */
+	unsigned expect_ev;          /* lifecycle events our verbs caused, not yet seen */
 	bool powering_down;          /* VM.shutdown: "Powering down" until Down */
 	bool destroy_on_reboot;      /* VM.setDestroyOnReboot */
 	uint64_t balloon_target_kib; /* VM.setBalloonTarget (0: none set) */
@@ -301,6 +302,7 @@ struct virt_state {
 	int ev_timer;
 	pthread_mutex_t pub_lock;    /* one VM_status publisher at a time */
 	uint64_t last_event_ms;      /* time of the last VM_status (pub_lock) */
+	unsigned ev_inflight;        /* lifecycle events being published now */
 	unsigned bg_jobs;         /* VM.shutdown watcher threads running */
 	int reboot_cb_id;            /* reboot callback id or -1 */
 	/* counters */
@@ -377,6 +379,8 @@ int virt_fail_libvirt(struct rpc_call *c, const char *what, const char *id);
 /* Wait (up to ~1 s) until the libvirt events of dom's current state have
  * been handled, so that a status a verb publishes comes after them. */
 void virt_settle_events(struct virt_state *s, virDomainPtr dom, const char *id);
+/* A verb changed id's state: libvirt will report it with one event. */
+void virt_expect_event(struct virt_state *s, const char *id);
 /* Wait until every VM.shutdown watcher has ended (s->stop set first). */
 void virt_bg_wait(struct virt_state *s);
 int virt_verb_reset(struct rpc_call *c);
