@@ -202,6 +202,15 @@ static int build_flat(struct rpc_call *c, const struct vd_value *p, const char *
 	return 0;
 }
 
+/* dst = src, cut to dstlen (snprintf here trips -Wrestrict: both are
+ * members of one struct). */
+static void copy_str(char *dst, size_t dstlen, const char *src)
+{
+	size_t n = strnlen(src, dstlen - 1);
+	memmove(dst, src, n);
+	dst[n] = '\0';
+}
+
 /* Disk sources: each disk whose metadata names a volume gets the path the
  * storage interface prepared; without one, the XML's path must exist. */
 static int resolve_disks(struct rpc_call *c, const struct virt_deps *deps,
@@ -227,7 +236,7 @@ static int resolve_disks(struct rpc_call *c, const struct virt_deps *deps,
 			return rpc_fail(c, RPC_E_NO_IMAGE_FILE, "disk %s: volume %s of image %s "
 					"in domain %s: no such file %s", dk->dev, dk->volume,
 					dk->image, dk->domain, dk->has_src ? dk->path : "(none)");
-		snprintf(dk->resolved, sizeof dk->resolved, "%s", dk->path);
+		copy_str(dk->resolved, sizeof dk->resolved, dk->path);
 	}
 	return 0;
 }
@@ -252,7 +261,7 @@ static int resolve_nics(struct rpc_call *c, const struct virt_deps *deps,
 			snprintf(p, sizeof p, "/sys/class/net/%s/bridge", n->network);
 			rc = stat(p, &st) == 0 ? 0 : VD_ENOENT;
 			if (rc == 0)
-				snprintf(n->bridge, sizeof n->bridge, "%s", n->network);
+				copy_str(n->bridge, sizeof n->bridge, n->network);
 		}
 		if (rc < 0)
 			return rpc_fail(c, RPC_E_CREATE_VM, "NIC %s: network %s does not exist "
