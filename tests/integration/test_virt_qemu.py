@@ -194,6 +194,12 @@ class QemuVms(unittest.TestCase):
         self.assertIn(path2, self.xml())
         s = self.wait_stats(lambda s: "sdb" in s.get("disks", {}))
         self.assertEqual(s["disks"]["sdb"]["imageID"], img2)
+        # its metadata joins the domain's (it survives a restart as VM.create's)
+        x = self.xml()
+        self.assertIn("</metadata>", x, x)
+        md = x[x.index("<metadata"):x.index("</metadata>")]
+        self.assertIn(vol2 + "</ovirt-vm:volumeID>", md)
+        self.assertIn(VOL + "</ovirt-vm:volumeID>", md)
         self.assertNotEqual(s["hash"], h0)
         h1 = s["hash"]
         unplug = ('<?xml version="1.0" encoding="UTF-8"?><hotunplug><devices><disk>'
@@ -203,6 +209,8 @@ class QemuVms(unittest.TestCase):
         while path2 in self.xml() and time.monotonic() < deadline:
             time.sleep(0.1)
         self.assertNotIn(path2, self.xml())
+        self.assertNotIn(vol2, self.xml())           # and its metadata went with it
+        self.assertIn(VOL + "</ovirt-vm:volumeID>", self.xml())
         s = self.wait_stats(lambda s: "sdb" not in s.get("disks", {}) and s["hash"] != h1)
         self.assertNotIn("sdb", s["disks"])
         self.assertNotEqual(s["hash"], h1)

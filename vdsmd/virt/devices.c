@@ -35,6 +35,9 @@ static struct virt_state *state_of(const struct rpc_call *c)
 	return d ? d->virt : NULL;
 }
 
+static char *live_element(struct rpc_call *c, virDomainPtr dom, const char *kind,
+			  const char *key);
+
 typedef int (*dev_action)(struct rpc_call *c, struct virt_state *s, virDomainPtr dom,
 			  const char *id);
 
@@ -94,6 +97,80 @@ static char *element(struct rpc_call *c, const char *xml, const char *name)
 	return NULL;
 }
 
+/* The live domain's ovirt-vm metadata, edited: the <device> elements of
+ * add (a hotplug XML) appended, or the device named drop removed.  VDSM
+ * keeps each device's metadata in the domain, so it survives a restart.
+ * libvirt hands the element out and takes it back without the namespace
+ * prefix (<vm><device name=..>..</device></vm>).  A failure here is logged;
+ * the device change stands. */
+static void edit_device_metadata(virDomainPtr dom, const char *id, const char *add,
+				 const char *drop)
+{
+	char ap[32] = "";
+	if (add && !engxml_prefix(add, ap, sizeof ap))
+		return;   /* nothing to keep */
+	char *cur = virDomainGetMetadata(dom, VIR_DOMAIN_METADATA_ELEMENT, VIRT_OVIRT_VM_NS,
+					 VIR_DOMAIN_AFFECT_LIVE);
+	const char *end = cur ? strstr(cur, "</vm>") : NULL;
+	struct vd_buf b = VD_BUF_INIT;
+	if (end)
+		buf_append(&b, cur, (size_t)(end - cur));
+	else
+		buf_puts(&b, "<vm>");
+	buf_putc(&b, '\0');
+	b.len--;
+	if (drop) {
+		char n1[64], n2[64];
+		snprintf(n1, sizeof n1, "name=\"%s\"", drop);
+		snprintf(n2, sizeof n2, "name='%s'", drop);
+		for (char *p = strstr(b.data, "<device"); p; p = strstr(p + 1, "<device")) {
+			char *gt = strchr(p, '>');
+			if (!gt || (!memmem(p, (size_t)(gt - p), n1, strlen(n1)) &&
+				    !memmem(p, (size_t)(gt - p), n2, strlen(n2))))
+				continue;
+			char *e = gt[-1] == '/' ? gt + 1 : strstr(gt, "</device>");
+			if (!e)
+				break;
+			if (gt[-1] != '/')
+				e += strlen("</device>");
+			memmove(p, e, (size_t)(b.data + b.len - e) + 1);
+			b.len -= (size_t)(e - p);
+			break;
+		}
+	}
+	if (add) {
+		char open[48], close[48], o1[40], o2[40];
+		snprintf(open, sizeof open, "<%s:device", ap);
+		snprintf(close, sizeof close, "</%s:device>", ap);
+		snprintf(o1, sizeof o1, "<%s:", ap);
+		snprintf(o2, sizeof o2, "</%s:", ap);
+		for (const char *p = strstr(add, open); p; p = strstr(p + 1, open)) {
+			const char *e = strstr(p, close);
+			if (!e)
+				break;
+			e += strlen(close);
+			for (const char *q = p; q < e;) {
+				if (strncmp(q, o1, strlen(o1)) == 0) {
+					buf_putc(&b, '<');
+					q += strlen(o1);
+				} else if (strncmp(q, o2, strlen(o2)) == 0) {
+					buf_puts(&b, "</");
+					q += strlen(o2);
+				} else {
+					buf_putc(&b, *q++);
+				}
+			}
+		}
+	}
+	buf_puts(&b, "</vm>");
+	buf_putc(&b, '\0');
+	if (virDomainSetMetadata(dom, VIR_DOMAIN_METADATA_ELEMENT, b.data, "ovirt-vm",
+				 VIRT_OVIRT_VM_NS, VIR_DOMAIN_AFFECT_LIVE) < 0)
+		log_warn("virt: keeping the device metadata of %s failed: %s", id, virt_last_error());
+	buf_free(&b);
+	free(cur);
+}
+
 static int hotplug(struct rpc_call *c, struct virt_state *s, virDomainPtr dom, const char *id,
 		   const char *kind)
 {
@@ -117,6 +194,8 @@ static int hotplug(struct rpc_call *c, struct virt_state *s, virDomainPtr dom, c
 		return rpc_fail(c, RPC_E_PARAMS, "params.xml: no <%s> element", kind);
 	if (virDomainAttachDeviceFlags(dom, dev, VIR_DOMAIN_AFFECT_LIVE) < 0)
 		return virt_fail_libvirt(c, "hotplug", id);
+	if (ex->has_metadata)
+		edit_device_metadata(dom, id, xml, NULL);
 	log_info("virt: %s hot-plugged into %s", kind, id);
 	return 0;
 }
@@ -137,10 +216,23 @@ static int hotunplug(struct rpc_call *c, const char *id, virDomainPtr dom, const
 		if (ve && (size_t)(ve - vs - 6) < sizeof alias)
 			snprintf(alias, sizeof alias, "%.*s", (int)(ve - vs - 6), vs + 6);
 	}
+	/* the disk's target names its metadata (VDSM: <device name="sdb">) */
+	char target[32] = "";
+	if (alias[0] && strcmp(kind, "disk") == 0) {
+		char key[160];
+		snprintf(key, sizeof key, "<alias name='%s'/>", alias);
+		char *live = live_element(c, dom, "disk", key);
+		const char *t = live ? dx_find_child(live, live + strlen(live), "target") : NULL;
+		const char *dv = t ? strstr(t, "dev='") : NULL;
+		if (dv && strchr(dv + 5, '\'') && (size_t)(strchr(dv + 5, '\'') - dv - 5) < sizeof target)
+			snprintf(target, sizeof target, "%.*s", (int)(strchr(dv + 5, '\'') - dv - 5), dv + 5);
+	}
 	int r = alias[0] ? virDomainDetachDeviceAlias(dom, alias, VIR_DOMAIN_AFFECT_LIVE)
 			 : virDomainDetachDeviceFlags(dom, dev, VIR_DOMAIN_AFFECT_LIVE);
 	if (r < 0)
 		return virt_fail_libvirt(c, "hotunplug", id);
+	if (target[0])
+		edit_device_metadata(dom, id, NULL, target);
 	log_info("virt: %s %s unplug requested from %s", kind, alias[0] ? alias : "", id);
 	return 0;
 }

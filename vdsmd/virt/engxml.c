@@ -44,7 +44,7 @@ static bool attr_span(const char *p, const char *name, const char **vs, const ch
 }
 
 /* The namespace prefix bound to the ovirt-vm URI ("ovirt-vm"), or false. */
-static bool ovirt_prefix(const char *xml, char *out, size_t outlen)
+bool engxml_prefix(const char *xml, char *out, size_t outlen)
 {
 	const char *u = strstr(xml, "=\"" OVIRT_VM_NS "\"");
 	if (!u)
@@ -264,7 +264,7 @@ int engxml_parse_devices(const char *xml, struct virt_engxml *x, char *why, size
 		}
 	}
 	char pfx[32];
-	x->has_metadata = ovirt_prefix(xml, pfx, sizeof pfx);
+	x->has_metadata = engxml_prefix(xml, pfx, sizeof pfx);
 	if (x->has_metadata && parse_md_devices(xml, pfx, x, why, whylen) < 0)
 		return VD_EINVAL;
 	for (unsigned i = 0; i < x->nnics; i++)

@@ -130,6 +130,9 @@ void engxml_rewrite(const char *xml, const struct virt_engxml *x, const char *do
  * x must be zeroed by the caller. */
 int engxml_parse_devices(const char *xml, struct virt_engxml *x, char *why, size_t whylen);
 bool virt_netname_ok(const char *s);
+/* The prefix xml binds to http://ovirt.org/vm/1.0 ("ovirt-vm"); false if none. */
+bool engxml_prefix(const char *xml, char *out, size_t outlen);
+#define VIRT_OVIRT_VM_NS "http://ovirt.org/vm/1.0"
 /* VM.create's resolution steps, shared with the hotplug verbs (create.c):
  * disks with volume metadata through the storage interface, NIC networks
  * to bridges; 0, or -1 with the call failed. */
