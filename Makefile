@@ -5,6 +5,7 @@
 #   make check      install missing packages, build with -Werror, run every test,
 #                   then the unit tests again under ASan+UBSan, then a short fuzz pass
 #   make memcheck   the integration suite against an ASan+LSan vdsmd (CI runs it)
+#   make tsan       unit tests + part of the integration suite under ThreadSanitizer (CI)
 #   make bench      benchmarks (codec, end-to-end load, events, pool)
 #   make fuzz       every libFuzzer target for FUZZ_SECONDS each (default 60)
 #   make install    PREFIX=/usr/local DESTDIR=
@@ -27,7 +28,7 @@ FUZZ_CC = clang
 PKG_CONFIG ?= pkg-config
 
 WITH_MSGPACK := $(shell $(PKG_CONFIG) --exists msgpack 2>/dev/null && echo 1)
-PKGS := yajl openssl libvirt $(if $(WITH_MSGPACK),msgpack)
+PKGS := yajl openssl libvirt libnl-3.0 libnl-route-3.0 $(if $(WITH_MSGPACK),msgpack)
 
 WARN := -Wall -Wextra -Wstrict-prototypes -Wmissing-prototypes -Wwrite-strings \
 	-Wshadow -Wno-unused-parameter -Werror
@@ -37,7 +38,12 @@ PKG_CFLAGS = $(shell $(PKG_CONFIG) --cflags $(PKGS))
 PKG_LIBS = $(shell $(PKG_CONFIG) --libs $(PKGS)) -lev -lpthread -lm
 CHECK_LIBS = $(shell $(PKG_CONFIG) --libs check)
 CFLAGS ?= $(OPT) -g
-ALL_CFLAGS = -std=c11 $(CFLAGS) $(SANFLAGS) $(WARN) $(DEFS) -I. $(PKG_CFLAGS) -MMD -MP
+# EXTRA_DEFS: -DVD_TEST_HOOKS=1 in the test-only builds (asan, tsan, hooks):
+# the sampler hook, slowed preallocation and VDSMD_VIRT_NO_CACHE exist only
+# there, never in build/vdsmd.  One BUILD dir is always built with one set.
+EXTRA_DEFS ?=
+TEST_HOOKS := -DVD_TEST_HOOKS=1
+ALL_CFLAGS = -std=c11 $(CFLAGS) $(SANFLAGS) $(WARN) $(DEFS) $(EXTRA_DEFS) -I. $(PKG_CFLAGS) -MMD -MP
 LDFLAGS ?=
 ALL_LDFLAGS = $(LDFLAGS) $(SANFLAGS)
 
@@ -59,7 +65,7 @@ obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 # The API schema (api/*.yaml, api/README.md) is turned by api/gen.py into the
 # C declaration tables (compiled into libvdcore) and a JSON form the
 # integration tests validate every response against.
-API_YAML := $(sort $(wildcard api/*.yaml))
+API_YAML := $(sort $(wildcard api/*.yaml api/vdsm/*.yaml))
 GEN_DIR := $(BUILD)/gen
 GEN_C := $(GEN_DIR)/api_schema.c
 GEN_JSON := $(GEN_DIR)/api.json
@@ -73,8 +79,8 @@ UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
 BENCH_BINS := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRCS))
 FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRCS))
 
-.PHONY: all run check unit integration asan-unit bench fuzz fuzz-build memcheck \
-	install clean deps ensure-deps tests bench-build
+.PHONY: all run check unit integration asan-unit tsan bench fuzz fuzz-build memcheck \
+	install clean deps ensure-deps ensure-run-deps tests bench-build
 .DEFAULT_GOAL := all
 # keep intermediate objects (chained pattern rules) and drop half-written targets
 .SECONDARY:
@@ -133,14 +139,18 @@ bench-build: all $(BENCH_BINS)
 
 # --- running ---------------------------------------------------------------
 ensure-deps:
-	@scripts/deps.sh ensure
+	@scripts/deps.sh ensure all
+
+# only what building and running needs (scripts/deps.sh's "run" set)
+ensure-run-deps:
+	@scripts/deps.sh ensure run
 
 deps:
 	scripts/deps.sh install
 
 # The embedded development setup: plaintext on 127.0.0.1:54321, the libvirt
 # test-driver fleet of examples/, storage under build/run/storage.
-run: ensure-deps
+run: ensure-run-deps
 	@$(MAKE) --no-print-directory all
 	@mkdir -p $(BUILD)/run/storage
 	./$(VDSMD) --config examples/vdsmd-dev.conf \
@@ -153,11 +163,22 @@ unit: tests
 integration: tests
 	@BUILD=$(BUILD) PYTHON=$(PYTHON) tests/run-integration.sh
 
-# Unit tests once more with AddressSanitizer + UBSan (leaks and UB fail).
+# Unit tests once more with AddressSanitizer + UBSan (leaks and UB fail),
+# in a test build (EXTRA_DEFS=$(TEST_HOOKS)): the hook-driven tests run here.
+ASAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 asan-unit:
 	@$(MAKE) --no-print-directory BUILD=$(BUILD)/asan OPT=-O1 \
-		SANFLAGS="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
-		unit
+		SANFLAGS="$(ASAN_FLAGS)" EXTRA_DEFS="$(TEST_HOOKS)" unit
+
+# ThreadSanitizer (tests/tsan.sh): the unit tests and a representative
+# part of the integration suite against a TSan vdsmd, in a test build
+# (EXTRA_DEFS=$(TEST_HOOKS)); any report fails.  Suppressions, for libvirt
+# and GLib only, with reasons: tests/tsan-suppressions.txt.  .ci/run runs it.
+TSAN_FLAGS := -fsanitize=thread -fno-omit-frame-pointer
+tsan: ensure-deps
+	@$(MAKE) --no-print-directory BUILD=$(BUILD)/tsan OPT=-O1 \
+		SANFLAGS="$(TSAN_FLAGS)" EXTRA_DEFS="$(TEST_HOOKS)" tests
+	@BUILD=$(BUILD)/tsan PYTHON=$(PYTHON) tests/tsan.sh $(patsubst $(BUILD)/%,$(BUILD)/tsan/%,$(UNIT_BINS))
 
 check: ensure-deps
 	@rm -rf $(BUILD)/results $(BUILD)/asan/results
@@ -174,11 +195,12 @@ check: ensure-deps
 # .ci/run runs it after `make check`.
 memcheck: ensure-deps
 	@$(MAKE) --no-print-directory BUILD=$(BUILD)/asan OPT=-O1 \
-		SANFLAGS="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" all
+		SANFLAGS="$(ASAN_FLAGS)" EXTRA_DEFS="$(TEST_HOOKS)" all
 	@BUILD=$(BUILD)/asan PYTHON=$(PYTHON) tests/memcheck.sh
 
 bench: ensure-deps
 	@$(MAKE) --no-print-directory bench-build
+	@$(MAKE) --no-print-directory BUILD=$(BUILD)/hooks EXTRA_DEFS="$(TEST_HOOKS)" all
 	@BUILD=$(BUILD) PYTHON=$(PYTHON) bench/run.sh
 
 # Fleet benchmark (issue 9): a private RabbitMQ, N vdsmd in broker mode,

@@ -40,6 +40,7 @@ BUILTINS = {
     "int-or-numstring": "RPC_T_INTSTR",  # JSON int, or a string of digits
     "numstring": "RPC_T_STRING",         # a string holding a decimal number
     "float-string": "RPC_T_STRING",      # a number as a string, or a JSON float
+    "bool-or-string": "RPC_T_BOOL",      # true/false, or "true"/"false" (any case)
 }
 
 FLAGS = {"blocking": "RPC_F_BLOCKING", "always": "RPC_F_ALWAYS"}
@@ -185,7 +186,7 @@ def default_fits(ptype, value):
 
 # Loading -------------------------------------------------------------------
 
-class StrictLoader(yaml.SafeLoader):
+class StrictLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
     """SafeLoader that refuses a key given twice in one mapping (PyYAML
     keeps the last one silently: a verb declared twice, e.g. after a merge,
     must not hide the other)."""
@@ -219,9 +220,12 @@ def need_str(v, where, what):
     return v.strip()
 
 
-def load_types(path):
+def load_types(path, base=None):
+    """The types of path; with base (already loaded), base's types join
+    the result unless path declares the same name (path wins)."""
     doc = load_yaml(path) or {}
-    where0 = os.path.basename(path)
+    where0 = os.path.relpath(path, os.path.dirname(os.path.dirname(path))) \
+        if base is not None else os.path.basename(path)
     if not isinstance(doc, dict) or not isinstance(doc.get("types", {}), dict):
         fail(where0, "expected a mapping 'types:'")
     out = {}
@@ -277,6 +281,8 @@ def load_types(path):
         else:
             fail(where, "kind must be object, enum, map or alias, got %r" % (kind,))
         out[str(name)] = r
+    for name, r in (base or {}).items():
+        out.setdefault(name, r)
     for name, r in out.items():
         where = "%s: type %s" % (where0, name)
         for f, fd in r.get("fields", {}).items():
@@ -372,17 +378,40 @@ def load_verbs(path, types):
     return verbs
 
 
+def _yaml_files(d):
+    if not os.path.isdir(d):
+        return []
+    return [os.path.join(d, fn) for fn in sorted(os.listdir(d))
+            if fn.endswith(".yaml") and fn != "types.yaml"]
+
+
 def load(api_dir):
-    types = load_types(os.path.join(api_dir, "types.yaml"))
+    """(types, verbs) of the schema in api_dir.  api_dir/vdsm/ is the
+    baseline taken from VDSM's API: its verbs must be implemented: false,
+    and a verb or type that api_dir's own files declare replaces the
+    baseline's of the same name (api/README.md)."""
+    vdsm_dir = os.path.join(api_dir, "vdsm")
+    base_types = {}
+    if os.path.exists(os.path.join(vdsm_dir, "types.yaml")):
+        base_types = load_types(os.path.join(vdsm_dir, "types.yaml"), {})
+    types = load_types(os.path.join(api_dir, "types.yaml"), base_types)
     verbs = []
-    for fn in sorted(os.listdir(api_dir)):
-        if fn.endswith(".yaml") and fn != "types.yaml":
-            verbs += load_verbs(os.path.join(api_dir, fn), types)
+    for path in _yaml_files(api_dir):
+        verbs += load_verbs(path, types)
     seen = set()
     for v in verbs:
         if v["name"] in seen:
             fail(v["name"], "declared twice")
         seen.add(v["name"])
+    for path in _yaml_files(vdsm_dir):
+        for v in load_verbs(path, types):
+            if v["implemented"]:
+                fail("vdsm/%s: %s" % (os.path.basename(path), v["name"]),
+                     "the baseline holds unimplemented verbs only: move the entry "
+                     "to api/%s.yaml" % v["namespace"])
+            if v["name"] not in seen:
+                seen.add(v["name"])
+                verbs.append(v)
     return types, verbs
 
 

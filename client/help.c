@@ -139,6 +139,12 @@ void client_print_verb_help(FILE *f, const struct rpc_verb_decl *d, struct vd_ar
 	}
 	if (d->result && *d->result)
 		fprintf(f, "\nresult: %s\n", d->result);
+	if (d->nerrors) {
+		fputs("errors:", f);
+		for (unsigned i = 0; i < d->nerrors; i++)
+			fprintf(f, "%s %d", i ? "," : "", d->errors[i]);
+		fputs(" (VDSM error codes)\n", f);
+	}
 	if (d->flags & RPC_F_BLOCKING)
 		fputs("\n(runs on the daemon's worker pool)\n", f);
 	if (!d->nparams)

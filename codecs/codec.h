@@ -28,9 +28,16 @@ struct vd_limits {
 	unsigned max_depth;   /* nesting of arrays/objects; default 64, at most
 			       * VD_HARD_MAX_DEPTH (larger values are clamped) */
 	size_t max_size;      /* input bytes; default 16 MiB */
+	size_t max_elements;  /* values (scalars, arrays, objects, members) in one
+			       * document, checked before the tree is built; 0 =
+			       * no limit (the daemon sets max_elements) */
 };
 
-#define VD_LIMITS_DEFAULT { VD_DEFAULT_MAX_DEPTH, (size_t)16 << 20 }
+#define VD_LIMITS_DEFAULT { VD_DEFAULT_MAX_DEPTH, (size_t)16 << 20, 0 }
+
+/* The reason of a decode that failed on max_elements (VD_ETOOBIG): compare
+ * the pointer (the engine answers it -32600, not -32700). */
+extern const char vd_reason_too_many_values[];
 
 /* Why a decode failed: byte offset into the input and a reason. */
 struct vd_codec_error {

@@ -210,6 +210,13 @@ static inline void cj_set_err(struct vd_codec_error *err, int code, size_t off,
 /* What every decode() does first: a NULL *lim becomes the defaults, NULL
  * *bytes an empty body, and a body over the size limit is refused.
  * Returns 0, or VD_ETOOBIG with err set. */
+/* Upper bound of the values in the JSON text p[0..n): one per ',' and '['
+ * or '{' outside strings, plus one; counting stops past stop, and returns 0
+ * once nesting passes max_depth (the decoder then fails on depth at once).
+ * A linear scan at memory speed, so a body of millions of values is refused
+ * before yajl or the tree builder spend seconds on it. */
+size_t cj_count_values(const char *p, size_t n, size_t stop, unsigned max_depth);
+
 static inline int cj_decode_begin(const char **bytes, size_t len, const struct vd_limits **lim,
 				  struct vd_codec_error *err)
 {

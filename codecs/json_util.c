@@ -49,6 +49,40 @@ void *tb_grow(void *p, size_t *cap, size_t elsz, const void *inline_buf)
 	return q;
 }
 
+const char vd_reason_too_many_values[] = "more values than max_elements";
+
+size_t cj_count_values(const char *p, size_t n, size_t stop, unsigned max_depth)
+{
+	size_t count = 1;
+	unsigned depth = 0;
+	const char *end = p + n;
+	while (p < end && count <= stop) {
+		char c = *p++;
+		if (c == ',') {
+			count++;
+		} else if (c == '[' || c == '{') {
+			count++;
+			if (++depth > max_depth)
+				return 0;  /* the decoder stops at the depth limit, cheaply */
+		} else if (c == ']' || c == '}') {
+			depth -= depth > 0;
+		} else if (c == '"') {
+			/* skip the string (escapes included) */
+			while (p < end && *p != '"') {
+				const char *q = memchr(p, '"', (size_t)(end - p));
+				const char *b = memchr(p, '\\', (size_t)((q ? q : end) - p));
+				if (!b) {
+					p = q ? q : end;
+					break;
+				}
+				p = (size_t)(end - b) > 2 ? b + 2 : end;
+			}
+			p++;
+		}
+	}
+	return count;
+}
+
 /* --- numbers ------------------------------------------------------------ */
 
 static const double pow10_exact[23] = {

@@ -29,6 +29,7 @@ struct mp_dec {
 	struct vd_arena *a;
 	const uint8_t *base, *p, *end;
 	unsigned max_depth;
+	size_t values, max_values;   /* max_values 0: no limit */
 	int code;
 	size_t off;
 	const char *reason;
@@ -93,6 +94,26 @@ static inline bool mp_strlen(struct mp_dec *d, uint8_t t, size_t *n)
 
 static bool mp_value(struct mp_dec *d, struct vd_value *v, unsigned depth);
 
+/* Room for the claimed count is never reserved up front: 63 nested
+ * array32 headers each claiming the bytes left would reserve gigabytes from
+ * a few hundred bytes of input.  Storage grows (doubling, in the arena) as
+ * elements are actually decoded, so it stays proportional to the input
+ * consumed: at most twice the final size plus the first MP_FIRST. */
+#define MP_FIRST 16
+
+static void *mp_grow(struct mp_dec *d, void *old, size_t have, size_t *cap, size_t max,
+		     size_t elsz)
+{
+	if (have < *cap)
+		return old;
+	size_t ncap = VD_MIN(*cap ? *cap * 2 : MP_FIRST, max);
+	void *p = arena_alloc(d->a, ncap * elsz);
+	if (have)
+		memcpy(p, old, have * elsz);
+	*cap = ncap;
+	return p;
+}
+
 static bool mp_array(struct mp_dec *d, const uint8_t *tag, size_t n, struct vd_value *v,
 		     unsigned depth)
 {
@@ -101,11 +122,15 @@ static bool mp_array(struct mp_dec *d, const uint8_t *tag, size_t n, struct vd_v
 	if (n > (size_t)(d->end - d->p))
 		return mp_fail(d, tag, VD_EPROTO, "array count larger than the input");
 	v->type = VD_ARRAY;
-	v->v.arr.n = n;
-	v->v.arr.items = n ? arena_alloc(d->a, n * sizeof(struct vd_value)) : NULL;
-	for (size_t i = 0; i < n; i++)
+	v->v.arr.n = 0;
+	v->v.arr.items = NULL;
+	size_t cap = 0;
+	for (size_t i = 0; i < n; i++) {
+		v->v.arr.items = mp_grow(d, v->v.arr.items, i, &cap, n, sizeof(struct vd_value));
 		if (!mp_value(d, &v->v.arr.items[i], depth + 1))
 			return false;
+		v->v.arr.n = i + 1;
+	}
 	return true;
 }
 
@@ -117,9 +142,13 @@ static bool mp_map(struct mp_dec *d, const uint8_t *tag, size_t n, struct vd_val
 	if (n > (size_t)(d->end - d->p) / 2)
 		return mp_fail(d, tag, VD_EPROTO, "map count larger than the input");
 	v->type = VD_OBJECT;
-	v->v.obj.n = n;
-	v->v.obj.members = n ? arena_alloc(d->a, n * sizeof(struct vd_member)) : NULL;
+	v->v.obj.n = 0;
+	v->v.obj.members = NULL;
+	size_t cap = 0;
 	for (size_t i = 0; i < n; i++) {
+		v->v.obj.members = mp_grow(d, v->v.obj.members, i, &cap, n,
+					   sizeof(struct vd_member));
+		v->v.obj.n = i;
 		struct vd_member *m = &v->v.obj.members[i];
 		const uint8_t *ktag = d->p;
 		size_t kn;
@@ -133,6 +162,7 @@ static bool mp_map(struct mp_dec *d, const uint8_t *tag, size_t n, struct vd_val
 		if (!mp_value(d, &m->val, depth + 1))
 			return false;
 	}
+	v->v.obj.n = n;
 	return true;
 }
 
@@ -141,6 +171,8 @@ static bool mp_value(struct mp_dec *d, struct vd_value *v, unsigned depth)
 	const uint8_t *tag = d->p;
 	if (tag >= d->end)
 		return mp_fail(d, tag, VD_EPROTO, "truncated input");
+	if (VD_UNLIKELY(++d->values > d->max_values) && d->max_values)
+		return mp_fail(d, tag, VD_ETOOBIG, vd_reason_too_many_values);
 	uint8_t t = *d->p++;
 	size_t n;
 	if (t <= 0x7f) {
@@ -246,6 +278,7 @@ static int mp_decode(struct vd_arena *a, const char *bytes, size_t len,
 	struct mp_dec d = {
 		.a = a, .base = (const uint8_t *)bytes, .p = (const uint8_t *)bytes,
 		.end = (const uint8_t *)bytes + len, .max_depth = cj_max_depth(lim),
+		.max_values = lim->max_elements,
 	};
 	struct vd_value v;
 	if (len == 0) {

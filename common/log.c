@@ -162,3 +162,20 @@ void vd_log_flow(enum vd_log_level level, const char *flow, const char *fmt, ...
 	vlog(level, flow, fmt, ap);
 	va_end(ap);
 }
+
+bool log_limit(struct vd_log_limit *l, uint64_t now_ms, uint64_t *suppressed)
+{
+	if (now_ms - l->window_start_ms >= VD_LOG_LIMIT_WINDOW_MS || !l->window_start_ms) {
+		l->window_start_ms = now_ms ? now_ms : 1;
+		l->in_window = 0;
+	}
+	if (l->in_window >= (l->burst ? l->burst : 1)) {
+		l->suppressed++;
+		l->total_suppressed++;
+		return false;
+	}
+	l->in_window++;
+	*suppressed = l->suppressed;
+	l->suppressed = 0;
+	return true;
+}

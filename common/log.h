@@ -32,4 +32,35 @@ void vd_log_flow(enum vd_log_level level, const char *flow, const char *fmt, ...
 #define log_debug(...) \
 	do { if (log_get_level() >= VD_LOG_DEBUG) vd_log(VD_LOG_DEBUG, __VA_ARGS__); } while (0)
 
+/* Rate limit for a line that an attacker can repeat (failed handshakes,
+ * refused connections, accept errors): at most burst lines per 10 s window;
+ * the others are counted and the next line logged says how many were left
+ * out.  One struct per kind of line, owned by the caller (zeroed, then
+ * burst set).  Not thread-safe: one thread per limit. */
+struct vd_log_limit {
+	unsigned burst;            /* lines per window */
+	unsigned in_window;
+	uint64_t window_start_ms;
+	uint64_t suppressed;       /* since the last line logged */
+	uint64_t total_suppressed;
+};
+
+#define VD_LOG_LIMIT_WINDOW_MS 10000u
+
+/* true: log now, *suppressed = lines left out before it (then reset to 0);
+ * false: leave this one out (counted). */
+bool log_limit(struct vd_log_limit *l, uint64_t now_ms, uint64_t *suppressed);
+
+/* log at level through limit l; the format needs at least one argument. */
+#define log_limited(l, level, fmt, ...) do { \
+	uint64_t sup_; \
+	if (log_limit((l), vd_now_ms(), &sup_)) { \
+		if (sup_) \
+			vd_log((level), fmt " (%llu similar lines left out)", __VA_ARGS__, \
+			       (unsigned long long)sup_); \
+		else \
+			vd_log((level), fmt, __VA_ARGS__); \
+	} \
+} while (0)
+
 #endif

@@ -190,6 +190,11 @@ fail:
 	return VD_EINVAL;
 }
 
+void rpc_engine_set_overloaded(struct rpc_engine *e, bool overloaded)
+{
+	e->overloaded = overloaded;
+}
+
 void rpc_engine_set_submit(struct rpc_engine *e, rpc_submit_fn fn, void *pool)
 {
 	e->submit = fn;
@@ -509,6 +514,9 @@ static int process_one(struct req_ctx *rq, const struct vd_value *req, struct vd
 	if (!(v->decl->flags & RPC_F_ALWAYS) && !rpc_engine_ready(e)) {
 		res = RPC_E_RECOVERING;
 		c.err_detail[0] = '\0';
+	} else if (e->overloaded && !(v->decl->flags & RPC_F_ALWAYS)) {
+		res = RPC_E_NO_RESOURCES;  /* near the memory budget: no new work */
+		c.err_detail[0] = '\0';
 	} else if (rpc_params_bind(v, pv, &c) < 0) {
 		res = c.err;
 	} else if ((v->decl->flags & RPC_F_BLOCKING) && e->submit) {
@@ -597,7 +605,14 @@ void rpc_dispatch(struct rpc_engine *e, const struct rpc_request_info *info,
 	struct vd_codec_error cerr = { 0, NULL, 0 };
 	int rc = info->codec->decode(arena, body, len, &e->lim, &root, &cerr);
 	bool answered_now = true;
-	if (rc < 0 || !root) {
+	if (rc == VD_ETOOBIG && cerr.reason == vd_reason_too_many_values) {
+		/* refused before the work: -32600, like an over-long batch */
+		char detail[96];
+		snprintf(detail, sizeof(detail), "request has more than %zu values (max_elements)",
+			 e->lim.max_elements);
+		rpc_counter_inc(&e->em.invalid_requests);
+		write_error_response(info->codec, out, NULL, RPC_E_INVALID_REQ, detail);
+	} else if (rc < 0 || !root) {
 		char detail[160];
 		snprintf(detail, sizeof(detail), "%s at byte %zu",
 			 cerr.reason ? cerr.reason : vd_strerror(rc), cerr.offset);

@@ -38,6 +38,16 @@ static struct err_wire err_lookup(enum rpc_err e)
 	case RPC_E_TASK_STATE:   return (struct err_wire){ 410, "Operation is not allowed in this task state" };
 	case RPC_E_TASK_ABORTED: return (struct err_wire){ 411, "Task is aborted" };
 	case RPC_E_NO_RESOURCES: return (struct err_wire){ 1100, "Not enough resources" };
+	case RPC_E_NET_LOST_CONN:   return (struct err_wire){ 10, "Connection to the engine lost" };
+	case RPC_E_NET_BAD_PARAMS:  return (struct err_wire){ 21, "Bad network parameters" };
+	case RPC_E_NET_BAD_ADDR:    return (struct err_wire){ 22, "Bad network address" };
+	case RPC_E_NET_BAD_NIC:     return (struct err_wire){ 23, "Bad nic" };
+	case RPC_E_NET_USED_NIC:    return (struct err_wire){ 24, "Nic already in use" };
+	case RPC_E_NET_BAD_BONDING: return (struct err_wire){ 25, "Bad bonding" };
+	case RPC_E_NET_BAD_VLAN:    return (struct err_wire){ 26, "Bad vlan" };
+	case RPC_E_NET_BAD_BRIDGE:  return (struct err_wire){ 27, "Bad bridge" };
+	case RPC_E_NET_FAILED_IFUP: return (struct err_wire){ 29, "Failed to bring interface up" };
+	case RPC_E_NET_USED_BOND:   return (struct err_wire){ 31, "Bond already in use" };
 	case RPC_E__COUNT:       break;
 	}
 	return (struct err_wire){ -32603, "Internal JSON-RPC error" };

@@ -1,6 +1,9 @@
 /* rpc/event.c - the event bus: events encoded on the publishing thread,
  * queued under a mutex (bounded: over the bound they are dropped and
- * counted), and handed to the loop thread by event_bus_drain().
+ * counted), and handed to the loop thread by event_bus_drain().  The wake
+ * function is called once per batch (when the queue goes from empty to
+ * non-empty); the loop drains everything queued per wake-up, and may drain
+ * without one whenever event_bus_pending() says so.
  *
  * An event is a JSON-RPC notification
  *   {"jsonrpc":"2.0","method":"|ns|Name|id","params":{...,"notify_time":<ms>}}
@@ -138,14 +141,17 @@ void rpc_event_publish(struct event_bus *bus, struct rpc_event *ev)
 	n->next = NULL;
 	n->buf = ev->buf;
 	buf_init(&ev->buf);
+	bool was_empty = !bus->head;
 	if (bus->tail)
 		bus->tail->next = n;
 	else
 		bus->head = n;
 	bus->tail = n;
-	bus->queued++;
+	__atomic_store_n(&bus->queued, bus->queued + 1, __ATOMIC_SEQ_CST);
 	bus->published++;
-	void (*wake)(void *) = bus->wake;
+	/* one wake-up per batch: only the event that makes the queue
+	 * non-empty wakes the loop, whose drain takes every queued one */
+	void (*wake)(void *) = was_empty ? bus->wake : NULL;
 	void *wctx = bus->wake_ctx;
 	pthread_mutex_unlock(&bus->mu);
 	if (wake)
@@ -160,7 +166,7 @@ size_t event_bus_drain(struct event_bus *bus,
 	pthread_mutex_lock(&bus->mu);
 	struct event_node *n = bus->head;
 	bus->head = bus->tail = NULL;
-	bus->queued = 0;
+	__atomic_store_n(&bus->queued, 0, __ATOMIC_SEQ_CST);
 	bool enabled = bus->enabled;
 	pthread_mutex_unlock(&bus->mu);
 	size_t count = 0, discarded = 0;
@@ -182,6 +188,11 @@ size_t event_bus_drain(struct event_bus *bus,
 		pthread_mutex_unlock(&bus->mu);
 	}
 	return count;
+}
+
+bool event_bus_pending(const struct event_bus *bus)
+{
+	return __atomic_load_n(&bus->queued, __ATOMIC_SEQ_CST) != 0;
 }
 
 void event_bus_stats(const struct event_bus *bus, struct event_bus_stats *out)

@@ -28,7 +28,8 @@ struct rpc_event {
  * max_queued: events waiting for the loop thread before new ones drop. */
 struct event_bus *event_bus_new(const struct vd_codec *codec, size_t max_queued);
 void event_bus_free(struct event_bus *bus);
-/* Called (from the publishing thread) after an event is queued. */
+/* Called (from the publishing thread) after an event is queued into an
+ * empty queue: once per batch; the drain takes the whole batch. */
 void event_bus_set_wake(struct event_bus *bus, void (*wake)(void *ctx), void *ctx);
 /* Events are published only while enabled (the agent is ready). */
 void event_bus_set_enabled(struct event_bus *bus, bool enabled);
@@ -49,6 +50,12 @@ size_t event_bus_drain(struct event_bus *bus,
 		       void (*deliver)(void *ctx, const char *bytes, size_t len,
 				       const struct vd_codec *codec),
 		       void *ctx);
+
+/* Any thread, lock-free: whether events wait for event_bus_drain().  An
+ * event queued after a false answer still calls the wake function (the
+ * queue was empty), so a loop that checks this before it blocks, and is
+ * woken by the wake function only while blocked, loses none. */
+bool event_bus_pending(const struct event_bus *bus);
 
 struct event_bus_stats {
 	uint64_t published;   /* accepted into the queue */

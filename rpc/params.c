@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 struct vd_value *rpc_value_clone(struct vd_arena *a, const struct vd_value *v)
 {
@@ -55,7 +56,41 @@ static bool digits_int64(const char *s, size_t n, int64_t *out)
 	return true;
 }
 
-/* NULL when v fits t, else a short reason */
+/* A decimal integer string with an optional leading '-' that fits int64
+ * (what VDSM's int() takes from the engine, e.g. "4096" or "-1"). */
+static bool signed_int64(const char *s, size_t n, int64_t *out)
+{
+	if (n > 0 && s[0] == '-') {
+		int64_t m;
+		/* -9223372036854775808 does not fit the positive side */
+		if (n == 20 && memcmp(s + 1, "9223372036854775808", 19) == 0) {
+			if (out)
+				*out = INT64_MIN;
+			return true;
+		}
+		if (!digits_int64(s + 1, n - 1, &m))
+			return false;
+		if (out)
+			*out = -m;
+		return true;
+	}
+	return digits_int64(s, n, out);
+}
+
+/* VDSM's boolean reading of a string (conv.tobool): "true"/"false" in any
+ * case, or "1"/"0".  Returns 1, 0, or -1 when the string is neither. */
+static int string_bool(const char *s, size_t n)
+{
+	if ((n == 4 && strncasecmp(s, "true", 4) == 0) || (n == 1 && s[0] == '1'))
+		return 1;
+	if ((n == 5 && strncasecmp(s, "false", 5) == 0) || (n == 1 && s[0] == '0'))
+		return 0;
+	return -1;
+}
+
+/* NULL when v fits t, else a short reason.  Strings VDSM coerces are
+ * accepted here and converted by coerce(): "true"/"false" for a bool, a
+ * decimal string for an int. */
 static const char *type_mismatch(enum rpc_ptype t, const struct vd_value *v)
 {
 	switch (t) {
@@ -70,6 +105,9 @@ static const char *type_mismatch(enum rpc_ptype t, const struct vd_value *v)
 	case RPC_T_INT:
 		if (v->type == VD_INT)
 			return NULL;
+		if (v->type == VD_STRING)
+			return signed_int64(v->v.s.ptr, v->v.s.len, NULL) ? NULL
+				: "not a decimal integer within int64";
 		return v->type == VD_UINT ? "out of range" : "";
 	case RPC_T_INTSTR:
 		if (v->type == VD_INT)
@@ -83,6 +121,9 @@ static const char *type_mismatch(enum rpc_ptype t, const struct vd_value *v)
 	case RPC_T_NUMBER:
 		return v->type == VD_INT || v->type == VD_UINT || v->type == VD_DOUBLE ? NULL : "";
 	case RPC_T_BOOL:
+		if (v->type == VD_STRING)
+			return string_bool(v->v.s.ptr, v->v.s.len) >= 0 ? NULL
+				: "not true/false";
 		return v->type == VD_BOOL ? NULL : "";
 	case RPC_T_OBJECT:
 		return v->type == VD_OBJECT ? NULL : "";
@@ -90,6 +131,60 @@ static const char *type_mismatch(enum rpc_ptype t, const struct vd_value *v)
 		return v->type == VD_ARRAY ? NULL : "";
 	}
 	return "";
+}
+
+/* The canonical value of an accepted a (a string VDSM would coerce becomes
+ * the bool or int it stands for), allocated in ar; a itself otherwise. */
+static const struct vd_value *coerce(struct vd_arena *ar, enum rpc_ptype t,
+				     const struct vd_value *a)
+{
+	if (a->type != VD_STRING || (t != RPC_T_BOOL && t != RPC_T_INT))
+		return a;
+	struct vd_value *c = arena_alloc(ar, sizeof(*c));
+	memset(c, 0, sizeof(*c));
+	if (t == RPC_T_BOOL) {
+		c->type = VD_BOOL;
+		c->v.b = string_bool(a->v.s.ptr, a->v.s.len) == 1;
+	} else {
+		c->type = VD_INT;
+		signed_int64(a->v.s.ptr, a->v.s.len, &c->v.i);
+	}
+	return c;
+}
+
+/* A short, printable rendering of a received value for an error message:
+ * strings quoted and cut at 40 bytes, numbers and booleans as they are. */
+static void render_value(char *out, size_t outlen, const struct vd_value *v)
+{
+	switch (v->type) {
+	case VD_STRING: {
+		size_t n = VD_MIN(v->v.s.len, 40), o = 0;
+		char tmp[48];
+		for (size_t i = 0; i < n; i++) {
+			unsigned char ch = (unsigned char)v->v.s.ptr[i];
+			tmp[o++] = ch >= 0x20 && ch < 0x7f && ch != '\'' && ch != '"' && ch != '\\'
+				? (char)ch : '?';
+		}
+		tmp[o] = '\0';
+		snprintf(out, outlen, " '%s%s'", tmp, v->v.s.len > n ? "..." : "");
+		break;
+	}
+	case VD_INT:
+		snprintf(out, outlen, " %lld", (long long)v->v.i);
+		break;
+	case VD_UINT:
+		snprintf(out, outlen, " %llu", (unsigned long long)v->v.u);
+		break;
+	case VD_DOUBLE:
+		snprintf(out, outlen, " %g", v->v.d);
+		break;
+	case VD_BOOL:
+		snprintf(out, outlen, " %s", v->v.b ? "true" : "false");
+		break;
+	default:
+		out[0] = '\0';
+		break;
+	}
 }
 
 static const struct vd_codec *json_codec(void)
@@ -181,10 +276,14 @@ int rpc_params_bind(const struct rpc_verb_rt *v, const struct vd_value *params,
 			continue;
 		}
 		const char *bad = type_mismatch(p->type, a);
-		if (bad)
-			return rpc_fail(c, RPC_E_PARAMS, "param '%s' of %s must be %s, got %s%s%s",
+		if (bad) {
+			char shown[64];
+			render_value(shown, sizeof(shown), a);
+			return rpc_fail(c, RPC_E_PARAMS, "param '%s' of %s must be %s, got %s%s%s%s",
 					p->name, d->name, rpc_ptype_name(p->type),
-					vd_type_name(a->type), *bad ? ": " : "", bad);
+					vd_type_name(a->type), shown, *bad ? ": " : "", bad);
+		}
+		a = coerce(c->arena, p->type, a);
 		if (a->type == VD_STRING) {
 			/* handlers get NUL-terminated strings (decoded ones may
 			 * point into the request body) */

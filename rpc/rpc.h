@@ -100,6 +100,17 @@ enum rpc_err {
 	RPC_E_TASK_STATE,     /* 410 TaskStateError (task not in a state for the operation) */
 	RPC_E_TASK_ABORTED,   /* 411 TaskAborted (the code an aborted task's result carries) */
 	RPC_E_NO_RESOURCES,   /* 1100 */
+	/* host networking (VDSM lib/vdsm/network/errors.py) */
+	RPC_E_NET_LOST_CONN,    /* 10 ERR_LOST_CONNECTION (connectivity check failed) */
+	RPC_E_NET_BAD_PARAMS,   /* 21 ERR_BAD_PARAMS */
+	RPC_E_NET_BAD_ADDR,     /* 22 ERR_BAD_ADDR */
+	RPC_E_NET_BAD_NIC,      /* 23 ERR_BAD_NIC */
+	RPC_E_NET_USED_NIC,     /* 24 ERR_USED_NIC */
+	RPC_E_NET_BAD_BONDING,  /* 25 ERR_BAD_BONDING */
+	RPC_E_NET_BAD_VLAN,     /* 26 ERR_BAD_VLAN */
+	RPC_E_NET_BAD_BRIDGE,   /* 27 ERR_BAD_BRIDGE */
+	RPC_E_NET_FAILED_IFUP,  /* 29 ERR_FAILED_IFUP */
+	RPC_E_NET_USED_BOND,    /* 31 ERR_USED_BOND */
 	RPC_E__COUNT
 };
 
@@ -172,6 +183,9 @@ int rpc_engine_bind(struct rpc_engine *e, const struct rpc_binding *b, void *app
  * table.  On failure returns VD_EINVAL and writes a reason naming the verb. */
 int rpc_engine_seal(struct rpc_engine *e, char *why, size_t whylen);
 void rpc_engine_set_submit(struct rpc_engine *e, rpc_submit_fn fn, void *pool);
+/* While overloaded (the daemon is near its memory budget), every verb but
+ * RPC_F_ALWAYS ones answers 1100 without running.  Dispatching thread only. */
+void rpc_engine_set_overloaded(struct rpc_engine *e, bool overloaded);
 /* Until set ready, every verb but RPC_F_ALWAYS ones answers code 99. */
 void rpc_engine_set_ready(struct rpc_engine *e, bool ready);
 bool rpc_engine_ready(const struct rpc_engine *e);

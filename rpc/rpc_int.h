@@ -62,6 +62,7 @@ struct rpc_engine {
 	struct vd_arena scratch_arena;
 	struct vd_buf scratch_out;
 	bool scratch_busy;
+	bool overloaded;             /* rpc_engine_set_overloaded */
 	struct rpc_engine_metrics em;
 };
 

@@ -1,21 +1,49 @@
 #!/bin/sh
-# scripts/deps.sh - install the Debian packages vdsmd needs to build and test.
-#   deps.sh ensure   install only when something is missing (fast when not)
-#   deps.sh install  install (or upgrade) every package
-#   deps.sh list     print the package list
+# scripts/deps.sh - install the Debian packages vdsmd needs.
+#   deps.sh ensure [run|all]   install only what is missing (fast when nothing is)
+#   deps.sh install [run|all]  install (or upgrade) every package of the set
+#   deps.sh list [run|all]     print the package list
+# Sets: "run" is what building and running vdsmd needs (`make run`); "all"
+# (the default) adds what the tests, fuzzing, lint and benchmarks need
+# (`make check`, `make deps`).
+#
+# Services: packages such as rabbitmq-server (and erlang's epmd) start a
+# system service from their maintainer scripts; the tests start their own
+# private, loopback-only broker instead.  While apt-get runs, a policy-rc.d
+# (see invoke-rc.d(8)) refuses every start, stop and restart of those
+# services, so nothing new is started and a service the machine already
+# runs is neither stopped nor restarted.  An existing /usr/sbin/policy-rc.d
+# (the administrator's) is left as it is.
 set -eu
 
-PKGS="build-essential pkg-config libyajl-dev libmsgpack-dev libev-dev check
-libssl-dev openssl libvirt-dev qemu-utils python3 python3-yaml python3-stomp clang
-libclang-rt-14-dev procps rabbitmq-server ruby-stomp libnet-stomp-perl nodejs
-cppcheck clang-tidy libvirt-daemon-system qemu-system-x86 libvirt-clients util-linux"
+# python3 + python3-yaml: api/gen.py generates the verb schema at build time
+RUN_PKGS="build-essential pkg-config libyajl-dev libmsgpack-dev libev-dev libssl-dev
+libvirt-dev libnl-3-dev libnl-route-3-dev qemu-utils python3 python3-yaml"
+TEST_PKGS="check openssl python3-stomp clang libclang-rt-14-dev procps
+rabbitmq-server ruby-stomp libnet-stomp-perl nodejs npm cppcheck clang-tidy
+qemu-system-x86 iproute2 libvirt-daemon-system libvirt-clients util-linux"
+
+pkgs() {
+	case "${1:-all}" in
+	run) echo $RUN_PKGS ;;
+	all) echo $RUN_PKGS $TEST_PKGS ;;
+	*) echo "deps.sh: unknown set '$1' (run or all)" >&2; exit 2 ;;
+	esac
+}
 
 missing() {
-	for p in $PKGS; do
+	for p in $(pkgs "$1"); do
+		# NodeSource's nodejs package bundles npm (and conflicts with
+		# Debian's npm package): a working npm command is enough.
+		[ "$p" = npm ] && command -v npm >/dev/null 2>&1 && continue
 		dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q '^install ok installed$' \
 			|| echo "$p"
 	done
 }
+
+POLICY=/usr/sbin/policy-rc.d
+ours=""
+drop_policy() { [ -n "$ours" ] && rm -f "$POLICY"; ours=""; }
 
 install() {
 	if [ "$(id -u)" != 0 ]; then
@@ -23,39 +51,39 @@ install() {
 		exit 1
 	fi
 	export DEBIAN_FRONTEND=noninteractive
+	if [ ! -e "$POLICY" ]; then
+		trap drop_policy EXIT
+		trap 'drop_policy; exit 130' INT TERM
+		cat > "$POLICY" <<'POL'
+#!/bin/sh
+# Written by vdsmd's scripts/deps.sh for one apt-get run (removed after it):
+# the broker's services are neither started, stopped nor restarted.
+for a in "$@"; do
+	case "$a" in
+	rabbitmq-server|rabbitmq-server.service|epmd|epmd.service|epmd.socket) exit 101 ;;
+	esac
+done
+exit 0
+POL
+		chmod 0755 "$POLICY"
+		ours=1
+	fi
 	apt-get update -qq
 	# shellcheck disable=SC2086
 	apt-get install -y -qq --no-install-recommends "$@"
-	case " $* " in
-	*" rabbitmq-server "*)
-		# The package may start its system service (invoke-rc.d); the
-		# broker tests run their own private, loopback-only instance.
-		if command -v invoke-rc.d >/dev/null 2>&1; then
-			invoke-rc.d rabbitmq-server stop >/dev/null 2>&1 || true
-		fi
-		epmd -kill >/dev/null 2>&1 || true
-		;;
-	esac
-	case " $* " in
-	*" libvirt-daemon-system "*)
-		# The QEMU tests start a private session libvirtd of their own
-		# (tests/integration/privlibvirt.py); the system one is not used.
-		if command -v invoke-rc.d >/dev/null 2>&1; then
-			invoke-rc.d libvirtd stop >/dev/null 2>&1 || true
-		fi
-		;;
-	esac
+	drop_policy
 }
 
+set_name=${2:-all}
 case "${1:-ensure}" in
-list) echo $PKGS ;;
-install) install $PKGS ;;
+list) pkgs "$set_name" ;;
+install) install $(pkgs "$set_name") ;;
 ensure)
-	m=$(missing | tr '\n' ' ')
+	m=$(missing "$set_name" | tr '\n' ' ')
 	if [ -n "${m% }" ]; then
 		echo "deps.sh: installing missing packages: $m"
 		install $m
 	fi
 	;;
-*) echo "usage: deps.sh ensure|install|list" >&2; exit 2 ;;
+*) echo "usage: deps.sh ensure|install|list [run|all]" >&2; exit 2 ;;
 esac

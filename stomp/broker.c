@@ -8,7 +8,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define DEFAULT_REPLY_DEST "jms.topic.vdsm_responses"
+#define DEFAULT_REPLY_DEST STOMP_REPLY_DEST
+
+static bool name_is(const char *d, size_t n, const char *lit)
+{
+	return strlen(lit) == n && !memcmp(d, lit, n);
+}
+
+static bool builtin_reserved(const char *name, size_t len)
+{
+	return name_is(name, len, STOMP_EVENTS_DEST) || name_is(name, len, DEFAULT_REPLY_DEST);
+}
 
 uint32_t stomp_hash(const char *s, size_t n)
 {
@@ -42,6 +52,11 @@ struct stomp_broker *stomp_broker_new(const struct stomp_broker_config *cfg,
 void stomp_broker_set_write_direct(struct stomp_broker *b, stomp_write_direct_fn fn)
 {
 	b->write_direct = fn;
+}
+
+void stomp_broker_set_frame_hook(struct stomp_broker *b, stomp_frame_fn fn)
+{
+	b->frame_hook = fn;
 }
 
 void stomp_broker_free(struct stomp_broker *b)
@@ -116,6 +131,7 @@ static struct stomp_dest *dest_get(struct stomp_broker *b, const char *name, siz
 	d->len = len;
 	d->subs = NULL;
 	d->tail = NULL;
+	d->reserved = builtin_reserved(name, len);
 	memcpy(d->name, name, len);
 	d->name[len] = '\0';
 	d->esc = d->name + len + 1;
@@ -137,6 +153,25 @@ static void dest_drop(struct stomp_broker *b, struct stomp_dest *d)
 	free(d);
 }
 
+bool stomp_dest_reserved(struct stomp_broker *b, const char *dest, size_t dlen)
+{
+	if (builtin_reserved(dest, dlen))
+		return true;
+	struct stomp_dest *d = b->ndests ? stomp_dest_find(b, dest, dlen, stomp_hash(dest, dlen))
+		: NULL;
+	return d && d->reserved;
+}
+
+void stomp_dest_reserve(struct stomp_broker *b, const char *dest, size_t dlen)
+{
+	if (!dest || !dlen)
+		return;  /* the default: always reserved */
+	struct stomp_dest *d = b->ndests ? stomp_dest_find(b, dest, dlen, stomp_hash(dest, dlen))
+		: NULL;
+	if (d)
+		d->reserved = true;
+}
+
 /* ---- subscriptions ------------------------------------------------------- */
 
 struct stomp_sub *stomp_sub_find(struct stomp_session *s, const char *id, size_t idlen)
@@ -151,7 +186,11 @@ void stomp_sub_add(struct stomp_session *s, const char *dest, size_t dlen,
 		   const char *id, size_t idlen, const char *ack, size_t acklen)
 {
 	struct stomp_broker *b = s->b;
-	struct stomp_sub *sub = xcalloc(1, sizeof(*sub) + idlen + 1 + stomp_escaped_max(idlen));
+	size_t bytes = sizeof(struct stomp_sub) + idlen + 1 + stomp_escaped_max(idlen);
+	struct stomp_sub *sub = xcalloc(1, bytes);
+	/* the destination's name, in case this subscription created it */
+	sub->bytes = bytes + sizeof(struct stomp_dest) + 3 * dlen + 1;
+	s->sub_bytes += sub->bytes;
 	memcpy(sub->id, id, idlen);
 	sub->id[idlen] = '\0';
 	sub->idlen = idlen;
@@ -161,6 +200,7 @@ void stomp_sub_add(struct stomp_session *s, const char *dest, size_t dlen,
 		acklen = VD_MIN(acklen, sizeof(sub->ack) - 1);
 		memcpy(sub->ack, ack, acklen);
 		sub->ack[acklen] = '\0';
+		sub->ack_hdr = !strcmp(sub->ack, "client") || !strcmp(sub->ack, "client-individual");
 	}
 	sub->s = s;
 	sub->dest = dest_get(b, dest, dlen);
@@ -199,6 +239,7 @@ void stomp_sub_remove(struct stomp_session *s, struct stomp_sub *sub)
 	else
 		d->tail = sub->dprev;
 	s->nsubs--;
+	s->sub_bytes -= sub->bytes;
 	if (!d->subs)
 		dest_drop(b, d);
 	b->st.subscriptions--;
@@ -232,7 +273,7 @@ void stomp_deliver(struct stomp_broker *b, struct stomp_sub *sub,
 	struct vd_buf *out = sub->s->out;
 	size_t dl = dest ? stomp_escaped_max(dlen) : sub->dest->esclen;
 	size_t need = sizeof("MESSAGE\ndestination:\ncontent-type:\nsubscription:\n"
-			     "message-id:\ncontent-length:\n\n") + 40 +
+			     "message-id:\ncontent-length:\nack:\n\n") + 60 +
 		      dl + stomp_escaped_max(ctlen) + sub->escidlen + len;
 	for (unsigned i = 0; i < nextra; i++)
 		need += stomp_escaped_max(extra[i].nlen) + stomp_escaped_max(extra[i].vlen) + 2;
@@ -251,9 +292,15 @@ void stomp_deliver(struct stomp_broker *b, struct stomp_sub *sub,
 	w = STOMP_PUT_LIT(w, "\nsubscription:");
 	w = stomp_put(w, sub->escid, sub->escidlen);
 	w = STOMP_PUT_LIT(w, "\nmessage-id:");
-	w = stomp_put_u64(w, ++b->msg_seq);
+	uint64_t mid = ++b->msg_seq;
+	w = stomp_put_u64(w, mid);
 	w = STOMP_PUT_LIT(w, "\ncontent-length:");
 	w = stomp_put_u64(w, len);
+	if (sub->ack_hdr) {
+		/* STOMP 1.2: the id a client ACKs or NACKs (the message id). */
+		w = STOMP_PUT_LIT(w, "\nack:");
+		w = stomp_put_u64(w, mid);
+	}
 	*w++ = '\n';
 	for (unsigned i = 0; i < nextra; i++) {
 		const struct stomp_header *h = &extra[i];
@@ -280,6 +327,7 @@ void stomp_deliver(struct stomp_broker *b, struct stomp_sub *sub,
 		if (done < hlen + len + 1)
 			buf_putc(out, '\0');
 		b->st.frames_out++;
+		stomp_frame_done(b, sub->s);
 		if (out->len && sub->s != b->feeding && b->ops.output)
 			b->ops.output(b->host, sub->s, sub->s->conn);
 		return;
@@ -289,14 +337,16 @@ void stomp_deliver(struct stomp_broker *b, struct stomp_sub *sub,
 	*w++ = '\0';
 	out->len = (size_t)(w - out->data);
 	b->st.frames_out++;
+	stomp_frame_done(b, sub->s);
 	if (sub->s != b->feeding && b->ops.output)
 		b->ops.output(b->host, sub->s, sub->s->conn);
 }
 
-/* Session over its output bound: the message is dropped for it (counted). */
-static bool over_bound(struct stomp_broker *b, struct stomp_session *s)
+/* A message of len bytes would take the session over its output bound: it
+ * is dropped for it (counted), before anything is queued. */
+static bool over_bound(struct stomp_broker *b, struct stomp_session *s, size_t len)
 {
-	if (b->cfg.max_output && s->out->len > b->cfg.max_output) {
+	if (b->cfg.max_output && s->out->len + len > b->cfg.max_output) {
 		s->dropped++;
 		b->st.messages_dropped++;
 		return true;
@@ -315,10 +365,12 @@ size_t stomp_forward(struct stomp_broker *b, const char *dest, size_t dlen,
 	for (size_t i = 0; i <= dlen; i++) {
 		if (i == dlen || dest[i] == '.') {
 			struct stomp_dest *d = b->ndests ? stomp_dest_find(b, dest, i, h) : NULL;
+			if (d && d->reserved)
+				d = NULL;  /* replies and events are never forwarded into */
 			for (struct stomp_sub *sub = d ? d->subs : NULL, *next; sub; sub = next) {
 				next = sub->dnext;
 				n++;  /* matched, even when dropped for a slow reader */
-				if (over_bound(b, sub->s))
+				if (over_bound(b, sub->s, len))
 					continue;
 				stomp_deliver(b, sub, dest, dlen, ct, ctlen, extra, nextra, body, len);
 			}
@@ -337,26 +389,20 @@ size_t stomp_broker_reply(struct stomp_broker *b, struct stomp_session *origin,
 		dest = DEFAULT_REPLY_DEST;
 		dlen = sizeof(DEFAULT_REPLY_DEST) - 1;
 	}
-	size_t ctlen = content_type ? strlen(content_type) : 0;
-	size_t n = 0;
-	/* The origin's own subscriptions first: a short list, compared by
-	 * name, so the common case needs no hash lookup. */
+	/* Replies are private: the requesting session's first subscription on
+	 * the destination, once, or nobody. */
 	if (origin && origin->alive) {
 		for (struct stomp_sub *sub = origin->subs; sub; sub = sub->snext) {
 			if (sub->dest->len != dlen || memcmp(sub->dest->name, dest, dlen))
 				continue;
+			sub->dest->reserved = true;
+			size_t ctlen = content_type ? strlen(content_type) : 0;
 			stomp_deliver(b, sub, NULL, 0, content_type, ctlen, NULL, 0, body, len);
-			n++;
+			return 1;
 		}
-		if (n)
-			return n;
 	}
-	struct stomp_dest *d = b->ndests ? stomp_dest_find(b, dest, dlen, stomp_hash(dest, dlen)) : NULL;
-	for (struct stomp_sub *sub = d ? d->subs : NULL; sub; sub = sub->dnext) {
-		stomp_deliver(b, sub, NULL, 0, content_type, ctlen, NULL, 0, body, len);
-		n++;
-	}
-	return n;
+	b->st.replies_unrouted++;
+	return 0;
 }
 
 size_t stomp_broker_publish(struct stomp_broker *b, const char *dest,
@@ -369,7 +415,7 @@ size_t stomp_broker_publish(struct stomp_broker *b, const char *dest,
 	size_t ctlen = content_type ? strlen(content_type) : 0;
 	size_t n = 0;
 	for (struct stomp_sub *sub = d->subs; sub; sub = sub->dnext) {
-		if (over_bound(b, sub->s))
+		if (over_bound(b, sub->s, len))
 			continue;
 		stomp_deliver(b, sub, NULL, 0, content_type, ctlen, NULL, 0, body, len);
 		n++;

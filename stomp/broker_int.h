@@ -16,6 +16,7 @@ struct stomp_dest {
 	size_t len;
 	struct stomp_sub *subs;      /* doubly linked via dnext/dprev */
 	struct stomp_sub *tail;      /* last of subs (appends are O(1)) */
+	bool reserved;               /* a reply or events destination: never a SEND target */
 	char *esc;                   /* name escaped for MESSAGE headers */
 	size_t esclen;
 	char name[];                 /* NUL-terminated; esc follows it */
@@ -30,6 +31,8 @@ struct stomp_sub {
 	char *escid;                       /* id escaped for MESSAGE headers */
 	size_t escidlen;
 	char ack[24];                      /* recorded; delivery is auto-ack */
+	size_t bytes;                      /* charged to the session */
+	bool ack_hdr;                      /* client / client-individual: MESSAGE carries ack */
 	char id[];                         /* NUL-terminated; escid follows it */
 };
 
@@ -40,6 +43,7 @@ struct stomp_session {
 	struct stomp_parser parser;
 	struct stomp_sub *subs;
 	unsigned nsubs;
+	size_t sub_bytes;            /* allocated for subs (and their share of dests) */
 	uint64_t dropped;
 	unsigned refs;
 	bool alive;
@@ -60,6 +64,7 @@ struct stomp_broker {
 	uint64_t msg_seq;
 	struct stomp_broker_stats st;
 	stomp_write_direct_fn write_direct;  /* NULL: always buffer */
+	stomp_frame_fn frame_hook;           /* NULL: none */
 };
 
 /* FNV-1a, incremental: h = stomp_hash_step(h, c) from STOMP_HASH_INIT. */
@@ -72,6 +77,18 @@ static inline uint32_t stomp_hash_step(uint32_t h, unsigned char c)
 struct stomp_dest *stomp_dest_find(struct stomp_broker *b, const char *name, size_t len,
 				   uint32_t hash);
 uint32_t stomp_hash(const char *s, size_t n);
+/* Whether a client may not SEND to dest: the events destination, the
+ * default reply destination, or a destination a request named in reply-to. */
+bool stomp_dest_reserved(struct stomp_broker *b, const char *dest, size_t dlen);
+/* A request named dest as its reply-to (NULL/0: the default): reserve it. */
+void stomp_dest_reserve(struct stomp_broker *b, const char *dest, size_t dlen);
+
+/* Tell the host a whole frame now ends s's output buffer (frame hook). */
+static inline void stomp_frame_done(struct stomp_broker *b, struct stomp_session *s)
+{
+	if (b->frame_hook)
+		b->frame_hook(b->host, s, s->conn);
+}
 
 /* Subscriptions (broker.c). */
 struct stomp_sub *stomp_sub_find(struct stomp_session *s, const char *id, size_t idlen);
@@ -88,8 +105,9 @@ void stomp_deliver(struct stomp_broker *b, struct stomp_sub *sub,
 		   const char *body, size_t len);
 
 /* Forward a SEND to every subscription whose destination equals dest or is
- * a dot-separated prefix of it.  Returns the subscriptions matched (those
- * over their output bound drop the message but still count). */
+ * a dot-separated prefix of it, except reserved (reply / events)
+ * destinations.  Returns the subscriptions matched (those over their output
+ * bound drop the message but still count). */
 size_t stomp_forward(struct stomp_broker *b, const char *dest, size_t dlen,
 		     const char *ct, size_t ctlen, const struct stomp_header *extra,
 		     unsigned nextra, const char *body, size_t len);

@@ -132,6 +132,11 @@ void *stomp_session_conn(const struct stomp_session *s)
 	return s && s->alive ? s->conn : NULL;
 }
 
+size_t stomp_session_memory(const struct stomp_session *s)
+{
+	return s && s->alive ? sizeof(*s) + s->sub_bytes : 0;
+}
+
 uint64_t stomp_session_dropped(const struct stomp_session *s)
 {
 	return s->dropped;
@@ -144,6 +149,7 @@ static void send_frame(struct stomp_session *s, enum stomp_cmd cmd,
 {
 	stomp_write_frame(s->out, cmd, h, n, NULL, 0);
 	s->b->st.frames_out++;
+	stomp_frame_done(s->b, s);
 }
 
 static void send_error(struct stomp_session *s, const char *msg, const struct hv *receipt)
@@ -318,10 +324,18 @@ static enum outcome on_send(struct stomp_session *s, const struct stomp_frame *f
 		return REFUSED;
 	}
 	if (is_request_dest(k->dest.v, k->dest.n)) {
+		/* The reply-to becomes a reply destination: nobody may SEND to it. */
+		stomp_dest_reserve(b, k->reply_to.v, k->reply_to.n);
 		if (b->ops.request)
 			b->ops.request(b->host, s, f->body, f->body_len, k->ct.v, k->ct.n,
 				       k->reply_to.v, k->reply_to.n, k->flow.v, k->flow.n);
 		return DONE;
+	}
+	if (stomp_dest_reserved(b, k->dest.v, k->dest.n)) {
+		/* Replies and events come from the server only: no forgeries. */
+		b->st.reserved_refused++;
+		send_error(s, "destination is reserved", &k->receipt);
+		return REFUSED;
 	}
 	size_t n = stomp_forward(b, k->dest.v, k->dest.n, k->ct.v, k->ct.n, f->hdr, f->nhdr,
 				 f->body, f->body_len);

@@ -143,6 +143,14 @@ typedef size_t (*stomp_write_direct_fn)(void *host, struct stomp_session *s, voi
 					const struct stomp_iov *iov, unsigned n);
 void stomp_broker_set_write_direct(struct stomp_broker *b, stomp_write_direct_fn fn);
 
+/* Optional hook: a whole frame was just appended to a session's output
+ * buffer and ends at the buffer's end (what write_direct wrote of it is no
+ * longer there).  The host records the boundary so that each frame goes
+ * out in its own write (PROTOCOL.md 2, one frame per write).  NULL (the
+ * default): not called. */
+typedef void (*stomp_frame_fn)(void *host, struct stomp_session *s, void *conn);
+void stomp_broker_set_frame_hook(struct stomp_broker *b, stomp_frame_fn fn);
+
 /* A session for one connection; out is the connection's output buffer. */
 struct stomp_session *stomp_session_new(struct stomp_broker *b, struct vd_buf *out, void *conn);
 /* Unsubscribes everything and frees the session. */
@@ -171,16 +179,21 @@ void stomp_session_free(struct stomp_session *s);
 long stomp_session_feed(struct stomp_session *s, char *buf, size_t len);
 bool stomp_session_closing(const struct stomp_session *s);
 
-/* Deliver a response: to the origin session's subscriptions on dest when it
- * has any (origin may be NULL: gone), else to every subscription on dest.
- * dest NULL (or dlen 0) means jms.topic.vdsm_responses.  Returns
- * deliveries made; content_type NULL leaves the header out. */
+#define STOMP_REPLY_DEST "jms.topic.vdsm_responses"
+#define STOMP_EVENTS_DEST "jms.queue.events"
+
+/* Deliver a response, privately: once, to the origin session's first
+ * subscription on dest (exactly that name).  Nobody else ever gets it: an
+ * origin that is gone (NULL or dead) or has no such subscription gets
+ * nothing (counted in replies_unrouted).  dest NULL (or dlen 0) means
+ * STOMP_REPLY_DEST.  Returns deliveries made (0 or 1); content_type NULL
+ * leaves the header out.  The caller bounds the origin's output first. */
 size_t stomp_broker_reply(struct stomp_broker *b, struct stomp_session *origin,
 			  const char *dest, size_t dlen, const char *content_type,
 			  const char *body, size_t len);
 /* Fan a message out to every subscription on dest (exact match); a session
- * whose output is over max_output loses it (counted).  Returns deliveries.
- * (Forwarded client SENDs obey the same bound; replies do not.)
+ * whose output would go over max_output with it loses it (counted).
+ * Returns deliveries.  (Forwarded client SENDs obey the same bound.)
  * Every MESSAGE: destination, content-type (when given), subscription,
  * message-id, content-length, then (forwarded SENDs only) the SEND's own
  * other headers.  ops->output is called for every session written to except
@@ -210,8 +223,12 @@ bool stomp_session_connected(const struct stomp_session *s);
 
 struct stomp_broker_stats {
 	uint64_t frames_in, frames_out, messages_dropped, sessions, subscriptions;
+	uint64_t replies_unrouted;   /* replies whose requester had no subscription */
+	uint64_t reserved_refused;   /* SENDs to a reply or events destination */
 };
 void stomp_broker_stats(const struct stomp_broker *b, struct stomp_broker_stats *out);
+/* Bytes a session holds (itself and its subscriptions), for a memory budget. */
+size_t stomp_session_memory(const struct stomp_session *s);
 /* Messages dropped for one session (slow subscriber). */
 uint64_t stomp_session_dropped(const struct stomp_session *s);
 

@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 DIRS="common codecs stomp rpc vdsmd client tests bench"
 out="$BUILD/lint"
 mkdir -p "$out" "$BUILD/results"
-PKGS="yajl openssl libvirt check"
+PKGS="yajl openssl libvirt libnl-3.0 libnl-route-3.0 check"
 pkg-config --exists msgpack 2>/dev/null && PKGS="$PKGS msgpack" && MP=-DWITH_MSGPACK=1
 FLAGS="-std=c11 -D_GNU_SOURCE ${MP:-} -DVDSMD_VERSION=\"lint\" -I. $(pkg-config --cflags $PKGS)"
 export FLAGS

@@ -55,10 +55,31 @@ static const struct key keys[] = {
 	  "longest STOMP header line / HTTP header section" },
 	{ "max_output", K_SIZE, OFF(max_output), "64M", 4096, 1ull << 32,
 	  "output a slow reader may have pending before it is closed" },
+	{ "stomp_batch_writes", K_BOOL, OFF(stomp_batch_writes), "off", 0, 0,
+	  "pack queued STOMP frames into one write / TLS record (fewer syscalls, but the oVirt "
+	  "engine's client library then stalls: for benchmarks and other clients only)" },
+	{ "stomp_pad_frames", K_SIZE, OFF(stomp_pad_frames), "1024", 0, 65536,
+	  "plaintext: a MESSAGE frame shorter than this gets a pad header up to this size, so "
+	  "the oVirt engine's client library (1024-byte reads) never reads two frames at once; "
+	  "0: off" },
 	{ "detect_timeout", K_UINT, OFF(detect_timeout), "10", 1, 3600,
 	  "seconds for a new connection to show its protocol" },
 	{ "handshake_timeout", K_UINT, OFF(handshake_timeout), "10", 1, 3600,
 	  "seconds for the TLS handshake" },
+	{ "memory_budget", K_SIZE, OFF(memory_budget), "0", 0, 1ull << 44,
+	  "memory all clients together may hold in input, partial frames, pending output and "
+	  "subscriptions; near it the biggest holders are closed and requests get code 1100 "
+	  "(0: a quarter of the machine's RAM)" },
+	{ "frame_timeout", K_UINT, OFF(frame_timeout), "60", 1, 86400,
+	  "seconds a STOMP frame or HTTP request may stay incomplete before the connection is closed" },
+	{ "connect_timeout", K_UINT, OFF(connect_timeout), "30", 1, 86400,
+	  "seconds a STOMP connection may go without CONNECT" },
+	{ "idle_timeout", K_UINT, OFF(idle_timeout), "120", 1, 86400,
+	  "seconds a STOMP session without heart-beats may send nothing (with no request pending)" },
+	{ "http_keepalive_timeout", K_UINT, OFF(http_keepalive_timeout), "15", 1, 86400,
+	  "seconds an HTTP keep-alive connection may wait for its next request" },
+	{ "max_connections_per_address", K_UINT, OFF(max_connections_per_address), "0", 0, 1000000,
+	  "concurrent connections from one source address (0: no limit)" },
 	{ "codec", K_CODEC, OFF(codec), "yajl", 0, 0,
 	  "JSON codec: yajl, fallback or msgpack (when built in)" },
 	{ "workers", K_UINT, OFF(workers), "4", 1, 256,
@@ -67,6 +88,9 @@ static const struct key keys[] = {
 	  "queued blocking requests before code 1100" },
 	{ "max_depth", K_UINT, OFF(max_depth), "64", 1, 1000,
 	  "deepest nesting accepted in a request body" },
+	{ "max_elements", K_SIZE, OFF(max_elements), "262144", 16, 1ull << 32,
+	  "most values (numbers, strings, arrays, objects, members) in one request body; more is "
+	  "answered -32600 before decoding (a body of millions of values took seconds of the loop)" },
 	{ "log_level", K_LEVEL, OFF(log_level), "info", 0, 0,
 	  "error, warn, info or debug" },
 	{ "log_file", K_STR, OFF(log_file), "stderr", 0, 0,
@@ -79,6 +103,9 @@ static const struct key keys[] = {
 	  "seconds between VM statistics samples" },
 	{ "storage_root", K_STR, OFF(storage_root), "/var/lib/vdsmd/storage", 0, 0,
 	  "directory holding the file storage domains" },
+	{ "net_state_dir", K_STR, OFF(net_state_dir), "/var/lib/vdsmd/netconf", 0, 0,
+	  "directory of the persisted network configuration (running.json, safe.json); "
+	  "restored at startup when it exists" },
 	{ "broker_uri", K_STR, OFF(broker_uri), "", 0, 0,
 	  "broker mode: stomp://HOST[:PORT] or stomps://HOST[:PORT] (TLS with cert_file, "
 	  "key_file, ca_file) of a STOMP broker (RabbitMQ); empty: off" },

@@ -21,13 +21,24 @@ struct vd_config {
 	unsigned max_headers;       /* 128 */
 	size_t max_header_line;     /* 8 KiB */
 	size_t max_output;          /* per-connection output bound, 64 MiB */
+	bool stomp_batch_writes;    /* off: one frame per write (PROTOCOL.md 2) */
+	size_t stomp_pad_frames;    /* plaintext: pad shorter MESSAGEs to this, 1024 */
 	unsigned detect_timeout;    /* seconds, 10 */
 	unsigned handshake_timeout; /* seconds, 10 */
+	/* issue 17: bounded under attack (vdsmd/guard.c) */
+	size_t memory_budget;       /* bytes clients may hold; 0 = a quarter of RAM */
+	unsigned frame_timeout;     /* seconds a partial frame / request may take, 60 */
+	unsigned connect_timeout;   /* seconds from STOMP detection to CONNECT, 30 */
+	unsigned idle_timeout;      /* seconds of silence of a STOMP session without
+	                               heart-beats, 120 */
+	unsigned http_keepalive_timeout; /* seconds an idle keep-alive waits, 15 */
+	unsigned max_connections_per_address; /* 0 = no limit */
 	/* rpc */
 	char *codec;                /* "yajl" */
 	unsigned workers;           /* 4 */
 	unsigned worker_queue;      /* 80 */
 	unsigned max_depth;         /* 64 */
+	size_t max_elements;        /* values in one request body, 262144 */
 	/* logging */
 	char *log_level;            /* "info" */
 	char *log_file;             /* "stderr" | "syslog" | path */
@@ -36,6 +47,7 @@ struct vd_config {
 	char *libvirt_uri;          /* "qemu:///system" */
 	unsigned vm_sample_interval;   /* seconds, 15 */
 	char *storage_root;         /* "/var/lib/vdsmd/storage" */
+	char *net_state_dir;        /* "/var/lib/vdsmd/netconf" */
 	/* broker mode (vdsmd/broker.h); off while broker_uri is empty */
 	char *broker_uri;           /* "" | stomp://HOST[:PORT] | stomps://HOST[:PORT] */
 	char *broker_login;         /* "" = no login header */

@@ -50,12 +50,13 @@ void conn_new(struct vd_server *s, int fd, const struct sockaddr *sa)
 	int one = 1;
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	peer_name(sa, c->peer, sizeof(c->peer));
+	guard_set_address(c, sa);
 	c->next = s->conns;
 	if (s->conns)
 		s->conns->prev = c;
 	s->conns = c;
 	s->nconns++;
-	c->last_in = c->last_out = ev_now(d->loop);
+	c->last_in = c->last_out = c->t_open = ev_now(d->loop);
 	ev_io_init(&c->io, io_cb, fd, EV_READ);
 	c->io.data = c;
 	ev_io_start(d->loop, &c->io);
@@ -72,6 +73,7 @@ void conn_new(struct vd_server *s, int fd, const struct sockaddr *sa)
 		c->rt.repeat = d->cfg.detect_timeout;
 	}
 	ev_timer_again(d->loop, &c->rt);
+	guard_account(c);
 	log_debug("connection from %s", c->peer);
 }
 
@@ -93,12 +95,25 @@ void conn_unref(struct vd_conn *c)
 	conn_check_eof(c);
 }
 
+/* A closed connection's memory goes back now, not when the reaper frees it
+ * at the end of the loop iteration (every readable connection of one
+ * iteration could fill the memory budget again meanwhile).  The input only
+ * when it is not being parsed up the stack; nothing holds on to the output
+ * (a late delivery to the session starts a new, small buffer). */
+static void conn_release_buffers(struct vd_conn *c)
+{
+	buf_free(&c->out);
+	if (c->srv->feeding != c)
+		buf_free(&c->in);
+}
+
 void conn_close(struct vd_conn *c, const char *why)
 {
 	if (c->dead)
 		return;
 	struct vd_server *s = c->srv;
 	struct ev_loop *loop = s->d->loop;
+	guard_release(c);
 	c->dead = true;
 	ev_io_stop(loop, &c->io);
 	ev_timer_stop(loop, &c->rt);
@@ -107,6 +122,7 @@ void conn_close(struct vd_conn *c, const char *why)
 		tls_conn_free(c, c->closing && c->out.len == 0 && c->state != CS_HANDSHAKE);
 	close(c->fd);
 	c->fd = -1;
+	conn_release_buffers(c);
 	if (c->prev)
 		c->prev->next = c->next;
 	else
@@ -135,10 +151,16 @@ void conn_reap(struct vd_server *s)
 			continue;
 		}
 		*pp = c->next;
-		buf_free(&c->in);
-		buf_free(&c->out);
-		free(c);
+		conn_destroy(c);
 	}
+}
+
+void conn_destroy(struct vd_conn *c)
+{
+	wire_free(c);
+	buf_free(&c->in);
+	buf_free(&c->out);
+	free(c);
 }
 
 void conn_want_write(struct vd_conn *c, bool want_write)
@@ -155,23 +177,35 @@ void conn_want_write(struct vd_conn *c, bool want_write)
 	}
 }
 
+/* One write: plain write(), or SSL_write (one TLS record per frame, or
+ * several of at most 16 KiB for a bigger frame, none shared). */
+static long write_some(struct vd_conn *c, const char *p, size_t n)
+{
+	if (c->ssl) {
+		/* 0 from SSL_write: the peer is gone (EPIPE, close_notify); it is
+		 * no progress to retry (that would spin), close instead. */
+		long w = tls_write(c, p, n);
+		return w == 0 ? VD_EIO : w;
+	}
+	long w = write(c->fd, p, n);
+	if (w < 0)
+		w = (errno == EAGAIN || errno == EWOULDBLOCK) ? VD_AGAIN
+		    : errno == EINTR ? 0 : VD_EIO;
+	return w;
+}
+
 void conn_flush(struct vd_conn *c)
 {
 	if (c->dead || c->state == CS_HANDSHAKE)
 		return;
 	struct vd_server *s = c->srv;
+	bool batch = s->d->cfg.stomp_batch_writes;
 	size_t off = 0;
 	while (off < c->out.len) {
-		long n;
 		size_t want = c->out.len - off;
-		if (c->ssl) {
-			n = tls_write(c, c->out.data + off, want);
-		} else {
-			n = write(c->fd, c->out.data + off, want);
-			if (n < 0)
-				n = (errno == EAGAIN || errno == EWOULDBLOCK) ? VD_AGAIN
-				    : errno == EINTR ? 0 : VD_EIO;
-		}
+		if (!batch)  /* one frame per write (PROTOCOL.md 2) */
+			want = wire_next_len(c, c->out_base + off, want);
+		long n = write_some(c, c->out.data + off, want);
 		if (n == VD_AGAIN)
 			break;
 		if (n < 0) {
@@ -184,10 +218,12 @@ void conn_flush(struct vd_conn *c)
 	if (off) {
 		c->last_out = ev_now(s->d->loop);
 		buf_consume(&c->out, off);
+		c->out_base += off;
 	}
 	if (c->out.len == 0) {
 		if (c->out.cap > OUT_KEEP)
 			buf_shrink(&c->out);
+		guard_account(c);
 		conn_want_write(c, false);
 		if (c->closing && !c->eof)
 			conn_linger(c);
@@ -199,11 +235,13 @@ void conn_flush(struct vd_conn *c)
 	}
 	if (c->out.len > s->d->cfg.max_output) {
 		s->n.overflow_closes++;
-		log_warn("connection %s: %zu bytes of output pending (max_output %zu), closing slow reader",
-			 c->peer, c->out.len, s->d->cfg.max_output);
+		log_limited(&s->ll_overflow, VD_LOG_WARN,
+			    "connection %s: %zu bytes of output pending (max_output %zu), closing slow reader",
+			    c->peer, c->out.len, s->d->cfg.max_output);
 		conn_close(c, "output overflow");
 		return;
 	}
+	guard_account(c);
 	conn_want_write(c, true);
 }
 
@@ -260,14 +298,16 @@ static void rt_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	}
 	if (c->state == CS_HANDSHAKE) {
 		s->n.tls_failures++;
-		log_warn("connection %s: TLS handshake timed out", c->peer);
+		log_limited(&s->ll_tls, VD_LOG_WARN, "connection %s: TLS handshake timed out",
+			    c->peer);
 		conn_close(c, "handshake timeout");
 		return;
 	}
 	if (c->state == CS_DETECT) {
 		s->n.detect_timeouts++;
-		log_warn("connection %s: no protocol detected within %u s, closing", c->peer,
-			 s->d->cfg.detect_timeout);
+		log_limited(&s->ll_detect, VD_LOG_WARN,
+			    "connection %s: no protocol detected within %u s, closing", c->peer,
+			    s->d->cfg.detect_timeout);
 		conn_close(c, "detect timeout");
 		return;
 	}
@@ -293,6 +333,7 @@ static void st_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	if (idle + 0.001 >= c->send_iv) {
 		if (c->out.len == 0) {
 			buf_putc(&c->out, '\n');
+			wire_frame_end(c);
 			conn_flush(c);
 			if (c->dead)
 				return;
@@ -317,7 +358,8 @@ static size_t process(struct vd_conn *c, char *buf, size_t len)
 				break;
 			if (p == PROTO_NONE) {
 				s->n.unknown_proto++;
-				log_warn("unrecognized protocol from %s, closing", c->peer);
+				log_limited(&s->ll_detect, VD_LOG_WARN,
+					    "unrecognized protocol from %s, closing", c->peer);
 				conn_close(c, "unrecognized protocol");
 				break;
 			}
@@ -362,6 +404,7 @@ void conn_process(struct vd_conn *c)
 	buf_consume(&c->in, used);
 	if (c->in.len == 0)
 		buf_shrink(&c->in);
+	guard_input(c, used > 0);
 }
 
 /* New bytes: parse straight from the scratch buffer when nothing is
@@ -375,8 +418,12 @@ static void input(struct vd_conn *c, char *data, size_t n)
 		return; /* after an error or DISCONNECT input is discarded */
 	if (c->in.len == 0) {
 		size_t used = process(c, data, n);
-		if (!c->dead && !c->closing && used < n)
+		if (!c->dead && !c->closing && used < n) {
+			if (!guard_admit_buf(c, &c->in, n - used))
+				return;  /* closed: the budget has no room for it */
 			buf_append(&c->in, data + used, n - used);
+			guard_input(c, true);  /* a new partial frame */
+		}
 	} else {
 		/* Fill up to the bound and let the parser look first: it answers an
 		 * over-limit frame with an ERROR frame before the bound is hit. */
@@ -389,6 +436,8 @@ static void input(struct vd_conn *c, char *data, size_t n)
 				conn_close(c, "input overflow");
 				return;
 			}
+			if (!guard_admit_buf(c, &c->in, take))
+				return;
 			buf_append(&c->in, data, take);
 			data += take;
 			n -= take;
@@ -433,6 +482,8 @@ static void on_readable(struct vd_conn *c)
 	}
 	if (!c->dead)
 		conn_flush(c);
+	if (!c->dead)
+		guard_account(c);
 }
 
 static void io_cb(struct ev_loop *loop, ev_io *w, int revents)

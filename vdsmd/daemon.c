@@ -13,6 +13,7 @@
 #include "../rpc/rpc.h"
 #include "broker.h"
 #include "host/host.h"
+#include "net/net.h"
 #include "pool.h"
 #include "server.h"
 #include "storage/storage.h"
@@ -78,7 +79,8 @@ static int build_engine(struct vdsmd *d, char *why, size_t whylen)
 		}
 	if (rpc_engine_bind(d->rpc, host_bindings, d) < 0 ||
 	    rpc_engine_bind(d->rpc, virt_bindings, d) < 0 ||
-	    rpc_engine_bind(d->rpc, storage_bindings, d) < 0) {
+	    rpc_engine_bind(d->rpc, storage_bindings, d) < 0 ||
+	    rpc_engine_bind(d->rpc, net_bindings, d) < 0) {
 		snprintf(why, whylen, "cannot bind verb handlers");
 		return VD_EINVAL;
 	}
@@ -104,6 +106,7 @@ int daemon_init(struct vdsmd *d, char *why, size_t whylen)
 		abort();
 	d->limits.max_depth = d->cfg.max_depth;
 	d->limits.max_size = d->cfg.max_frame_size;
+	d->limits.max_elements = d->cfg.max_elements;
 	if ((rc = select_codec(d, why, whylen)))
 		return rc;
 	if ((rc = daemon_check_plaintext(&d->cfg, why, whylen)))
@@ -137,6 +140,14 @@ int daemon_init(struct vdsmd *d, char *why, size_t whylen)
 		snprintf(why, whylen, "storage: %s", vd_strerror(rc));
 		return rc;
 	}
+	if ((rc = net_init(d))) {
+		snprintf(why, whylen, "net: %s", vd_strerror(rc));
+		return rc;
+	}
+	d->net_provider = xcalloc(1, sizeof(*d->net_provider));
+	d->net_provider->ctx = d;
+	d->net_provider->write_caps = net_caps_write;
+	host_set_net_provider(d, d->net_provider);
 	if (d->broker)
 		broker_connect(d->broker);
 	return 0;
@@ -148,6 +159,9 @@ void daemon_fini(struct vdsmd *d)
 		server_stop(d->srv);
 	if (d->broker)
 		broker_stop(d->broker);
+	/* a setupNetworks waiting for its confirmation rolls back now */
+	if (d->net)
+		net_stop(d);
 	/* Workers finish; their completions answer into closed sessions. */
 	if (d->pool) {
 		pool_free(d->pool);
@@ -155,6 +169,13 @@ void daemon_fini(struct vdsmd *d)
 	}
 	broker_free(d->broker);
 	/* Only what started (init may have stopped early). */
+	if (d->net_provider) {
+		host_set_net_provider(d, NULL);
+		free(d->net_provider);
+		d->net_provider = NULL;
+	}
+	if (d->net)
+		net_fini(d);
 	if (d->storage)
 		storage_fini(d);
 	if (d->virt)

@@ -3,6 +3,8 @@
  * requests by verb/result and the latency histogram from the engine. */
 #include "server.h"
 
+#include <malloc.h>
+
 #include "../common/log.h"
 #include "../rpc/event.h"
 #include "../rpc/rpc.h"
@@ -45,6 +47,33 @@ void metrics_format(struct vd_server *s, struct vd_buf *o)
 		   (unsigned long long)n->overflow_closes);
 	buf_printf(o, "vdsmd_connection_errors_total{reason=\"heartbeat_timeout\"} %llu\n",
 		   (unsigned long long)n->hb_timeouts);
+	buf_printf(o, "vdsmd_connection_errors_total{reason=\"frame_timeout\"} %llu\n",
+		   (unsigned long long)n->frame_timeouts);
+	buf_printf(o, "vdsmd_connection_errors_total{reason=\"connect_timeout\"} %llu\n",
+		   (unsigned long long)n->connect_timeouts);
+	buf_printf(o, "vdsmd_connection_errors_total{reason=\"idle_timeout\"} %llu\n",
+		   (unsigned long long)n->idle_timeouts);
+	buf_printf(o, "vdsmd_connection_errors_total{reason=\"keepalive_timeout\"} %llu\n",
+		   (unsigned long long)n->keepalive_timeouts);
+	buf_printf(o, "vdsmd_connection_errors_total{reason=\"memory_budget\"} %llu\n",
+		   (unsigned long long)n->budget_closes);
+	buf_printf(o, "vdsmd_connection_errors_total{reason=\"evicted_unestablished\"} %llu\n",
+		   (unsigned long long)n->evicted_unestablished);
+	metric(o, "vdsmd_connections_refused_per_address_total", "counter",
+	       "Connections refused by max_connections_per_address.", n->refused_per_address);
+	metric(o, "vdsmd_accept_pauses_total", "counter",
+	       "Times accept() was paused (out of descriptors or memory).", n->accept_pauses);
+	metric(o, "vdsmd_memory_budget_bytes", "gauge", "memory_budget.", s->budget);
+	metric(o, "vdsmd_memory_charged_bytes", "gauge",
+	       "Memory connections hold now (buffers, subscriptions, TLS).", s->mem_used);
+	metric(o, "vdsmd_memory_charged_peak_bytes", "gauge", "Highest memory_charged so far.",
+	       s->mem_peak);
+	struct mallinfo2 mi = mallinfo2();
+	metric(o, "vdsmd_heap_allocated_bytes", "gauge",
+	       "Bytes allocated with malloc now (glibc mallinfo2: heap and mmapped chunks).",
+	       (uint64_t)mi.uordblks + (uint64_t)mi.hblkhd);
+	metric(o, "vdsmd_budget_refused_total", "counter",
+	       "Requests answered 1100 and events dropped near the memory budget.", n->budget_refused);
 	metric(o, "vdsmd_received_bytes_total", "counter", "Bytes read from clients.", n->bytes_in);
 	metric(o, "vdsmd_sent_bytes_total", "counter", "Bytes written to clients.", n->bytes_out);
 	if (s->broker) {
@@ -59,6 +88,12 @@ void metrics_format(struct vd_server *s, struct vd_buf *o)
 		       bs.subscriptions);
 		metric(o, "vdsmd_stomp_messages_dropped_total", "counter",
 		       "Messages dropped for slow subscribers.", bs.messages_dropped);
+		metric(o, "vdsmd_stomp_replies_unrouted_total", "counter",
+		       "Replies not sent: the requesting connection had no subscription on the "
+		       "reply destination (or was gone).", bs.replies_unrouted);
+		metric(o, "vdsmd_stomp_reserved_refused_total", "counter",
+		       "SENDs refused: the destination is a reply or events destination.",
+		       bs.reserved_refused);
 	}
 	metric(o, "vdsmd_stomp_requests_total", "counter", "JSON-RPC requests received over STOMP.",
 	       n->stomp_requests);

@@ -18,8 +18,11 @@
 #include "../rpc/event.h"
 #include "../rpc/rpc.h"
 
-#define EVENTS_DEST "jms.queue.events"
+#define EVENTS_DEST STOMP_EVENTS_DEST
 #define STOP_GRACE 2.0  /* seconds to flush before connections are cut */
+/* events are fanned out in batches: at most this long (s) after the first
+ * event of a batch was queued (bus_arm) */
+#define VD_EVENT_BATCH 0.005
 
 /* ---- listener ---------------------------------------------------------- */
 
@@ -98,6 +101,7 @@ static int bind_listener(struct vd_server *s, const char *addr, unsigned port,
 static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct vd_server *s = w->data;
+	const struct vd_config *cfg = &s->d->cfg;
 	for (int i = 0; i < 64; i++) {
 		struct sockaddr_storage ss;
 		socklen_t sl = sizeof(ss);
@@ -105,14 +109,29 @@ static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 		if (fd < 0) {
 			if (errno == EINTR || errno == ECONNABORTED)
 				continue;
-			if (errno != EAGAIN && errno != EWOULDBLOCK)
-				log_error("accept: %s", strerror(errno));
+			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+				guard_pause_accept(s, errno);  /* would spin: pause, resume on a timer */
+			else if (errno != EAGAIN && errno != EWOULDBLOCK)
+				log_limited(&s->ll_accept, VD_LOG_ERROR, "accept: %s", strerror(errno));
 			return;
 		}
-		if (s->nconns >= s->d->cfg.max_connections) {
+		if (cfg->max_connections_per_address &&
+		    guard_count_address(s, (struct sockaddr *)&ss) >= cfg->max_connections_per_address) {
+			s->n.refused_per_address++;
+			log_limited(&s->ll_refuse, VD_LOG_WARN,
+				    "connection limit per address %u reached, refusing a connection",
+				    cfg->max_connections_per_address);
+			close(fd);
+			continue;
+		}
+		/* Full: a connection that has not finished its handshake or shown
+		 * a protocol makes room before a new one is refused (bare connects
+		 * must not keep valid clients out). */
+		if (s->nconns >= cfg->max_connections && !guard_evict_unestablished(s)) {
 			s->n.refused++;
-			log_warn("connection limit %u reached, refusing a connection",
-				 s->d->cfg.max_connections);
+			log_limited(&s->ll_refuse, VD_LOG_WARN,
+				    "connection limit %u reached, refusing a connection",
+				    cfg->max_connections);
 			close(fd);
 			continue;
 		}
@@ -123,14 +142,6 @@ static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 
 /* ---- STOMP broker glue ------------------------------------------------- */
 
-struct stomp_req {
-	struct vd_server *srv;
-	struct stomp_session *sess;
-	struct vd_conn *conn;
-	size_t rtlen;     /* 0: default response destination */
-	char reply_to[];  /* inline: one allocation per request */
-};
-
 void stomp_conn_open(struct vd_conn *c)
 {
 	c->sess = stomp_session_new(c->srv->broker, &c->out, c);
@@ -140,13 +151,33 @@ static void stomp_reply(void *ctx, const struct rpc_response *r)
 {
 	struct stomp_req *q = ctx;
 	struct vd_server *s = q->srv;
-	if (r->len) {
-		struct stomp_session *origin = stomp_session_alive(q->sess) ? q->sess : NULL;
+	struct vd_conn *c = q->conn;
+	if (r->len && c && !c->dead && !guard_admit_buf(c, &c->out, r->len + 512)) {
+		/* no room in the memory budget even after closing bigger holders:
+		 * c was closed (it was the biggest) */
+	} else if (r->len && c && !c->dead && c->out.len &&
+	    c->out.len + r->len > s->d->cfg.max_output) {
+		/* The output bound holds before a reply is queued: a peer that
+		 * does not read its replies is closed, not buffered for. */
+		s->n.overflow_closes++;
+		log_limited(&s->ll_overflow, VD_LOG_WARN,
+			    "connection %s: %zu bytes of output pending (max_output %zu), closing "
+			    "slow reader (a %zu-byte reply was next)", c->peer, c->out.len,
+			    s->d->cfg.max_output, r->len);
+		conn_close(c, "output overflow");
+	} else if (r->len) {
+		/* a connection closed but not yet reaped gets nothing (counted) */
+		struct stomp_session *origin = stomp_session_alive(q->sess) && !(c && c->dead) ?
+			q->sess : NULL;
 		stomp_broker_reply(s->broker, origin, q->rtlen ? q->reply_to : NULL, q->rtlen,
 				   r->codec->content_type, r->bytes, r->len);
+	}
+	if (q->conn) {
+		/* Events held behind this request follow its reply (wire.c). */
+		wire_req_done(q->conn, q);
 		/* Replies finishing later (worker pool) are flushed here; those
 		 * answered during the connection's own feed are written after it. */
-		if (q->conn && q->conn != s->feeding)
+		if (q->conn != s->feeding && q->conn->out.len)
 			conn_flush(q->conn);
 	}
 	stomp_session_unref(q->sess);
@@ -162,6 +193,12 @@ static void on_request(void *host, struct stomp_session *ss, const char *body, s
 	struct vd_server *s = host;
 	struct vdsmd *d = s->d;
 	struct vd_conn *c = s->feeding;
+	/* Closed while the rest of its input was being parsed (memory budget,
+	 * slow reader): the requests still in that input are not run.  Running
+	 * them built replies nobody would get (measured: a 2 s stall of the loop
+	 * from one read burst of batched Host.getAllVmStats). */
+	if (c && c->dead)
+		return;
 	/* An unknown content-type is decoded with the startup codec (VDSM
 	 * ignores the header); a bad body then gets -32700. */
 	const struct vd_codec *codec = daemon_codec_for(d, ct, ctlen);
@@ -184,21 +221,48 @@ static void on_request(void *host, struct stomp_session *ss, const char *body, s
 	memcpy(q->reply_to, reply_to ? reply_to : "", rtlen);
 	q->reply_to[rtlen] = '\0';
 	stomp_session_ref(ss);
-	if (c)
+	if (c) {
 		conn_ref(c);
+		wire_req_start(c, q);
+	}
 	struct rpc_request_info info = {
 		.codec = codec,
 		.flow_id = flow_id && flen ? flow : NULL,
 		.transport = "stomp",
 	};
+	if (guard_overloaded(s))
+		s->n.budget_refused++;  /* the engine answers 1100 (guard_account set it) */
 	rpc_dispatch(d->rpc, &info, body, len, stomp_reply, q);
 }
 
 static void on_output(void *host, struct stomp_session *ss, void *conn)
 {
 	struct vd_server *s = host;
-	if (conn && conn != s->feeding)
-		conn_flush(conn);
+	struct vd_conn *c = conn;
+	if (c && s->fanning) {  /* an event batch: one flush per connection after it */
+		if (!c->fan_queued) {
+			if (s->nfan == s->capfan) {
+				s->capfan = s->capfan ? 2 * s->capfan : 64;
+				s->fan = xrealloc(s->fan, s->capfan * sizeof(*s->fan));
+			}
+			c->fan_queued = true;
+			s->fan[s->nfan++] = c;
+		}
+		return;
+	}
+	if (c && c != s->feeding)
+		conn_flush(c);
+}
+
+static void on_frame(void *host, struct stomp_session *ss, void *conn)
+{
+	struct vd_server *s = host;
+	struct vd_conn *c = conn;
+	if (!c || c->dead)
+		return;
+	if (s->publishing && wire_hold_event(c))
+		return;
+	wire_frame_end(c);
 }
 
 static void on_heartbeat(void *host, struct stomp_session *ss, void *conn,
@@ -206,6 +270,14 @@ static void on_heartbeat(void *host, struct stomp_session *ss, void *conn,
 {
 	if (conn)
 		conn_set_heartbeat(conn, send_ms, recv_ms);
+}
+
+static size_t iov_total(const struct stomp_iov *iov, unsigned n)
+{
+	size_t t = 0;
+	for (unsigned i = 0; i < n; i++)
+		t += iov[i].len;
+	return t;
 }
 
 /* A large MESSAGE (see stomp_broker_set_write_direct) to a plaintext connection with
@@ -218,7 +290,7 @@ static size_t on_write_direct(void *host, struct stomp_session *ss, void *conn,
 {
 	struct vd_server *s = host;
 	struct vd_conn *c = conn;
-	if (!c || c->dead || c->ssl || c->fd < 0 || c->out.len || n > 8)
+	if (!c || c->dead || c->ssl || c->fd < 0 || c->out.len || n > 8 || s->publishing)
 		return 0;
 	struct iovec v[8];
 	for (unsigned i = 0; i < n; i++) {
@@ -230,6 +302,7 @@ static size_t on_write_direct(void *host, struct stomp_session *ss, void *conn,
 		return 0;  /* EAGAIN or an error: the buffered path sees it */
 	s->n.bytes_out += (uint64_t)w;
 	c->last_out = ev_now(s->d->loop);
+	c->direct_tail = (size_t)w < iov_total(iov, n);
 	return (size_t)w;
 }
 
@@ -244,23 +317,89 @@ static const struct stomp_broker_ops broker_ops = {
 static void deliver_event(void *ctx, const char *bytes, size_t len, const struct vd_codec *codec)
 {
 	struct vd_server *s = ctx;
+	s->publishing = true;
 	s->n.events_delivered += stomp_broker_publish(s->broker, EVENTS_DEST, codec->content_type,
 						      bytes, len);
+	s->publishing = false;
 	if (s->d->broker)  /* broker mode: the host's topic too */
 		broker_publish_event(s->d->broker, bytes, len, codec);
+}
+
+/* Near the memory budget: no event is queued for local subscribers
+ * (counted); broker mode still publishes to the host's topic. */
+static void drop_event(void *ctx, const char *bytes, size_t len, const struct vd_codec *codec)
+{
+	struct vd_server *s = ctx;
+	s->n.budget_refused++;
+	if (s->d->broker)
+		broker_publish_event(s->d->broker, bytes, len, codec);
+}
+
+/* Fan out every queued event, then flush each connection once (conn_flush
+ * still writes one frame per write).
+ * Connections closed meanwhile are only marked dead (freed by the reaper,
+ * never during a callback), so fan[] holds no dangling pointer. */
+static void bus_fanout(struct vd_server *s)
+{
+	if (!s->d->bus)
+		return;
+	s->fanning = true;
+	event_bus_drain(s->d->bus, guard_overloaded(s) ? drop_event : deliver_event, s);
+	s->fanning = false;
+	for (size_t i = 0; i < s->nfan; i++) {
+		struct vd_conn *c = s->fan[i];
+		c->fan_queued = false;
+		conn_flush(c);
+	}
+	s->nfan = 0;
+}
+
+static void bus_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	bus_fanout(w->data);
+}
+
+/* A batch has begun: fan it out VD_EVENT_BATCH from now (events queued
+ * meanwhile join it: fewer wake-ups and one flush per subscriber). */
+static void bus_arm(struct vd_server *s)
+{
+	if (!ev_is_active(&s->bus_timer)) {
+		ev_timer_set(&s->bus_timer, VD_EVENT_BATCH, 0.);
+		ev_timer_start(s->d->loop, &s->bus_timer);
+	}
 }
 
 static void wake_cb(struct ev_loop *loop, ev_async *w, int revents)
 {
 	struct vd_server *s = w->data;
-	if (s->d->bus)
-		event_bus_drain(s->d->bus, deliver_event, s);
+	if (s->d->bus && event_bus_pending(s->d->bus))
+		bus_arm(s);
 }
 
+/* Publishing thread, once per batch (the bus queue was empty): a loop busy
+ * with I/O sees the batch in bus_prepare before it blocks again, so only a
+ * loop blocked in poll (or about to be) is woken. */
 static void bus_wake(void *ctx)
 {
 	struct vd_server *s = ctx;
-	ev_async_send(s->d->loop, &s->ev_wake);
+	if (__atomic_load_n(&s->loop_polling, __ATOMIC_SEQ_CST))
+		ev_async_send(s->d->loop, &s->ev_wake);
+}
+
+/* Before the loop blocks: say so first, then look at the queue (an event
+ * queued after this look finds loop_polling set and wakes the loop). */
+static void bus_prepare_cb(struct ev_loop *loop, ev_prepare *w, int revents)
+{
+	struct vd_server *s = w->data;
+	__atomic_store_n(&s->loop_polling, true, __ATOMIC_SEQ_CST);
+	if (s->d->bus && event_bus_pending(s->d->bus))
+		bus_arm(s);
+}
+
+static void bus_check_cb(struct ev_loop *loop, ev_check *w, int revents)
+{
+	struct vd_server *s = w->data;
+	__atomic_store_n(&s->loop_polling, false, __ATOMIC_SEQ_CST);
 }
 
 /* ---- signals and shutdown --------------------------------------------- */
@@ -332,6 +471,10 @@ int server_listen(struct vdsmd *d, char *why, size_t whylen)
 	ev_init(&s->lio, accept_cb);
 	ev_init(&s->reaper, reaper_cb);
 	ev_init(&s->ev_wake, wake_cb);
+	ev_init(&s->bus_prepare, bus_prepare_cb);
+	ev_init(&s->bus_check, bus_check_cb);
+	ev_init(&s->bus_timer, bus_timer_cb);
+	s->bus_timer.data = s;
 	ev_timer_init(&s->stop_timer, stop_timer_cb, STOP_GRACE, 0);
 	s->stop_timer.data = s;
 	ev_signal_init(&s->sigterm, signal_cb, SIGTERM);
@@ -366,7 +509,9 @@ void server_start(struct vdsmd *d)
 		.server_name = "vdsmd/" VDSMD_VERSION,
 	};
 	s->broker = stomp_broker_new(&bc, &broker_ops, s);
+	s->pad_to = d->cfg.stomp_batch_writes ? 0 : d->cfg.stomp_pad_frames;
 	stomp_broker_set_write_direct(s->broker, on_write_direct);
+	stomp_broker_set_frame_hook(s->broker, on_frame);
 	s->rbuf = xmalloc(VD_RBUF);
 	ev_io_init(&s->lio, accept_cb, s->lfd, EV_READ);
 	s->lio.data = s;
@@ -377,8 +522,15 @@ void server_start(struct vdsmd *d)
 	ev_async_init(&s->ev_wake, wake_cb);
 	s->ev_wake.data = s;
 	ev_async_start(loop, &s->ev_wake);
+	ev_prepare_init(&s->bus_prepare, bus_prepare_cb);
+	s->bus_prepare.data = s;
+	ev_prepare_start(loop, &s->bus_prepare);
+	ev_check_init(&s->bus_check, bus_check_cb);
+	s->bus_check.data = s;
+	ev_check_start(loop, &s->bus_check);
 	if (d->bus)
 		event_bus_set_wake(d->bus, bus_wake, s);
+	guard_start(s);
 }
 
 void server_stop(struct vd_server *s)
@@ -387,6 +539,7 @@ void server_stop(struct vd_server *s)
 		return;
 	struct ev_loop *loop = s->d->loop;
 	ev_io_stop(loop, &s->lio);
+	guard_stop(s);
 	if (s->lfd >= 0) {
 		close(s->lfd);
 		s->lfd = -1;
@@ -408,6 +561,10 @@ void server_free(struct vd_server *s)
 	if (s->d->bus)
 		event_bus_set_wake(s->d->bus, NULL, NULL);
 	ev_async_stop(loop, &s->ev_wake);
+	ev_prepare_stop(loop, &s->bus_prepare);
+	ev_check_stop(loop, &s->bus_check);
+	ev_timer_stop(loop, &s->bus_timer);
+	free(s->fan);
 	ev_prepare_stop(loop, &s->reaper);
 	ev_timer_stop(loop, &s->stop_timer);
 	ev_signal_stop(loop, &s->sigterm);
@@ -418,9 +575,7 @@ void server_free(struct vd_server *s)
 	while (s->dead) {
 		struct vd_conn *c = s->dead;
 		s->dead = c->next;
-		buf_free(&c->in);
-		buf_free(&c->out);
-		free(c);
+		conn_destroy(c);
 	}
 	if (s->broker)
 		stomp_broker_free(s->broker);

@@ -18,6 +18,7 @@
 #include <netinet/in.h>
 #include "vdsmd.h"
 #include "../stomp/stomp.h"
+#include "../common/log.h"
 
 /* ---- protocol detection (detect.c) ------------------------------------ */
 
@@ -62,6 +63,10 @@ struct vd_counters {
 	uint64_t bytes_in, bytes_out;
 	uint64_t http_requests, stomp_requests, http_errors;
 	uint64_t events_delivered;
+	/* guard.c (issue 17) */
+	uint64_t budget_closes, budget_refused;
+	uint64_t frame_timeouts, connect_timeouts, idle_timeouts, keepalive_timeouts;
+	uint64_t accept_pauses, refused_per_address, evicted_unestablished;
 };
 
 struct vd_server {
@@ -72,6 +77,20 @@ struct vd_server {
 	ev_io lio;
 	ev_prepare reaper;
 	ev_async ev_wake;
+	/* event batching (server.c, "events"): events queued on the bus are
+	 * fanned out by bus_timer, VD_EVENT_BATCH after the first of a batch;
+	 * bus_prepare arms it before the loop blocks and sets loop_polling,
+	 * bus_check clears that when the loop wakes, and the bus's wake
+	 * function signals ev_wake (which arms the timer) only while the loop
+	 * is blocked.  During a fan-out, output is flushed once per connection
+	 * after the batch (fan[]), not once per event. */
+	ev_prepare bus_prepare;
+	ev_check bus_check;
+	ev_timer bus_timer;
+	bool loop_polling;          /* __atomic: publishing threads read it */
+	bool fanning;               /* inside a batch's fan-out */
+	struct vd_conn **fan;       /* connections with output from this batch */
+	size_t nfan, capfan;
 	ev_signal sigterm, sigint, sighup;
 	ev_timer stop_timer;
 	struct stomp_broker *broker;
@@ -81,8 +100,21 @@ struct vd_server {
 	unsigned nconns;
 	bool stopping;
 	struct vd_conn *feeding;    /* connection whose input is being parsed */
+	bool publishing;            /* inside event fan-out (frames may be held) */
+	size_t pad_to;              /* plaintext: shorter MESSAGE frames are padded
+	                               to this size (wire.c); 0 off */
 	char *rbuf;                 /* scratch read buffer, VD_RBUF bytes */
 	struct vd_counters n;
+	/* guard.c: memory budget, timeouts, accept pause, log limits */
+	size_t budget;              /* bytes clients may hold together */
+	size_t mem_used;            /* sum of every live connection's charge */
+	size_t mem_peak;
+	size_t freed_since_trim;    /* large buffers freed: malloc_trim soon */
+	bool overloaded;            /* over 7/8 of the budget (the engine answers 1100) */
+	ev_timer sweep;             /* timeouts, once a second */
+	ev_timer accept_resume;     /* accept paused on EMFILE / ENFILE */
+	struct vd_log_limit ll_accept, ll_refuse, ll_tls, ll_detect, ll_timeout, ll_budget,
+			    ll_overflow;
 };
 
 #define VD_RBUF (64 * 1024)
@@ -119,6 +151,7 @@ struct vd_conn {
 	                        pending requests are answered and output is flushed */
 	bool lingering;      /* output flushed, write side shut: draining input until
 	                        the peer closes or VD_LINGER passes (then close) */
+	bool fan_queued;     /* in srv->fan[]: flushed after the event batch */
 	unsigned refs;       /* pending requests holding the connection */
 	ev_io io;
 	ev_timer rt;         /* detect / handshake timeout, then receive heart-beat */
@@ -126,9 +159,29 @@ struct vd_conn {
 	ev_tstamp last_in, last_out;
 	double recv_iv, send_iv;  /* seconds; 0 = off */
 	struct vd_buf in, out;
+	/* One frame per write (PROTOCOL.md 2).  Offsets count every byte ever
+	 * appended to out; fend is a ring of the offsets where queued frames
+	 * end (oldest first), out_mark the end of the last frame recorded. */
+	uint64_t out_base;   /* offset of out.data[0] */
+	uint64_t out_mark;
+	uint64_t *fend;
+	unsigned fend_head, fend_n, fend_cap;
+	bool direct_tail;    /* out ends with the rest of a frame write_direct began */
+	/* Reply before events: STOMP requests in flight in dispatch order, and
+	 * events held until the requests in flight when they came are answered. */
+	struct stomp_req *req_head, *req_tail;
+	uint64_t req_seq;
+	struct held_frame *held, **held_tail;
+	size_t held_bytes;
 	void *ssl;           /* SSL * */
 	struct stomp_session *sess;
 	char peer[INET6_ADDRSTRLEN + 16];
+	/* guard.c */
+	ev_tstamp t_open;        /* accepted */
+	ev_tstamp partial_since; /* input holds an incomplete frame since (0: none) */
+	size_t charged;          /* bytes charged to the budget for it */
+	unsigned char addr[16];  /* source address (IPv4 in the first 4 bytes) */
+	unsigned char alen;
 };
 
 void conn_new(struct vd_server *s, int fd, const struct sockaddr *sa);
@@ -146,6 +199,74 @@ void conn_reap(struct vd_server *s);
 void conn_set_heartbeat(struct vd_conn *c, unsigned send_ms, unsigned recv_ms);
 /* Dispatch buffered input according to the connection's state. */
 void conn_process(struct vd_conn *c);
+/* A whole frame now ends the output buffer: record where, so it goes out
+ * in its own write (PROTOCOL.md 2). */
+void conn_frame_end(struct vd_conn *c);
+/* Free a closed connection's memory (after conn_close, once unreferenced). */
+void conn_destroy(struct vd_conn *c);
+
+/* ---- one frame per write (wire.c) -------------------------------------- */
+
+/* A STOMP request in flight (server.c), linked into its connection's list
+ * in dispatch order. */
+struct stomp_req {
+	struct vd_server *srv;
+	struct stomp_session *sess;
+	struct vd_conn *conn;
+	struct stomp_req *prev, *next;
+	uint64_t seq;
+	size_t rtlen;     /* 0: default response destination */
+	char reply_to[];  /* inline: one allocation per request */
+};
+
+/* A whole frame now ends c->out: record where, so that it goes out in its
+ * own write and TLS record (PROTOCOL.md 2); on plaintext a short MESSAGE is
+ * padded first (cfg stomp_pad_frames, wire.c). */
+void wire_frame_end(struct vd_conn *c);
+/* How many bytes the next write at stream offset pos may take: up to the
+ * end of the frame there, or avail when no boundary is known (HTTP output,
+ * stomp_batch_writes).  Drops the boundaries already written. */
+size_t wire_next_len(struct vd_conn *c, uint64_t pos, size_t avail);
+/* Event fan-out just appended a frame to c->out: while requests of c that
+ * were in flight before it are unanswered, move it aside (reply before the
+ * events it causes).  Returns true when held. */
+bool wire_hold_event(struct vd_conn *c);
+void wire_req_start(struct vd_conn *c, struct stomp_req *q);
+/* q was answered: unlink it and queue the held events now due. */
+void wire_req_done(struct vd_conn *c, struct stomp_req *q);
+void wire_free(struct vd_conn *c);
+
+/* ---- guard.c: memory budget, timeouts (issue 17) ----------------------- */
+
+/* Budget from cfg (0: a quarter of RAM), the timeout sweep; after
+ * server_start's watchers. */
+void guard_start(struct vd_server *s);
+void guard_stop(struct vd_server *s);
+/* Recompute what c holds (buffers, subscriptions, TLS) and charge it. */
+void guard_account(struct vd_conn *c);
+/* Before c's memory grows by `more` bytes: the biggest holders are closed
+ * until it fits the budget.  false when c itself was closed (it was the
+ * biggest, or nothing could make room): do not grow. */
+bool guard_admit(struct vd_conn *c, size_t more);
+/* guard_admit for appending n bytes to b, one of c's buffers (counts the
+ * capacity buf_grow would add). */
+bool guard_admit_buf(struct vd_conn *c, const struct vd_buf *b, size_t n);
+/* Near the budget (7/8 of it): new requests are answered 1100. */
+bool guard_overloaded(const struct vd_server *s);
+/* c is being closed: its charge goes back; large buffers trigger a trim. */
+void guard_release(struct vd_conn *c);
+/* Input changed: track how long an incomplete frame has been waiting
+ * (progress: bytes of the buffered input were consumed). */
+void guard_input(struct vd_conn *c, bool progress);
+/* The connection limit is reached: close the oldest connection that has not
+ * finished its TLS handshake or shown a protocol (true when one was). */
+bool guard_evict_unestablished(struct vd_server *s);
+/* Connections from the source address of sa (for max_connections_per_address). */
+unsigned guard_count_address(const struct vd_server *s, const struct sockaddr *sa);
+void guard_set_address(struct vd_conn *c, const struct sockaddr *sa);
+/* accept() failed with EMFILE / ENFILE / ENOBUFS / ENOMEM: stop accepting
+ * for a moment. */
+void guard_pause_accept(struct vd_server *s, int err);
 
 /* ---- TLS (tls.c) ------------------------------------------------------ */
 

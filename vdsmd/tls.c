@@ -131,7 +131,8 @@ int tls_handshake(struct vd_conn *c)
 		}
 		if (b != 0x16) {
 			s->n.tls_failures++;
-			log_warn("plaintext connection from %s on the TLS port refused", c->peer);
+			log_limited(&s->ll_tls, VD_LOG_WARN,
+				    "plaintext connection from %s on the TLS port refused", c->peer);
 			conn_close(c, "plaintext on TLS port");
 			return -1;
 		}
@@ -167,10 +168,12 @@ int tls_handshake(struct vd_conn *c)
 	/* Say why a client certificate was refused (expired, unknown CA...). */
 	long vr = SSL_get_verify_result(ssl);
 	if (vr != X509_V_OK)
-		log_warn("TLS handshake with %s failed: %s (client certificate: %s)", c->peer,
-			 reason, X509_verify_cert_error_string(vr));
+		log_limited(&s->ll_tls, VD_LOG_WARN,
+			    "TLS handshake with %s failed: %s (client certificate: %s)", c->peer,
+			    reason, X509_verify_cert_error_string(vr));
 	else
-		log_warn("TLS handshake with %s failed: %s", c->peer, reason);
+		log_limited(&s->ll_tls, VD_LOG_WARN, "TLS handshake with %s failed: %s", c->peer,
+			    reason);
 	conn_close(c, "handshake failed");
 	return -1;
 }

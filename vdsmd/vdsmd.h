@@ -15,6 +15,8 @@ struct vd_server;
 struct host_state;
 struct virt_state;
 struct storage_state;
+struct net_state;
+struct host_net_provider;
 struct vd_broker;
 
 struct vdsmd {
@@ -32,6 +34,13 @@ struct vdsmd {
 	uint64_t start_ms;             /* vd_now_ms() at startup */
 	unsigned ready_mask;           /* subsystems that reported ready (atomic ops) */
 	struct vd_broker *broker;      /* broker mode (vdsmd/broker.h), NULL when off */
+	struct net_state *net;         /* vdsmd/net */
+	/* Small interfaces between backends, set by the one that provides them
+	 * (NULL: not provided).  Set by net_init, used by host/: */
+	void (*confirm_connectivity)(struct vdsmd *d);  /* Host.confirmConnectivity */
+	/* net/'s writer of getCapabilities' network sections, handed to host/
+	 * by the daemon (host_set_net_provider) */
+	struct host_net_provider *net_provider;
 };
 
 /* Called by subsystems when their first sample exists; the engine becomes

@@ -9,8 +9,10 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
+import apischema
 import vdsmtest as vt
 
 API = os.path.join(vt.REPO, "api")
@@ -124,6 +126,37 @@ class GeneratorTest(unittest.TestCase):
                 err = self.fails(msg, verbs=verbs)
                 self.assertIn("Ns.yaml", err)
 
+    def test_vdsm_baseline(self):
+        """api/vdsm/ holds VDSM's verbs not implemented yet and its types; a
+        declaration in api/ itself replaces the baseline's of that name."""
+        self.write()
+        os.mkdir(os.path.join(self.dir, "vdsm"))
+        base = os.path.join(self.dir, "vdsm")
+        with open(os.path.join(base, "types.yaml"), "w") as f:
+            f.write("types:\n  Thing:\n    description: base\n    kind: object\n"
+                    "    open: true\n  Other:\n    description: base only\n"
+                    "    kind: map\n    of: int\n")
+        with open(os.path.join(base, "Ns.yaml"), "w") as f:
+            f.write("namespace: Ns\nverbs:\n  get:\n    description: base get\n"
+                    "    implemented: false\n    result: Other\n    errors: []\n"
+                    "  more:\n    description: base only\n    implemented: false\n"
+                    "    result: Other\n    errors: []\n")
+        types, verbs = gen.load(self.dir)
+        by = {v["name"]: v for v in verbs}
+        self.assertEqual(sorted(by), ["Ns.get", "Ns.later", "Ns.more"])
+        self.assertTrue(by["Ns.get"]["implemented"])         # api/Ns.yaml wins
+        self.assertEqual(by["Ns.get"]["description"], "get a thing")
+        self.assertFalse(by["Ns.more"]["implemented"])
+        self.assertEqual(types["Thing"]["description"], "a thing")  # api/types.yaml wins
+        self.assertEqual(types["Other"]["kind"], "map")
+        with open(os.path.join(base, "Ns.yaml"), "a") as f:
+            f.write("  done:\n    description: x\n    implemented: true\n    backend: host\n"
+                    "    result: Other\n    errors: []\n")
+        with self.assertRaises(gen.SchemaError) as cm:
+            gen.load(self.dir)
+        self.assertIn("Ns.done", str(cm.exception))
+        self.assertIn("unimplemented verbs only", str(cm.exception))
+
     def test_namespace_matches_file(self):
         self.fails("belongs in Ns.yaml", name="Other.yaml")
 
@@ -173,6 +206,200 @@ class RepoSchemaTest(unittest.TestCase):
                             os.path.join(vt.REPO, "docs", "api.md")],
                            stderr=subprocess.PIPE, universal_newlines=True)
         self.assertEqual(r.returncode, 0, r.stderr)
+
+
+class ValidatorTest(unittest.TestCase):
+    """apischema's rules, each with an accepted and a refused value."""
+
+    def setUp(self):
+        d = tempfile.mkdtemp(prefix="vdsmd-api-")
+        self.addCleanup(shutil.rmtree, d, True)
+        with open(os.path.join(d, "types.yaml"), "w") as f:
+            f.write(TYPES)
+        with open(os.path.join(d, "Ns.yaml"), "w") as f:
+            f.write(VERB)
+        self.schema = json.loads(gen.emit_json(*gen.load(d)))
+
+    def errs(self, expr, value):
+        tree = gen.parse_type(expr, "test")
+        e = []
+        apischema.Validator(self.schema, set()).check(tree, value, "r", e)
+        return e
+
+    def test_builtins(self):
+        u = "0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d"
+        cases = [  # type, accepted, refused
+            ("boolean", True, "true"), ("string", "x", 1), ("uuid", u, "nope"),
+            ("int", -3, 1.5), ("int", 7, True), ("uint", 3, -1), ("float", 1.5, "1.5"),
+            ("object", {}, []), ("array", [], {}), ("null", None, 0),
+            ("int-or-numstring", "123", "12a"), ("int-or-numstring", 5, 5.0),
+            ("numstring", "0.25", 0.25), ("float-string", "2400.000", 2400),
+            ("float-string", 0.5, "x"), ("bool-or-string", "False", "yes"),
+            ("bool-or-string", True, 1),
+        ]
+        for t, ok, bad in cases:
+            with self.subTest(t=t, ok=ok, bad=bad):
+                self.assertEqual(self.errs(t, ok), [])
+                self.assertNotEqual(self.errs(t, bad), [])
+
+    def test_objects_enums_lists_maps_unions(self):
+        u = "0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d"
+        self.assertEqual(self.errs("Thing", {"id": u, "size": "10"}), [])
+        self.assertEqual(self.errs("Thing", {"id": u}), [])  # optional absent
+        e = self.errs("Thing", {"size": 1})
+        self.assertEqual(e, ["r: required key 'id' of Thing missing"])
+        e = self.errs("Thing", {"id": u, "extra": 1})
+        self.assertEqual(e, ["r: key 'extra' not declared in Thing"])
+        e = self.errs("Thing", {"id": u, "size": 1.5})
+        self.assertEqual(e, ["r.size: expected int or a string of digits, got 1.5"])
+        self.assertEqual(self.errs("Mode", "a"), [])
+        self.assertIn("not one of Mode", self.errs("Mode", "c")[0])
+        self.assertEqual(self.errs("list<Thing>", [{"id": u}]), [])
+        self.assertEqual(self.errs("list<Thing>", [{"id": u}, {}]),
+                         ["r[1]: required key 'id' of Thing missing"])
+        self.assertEqual(self.errs("map<int>", {"a": 1}), [])
+        self.assertEqual(self.errs("map<int>", {"a": "1"}), ['r.a: expected int, got "1"'])
+        self.assertEqual(self.errs("Thing|boolean", True), [])
+        self.assertIn("fits none of Thing | boolean", self.errs("Thing|boolean", 3)[0])
+
+    def test_gaps_only_excuse_the_listed_key(self):
+        v = apischema.Validator(self.schema, {("Thing", "id")})
+        e = []
+        v.check({"t": "name", "name": "Thing"}, {"size": "x"}, "r", e)
+        self.assertEqual(e, ["r.size: expected int or a string of digits, got \"x\""])
+
+    def test_known_gaps_name_real_types_and_keys(self):
+        types, _ = gen.load(API)
+        for t, k in sorted(apischema.KNOWN_GAPS):
+            with self.subTest(t=t, k=k):
+                self.assertIn(t, types)
+                self.assertEqual(types[t]["kind"], "object")
+                if k in types[t]["fields"]:
+                    self.assertTrue(types[t]["fields"][k]["required"],
+                                    "%s.%s is optional: drop it from KNOWN_GAPS" % (t, k))
+
+
+class KnownGapsStillRealTest(unittest.TestCase):
+    """Each KNOWN_GAPS entry of the host and virt types still describes the
+    daemon: a key listed as missing is missing, a key listed as extra is
+    sent.  When a helper adds the key, this fails until the entry goes."""
+
+    def test_gaps_match_the_daemon(self):
+        types, _ = gen.load(API)
+        with vt.Daemon() as d:
+            d.wait_ready()
+            c = d.stomp()
+            c.connect()
+            c.subscribe(vt.RESPONSES, "s1")
+            deadline = time.monotonic() + vt.TIMEOUT
+            r = c.call("Host.getAllVmStats")
+            while "result" not in r and time.monotonic() < deadline:  # 99 first
+                time.sleep(0.05)
+                r = c.call("Host.getAllVmStats")
+            samples = {
+                "VdsmCapabilities": [c.call("Host.getCapabilities")["result"]],
+                "HostStats": [c.call("Host.getStats")["result"]],
+                "RunningVmStats": [v for v in r["result"] if v["status"] == "Up"],
+                "VMFullInfo": c.call("Host.getVMFullList")["result"],
+            }
+            c.close()
+        samples["NumaNode"] = list(samples["VdsmCapabilities"][0].get("numaNodes", {}).values())
+        samples["NumaNodeMemoryStats"] = list(
+            samples["HostStats"][0].get("numaNodeMemFree", {}).values())
+        checked = 0
+        for t, k in sorted(apischema.KNOWN_GAPS):
+            objs = samples.get(t)
+            if not objs:
+                continue  # storage types, VmDefinition: not sampled here
+            checked += 1
+            sent = any(k in o for o in objs)
+            if k in types[t]["fields"]:
+                self.assertFalse(sent, "vdsmd now sends %s.%s: remove it from "
+                                 "apischema.KNOWN_GAPS" % (t, k))
+            else:
+                self.assertTrue(sent, "vdsmd no longer sends the extra key %s.%s: remove "
+                                "it from apischema.KNOWN_GAPS" % (t, k))
+        self.assertGreater(checked, 20)
+
+
+class ValidatorCatchesDriftTest(unittest.TestCase):
+    """The harness validates every Conn.call result: a handler drifting from
+    its declared type fails the test that calls it."""
+
+    def test_wrong_results_fail(self):
+        with vt.Daemon() as d:
+            d.wait_ready()
+            c = d.stomp()
+            c.connect()
+            c.subscribe(vt.RESPONSES, "s1")
+            deadline = time.monotonic() + vt.TIMEOUT
+            r = c.call("Host.getAllVmStats")
+            while "result" not in r and time.monotonic() < deadline:  # 99 first
+                time.sleep(0.05)
+                r = c.call("Host.getAllVmStats")
+            vm = [s for s in r["result"] if s["status"] == "Up"][0]["vmId"]
+            stats = c.call("VM.getStats", {"vmID": vm})["result"]
+            apischema.check_response("VM.getStats", stats)
+            # what main answered before: VM.pause -> true (the engine casts
+            # the result to a map), memoryStats counters as strings
+            with self.assertRaises(apischema.SchemaViolation) as cm:
+                apischema.check_response("VM.pause", True)
+            self.assertIn("VmRunningStateChange", str(cm.exception))
+            bad = json.loads(json.dumps(stats))
+            bad[0]["memoryStats"]["majflt"] = "0"
+            with self.assertRaises(apischema.SchemaViolation) as cm:
+                apischema.check_response("VM.getStats", bad)
+            self.assertIn("majflt", str(cm.exception))
+            # a missing required key, an undeclared key
+            bad = json.loads(json.dumps(stats))
+            del bad[0]["vmId"]
+            self.assertRaises(apischema.SchemaViolation, apischema.check_response,
+                              "VM.getStats", bad)
+            bad = json.loads(json.dumps(stats))
+            bad[0]["noSuchKey"] = 1
+            self.assertRaises(apischema.SchemaViolation, apischema.check_response,
+                              "VM.getStats", bad)
+            # Conn.call itself validates: declare Host.ping2 (which answers
+            # true) as returning a list and the call fails
+            verb = apischema.api()["verbs"]["Host.ping2"]
+            saved = verb["result"]
+            verb["result"] = {"t": "list", "of": {"t": "name", "name": "uuid"}}
+            try:
+                with self.assertRaises(apischema.SchemaViolation):
+                    c.call("Host.ping2")
+            finally:
+                verb["result"] = saved
+            self.assertIs(c.call("Host.ping2")["result"], True)
+            c.close()
+
+
+class CoercionTest(unittest.TestCase):
+    """Params as the engine sends them, coerced as VDSM does (rpc/params.c)."""
+
+    def test_engine_style_params(self):
+        blank = "00000000-0000-0000-0000-000000000000"
+        img = "0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d"
+        with vt.Daemon() as d:
+            d.wait_ready()
+            c = d.stomp()
+            c.connect()
+            c.subscribe(vt.RESPONSES, "s1")
+            # Image.delete postZero/force as "true"/"false" strings (the
+            # engine's form): past the param check, to the storage answer
+            r = c.call("Image.delete", {"imageID": img, "storagepoolID": blank,
+                                        "storagedomainID": img, "postZero": "false",
+                                        "force": "True"})
+            self.assertIn(r["error"]["code"], (268, 358), r)
+            r = c.call("Image.delete", {"imageID": img, "storagepoolID": blank,
+                                        "storagedomainID": img, "postZero": "maybe"})
+            self.assertEqual(r["error"]["code"], -32602, r)
+            self.assertIn("'postZero'", r["error"]["message"])
+            self.assertIn("'maybe'", r["error"]["message"])
+            # "" and null as "no filter"
+            r = c.call("Host.getStorageDomains", {"storagepoolID": "", "domainClass": "",
+                                                  "storageType": "", "remotePath": None})
+            self.assertIsInstance(r.get("result"), list, r)
+            c.close()
 
 
 class UnimplementedVerbTest(unittest.TestCase):

@@ -161,7 +161,7 @@ class BrokerTest(unittest.TestCase):
                 c.subscribe(vt.EVENTS, "ev", receipt="ev-r")
                 vm = vms[0]["vmId"]
                 r = eng.call("itest1", "VM.pause", {"vmID": vm})
-                self.assertEqual(r.get("result"), True, r)
+                self.assertEqual(r.get("result"), {"vmList": {}}, r)
                 ev = eng.events.get(timeout=10)
                 while not ev["method"].startswith("|virt|VM_status|"):
                     ev = eng.events.get(timeout=10)

@@ -250,6 +250,12 @@ class WithoutDaemon(unittest.TestCase):
             mark = "" if v["implemented"] else " (not implemented)"
             self.assertIn("%s %s%s" % (ns, verb, mark), lines)
         self.assertEqual(len(lines), len(api))
+        # -h shows the declared result type and error codes
+        rc, out, _ = run("Image", "delete", "-h")
+        self.assertEqual(rc, 0)
+        self.assertIn("\nresult: %s\n" % api["Image.delete"]["result_text"], out)
+        self.assertIn("errors: %s (VDSM error codes)" % ", ".join(
+            str(c) for c in api["Image.delete"]["errors"]), out)
         verb, param = find_verb("uuid")
         self.assertIsNotNone(verb)
         ns, v = verb.split(".")
@@ -401,10 +407,13 @@ class WithDaemon(unittest.TestCase):
 
     def test_typed_params_reach_server_typed(self):
         """The server checks every param's JSON type centrally ("param 'X' of
-        V must be T"); typed name=value params pass that check, the same
-        values sent as JSON strings do not."""
+        V must be T"); typed name=value params pass that check.  Sent as a
+        JSON string, an object or array is refused; an int or bool string is
+        coerced as VDSM does ("7", "true"), but not one that says something
+        else ("seven", "maybe")."""
         checked = []
-        for ptype, text in (("int", "7"), ("bool", "true"), ("object", "{}"), ("array", "[]")):
+        for ptype, text, bad_text in (("int", "7", "seven"), ("bool", "true", "maybe"),
+                                      ("object", "{}", "{}"), ("array", "[]", "[]")):
             verb, param = find_verb(ptype)
             if not verb:
                 continue
@@ -417,8 +426,13 @@ class WithDaemon(unittest.TestCase):
             rc, out, err = self.call(ns, v, *args)
             type_error = "param '%s' of %s must be" % (param, verb)
             self.assertNotIn(type_error, err, (verb, param))
+            if bad_text != text:  # VDSM's coercion: the string form passes too
+                ok = dict(params)
+                ok[param] = text
+                direct = self.direct(verb, ok)
+                self.assertNotIn(type_error, json.dumps(direct), (verb, param, direct))
             bad = dict(params)
-            bad[param] = text  # the same value as a JSON string
+            bad[param] = bad_text  # as a JSON string
             direct = self.direct(verb, bad)
             self.assertEqual(direct.get("error", {}).get("code"), -32602, (verb, param, direct))
             self.assertIn(type_error, direct["error"]["message"])
@@ -469,7 +483,7 @@ class WithDaemon(unittest.TestCase):
         w, q = self.watcher("VM_status")
         other, oq = self.watcher("|jobs|*")
         rc, out, err = self.call("VM", "pause", "vmID=" + vm)
-        self.assertEqual((rc, out), (0, "true\n"), err)
+        self.assertEqual((rc, json.loads(out)), (0, {"vmList": {}}), err)
         try:
             line = q.get(timeout=10)
         finally:

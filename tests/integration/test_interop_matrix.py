@@ -10,8 +10,9 @@ server never answered with an ERROR frame.
 
 Clients: Debian python3-stomp (stomp.py), ruby-stomp, libnet-stomp-perl and
 npm @stomp/stompjs over @stomp/tcp-wrapper (installed into build/npm by
-tests/interop/setup.sh at test time; a registry that cannot be reached fails
-the stompjs case with a message saying so)."""
+tests/interop/setup.sh at test time with Debian's npm; when it cannot be had
+here - no node/npm, the npm registry unreachable - the stompjs cases are
+SKIPPED with setup.sh's reason; any other setup failure fails them)."""
 
 import os
 import queue
@@ -185,7 +186,7 @@ class Matrix(unittest.TestCase):
         try:
             expect("READY")
             r = self.c.call("VM.pause", {"vmID": vm})
-            self.assertIs(r.get("result"), True, r)
+            self.assertEqual(r.get("result"), {"vmList": {}}, r)
             expect("EVENT")
             expect("BYE")
             rc = p.wait(CLIENT_TIMEOUT)
@@ -284,8 +285,10 @@ class Matrix(unittest.TestCase):
         r = subprocess.run([os.path.join(INTEROP, "setup.sh"), "npm"],
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                            env=dict(os.environ, NPM_PREFIX=NPM_PREFIX), timeout=300)
-        self.assertEqual(r.returncode, 0, "tests/interop/setup.sh npm failed:\n"
-                         + r.stdout.decode("utf-8", "replace"))
+        out = r.stdout.decode("utf-8", "replace")
+        if r.returncode == 3:  # a piece cannot be had here: say which
+            self.skipTest(out.strip().splitlines()[-1] if out.strip() else "npm setup unavailable")
+        self.assertEqual(r.returncode, 0, "tests/interop/setup.sh npm failed:\n" + out)
 
     def test_stompjs(self):
         """@stomp/stompjs over @stomp/tcp-wrapper: accept-version 1.2,1.1,1.0,

@@ -114,13 +114,15 @@ class Routing(StompBase):
             resp = c.call("Host.ping2", dest=dest)
             self.assertIn("result", resp)
 
-    def test_reply_to_other_connection(self):
+    def test_reply_never_to_other_connection(self):
+        # Replies are private (PROTOCOL.md 2): b listens on a's reply-to, a
+        # has no subscription there: nobody gets the reply.
         a, b = self.conn(), self.conn()
         b.subscribe("jms.topic.listener", "b1", receipt="s")
-        rid = a.request("Host.ping2", reply_to="jms.topic.listener")
-        f = b.read_frame()
-        self.assertEqual(f.cmd, "MESSAGE")
-        self.assertEqual(f.json()["id"], rid)
+        a.request("Host.ping2", reply_to="jms.topic.listener")
+        self.assertRaises(TimeoutError, b.read_frame, 0.5)
+        self.assert_open(b)
+        self.assert_open(a)
 
     def test_reply_prefers_requesting_connection(self):
         a, b = self.conn(), self.conn()

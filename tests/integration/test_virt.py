@@ -175,9 +175,10 @@ class Lifecycle(unittest.TestCase):
     def test_pause_cont_shutdown_destroy_events(self):
         vm = "6d5f0001-0001-4001-8007-000000000001"
         self.assertEqual(self.status(vm), "Up")
-        self.assertIs(result(self.c.call("VM.pause", {"vmID": vm})), True)
+        # a map as VDSM answers ({"vmList": {}}): the engine casts it to one
+        self.assertEqual(result(self.c.call("VM.pause", {"vmID": vm})), {"vmList": {}})
         self.assertEqual(self.status(vm), "Paused")
-        self.assertIs(result(self.c.call("VM.cont", {"vmID": vm})), True)
+        self.assertEqual(result(self.c.call("VM.cont", {"vmID": vm})), {"vmList": {}})
         self.assertEqual(self.status(vm), "Up")
         self.assertIs(result(self.c.call("VM.shutdown", {"vmID": vm, "delay": "0",
                                                          "message": "bye"})), True)
@@ -207,14 +208,14 @@ class Lifecycle(unittest.TestCase):
     def test_create_and_duplicate(self):
         params = {"vmID": NEW_VM, "vmParams": {
             "vmId": NEW_VM, "vmName": "itest-vm", "memSize": 256, "smp": "2",
-            "devices": [{"type": "disk", "path": "/var/tmp/itest.img", "imageID": "img-1"},
+            "devices": [{"type": "disk", "path": "/var/tmp/itest.img", "imageID": "1a2b3c4d-0000-4000-8000-00000000abcd"},
                         {"type": "interface", "macAddr": "52:54:00:01:02:03"}]}}
         r = result(self.c.call("VM.create", params))
         self.assertEqual(r["vmId"], NEW_VM)
         stats = result(self.c.call("VM.getStats", {"vmID": NEW_VM}))[0]
         self.assertEqual(stats["status"], "Up")
         self.assertEqual(stats["vmName"], "itest-vm")
-        self.assertEqual(stats["disks"]["vda"]["imageID"], "img-1")
+        self.assertEqual(stats["disks"]["vda"]["imageID"], "1a2b3c4d-0000-4000-8000-00000000abcd")
         self.assertEqual(error_code(self.c.call("VM.create", params)), 4)
         fleet_vm = next(iter(fleet_domains()))
         dup = {"vmID": fleet_vm, "vmParams": {"vmName": "again"}}

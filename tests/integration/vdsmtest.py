@@ -41,6 +41,8 @@ import tempfile
 import threading
 import time
 
+import apischema
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 VDSMD_BIN = os.environ.get("VDSMD_BIN", os.path.join(REPO, "build", "vdsmd"))
@@ -375,7 +377,9 @@ class Conn:
     def call(self, method, params=None, timeout=TIMEOUT, **kw):
         """request() then the matching MESSAGE's decoded JSON (needs a
         subscription on the reply destination).  Other frames read while
-        waiting (events, other responses) are appended to self.skipped."""
+        waiting (events, other responses) are appended to self.skipped.
+        A result is validated against the verb's result type in the API
+        schema (apischema.py): a mismatch raises apischema.SchemaViolation."""
         rid = self.request(method, params, **kw)
         deadline = time.monotonic() + timeout
         while True:
@@ -386,6 +390,9 @@ class Conn:
                 except ValueError:
                     resp = None
                 if isinstance(resp, dict) and resp.get("id") == rid:
+                    if "result" in resp and isinstance(method, str):
+                        # every result checked against the API schema
+                        apischema.check_response(method, resp["result"])
                     return resp
             self.skipped.append(f)
 

@@ -7,7 +7,9 @@
 #   npm     @stomp/stompjs and @stomp/tcp-wrapper (pinned) into $NPM_PREFIX
 #           (default build/npm) with npm; nothing is fetched when the pinned
 #           versions are already there.  Third-party code stays under build/.
-# Exit status 1 with a message saying what is missing when it cannot.
+# Exit status 3 with a message when a piece cannot be had here (no node or
+# npm command, the npm registry unreachable): the stompjs tests are then
+# skipped with that message; 1 for any other failure (the tests fail).
 set -u
 cd "$(dirname "$0")/../.."
 : "${NPM_PREFIX:=${VDSMD_BUILD:-build}/npm}"
@@ -31,8 +33,8 @@ setup_debian() {
 
 setup_npm() {
 	if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
-		echo "interop setup: node and npm are needed for @stomp/stompjs (the image's nodejs package bundles npm; on plain Debian: apt-get install nodejs npm)" >&2
-		return 1
+		echo "interop setup: node and npm are needed for @stomp/stompjs (Debian: apt-get install nodejs npm; make deps installs both)" >&2
+		return 3
 	fi
 	have_npm_pkgs && return 0
 	mkdir -p "$NPM_PREFIX"
@@ -41,7 +43,13 @@ setup_npm() {
 	if ! npm install --prefix "$NPM_PREFIX" --no-audit --no-fund --loglevel=error \
 		--fetch-timeout=30000 --fetch-retries=1 \
 		"@stomp/stompjs@$STOMPJS" "@stomp/tcp-wrapper@$TCPWRAP" >&2; then
-		echo "interop setup: 'npm install @stomp/stompjs@$STOMPJS @stomp/tcp-wrapper@$TCPWRAP' failed: is the npm registry ($(npm config get registry 2>/dev/null)) reachable?" >&2
+		reg=$(npm config get registry 2>/dev/null)
+		if ! ping_out=$(npm ping --fetch-timeout=15000 --fetch-retries=0 2>&1); then
+			why=$(echo "$ping_out" | sed -n 's/^npm ERR! code //p' | head -n 1)
+			echo "interop setup: the npm registry ($reg) cannot be reached from here${why:+ ($why)}: @stomp/stompjs@$STOMPJS cannot be installed" >&2
+			return 3
+		fi
+		echo "interop setup: 'npm install @stomp/stompjs@$STOMPJS @stomp/tcp-wrapper@$TCPWRAP' failed (registry $reg reachable)" >&2
 		return 1
 	fi
 	have_npm_pkgs || { echo "interop setup: npm packages not usable under $NPM_PREFIX" >&2; return 1; }

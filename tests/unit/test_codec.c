@@ -172,7 +172,7 @@ START_TEST(test_limits)
 	ck_assert_int_eq(dec(codec, doc, &v, &e), VD_EDEPTH);
 	ck_assert_int_eq(e.code, VD_EDEPTH);
 	ck_assert_uint_eq(e.offset, 64);
-	struct vd_limits lim = { 64, 10 };
+	struct vd_limits lim = { 64, 10, 0 };
 	ck_assert_int_eq(c->decode(&arena, "[1,2,3,4,5]", 11, &lim, &v, &e), VD_ETOOBIG);
 	ck_assert_int_eq(e.code, VD_ETOOBIG);
 	lim.max_size = 11;
@@ -325,7 +325,7 @@ START_TEST(test_hard_depth)
 	char *doc = xmalloc(2 * n);
 	memset(doc, c->is_json ? '[' : (char)0x91, n);
 	memset(doc + n, c->is_json ? ']' : (char)0xc0, n);
-	struct vd_limits lim = { 1000000, (size_t)16 << 20 };
+	struct vd_limits lim = { 1000000, (size_t)16 << 20, 0 };
 	struct vd_value *v;
 	struct vd_codec_error e;
 	ck_assert_int_eq(c->decode(&arena, doc, c->is_json ? 2 * n : n + 1, &lim, &v, &e),
@@ -393,10 +393,65 @@ START_TEST(test_msgpack)
 	ck_assert_int_eq(mp->decode(&arena, deep + 1, 65, &lim, &back, &e), 0);
 	ck_assert_int_eq(mp->decode(&arena, deep, 66, &lim, &back, &e), VD_EDEPTH);
 	ck_assert_uint_eq(e.offset, 64);
+	/* 63 nested array32 headers, each claiming every byte left of a 1 MiB
+	 * body: refused (truncated) with arena use proportional to the input,
+	 * not to the claims (reserving them up front took ~1.5 GB here) */
+	size_t big = (size_t)1 << 20;
+	unsigned char *nest = calloc(1, big);
+	for (size_t i = 0; i < 63; i++) {
+		uint32_t left = (uint32_t)(big - 5 * (i + 1));
+		nest[5 * i] = 0xdd;
+		nest[5 * i + 1] = (unsigned char)(left >> 24);
+		nest[5 * i + 2] = (unsigned char)(left >> 16);
+		nest[5 * i + 3] = (unsigned char)(left >> 8);
+		nest[5 * i + 4] = (unsigned char)left;
+	}
+	memset(nest + 5 * 63, 0xc0, big - 5 * 63 - 1);  /* nils, then one byte short */
+	nest[big - 1] = 0xdd;
+	arena_reset(&arena);
+	ck_assert_int_eq(mp->decode(&arena, (const char *)nest, big, &lim, &back, &e), VD_EPROTO);
+	ck_assert_uint_lt(arena.total, 64 * big);
+	free(nest);
 	buf_free(&b);
 }
 END_TEST
 #endif
+
+/* max_elements: a body with more values is refused before the tree is
+ * built, by every codec, with the reason the engine answers -32600. */
+START_TEST(test_max_elements)
+{
+	struct vd_limits lim = { 64, (size_t)16 << 20, 10 };
+	struct vd_value *v;
+	struct vd_codec_error e;
+	const char *ok = "{\"a\":[1,2,3],\"s\":\"x,y,[z{,\\\",\",\"b\":null}";
+	const char *bad = "[0,1,2,3,4,5,6,7,8,9,10]";
+	const char *names[] = { "yajl", "fallback" };
+	for (size_t i = 0; i < 2; i++) {
+		const struct vd_codec *c = codec_find(names[i]);
+		ck_assert_int_eq(c->decode(&arena, ok, strlen(ok), &lim, &v, &e), 0);
+		ck_assert_int_eq(c->decode(&arena, bad, strlen(bad), &lim, &v, &e), VD_ETOOBIG);
+		ck_assert_ptr_eq(e.reason, vd_reason_too_many_values);
+		lim.max_elements = 0;
+		ck_assert_int_eq(c->decode(&arena, bad, strlen(bad), &lim, &v, &e), 0);
+		lim.max_elements = 10;
+		/* nesting past max_depth is the depth error, not a count */
+		char deep[200];
+		memset(deep, '[', sizeof(deep));
+		lim.max_elements = 100;
+		ck_assert_int_eq(c->decode(&arena, deep, sizeof(deep), &lim, &v, &e), VD_EDEPTH);
+		lim.max_elements = 10;
+	}
+#ifdef WITH_MSGPACK
+	const struct vd_codec *mp = codec_find("msgpack");
+	char arr[12] = { (char)0x9b };  /* fixarray of 11 zeros: 12 values */
+	ck_assert_int_eq(mp->decode(&arena, arr, 12, &lim, &v, &e), VD_ETOOBIG);
+	ck_assert_ptr_eq(e.reason, vd_reason_too_many_values);
+	arr[0] = (char)0x99;             /* 9 zeros: 10 values */
+	ck_assert_int_eq(mp->decode(&arena, arr, 10, &lim, &v, &e), 0);
+#endif
+}
+END_TEST
 
 START_TEST(test_registry)
 {
@@ -420,6 +475,7 @@ static Suite *codec_suite(void)
 	TCase *tc = tcase_create("core");
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_registry);
+	tcase_add_test(tc, test_max_elements);
 	tcase_add_loop_test(tc, test_decode_object, 0, NJSON);
 	tcase_add_loop_test(tc, test_numbers, 0, NJSON);
 	tcase_add_loop_test(tc, test_strings, 0, NJSON);

@@ -96,6 +96,27 @@ START_TEST(log_levels)
 }
 END_TEST
 
+/* A repeated line: burst lines per 10 s window, the rest counted and
+ * reported with the next line logged. */
+START_TEST(log_rate_limit)
+{
+	struct vd_log_limit l = { .burst = 3 };
+	uint64_t sup = 99, t = 1000000;
+	for (int i = 0; i < 3; i++) {
+		ck_assert(log_limit(&l, t + (uint64_t)i, &sup));
+		ck_assert_uint_eq(sup, 0);
+	}
+	for (int i = 0; i < 1000; i++)
+		ck_assert(!log_limit(&l, t + 100, &sup));
+	ck_assert(!log_limit(&l, t + VD_LOG_LIMIT_WINDOW_MS - 1, &sup));
+	ck_assert(log_limit(&l, t + VD_LOG_LIMIT_WINDOW_MS, &sup));
+	ck_assert_uint_eq(sup, 1001);
+	ck_assert_uint_eq(l.total_suppressed, 1001);
+	ck_assert(log_limit(&l, t + VD_LOG_LIMIT_WINDOW_MS + 1, &sup));
+	ck_assert_uint_eq(sup, 0);
+}
+END_TEST
+
 START_TEST(clock_monotonic)
 {
 	uint64_t a = vd_now_ns(), b = vd_now_ns();
@@ -114,6 +135,7 @@ int main(void)
 	tcase_add_test(tc, uuid_check_and_generate);
 	tcase_add_test(tc, log_levels);
 	tcase_add_test(tc, clock_monotonic);
+	tcase_add_test(tc, log_rate_limit);
 	suite_add_tcase(s, tc);
 	return check_run(s);
 }

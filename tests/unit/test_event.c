@@ -147,9 +147,18 @@ START_TEST(wake_callback)
 	publish_status(bus, "x", "Up");  /* disabled: dropped, no wake */
 	ck_assert_int_eq(wakes, 0);
 	event_bus_set_enabled(bus, true);
-	publish_status(bus, "x", "Up");
-	publish_status(bus, "x", "Up");
+	ck_assert(!event_bus_pending(bus));
+	publish_status(bus, "x", "Up");  /* the queue was empty: wakes */
+	ck_assert_int_eq(wakes, 1);
+	ck_assert(event_bus_pending(bus));
+	publish_status(bus, "x", "Up");  /* joins the batch: no second wake */
 	publish_status(bus, "x", "Up");  /* over the bound: dropped, no wake */
+	ck_assert_int_eq(wakes, 1);
+	/* one drain takes the whole batch; the next event starts a new one */
+	struct got g = { 0 };
+	ck_assert_int_eq(event_bus_drain(bus, deliver, &g), 2);
+	ck_assert(!event_bus_pending(bus));
+	publish_status(bus, "x", "Up");
 	ck_assert_int_eq(wakes, 2);
 	event_bus_free(bus);
 }

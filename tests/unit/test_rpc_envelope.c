@@ -313,6 +313,16 @@ static const struct { enum rpc_err e; int code; const char *msg; } codes[] = {
 	{ RPC_E_TASK_STATE, 410, "Operation is not allowed in this task state" },
 	{ RPC_E_TASK_ABORTED, 411, "Task is aborted" },
 	{ RPC_E_NO_RESOURCES, 1100, "Not enough resources" },
+	{ RPC_E_NET_LOST_CONN, 10, "Connection to the engine lost" },
+	{ RPC_E_NET_BAD_PARAMS, 21, "Bad network parameters" },
+	{ RPC_E_NET_BAD_ADDR, 22, "Bad network address" },
+	{ RPC_E_NET_BAD_NIC, 23, "Bad nic" },
+	{ RPC_E_NET_USED_NIC, 24, "Nic already in use" },
+	{ RPC_E_NET_BAD_BONDING, 25, "Bad bonding" },
+	{ RPC_E_NET_BAD_VLAN, 26, "Bad vlan" },
+	{ RPC_E_NET_BAD_BRIDGE, 27, "Bad bridge" },
+	{ RPC_E_NET_FAILED_IFUP, 29, "Failed to bring interface up" },
+	{ RPC_E_NET_USED_BOND, 31, "Bond already in use" },
 };
 
 START_TEST(every_error_code)

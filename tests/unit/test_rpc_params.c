@@ -103,36 +103,38 @@ END_TEST
 START_TEST(bad_types)
 {
 	select_json_codec(_i);
-	check_params_error(REQ("{\"s\":1}"), "param 's' of Test.types must be string, got int");
+	check_params_error(REQ("{\"s\":1}"), "param 's' of Test.types must be string, got int 1");
 	check_params_error(REQ("{\"s\":[\"x\"]}"), "param 's' of Test.types must be string, got array");
 	check_params_error(REQ("{\"s\":\"x\",\"u\":\"nope\"}"),
-			   "param 'u' of Test.types must be uuid, got string: not a canonical UUID");
+			   "param 'u' of Test.types must be uuid, got string 'nope': not a canonical UUID");
 	check_params_error(REQ("{\"s\":\"x\",\"u\":\"0A1B2C3D-4E5F-4A6B-8C7D-9E0F1A2B3C4\"}"),
-			   "param 'u' of Test.types must be uuid, got string: not a canonical UUID");
-	check_params_error(REQ("{\"s\":\"x\",\"u\":5}"), "param 'u' of Test.types must be uuid, got int");
-	check_params_error(REQ("{\"s\":\"x\",\"i\":\"5\"}"), "param 'i' of Test.types must be int, got string");
-	check_params_error(REQ("{\"s\":\"x\",\"i\":1.5}"), "param 'i' of Test.types must be int, got double");
-	check_params_error(REQ("{\"s\":\"x\",\"i\":true}"), "param 'i' of Test.types must be int, got bool");
+			   "param 'u' of Test.types must be uuid, got string '0A1B2C3D-4E5F-4A6B-8C7D-9E0F1A2B3C4': not a canonical UUID");
+	check_params_error(REQ("{\"s\":\"x\",\"u\":5}"), "param 'u' of Test.types must be uuid, got int 5");
+	check_params_error(REQ("{\"s\":\"x\",\"i\":\"5x\"}"),
+			   "param 'i' of Test.types must be int, got string '5x': not a decimal integer within int64");
+	check_params_error(REQ("{\"s\":\"x\",\"i\":1.5}"), "param 'i' of Test.types must be int, got double 1.5");
+	check_params_error(REQ("{\"s\":\"x\",\"i\":true}"), "param 'i' of Test.types must be int, got bool true");
 	check_params_error(REQ("{\"s\":\"x\",\"i\":18446744073709551615}"),
-			   "param 'i' of Test.types must be int, got uint: out of range");
+			   "param 'i' of Test.types must be int, got uint 18446744073709551615: out of range");
 	check_params_error(REQ("{\"s\":\"x\",\"is\":\"12a\"}"),
-			   "param 'is' of Test.types must be int-or-string, got string: not a string of decimal digits within int64");
+			   "param 'is' of Test.types must be int-or-string, got string '12a': not a string of decimal digits within int64");
 	check_params_error(REQ("{\"s\":\"x\",\"is\":\"-1\"}"),
-			   "param 'is' of Test.types must be int-or-string, got string: not a string of decimal digits within int64");
+			   "param 'is' of Test.types must be int-or-string, got string '-1': not a string of decimal digits within int64");
 	check_params_error(REQ("{\"s\":\"x\",\"is\":\"\"}"),
-			   "param 'is' of Test.types must be int-or-string, got string: not a string of decimal digits within int64");
+			   "param 'is' of Test.types must be int-or-string, got string '': not a string of decimal digits within int64");
 	check_params_error(REQ("{\"s\":\"x\",\"is\":\"9223372036854775808\"}"),
-			   "param 'is' of Test.types must be int-or-string, got string: not a string of decimal digits within int64");
-	check_params_error(REQ("{\"s\":\"x\",\"is\":2.0}"), "param 'is' of Test.types must be int-or-string, got double");
-	check_params_error(REQ("{\"s\":\"x\",\"n\":\"1\"}"), "param 'n' of Test.types must be number, got string");
-	check_params_error(REQ("{\"s\":\"x\",\"b\":\"true\"}"), "param 'b' of Test.types must be bool, got string");
-	check_params_error(REQ("{\"s\":\"x\",\"b\":1}"), "param 'b' of Test.types must be bool, got int");
+			   "param 'is' of Test.types must be int-or-string, got string '9223372036854775808': not a string of decimal digits within int64");
+	check_params_error(REQ("{\"s\":\"x\",\"is\":2.0}"), "param 'is' of Test.types must be int-or-string, got double 2");
+	check_params_error(REQ("{\"s\":\"x\",\"n\":\"1\"}"), "param 'n' of Test.types must be number, got string '1'");
+	check_params_error(REQ("{\"s\":\"x\",\"b\":\"yes\"}"),
+			   "param 'b' of Test.types must be bool, got string 'yes': not true/false");
+	check_params_error(REQ("{\"s\":\"x\",\"b\":1}"), "param 'b' of Test.types must be bool, got int 1");
 	check_params_error(REQ("{\"s\":\"x\",\"o\":[]}"), "param 'o' of Test.types must be object, got array");
 	check_params_error(REQ("{\"s\":\"x\",\"a\":{}}"), "param 'a' of Test.types must be array, got object");
 	check_params_error(REQ("[\"x\",null,null,null,null,null,null,\"[]\"]"),
-			   "param 'a' of Test.types must be array, got string");
+			   "param 'a' of Test.types must be array, got string '[]'");
 	/* the first bad param in declared order is named */
-	check_params_error(REQ("{\"a\":1,\"s\":2}"), "param 's' of Test.types must be string, got int");
+	check_params_error(REQ("{\"a\":1,\"s\":2}"), "param 's' of Test.types must be string, got int 2");
 }
 END_TEST
 
@@ -264,6 +266,45 @@ START_TEST(accessors)
 }
 END_TEST
 
+/* What VDSM coerces is accepted and reaches the handler typed; the rest is
+ * -32602 naming the param and the value.  One accepted, one refused per rule. */
+START_TEST(vdsm_coercions)
+{
+	select_json_codec(_i);
+	/* bool from "true"/"false" in any case (the engine's Image.delete) */
+	ck_dispatch(eng, REQ("{\"s\":\"\",\"b\":\"FALSE\"}"),
+		    OK("{\"s\":\"\",\"s_nul\":true,\"u\":null,\"i\":7,\"is\":42,\"n\":null,\"b\":false,"
+		       "\"o\":{\"k\":[1,\"x\"]},\"a\":null}"));
+	check_params_error(REQ("{\"s\":\"x\",\"b\":\"truth\"}"),
+			   "param 'b' of Test.types must be bool, got string 'truth': not true/false");
+	/* bool from "1"/"0" (VDSM's tobool) */
+	ck_dispatch(eng, REQ("{\"s\":\"\",\"b\":\"0\"}"),
+		    OK("{\"s\":\"\",\"s_nul\":true,\"u\":null,\"i\":7,\"is\":42,\"n\":null,\"b\":false,"
+		       "\"o\":{\"k\":[1,\"x\"]},\"a\":null}"));
+	check_params_error(REQ("{\"s\":\"x\",\"b\":\"2\"}"),
+			   "param 'b' of Test.types must be bool, got string '2': not true/false");
+	/* int from a decimal string, sign allowed (VDSM's int()) */
+	ck_dispatch(eng, REQ("{\"s\":\"\",\"i\":\"-42\"}"),
+		    OK("{\"s\":\"\",\"s_nul\":true,\"u\":null,\"i\":-42,\"is\":42,\"n\":null,\"b\":true,"
+		       "\"o\":{\"k\":[1,\"x\"]},\"a\":null}"));
+	check_params_error(REQ("{\"s\":\"x\",\"i\":\"4.2\"}"),
+			   "param 'i' of Test.types must be int, got string '4.2': not a decimal integer within int64");
+	check_params_error(REQ("{\"s\":\"x\",\"i\":\"99999999999999999999\"}"),
+			   "param 'i' of Test.types must be int, got string '99999999999999999999': not a decimal integer within int64");
+	/* int64 bounds as strings */
+	ck_dispatch(eng, REQ("{\"s\":\"\",\"i\":\"-9223372036854775808\"}"),
+		    OK("{\"s\":\"\",\"s_nul\":true,\"u\":null,\"i\":-9223372036854775808,\"is\":42,\"n\":null,"
+		       "\"b\":true,\"o\":{\"k\":[1,\"x\"]},\"a\":null}"));
+	/* null means "not given": the default applies; not for a required one */
+	ck_dispatch(eng, REQ("{\"s\":\"\",\"i\":null,\"b\":null}"),
+		    OK("{\"s\":\"\",\"s_nul\":true," DEFAULTS_AFTER_S));
+	check_params_error(REQ("{\"s\":null,\"i\":\"1\"}"), "missing required param 's' of Test.types");
+	/* a long string value is cut in the message, quotes never break it */
+	check_params_error(REQ("{\"s\":\"x\",\"b\":\"it's a very long value that goes on and on and on\"}"),
+			   "param 'b' of Test.types must be bool, got string 'it?s a very long value that goes on and ...': not true/false");
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("rpc_params");
@@ -274,6 +315,7 @@ static Suite *suite(void)
 	tcase_add_loop_test(tc, positional, 0, 2);
 	tcase_add_loop_test(tc, missing_required, 0, 2);
 	tcase_add_loop_test(tc, bad_types, 0, 2);
+	tcase_add_loop_test(tc, vdsm_coercions, 0, 2);
 	tcase_add_loop_test(tc, strings_copied_nul_terminated, 0, 2);
 	suite_add_tcase(s, tc);
 	TCase *td = tcase_create("declare");

@@ -7,6 +7,7 @@
 #include "../../vdsmd/host/host.h"
 #include "../../vdsmd/virt/virt.h"
 #include "../../vdsmd/storage/storage.h"
+#include "../../vdsmd/net/net.h"
 
 static int h_ok(struct rpc_call *c)
 {
@@ -121,6 +122,7 @@ START_TEST(daemon_bindings_match_schema)
 	ck_assert_int_eq(rpc_engine_bind(e, host_bindings, NULL), 0);
 	ck_assert_int_eq(rpc_engine_bind(e, virt_bindings, NULL), 0);
 	ck_assert_int_eq(rpc_engine_bind(e, storage_bindings, NULL), 0);
+	ck_assert_int_eq(rpc_engine_bind(e, net_bindings, NULL), 0);
 	char why[256] = "";
 	ck_assert_msg(rpc_engine_seal(e, why, sizeof why) == 0, "seal: %s", why);
 	rpc_engine_free(e);

@@ -61,18 +61,28 @@ START_TEST(test_reply_routing)
 	ck_assert_int_eq(H.noutput, 1);  /* outside feed: the host is told */
 	ck_assert_ptr_eq(H.output_conn, &A.conn_tag);
 
-	/* origin listens elsewhere: every subscriber of the reply-to gets it */
-	FEED(&B, "SUBSCRIBE\ndestination:jms.topic.other\nid:b2\n\n\0");
-	ck_assert_uint_eq(stomp_broker_reply(H.b, A.s, S("jms.topic.other"), NULL, S("x")), 1);
-	f = expect(&B, STOMP_MESSAGE);
-	ck_assert_str_eq(hdr(f, "subscription"), "b2");
-	ck_assert_ptr_null(hdr(f, "content-type"));
+	/* subscribed twice on the destination: one copy, to the first */
+	FEED(&A, "SUBSCRIBE\ndestination:jms.topic.vdsm_responses\nid:a2\n\n\0");
+	ck_assert_uint_eq(stomp_broker_reply(H.b, A.s, NULL, 0, NULL, S("{}")), 1);
+	f = expect(&A, STOMP_MESSAGE);
+	ck_assert_str_eq(hdr(f, "subscription"), "a1");
 	expect_none(&A);
+	expect_none(&B);
+
+	/* origin listens elsewhere: nobody gets it, not even the subscribers
+	 * of the reply-to (replies are private); counted */
+	FEED(&B, "SUBSCRIBE\ndestination:jms.topic.other\nid:b2\n\n\0");
+	ck_assert_uint_eq(stomp_broker_reply(H.b, A.s, S("jms.topic.other"), NULL, S("x")), 0);
+	expect_none(&B);
+	expect_none(&A);
+	struct stomp_broker_stats st;
+	stomp_broker_stats(H.b, &st);
+	ck_assert_uint_eq(st.replies_unrouted, 1);
 
 	/* no subscriber at all: nothing delivered */
 	ck_assert_uint_eq(stomp_broker_reply(H.b, A.s, S("jms.topic.none"), NULL, S("x")), 0);
 
-	/* origin closed while its request was pending: every subscriber */
+	/* origin closed while its request was pending: nobody */
 	stomp_session_ref(A.s);
 	struct stomp_session *old = A.s;
 	stomp_session_free(A.s);
@@ -82,43 +92,123 @@ START_TEST(test_reply_routing)
 	buf_free(&A.in);
 	peer_open(&A, 3);
 	FEED(&A, "SUBSCRIBE\ndestination:jms.topic.vdsm_responses\nid:a9\n\n\0");
-	ck_assert_uint_eq(stomp_broker_reply(H.b, old, NULL, 0, "application/json", S("{}")), 2);
+	ck_assert_uint_eq(stomp_broker_reply(H.b, old, NULL, 0, "application/json", S("{}")), 0);
 	stomp_session_unref(old);
-	f = expect(&B, STOMP_MESSAGE);
-	ck_assert_str_eq(hdr(f, "subscription"), "b1");
-	f = expect(&A, STOMP_MESSAGE);
-	ck_assert_str_eq(hdr(f, "subscription"), "a9");
-	/* origin NULL: every subscriber as well */
-	ck_assert_uint_eq(stomp_broker_reply(H.b, NULL, NULL, 0, NULL, S("{}")), 2);
+	expect_none(&A);
+	expect_none(&B);
+	/* origin NULL: nobody as well */
+	ck_assert_uint_eq(stomp_broker_reply(H.b, NULL, NULL, 0, NULL, S("{}")), 0);
+	stomp_broker_stats(H.b, &st);
+	ck_assert_uint_eq(st.replies_unrouted, 4);
 	/* an empty reply-to means the default destination */
 	ck_assert_uint_eq(stomp_broker_reply(H.b, B.s, "", 0, NULL, S("{}")), 1);
-	expect(&B, STOMP_MESSAGE);
 	f = expect(&B, STOMP_MESSAGE);
 	ck_assert_str_eq(hdr(f, "destination"), "jms.topic.vdsm_responses");
+	expect_none(&A);
 }
 END_TEST
 
 START_TEST(test_reply_between_sessions)
 {
-	/* A sends requests, B listens on the reply-to; inline answers */
+	/* A sends requests naming B's destination as reply-to: B never gets
+	 * A's replies, A gets them only once it subscribes there itself */
 	H.reply_inline = true;
-	FEED(&B, "CONNECT\naccept-version:1.2\n\n\0SUBSCRIBE\ndestination:jms.topic.b\nid:x\n\n\0");
+	FEED(&B, "CONNECT\naccept-version:1.2\n\n\0SUBSCRIBE\ndestination:jms.topic.b\nid:x\n\n\0"
+		 "SUBSCRIBE\ndestination:jms\nid:eavesdrop\n\n\0");
 	expect(&B, STOMP_CONNECTED);
 	FEED(&A, "CONNECT\naccept-version:1.2\n\n\0"
 		 "SEND\ndestination:jms.topic.vdsm_requests\nreply-to:jms.topic.b\n\n{\"id\":7}\0");
 	expect(&A, STOMP_CONNECTED);
 	expect_none(&A);
-	struct stomp_frame *f = expect(&B, STOMP_MESSAGE);
+	expect_none(&B);
+	FEED(&A, "SUBSCRIBE\ndestination:jms.topic.b\nid:mine\n\n\0"
+		 "SEND\ndestination:jms.topic.vdsm_requests\nreply-to:jms.topic.b\n\n{\"id\":8}\0");
+	struct stomp_frame *f = expect(&A, STOMP_MESSAGE);
 	ck_assert_str_eq(hdr(f, "destination"), "jms.topic.b");
-	ck_assert_mem_eq(f->body, "{\"id\":7}", 8);
+	ck_assert_str_eq(hdr(f, "subscription"), "mine");
+	ck_assert_mem_eq(f->body, "{\"id\":8}", 8);
+	expect_none(&B);
 	/* default reply destination when there is no reply-to */
 	FEED(&B, "SUBSCRIBE\ndestination:jms.topic.vdsm_responses\nid:y\n\n\0");
-	FEED(&A, "SEND\ndestination:jms.topic.vdsm_requests\n\n{\"id\":8}\0");
-	f = expect(&B, STOMP_MESSAGE);
-	ck_assert_str_eq(hdr(f, "destination"), "jms.topic.vdsm_responses");
-	ck_assert_str_eq(hdr(f, "subscription"), "y");
+	FEED(&A, "SEND\ndestination:jms.topic.vdsm_requests\n\n{\"id\":9}\0");
+	expect_none(&B);
+	expect_none(&A);
 }
 END_TEST
+
+/* Clients may not SEND to the events destination or to a reply destination
+ * (the default, or one a request named in reply-to): ERROR, nothing
+ * delivered, not even through a prefix; the connection stays. */
+START_TEST(test_reserved_destinations)
+{
+	FEED(&B, "SUBSCRIBE\ndestination:jms.queue.events\nid:e\n\n\0"
+		 "SUBSCRIBE\ndestination:jms.topic.vdsm_responses\nid:r\n\n\0"
+		 "SUBSCRIBE\ndestination:jms.topic.mine\nid:m\n\n\0");
+	FEED(&A, "SEND\ndestination:jms.queue.events\nreceipt:1\n\n{\"forged\":1}\0");
+	struct stomp_frame *f = expect(&A, STOMP_ERROR);
+	ck_assert_str_eq(hdr(f, "message"), "destination is reserved");
+	ck_assert_str_eq(hdr(f, "receipt-id"), "1");
+	FEED(&A, "SEND\ndestination:jms.topic.vdsm_responses\n\n{\"id\":1}\0");
+	expect_error(&A, "destination is reserved");
+	/* before B names it as reply-to, jms.topic.mine is an ordinary topic */
+	FEED(&A, "SEND\ndestination:jms.topic.mine\n\nhello\0");
+	f = expect(&B, STOMP_MESSAGE);
+	ck_assert_str_eq(hdr(f, "subscription"), "m");
+	FEED(&B, "SEND\ndestination:jms.topic.vdsm_requests\nreply-to:jms.topic.mine\n\n{}\0");
+	FEED(&A, "SEND\ndestination:jms.topic.mine\n\n{\"id\":1}\0");
+	expect_error(&A, "destination is reserved");
+	/* forwarding into a reserved destination through its prefix: not delivered */
+	FEED(&A, "SEND\ndestination:jms.topic.vdsm_responses.x\n\nz\0"
+		 "SEND\ndestination:jms.queue.events.x\n\nz\0");
+	expect_error(&A, "Subscription not available");
+	expect_error(&A, "Subscription not available");
+	expect_none(&B);
+	ck_assert(!stomp_session_closing(A.s));
+	struct stomp_broker_stats st;
+	stomp_broker_stats(H.b, &st);
+	ck_assert_uint_eq(st.reserved_refused, 3);
+	/* events reach the events destination's own subscribers, never a prefix */
+	FEED(&A, "SUBSCRIBE\ndestination:jms\nid:p\n\n\0SUBSCRIBE\ndestination:jms.queue\nid:q\n\n\0");
+	ck_assert_uint_eq(stomp_broker_publish(H.b, "jms.queue.events", NULL, S("{}")), 1);
+	f = expect(&B, STOMP_MESSAGE);
+	ck_assert_str_eq(hdr(f, "subscription"), "e");
+	expect_none(&A);
+}
+END_TEST
+
+/* STOMP 1.2: MESSAGE frames of client / client-individual subscriptions
+ * carry ack:<id>, auto ones do not; ACK / NACK of those ids are accepted. */
+START_TEST(test_ack_header)
+{
+	FEED(&A, "SUBSCRIBE\ndestination:t.c\nid:c\nack:client\n\n\0"
+		 "SUBSCRIBE\ndestination:t.i\nid:i\nack:client-individual\n\n\0"
+		 "SUBSCRIBE\ndestination:t.a\nid:a\nack:auto\n\n\0"
+		 "SUBSCRIBE\ndestination:t.n\nid:n\n\n\0");
+	const char *dests[] = { "t.c", "t.i", "t.a", "t.n" };
+	for (int i = 0; i < 4; i++) {
+		ck_assert_uint_eq(stomp_broker_publish(H.b, dests[i], NULL, S("x")), 1);
+		struct stomp_frame *f = expect(&A, STOMP_MESSAGE);
+		const char *mid = hdr(f, "message-id");
+		ck_assert_ptr_nonnull(mid);
+		if (i < 2) {
+			ck_assert_ptr_nonnull(hdr(f, "ack"));
+			ck_assert_str_eq(hdr(f, "ack"), mid);
+			char ack[128];
+			int n = snprintf(ack, sizeof(ack), "%s\nid:%s\nreceipt:k%d\n\n",
+					 i ? "NACK" : "ACK", mid, i);
+			ck_assert_int_eq(feed(&A, ack, (size_t)n + 1), n + 1);
+			char rid[16];
+			snprintf(rid, sizeof(rid), "k%d", i);
+			expect_receipt(&A, rid);
+		} else {
+			ck_assert_ptr_null(hdr(f, "ack"));
+		}
+	}
+	expect_none(&A);
+	ck_assert(!stomp_session_closing(A.s));
+}
+END_TEST
+
 
 START_TEST(test_prefix_forwarding)
 {
@@ -303,16 +393,16 @@ START_TEST(test_escaped_names)
 	ck_assert_str_eq(hdr(f, "destination"), "q:1\\x");
 	ck_assert_str_eq(hdr(f, "subscription"), "i\nd");
 	ck_assert_str_eq(hdr(f, "content-type"), "a:b");
-	ck_assert_uint_eq(stomp_broker_reply(H.b, A.s, S("q:1\\x"), NULL, S("r")), 1);
-	f = expect(&A, STOMP_MESSAGE);
-	ck_assert_str_eq(hdr(f, "destination"), "q:1\\x");
-	ck_assert_str_eq(hdr(f, "subscription"), "i\nd");
 	/* forwarded to a prefix: the full destination is escaped too */
 	FEED(&B, "SEND\ndestination:q\\c1\\\\x.sub\\c\n\nz\0");
 	f = expect(&A, STOMP_MESSAGE);
 	ck_assert_str_eq(hdr(f, "destination"), "q:1\\x.sub:");
 	ck_assert_str_eq(hdr(f, "subscription"), "i\nd");
 	expect_none(&B);
+	ck_assert_uint_eq(stomp_broker_reply(H.b, A.s, S("q:1\\x"), NULL, S("r")), 1);
+	f = expect(&A, STOMP_MESSAGE);
+	ck_assert_str_eq(hdr(f, "destination"), "q:1\\x");
+	ck_assert_str_eq(hdr(f, "subscription"), "i\nd");
 }
 END_TEST
 
@@ -421,6 +511,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_request_destinations);
 	tcase_add_test(tc, test_reply_routing);
 	tcase_add_test(tc, test_reply_between_sessions);
+	tcase_add_test(tc, test_reserved_destinations);
+	tcase_add_test(tc, test_ack_header);
 	tcase_add_test(tc, test_prefix_forwarding);
 	tcase_add_test(tc, test_pipelined_sends);
 	tcase_add_test(tc, test_split_feed);

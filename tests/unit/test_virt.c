@@ -122,7 +122,10 @@ START_TEST(vdsm_fields_and_types)
 	ck_assert_int_eq(ms->type, VD_OBJECT);
 	vfx_str(&F, ms, "mem_total");
 	vfx_str(&F, ms, "mem_unused");
-	vfx_str(&F, ms, "swap_in");
+	/* counters are JSON ints as VDSM sends them, sizes strings */
+	ck_assert_int_eq(vd_obj_get(ms, "swap_in")->type, VD_INT);
+	ck_assert_int_eq(vd_obj_get(ms, "majflt")->type, VD_INT);
+	ck_assert_int_eq(vd_obj_get(ms, "pageflt")->type, VD_INT);
 	/* the test driver reports unused = available / 2 */
 	ck_assert_str_eq(vfx_str(&F, vm, "memUsage"), "50");
 
@@ -547,14 +550,29 @@ END_TEST
 
 /* libvirt unreachable: the backend still reports ready after its first
  * attempt, VM verbs answer 99, and it keeps retrying. */
+/* written by the sampler thread: reported_ready under s->lock, backoff_s
+ * atomically */
+static bool locked_ready(struct virt_state *s)
+{
+	pthread_mutex_lock(&s->lock);
+	bool r = s->reported_ready;
+	pthread_mutex_unlock(&s->lock);
+	return r;
+}
+
+static unsigned read_backoff(struct virt_state *s)
+{
+	return __atomic_load_n(&s->backoff_s, __ATOMIC_RELAXED);
+}
+
 START_TEST(unreachable_libvirt)
 {
 	struct vfx f;
 	vfx_start(&f, "test:///nonexistent/vdsmd-no-such-fleet.xml", false);
 	struct virt_state *s = vfx_state(&f);
-	for (int i = 0; i < 500 && !s->reported_ready; i++)
+	for (int i = 0; i < 500 && !locked_ready(s); i++)
 		vfx_sleep_ms(10);
-	ck_assert(s->reported_ready);
+	ck_assert(locked_ready(s));
 	ck_assert_ptr_null(virt_snapshot_get(s));
 	ck_assert_int_eq(vfx_err(&f, "Host.getAllVmStats", "{}"), 99);
 	ck_assert_int_eq(vfx_err(&f, "Host.getVMList", "{}"), 99);
@@ -566,7 +584,7 @@ START_TEST(unreachable_libvirt)
 	ck_assert_uint_eq(active, 0);
 	/* backoff grows: after ~1.5 s there were at least two attempts */
 	vfx_sleep_ms(1500);
-	ck_assert_uint_ge(s->backoff_s, 2);
+	ck_assert_uint_ge(read_backoff(s), 2);
 	vfx_stop(&f);
 }
 END_TEST
@@ -583,9 +601,9 @@ START_TEST(connects_on_retry)
 	struct vfx f;
 	vfx_start(&f, uri, false);
 	struct virt_state *s = vfx_state(&f);
-	for (int i = 0; i < 500 && !s->reported_ready; i++)
+	for (int i = 0; i < 500 && !locked_ready(s); i++)
 		vfx_sleep_ms(10);
-	ck_assert(s->reported_ready);
+	ck_assert(locked_ready(s));
 	ck_assert_int_eq(vfx_err(&f, "Host.getVMList", "{}"), 99);
 	/* now "libvirt" is there */
 	FILE *in = fopen(FLEET, "r"), *out = fopen(path, "w");
@@ -603,7 +621,7 @@ START_TEST(connects_on_retry)
 	ck_assert_uint_eq(snap->nvms, 20);
 	snapshot_put(snap);
 	ck_assert_uint_eq(vfx_ok(&f, "Host.getVMList", "{}")->v.arr.n, 20);
-	ck_assert_uint_eq(s->backoff_s, 0);
+	ck_assert_uint_eq(read_backoff(s), 0);
 	vfx_stop(&f);
 	unlink(path);
 	rmdir(dir);

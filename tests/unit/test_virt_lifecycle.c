@@ -104,9 +104,12 @@ START_TEST(pause_cont_shutdown_destroy)
 	memset(&l, 0, sizeof l);
 	const char *p = "{\"vmID\":\"" VM0 "\"}";
 	ck_assert_str_eq(status_of(VM0), "Up");
-	ck_assert_int_eq(vfx_ok(&F, "VM.pause", p)->type, VD_BOOL);
+	/* {"vmList": {}} as VDSM: the engine casts the result to a map */
+	const struct vd_value *pr = vfx_ok(&F, "VM.pause", p);
+	ck_assert_int_eq(pr->type, VD_OBJECT);
+	ck_assert_int_eq(vd_obj_get(pr, "vmList")->type, VD_OBJECT);
 	ck_assert_str_eq(status_of(VM0), "Paused");
-	vfx_ok(&F, "VM.cont", p);
+	ck_assert_int_eq(vfx_ok(&F, "VM.cont", p)->type, VD_OBJECT);
 	ck_assert_str_eq(status_of(VM0), "Up");
 	vfx_ok(&F, "VM.shutdown", "{\"vmID\":\"" VM0 "\",\"message\":\"bye\",\"delay\":\"30\"}");
 	ck_assert_str_eq(status_of(VM0), "Down");
@@ -309,6 +312,7 @@ START_TEST(stops_by_itself)
 }
 END_TEST
 
+#ifdef VD_TEST_HOOKS
 /* The race of VM.shutdown with the sampler, interleaved deterministically:
  * the sampler reads the domain "running", then VM.shutdown marks it as
  * ours (the hook runs between read and merge), then the stale sample is
@@ -363,6 +367,7 @@ START_TEST(admin_mark_survives_stale_sample)
 	virConnectClose(c);
 }
 END_TEST
+#endif
 
 static Suite *suite(void)
 {
@@ -375,7 +380,12 @@ static Suite *suite(void)
 	tcase_add_test(tc, verb_errors);
 	tcase_add_test(tc, create_and_duplicates);
 	tcase_add_test(tc, stops_by_itself);
+#ifdef VD_TEST_HOOKS
 	tcase_add_test(tc, admin_mark_survives_stale_sample);
+#else
+	check_skip("admin_mark_survives_stale_sample",
+		   "needs the sampler hook of a VD_TEST_HOOKS build (runs in make asan-unit / tsan)");
+#endif
 	suite_add_tcase(s, tc);
 	return s;
 }

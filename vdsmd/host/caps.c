@@ -221,7 +221,8 @@ static void host_uuid(struct host_caps *c, const char *root, struct vd_buf *b)
 	c->uuid[0] = '\0';
 }
 
-struct host_caps *host_caps_new(const char *root, const struct host_topo *topo)
+struct host_caps *host_caps_new(const char *root, const struct host_topo *topo,
+				const char *libvirt_uri)
 {
 	struct host_caps *c = xcalloc(1, sizeof(*c));
 	struct vd_buf b = VD_BUF_INIT;
@@ -266,7 +267,7 @@ struct host_caps *host_caps_new(const char *root, const struct host_topo *topo)
 	    host_parse_meminfo(b.data, b.len, &m) == 0)
 		c->mem_size_mib = m.total_kb / 1024;
 
-	c->kvm = exists_rel(root, "/dev/kvm");
+	c->kvm = host_kvm_usable(root);
 	os_info(c, root, &b);
 	host_uuid(c, root, &b);
 
@@ -287,6 +288,7 @@ struct host_caps *host_caps_new(const char *root, const struct host_topo *topo)
 	first_line(root, "/proc/cmdline", &b, c->kernel_args, sizeof(c->kernel_args));
 	numa_info(c, root, topo, &b);
 	buf_free(&b);
+	host_caps_ext_gather(c, root, libvirt_uri);
 	return c;
 }
 
@@ -302,6 +304,7 @@ void host_caps_free(struct host_caps *c)
 		free(c->nodes[i].dist);
 	}
 	free(c->nodes);
+	host_caps_ext_free(c);
 	host_cpuinfo_free(&c->cpu);
 	free(c->cpu_flags_csv);
 	free(c->online_cpus);
@@ -309,8 +312,8 @@ void host_caps_free(struct host_caps *c)
 	free(c);
 }
 
-/* Engine versions VDSM 4.50 reports. */
-static const char *const cluster_levels[] = { "4.2", "4.3", "4.4", "4.5", "4.6", "4.7" };
+/* Engine versions whose API vdsmd serves (VDSM 4.50's list). */
+static const char *const supported_engines[] = { "4.2", "4.3", "4.4", "4.5" };
 
 static void str_array(struct vd_writer *w, const char *const *v, size_t n)
 {
@@ -336,7 +339,16 @@ void host_caps_encode(const struct host_caps *c, struct vd_writer *w)
 	vw_kstrf(w, "cpuSockets", "%u", c->cpu.sockets);
 	vw_kstrf(w, "cpuThreads", "%u", c->cpu.threads);
 	vw_kstr(w, "cpuSpeed", c->cpu.speed);
-	vw_kstr(w, "cpuFlags", c->cpu_flags_csv);
+	/* cpuinfo flags, then the usable CPU models as model_<name> */
+	vw_keyz(w, "cpuFlags");
+	{
+		struct vd_buf f = VD_BUF_INIT;
+		buf_puts(&f, c->cpu_flags_csv ? c->cpu_flags_csv : "");
+		for (size_t i = 0; i < c->ext.models.n; i++)
+			buf_printf(&f, "%s%s", f.len ? "," : "", c->ext.models.v[i]);
+		vw_string(w, f.data ? f.data : "", f.len);
+		buf_free(&f);
+	}
 	vw_kstr(w, "onlineCpus", c->online_cpus);
 	vw_kstrf(w, "memSize", "%llu", (unsigned long long)c->mem_size_mib);
 	vw_kstr(w, "kvmEnabled", c->kvm ? "true" : "false");
@@ -351,9 +363,9 @@ void host_caps_encode(const struct host_caps *c, struct vd_writer *w)
 	vw_kstr(w, "software_revision", "0");
 	vw_kstr(w, "version_name", "vdsmd");
 	vw_keyz(w, "supportedENGINEs");
-	str_array(w, cluster_levels, VD_ARRAY_SIZE(cluster_levels));
+	str_array(w, supported_engines, VD_ARRAY_SIZE(supported_engines));
 	vw_keyz(w, "clusterLevels");
-	str_array(w, cluster_levels, VD_ARRAY_SIZE(cluster_levels));
+	str_array(w, (const char *const *)c->ext.cluster_levels.v, c->ext.cluster_levels.n);
 	vw_kstr(w, "uuid", c->uuid);
 	vw_kstr(w, "hostname", c->hostname);
 	vw_keyz(w, "vmTypes");
@@ -366,6 +378,19 @@ void host_caps_encode(const struct host_caps *c, struct vd_writer *w)
 	vw_kstr(w, "version", c->kernel_version);
 	vw_kstr(w, "release", c->kernel_release);
 	vw_end_object(w);
+	/* vdsmd itself, as the package the engine knows (README "Versions") */
+	vw_keyz(w, "vdsm");
+	vw_begin_object(w);
+	vw_kstr(w, "version", HOST_VDSM_API_VERSION);
+	vw_kstr(w, "release", HOST_VDSM_RELEASE);
+	vw_end_object(w);
+	for (size_t i = 0; i < c->ext.npkgs; i++) {
+		vw_keyz(w, c->ext.pkgs[i].name);
+		vw_begin_object(w);
+		vw_kstr(w, "version", c->ext.pkgs[i].version);
+		vw_kstr(w, "release", c->ext.pkgs[i].release);
+		vw_end_object(w);
+	}
 	vw_end_object(w);
 	vw_kstr(w, "kernelArgs", c->kernel_args);
 	vw_kstr(w, "liveSnapshot", "true");
@@ -380,6 +405,17 @@ void host_caps_encode(const struct host_caps *c, struct vd_writer *w)
 		vw_kstrf(w, "totalMemory", "%llu", (unsigned long long)cn->total_mib);
 		vw_keyz(w, "cpus");
 		int_array(w, cn->cpus, cn->ncpus);
+		vw_keyz(w, "hugepages");
+		vw_begin_object(w);
+		for (size_t k = 0; k < cn->nhuge; k++) {
+			char sz[24];
+			snprintf(sz, sizeof(sz), "%llu", (unsigned long long)cn->huge[k].size_kb);
+			vw_keyz(w, sz);
+			vw_begin_object(w);
+			vw_kstrf(w, "totalPages", "%llu", (unsigned long long)cn->huge[k].nr);
+			vw_end_object(w);
+		}
+		vw_end_object(w);
 		vw_end_object(w);
 	}
 	vw_end_object(w);
@@ -397,5 +433,22 @@ void host_caps_encode(const struct host_caps *c, struct vd_writer *w)
 	for (size_t i = 0; i < c->nhuge; i++)
 		vw_uint(w, c->huge_kb[i]);
 	vw_end_array(w);
+	host_caps_ext_encode(c, w);
+	const struct host_net_provider *np = atomic_load(&c->net);
+	if (np && np->write_caps) {
+		np->write_caps(np->ctx, w);
+	} else {
+		/* no network provider: the keys exist, empty (README) */
+		static const char *const net_keys[] = { "networks", "nics", "bridges",
+							"vlans", "bondings" };
+		for (size_t i = 0; i < VD_ARRAY_SIZE(net_keys); i++) {
+			vw_keyz(w, net_keys[i]);
+			vw_begin_object(w);
+			vw_end_object(w);
+		}
+		vw_keyz(w, "nameservers");
+		vw_begin_array(w);
+		vw_end_array(w);
+	}
 	vw_end_object(w);
 }

@@ -25,3 +25,9 @@ void host_fini(struct vdsmd *d)
 	host_state_free(d->host);
 	d->host = NULL;
 }
+
+void host_set_net_provider(struct vdsmd *d, const struct host_net_provider *p)
+{
+	if (d && d->host && d->host->caps)
+		atomic_store(&d->host->caps->net, p);
+}

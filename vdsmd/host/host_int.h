@@ -18,6 +18,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include "host.h"
+#include "host_read.h"
 
 /* ---- bounded file reads ------------------------------------------------ */
 
@@ -121,6 +122,8 @@ void host_topo_read(const char *root, struct host_topo *t);
 struct host_node_raw {
 	unsigned id;
 	uint64_t total_kb, free_kb;
+	size_t nhuge;
+	struct host_huge huge[HOST_HUGE_SIZES];
 };
 
 struct host_raw {
@@ -140,6 +143,12 @@ struct host_raw {
 	unsigned *cpu_ids;              /* heap, HOST_MAX_CPUS entries */
 	size_t nnode;
 	struct host_node_raw nodes[HOST_MAX_NODES];
+	struct host_ksm ksm;
+	bool ksmd_ok;                   /* ksmd found and its stat read */
+	uint64_t ksmd_ticks;            /* utime + stime of ksmd */
+	size_t nhuge;                   /* system-wide huge page pools */
+	struct host_huge huge[HOST_HUGE_SIZES];
+	int64_t disk_free_mib[HOST_DISK_PATHS];
 };
 
 /* Allocate / free the heap arrays of a raw sample. */
@@ -162,6 +171,8 @@ struct host_node_mem {
 	unsigned id;
 	uint64_t free_mib;
 	int percent;                               /* used % (100 when empty) */
+	size_t nhuge;
+	struct host_huge huge[HOST_HUGE_SIZES];    /* this node's pools */
 };
 
 struct host_snapshot {
@@ -175,6 +186,11 @@ struct host_snapshot {
 	double sample_time;                        /* wall clock of the sample */
 	uint64_t rx_dropped, tx_dropped;           /* sums over interfaces */
 	char thp_state[16];
+	struct host_ksm ksm;
+	int ksm_cpu;                               /* ksmd's % of one CPU */
+	size_t nhuge;
+	struct host_huge huge[HOST_HUGE_SIZES];    /* system-wide pools */
+	int64_t disk_free_mib[HOST_DISK_PATHS];    /* host_disk_paths order */
 	size_t ncpu;
 	struct host_cpu_stat *cpus;                /* inside the same block */
 	size_t nnode;
@@ -210,6 +226,28 @@ struct host_caps_node {
 	size_t ncpus;
 	unsigned *dist;                    /* heap: distances to each node */
 	size_t ndist;
+	size_t nhuge;                      /* this node's huge page pools */
+	struct host_huge huge[HOST_HUGE_SIZES];
+};
+
+/* One logical CPU of cpuTopology (sys/devices/system/cpu/cpuN/topology). */
+struct host_caps_cpu {
+	unsigned cpu, socket, die, core, node;
+};
+
+/* What getCapabilities reports beyond /proc and uname (caps_ext.c). */
+struct host_caps_ext {
+	struct host_strv rng, machines, models, cluster_levels, affinity;
+	struct host_strv vuln_names, vuln_values;   /* kernelFeatures */
+	const char *source;                /* "libvirt", "qemu" or "none" */
+	struct host_hba hba;
+	int kdump, selinux;
+	bool fips, nested, iommu, vnc_tls, realtime;
+	uint64_t boot_time;
+	size_t npkgs;
+	struct host_pkg pkgs[HOST_PKGS_MAX];
+	size_t ncpu;
+	struct host_caps_cpu *cpus;        /* heap */
 };
 
 struct host_caps {
@@ -228,6 +266,9 @@ struct host_caps {
 	int auto_numa;                     /* 0 off, 1 on, 2 unknown (VDSM) */
 	size_t nhuge;
 	uint64_t huge_kb[16];              /* huge page sizes, ascending */
+	struct host_caps_ext ext;
+	/* network sections (host.h); set at startup, read by the loop */
+	const struct host_net_provider *_Atomic net;
 	/* encodings, published by an atomic count; writers hold enc_lock */
 	pthread_mutex_t enc_lock;
 	atomic_uint nenc;
@@ -235,8 +276,20 @@ struct host_caps {
 };
 
 /* Gather capabilities from root ("" = /) with the NUMA layout topo (may be
- * NULL).  Never fails: missing sources give empty/zero fields. */
-struct host_caps *host_caps_new(const char *root, const struct host_topo *topo);
+ * NULL); libvirt_uri (may be NULL) is asked for domain capabilities first.
+ * Never fails: missing sources give empty/zero fields. */
+struct host_caps *host_caps_new(const char *root, const struct host_topo *topo,
+				const char *libvirt_uri);
+/* (caps_ext.c) Fill c->ext and the per-node huge pages; free c->ext. */
+void host_caps_ext_gather(struct host_caps *c, const char *root, const char *libvirt_uri);
+void host_caps_ext_free(struct host_caps *c);
+/* Add spec_ctrl to the CPU flags when a usable model ends in -IBRS (VDSM). */
+void host_caps_spec_ctrl(struct host_caps *c);
+/* (caps_ext.c) Write the keys of c->ext into the open capabilities object. */
+void host_caps_ext_encode(const struct host_caps *c, struct vd_writer *w);
+/* The vdsm package version/release vdsmd reports (README: "Versions"). */
+#define HOST_VDSM_API_VERSION "4.50.0"
+#define HOST_VDSM_RELEASE "1.vdsmd" VDSMD_VERSION
 void host_caps_free(struct host_caps *c);
 /* (verbs.c) Write the capabilities object through w (encoded once per codec, then
  * copied with vw_raw).  Thread-safe. */
@@ -245,6 +298,22 @@ void host_caps_write(struct host_caps *c, struct vd_writer *w);
 void host_caps_encode(const struct host_caps *c, struct vd_writer *w);
 /* (verbs.c) An object key that is the decimal text of v ("0", "17"). */
 void host_key_u(struct vd_writer *w, unsigned v);
+
+/* ---- MOM policy parameters (verbs_ext.c) ------------------------------- */
+
+#define HOST_MOM_MAX 64
+
+struct host_mom_entry {
+	char key[64];
+	struct vd_value val;       /* scalar; a string's text is in str */
+	char str[256];
+};
+
+struct host_mom {
+	pthread_mutex_t lock;
+	size_t n;
+	struct host_mom_entry e[HOST_MOM_MAX];
+};
 
 /* ---- the backend's state ----------------------------------------------- */
 
@@ -268,6 +337,7 @@ struct host_state {
 	struct host_topo topo;
 	struct host_caps *caps;
 	uint64_t start_ms;                    /* vd_now_ms() at creation */
+	struct host_mom mom;                  /* Host.setMOMPolicyParameters */
 };
 
 struct host_opts {
@@ -275,6 +345,7 @@ struct host_opts {
 	unsigned interval_ms;      /* between samples */
 	unsigned first_ms;         /* first CPU interval (~150 ms) */
 	bool start_thread;         /* false: only the first sample (tests) */
+	const char *libvirt_uri;   /* when d is NULL (tests); NULL: none */
 };
 
 /* Create the state and take the first sample (blocks first_ms).  Never
@@ -285,6 +356,19 @@ void host_state_free(struct host_state *h);
 void host_sample_now(struct host_state *h);
 /* Latest snapshot with a reference (never NULL after host_state_new). */
 struct host_snapshot *host_snapshot_get(struct host_state *h);
+
+/* (verbs_ext.c) Merge the scalar entries of the object kv into the stored
+ * MOM policy (as VDSM's MomClient keeps them).  Nothing changes on a bad
+ * entry.  0, or VD_EINVAL / VD_ETOOBIG with why set. */
+int host_mom_set(struct host_state *h, const struct vd_value *kv, char *why, size_t whylen);
+/* Write "momPolicy": {stored entries} into the open getStats object. */
+void host_mom_write(struct host_state *h, struct vd_writer *w);
+/* (verbs_ext.c) Handlers bound in host_bindings (verbs.c). */
+int host_ping(struct rpc_call *c);
+int host_get_hardware_info(struct rpc_call *c);
+int host_set_mom_policy_parameters(struct rpc_call *c);
+int host_get_jobs(struct rpc_call *c);
+int host_hostdev_list_by_caps(struct rpc_call *c);
 
 /* Read the raw counters from root into r (allocated with host_raw_alloc);
  * topo (may be NULL) names the NUMA nodes whose meminfo is read. */

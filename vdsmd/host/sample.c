@@ -86,9 +86,27 @@ void host_raw_read(const char *root, struct vd_buf *b, struct host_raw *r,
 		if (host_read_rel(root, rel, MAX_SMALL, b) == 0 &&
 		    host_parse_node_meminfo(b->data, b->len, &nr->total_kb, &nr->free_kb) == 0) {
 			nr->id = topo->nodes[i];
+			snprintf(rel, sizeof(rel), "/sys/devices/system/node/node%u/hugepages",
+				 topo->nodes[i]);
+			nr->nhuge = host_huge_read(root, rel, nr->huge, HOST_HUGE_SIZES);
 			r->nnode++;
 		}
 	}
+	host_ksm_read(root, &r->ksm);
+	if (r->ksm.present) {
+		int pid = host_ksmd_pid(root, 0);
+		char rel[48];
+		uint64_t ut, st;
+		snprintf(rel, sizeof(rel), "/proc/%d/stat", pid);
+		if (pid > 0 && host_read_rel(root, rel, MAX_SMALL, b) == 0 &&
+		    host_parse_pid_stat(b->data, b->len, &ut, &st) == 0) {
+			r->ksmd_ok = true;
+			r->ksmd_ticks = ut + st;
+		}
+	}
+	r->nhuge = host_huge_read(root, "/sys/kernel/mm/hugepages", r->huge, HOST_HUGE_SIZES);
+	for (size_t i = 0; i < HOST_DISK_PATHS; i++)
+		r->disk_free_mib[i] = host_disk_free_mib(root, host_disk_paths[i]);
 }
 
 static int cmp_unsigned(const void *a, const void *b)
@@ -303,6 +321,8 @@ struct host_snapshot *host_snapshot_build(const struct host_raw *prev,
 		uint64_t free_kb = VD_MIN(nr->free_kb, nr->total_kb);
 		nm->free_mib = free_kb / 1024;
 		nm->percent = nr->total_kb ? 100 - (int)(100.0 * (double)free_kb / (double)nr->total_kb) : 100;
+		nm->nhuge = nr->nhuge;
+		memcpy(nm->huge, nr->huge, sizeof(nm->huge));
 	}
 	if (!cur->nnode && cur->mem_ok) {
 		struct host_node_mem *nm = &s->nodes[s->nnode++];
@@ -332,6 +352,18 @@ struct host_snapshot *host_snapshot_build(const struct host_raw *prev,
 		s->tx_dropped += nd->tx_drop;
 	}
 	thp_state(root, s->thp_state, sizeof(s->thp_state));
+
+	/* KSM as MOM reports it; ksmd's CPU in % of one CPU over the interval */
+	s->ksm = cur->ksm;
+	if (prev->ksmd_ok && cur->ksmd_ok && cur->mono_ns > prev->mono_ns && clk_tck > 0 &&
+	    cur->ksmd_ticks >= prev->ksmd_ticks) {
+		double secs = (double)(cur->mono_ns - prev->mono_ns) / 1e9;
+		double p = 100.0 * (double)(cur->ksmd_ticks - prev->ksmd_ticks) / (double)clk_tck / secs;
+		s->ksm_cpu = p > 0 ? (int)(p + 0.5) : 0;
+	}
+	s->nhuge = cur->nhuge;
+	memcpy(s->huge, cur->huge, sizeof(s->huge));
+	memcpy(s->disk_free_mib, cur->disk_free_mib, sizeof(s->disk_free_mib));
 	return s;
 }
 
@@ -418,6 +450,7 @@ struct host_state *host_state_new(struct vdsmd *d, const struct host_opts *o)
 	h->clk_tck = sysconf(_SC_CLK_TCK);
 	pthread_mutex_init(&h->snap_lock, NULL);
 	pthread_mutex_init(&h->stop_lock, NULL);
+	pthread_mutex_init(&h->mom.lock, NULL);
 	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -430,7 +463,8 @@ struct host_state *host_state_new(struct vdsmd *d, const struct host_opts *o)
 	/* first sample: two readings a short interval apart, so the first
 	 * snapshot already has CPU percentages */
 	host_topo_read(h->root, &h->topo);
-	h->caps = host_caps_new(h->root, &h->topo);
+	h->caps = host_caps_new(h->root, &h->topo,
+				d ? d->cfg.libvirt_uri : o->libvirt_uri);
 	host_raw_alloc(&h->prev);
 	host_raw_read(h->root, &h->scratch, &h->prev, &h->topo);
 	unsigned first = o->first_ms ? o->first_ms : 150;
@@ -471,5 +505,6 @@ void host_state_free(struct host_state *h)
 	pthread_cond_destroy(&h->stop_cond);
 	pthread_mutex_destroy(&h->stop_lock);
 	pthread_mutex_destroy(&h->snap_lock);
+	pthread_mutex_destroy(&h->mom.lock);
 	free(h);
 }

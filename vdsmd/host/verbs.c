@@ -1,5 +1,5 @@
 /* vdsmd/host/verbs.c - handlers of the Host family declared in
- * rpc/schema_host.c.  They run on the loop thread and never block: getStats
+ * api/Host.yaml.  They run on the loop thread and never block: getStats
  * reads the latest snapshot (a mutex-guarded pointer load + reference),
  * getCapabilities copies its cached encoding.  The engine binds them with
  * app = the struct vdsmd (d->host is the backend state).
@@ -12,6 +12,7 @@
 
 #include <stdio.h>
 #include <time.h>
+#include <unistd.h>
 #include "../virt/virt.h"
 #include "../storage/storage.h"
 
@@ -69,9 +70,13 @@ static int host_ping2(struct rpc_call *c)
 	return 0;
 }
 
+/* Its meaning lives in the network backend (a setupNetworks waiting for the
+ * engine's confirmation), handed over by the daemon as a hook. */
 static int host_confirm_connectivity(struct rpc_call *c)
 {
-	(void)c;
+	struct vdsmd *d = c->app;
+	if (d && d->confirm_connectivity)
+		d->confirm_connectivity(d);
 	return 0;
 }
 
@@ -130,6 +135,68 @@ static void write_cpu_numa(struct vd_writer *w, const struct host_snapshot *s)
 		vw_begin_object(w);
 		kstr_u64(w, "memFree", s->nodes[i].free_mib);
 		vw_kint(w, "memPercent", s->nodes[i].percent);
+		if (s->nodes[i].nhuge) {
+			vw_keyz(w, "hugepages");
+			vw_begin_object(w);
+			for (size_t k = 0; k < s->nodes[i].nhuge; k++) {
+				char sz[24];
+				snprintf(sz, sizeof(sz), "%llu",
+					 (unsigned long long)s->nodes[i].huge[k].size_kb);
+				vw_keyz(w, sz);
+				vw_begin_object(w);
+				vw_kint(w, "freePages", (int64_t)s->nodes[i].huge[k].free);
+				vw_end_object(w);
+			}
+			vw_end_object(w);
+		}
+		vw_end_object(w);
+	}
+	vw_end_object(w);
+}
+
+/* ksmState/ksmPages/ksmMergeAcrossNodes/memShared/ksmCpu as VDSM's
+ * MomClient.getKsmStats() shapes them; absent when the kernel has no KSM
+ * (VDSM leaves them out when it cannot read them). */
+static void write_ksm(struct vd_writer *w, const struct host_snapshot *s)
+{
+	if (!s->ksm.present)
+		return;
+	long page = sysconf(_SC_PAGESIZE);
+	vw_kbool(w, "ksmState", s->ksm.run);
+	vw_kint(w, "ksmPages", (int64_t)s->ksm.pages_to_scan);
+	vw_kbool(w, "ksmMergeAcrossNodes", s->ksm.merge_across_nodes);
+	vw_kint(w, "memShared",
+		(int64_t)(s->ksm.pages_sharing * (uint64_t)(page > 0 ? page : 4096) / (1024 * 1024)));
+	vw_kint(w, "ksmCpu", s->ksm_cpu);
+}
+
+/* hugepages: {"<size kB>": {free_hugepages, nr_hugepages, resv_hugepages,
+ * surplus_hugepages, vm.free_hugepages}} (VDSM hugepages.state(), no pages
+ * reserved for the host); diskStats: {"<path>": {"free": "<MiB>"}}. */
+static void write_huge_disk(struct vd_writer *w, const struct host_snapshot *s)
+{
+	vw_keyz(w, "hugepages");
+	vw_begin_object(w);
+	for (size_t i = 0; i < s->nhuge; i++) {
+		const struct host_huge *hp = &s->huge[i];
+		char k[24];
+		snprintf(k, sizeof(k), "%llu", (unsigned long long)hp->size_kb);
+		vw_keyz(w, k);
+		vw_begin_object(w);
+		vw_kint(w, "nr_hugepages", (int64_t)hp->nr);
+		vw_kint(w, "free_hugepages", (int64_t)hp->free);
+		vw_kint(w, "resv_hugepages", (int64_t)hp->resv);
+		vw_kint(w, "surplus_hugepages", (int64_t)hp->surplus);
+		vw_kint(w, "vm.free_hugepages", (int64_t)hp->free);
+		vw_end_object(w);
+	}
+	vw_end_object(w);
+	vw_keyz(w, "diskStats");
+	vw_begin_object(w);
+	for (size_t i = 0; i < HOST_DISK_PATHS; i++) {
+		vw_keyz(w, host_disk_paths[i]);
+		vw_begin_object(w);
+		vw_kstrf(w, "free", "%lld", (long long)s->disk_free_mib[i]);
 		vw_end_object(w);
 	}
 	vw_end_object(w);
@@ -201,11 +268,12 @@ static int host_get_stats(struct rpc_call *c)
 		vw_begin_object(w);
 		vw_end_object(w);
 	}
+	/* no MOM runs beside vdsmd: "disabled" (VDSM's MOMStatus for a host
+	 * without MOM); KSM is read from sysfs, as MOM would report it */
 	vw_kstr(w, "momStatus", "disabled");
-	vw_kbool(w, "ksmState", false);
-	vw_kint(w, "ksmPages", 0);
-	vw_kint(w, "ksmCpu", 0);
-	vw_kint(w, "memShared", 0);
+	write_ksm(w, s);
+	write_huge_disk(w, s);
+	host_mom_write(h, w);
 	vw_kstr(w, "netConfigDirty", "False");
 	write_ha_stats(w);
 	vw_end_object(w);
@@ -230,6 +298,11 @@ static const struct vd_codec *codec_of(const struct vd_writer_ops *ops)
 
 void host_caps_write(struct host_caps *c, struct vd_writer *w)
 {
+	if (atomic_load(&c->net)) {
+		/* the network sections change: encode everything each time */
+		host_caps_encode(c, w);
+		return;
+	}
 	unsigned n = atomic_load_explicit(&c->nenc, memory_order_acquire);
 	for (unsigned i = 0; i < n; i++)
 		if (c->enc[i].ops == w->ops) {
@@ -277,5 +350,10 @@ const struct rpc_binding host_bindings[] = {
 	{ "Host.confirmConnectivity", host_confirm_connectivity },
 	{ "Host.getStats", host_get_stats },
 	{ "Host.getCapabilities", host_get_capabilities },
+	{ "Host.ping", host_ping },
+	{ "Host.getHardwareInfo", host_get_hardware_info },
+	{ "Host.setMOMPolicyParameters", host_set_mom_policy_parameters },
+	{ "Host.getJobs", host_get_jobs },
+	{ "Host.hostdevListByCaps", host_hostdev_list_by_caps },
 	{ NULL, NULL },
 };

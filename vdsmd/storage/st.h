@@ -225,9 +225,11 @@ struct storage_state {
 	/* task state change hook (events); called without s->lock held */
 	void (*notify)(void *ctx, const struct st_task_status *st);
 	void *notify_ctx;
-	/* test knobs */
+#ifdef VD_TEST_HOOKS
+	/* test builds only (make asan-unit / tsan) */
 	unsigned prealloc_chunk_delay_us;
 	bool prealloc_force_write;  /* skip fallocate, write zeros */
+#endif
 	/* reconciliation report of the last st_open() */
 	unsigned scan_removed, tasks_aborted;
 };

@@ -152,7 +152,11 @@ void st_task_submit(struct storage_state *s, struct st_task *t)
 void st_task_finish(struct storage_state *s, struct st_task *t, enum st_task_result r,
 		    int code, const char *msg)
 {
-	struct st_task copy = *t;
+	/* Task.stop writes state and message under the lock: copy them there */
+	struct st_task copy;
+	pthread_mutex_lock(&s->lock);
+	copy = *t;
+	pthread_mutex_unlock(&s->lock);
 	copy.state = ST_TS_FINISHED;
 	copy.result = r;
 	copy.code = code;
@@ -171,10 +175,11 @@ void st_task_finish(struct storage_state *s, struct st_task *t, enum st_task_res
 	st_task_status_copy(t, &st);
 	pthread_cond_broadcast(&s->task_cond);
 	pthread_mutex_unlock(&s->lock);
+	/* t may be gone now (Task.clear of a finished task): only the copy */
 	if (r == ST_TR_SUCCESS)
-		log_debug("storage: task %s (%s) finished", t->id, t->verb);
+		log_debug("storage: task %s (%s) finished", st.id, st.verb);
 	else
-		log_info("storage: task %s (%s) failed: %s", t->id, t->verb, msg);
+		log_info("storage: task %s (%s) failed: %s", st.id, st.verb, msg);
 	notify(s, &st);
 }
 
@@ -236,7 +241,10 @@ void st_stop_workers(struct storage_state *s)
 	 * are reported "aborted by restart" next time. */
 	for (struct st_map_ent *e = map_first(&s->tasks); e; e = map_next(&s->tasks, e)) {
 		struct st_task *t = map_val(e);
-		if (t->state == ST_TS_RUNNING || t->state == ST_TS_ABORTING) {
+		/* abort_why is written once, before abort is set: the task
+		 * thread reads it without the lock after seeing abort */
+		if ((t->state == ST_TS_RUNNING || t->state == ST_TS_ABORTING) &&
+		    !__atomic_load_n(&t->abort, __ATOMIC_RELAXED)) {
 			snprintf(t->abort_why, sizeof(t->abort_why), "vdsmd is shutting down");
 			__atomic_store_n(&t->abort, true, __ATOMIC_RELEASE);
 		}
@@ -285,8 +293,11 @@ int st_task_stop(struct storage_state *s, const char *id, struct st_err *e)
 		return st_fail(e, RPC_E_TASK_STATE, "task %s is finished, it cannot be stopped", id);
 	}
 	if (t->state != ST_TS_ABORTING) {
-		snprintf(t->abort_why, sizeof(t->abort_why), "stopped by request");
-		__atomic_store_n(&t->abort, true, __ATOMIC_RELEASE);
+		/* abort_why: written once, before abort (see st_stop_workers) */
+		if (!__atomic_load_n(&t->abort, __ATOMIC_RELAXED)) {
+			snprintf(t->abort_why, sizeof(t->abort_why), "stopped by request");
+			__atomic_store_n(&t->abort, true, __ATOMIC_RELEASE);
+		}
 		t->state = ST_TS_ABORTING;
 		snprintf(t->message, sizeof(t->message), "Task is aborting");
 	}
@@ -305,9 +316,10 @@ int st_task_clear(struct storage_state *s, const char *id, struct st_err *e)
 		return -1;
 	}
 	if (t->state != ST_TS_FINISHED) {
+		enum st_task_state state = t->state;  /* read under the lock */
 		pthread_mutex_unlock(&s->lock);
 		return st_fail(e, RPC_E_TASK_STATE, "task %s is %s; only finished tasks can be cleared",
-			       id, st_task_state_name(t->state));
+			       id, st_task_state_name(state));
 	}
 	map_del(&s->tasks, id);
 	pthread_mutex_unlock(&s->lock);

@@ -81,9 +81,10 @@ static int domtype_from_name(const char *s)
 	return 0;
 }
 
+/* Absent, null or "" : "no filter", as VDSM reads these params. */
 static bool is_null(const struct vd_value *v)
 {
-	return !v || v->type == VD_NULL;
+	return !v || v->type == VD_NULL || (v->type == VD_STRING && v->v.s.len == 0);
 }
 
 int vh_host_get_storage_domains(struct rpc_call *c)

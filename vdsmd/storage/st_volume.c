@@ -152,7 +152,11 @@ static int write_zeros(int fd, off_t off, off_t len)
 static int preallocate(struct storage_state *s, struct st_task *t, int fd, int64_t size,
 		       char *err, size_t errlen)
 {
+#ifdef VD_TEST_HOOKS
 	bool use_write = s->prealloc_force_write;
+#else
+	bool use_write = false;
+#endif
 	for (off_t off = 0; off < size;) {
 		if (task_aborted(s, t)) {
 			snprintf(err, errlen, "Task is aborted: %s", t->abort_why);
@@ -180,8 +184,10 @@ static int preallocate(struct storage_state *s, struct st_task *t, int fd, int64
 		}
 		off += len;
 		task_progress(s, t, off, size);
+#ifdef VD_TEST_HOOKS
 		if (s->prealloc_chunk_delay_us)
 			usleep(s->prealloc_chunk_delay_us);
+#endif
 	}
 	return 0;
 }
@@ -244,8 +250,17 @@ static int run_qemu_img(char *const argv[], char *err, size_t errlen)
 	struct qemu_child q = { exe, argv, pfd[1] };
 	size_t stack_size = 64 * 1024;
 	char *stack = xmalloc(stack_size);
+#ifdef __SANITIZE_THREAD__
+	/* ThreadSanitizer cannot follow a CLONE_VM child (it runs its
+	 * interceptors on the calling thread's sanitizer state and corrupts
+	 * it): the TSan build (make tsan) forks. */
+	pid_t pid = fork();
+	if (pid == 0)
+		qemu_child_main(&q);
+#else
 	/* CLONE_VM|CLONE_VFORK: like vfork, the parent resumes after exec. */
 	pid_t pid = clone(qemu_child_main, stack + stack_size, CLONE_VM | CLONE_VFORK | SIGCHLD, &q);
+#endif
 	int cerr = errno;
 	free(stack);
 	free(exe);

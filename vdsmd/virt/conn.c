@@ -100,7 +100,9 @@ static virConnectPtr try_connect(struct virt_state *s)
 	const char *uri = s->d->cfg.libvirt_uri ? s->d->cfg.libvirt_uri : "qemu:///system";
 	virConnectPtr c = virConnectOpen(uri);
 	if (!c) {
-		s->backoff_s = s->backoff_s ? VD_MIN(s->backoff_s * 2, BACKOFF_MAX_S) : 1;
+		/* written by this thread only; atomic: tests read it */
+		unsigned b = s->backoff_s ? VD_MIN(s->backoff_s * 2, BACKOFF_MAX_S) : 1;
+		__atomic_store_n(&s->backoff_s, b, __ATOMIC_RELAXED);
 		log_warn("virt: cannot connect to libvirt at %s: %s (retry in %u s)", uri,
 			 virt_last_error(), s->backoff_s);
 		return NULL;
@@ -207,7 +209,7 @@ static void sample_once(struct virt_state *s)
 			return;
 		virConnectRef(c);
 	}
-	s->backoff_s = 0;
+	__atomic_store_n(&s->backoff_s, 0, __ATOMIC_RELAXED);
 	struct virt_snapshot *snap = virt_sample(s, c);
 	if (snap) {
 		s->samples++;
@@ -218,7 +220,7 @@ static void sample_once(struct virt_state *s)
 		s->sample_failures++;
 		if (virConnectIsAlive(c) != 1) {
 			virt_conn_lost(s, c);
-			s->backoff_s = 1;
+			__atomic_store_n(&s->backoff_s, 1, __ATOMIC_RELAXED);
 		}
 	}
 	virConnectClose(c);
@@ -235,13 +237,12 @@ static void *sampler_main(void *arg)
 		sample_once(s);
 		pthread_mutex_lock(&s->lock);
 		s->done_seq = seq;
+		bool first = !s->reported_ready;
+		s->reported_ready = true;   /* under the lock: tests read it */
 		pthread_cond_broadcast(&s->cond);
 		pthread_mutex_unlock(&s->lock);
-		if (!s->reported_ready) {
-			/* after the first attempt, connected or not (see above) */
-			s->reported_ready = true;
+		if (first)  /* after the first attempt, connected or not (see above) */
 			vdsmd_subsystem_ready(s->d, "virt");
-		}
 		pthread_mutex_lock(&s->lock);
 		uint64_t wait_ms = s->conn ? (uint64_t)s->sample_interval_s * 1000
 					   : (uint64_t)(s->backoff_s ? s->backoff_s : 1) * 1000;
@@ -298,8 +299,10 @@ int virt_init(struct vdsmd *d)
 	s->reboot_cb_id = -1;
 	s->ev_timer = -1;
 	s->sample_interval_s = d->cfg.vm_sample_interval ? d->cfg.vm_sample_interval : 15;
+#ifdef VD_TEST_HOOKS
 	const char *nc = getenv("VDSMD_VIRT_NO_CACHE");
 	s->no_cache = nc && strcmp(nc, "1") == 0;
+#endif
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_mutex_init(&s->pub_lock, NULL);
 	pthread_condattr_t ca;

@@ -293,7 +293,7 @@ int virt_resolve_nics(struct rpc_call *c, struct virt_state *s, struct virt_engx
 /* The engine's XML: parse, resolve, rewrite into x. */
 static int build_engine(struct rpc_call *c, struct virt_state *s, const struct vd_value *xv,
 			const char *id, const char *dtype, struct vd_buf *x,
-			const char **name_out)
+			const char **name_out, uint64_t *mem_mib, unsigned *smp)
 {
 	if (xv->type != VD_STRING || xv->v.s.len == 0 || xv->v.s.len > MAX_XML ||
 	    memchr(xv->v.s.ptr, 0, xv->v.s.len))
@@ -311,6 +311,8 @@ static int build_engine(struct rpc_call *c, struct virt_state *s, const struct v
 		return -1;
 	engxml_rewrite(xml, ex, dtype, x);
 	*name_out = arena_strndup(c->arena, ex->name, strlen(ex->name));
+	*mem_mib = ex->mem_mib;
+	*smp = ex->smp ? ex->smp : 1;
 	return 0;
 }
 
@@ -367,7 +369,9 @@ int virt_verb_create(struct rpc_call *c)
 		rpc_fail(c, RPC_E_VM_EXISTS, "%s", id);
 		goto out;
 	}
-	if ((xv ? build_engine(c, s, xv, id, dtype, &x, &name)
+	uint64_t mem_mib = 0;
+	unsigned smp = 1;
+	if ((xv ? build_engine(c, s, xv, id, dtype, &x, &name, &mem_mib, &smp)
 		: build_flat(c, p, id, dtype, &x, &name)) < 0)
 		goto out;
 
@@ -427,6 +431,9 @@ int virt_verb_create(struct rpc_call *c)
 	if (!xv) {
 		vw_kint(c->w, "memSize", int_or_str(vd_obj_get(p, "memSize"), 1024));
 		vw_kstrf(c->w, "smp", "%lld", (long long)int_or_str(vd_obj_get(p, "smp"), 1));
+	} else {
+		vw_kint(c->w, "memSize", (int64_t)mem_mib);
+		vw_kstrf(c->w, "smp", "%u", smp);
 	}
 	vw_end_object(c->w);
 	rc = 0;

@@ -77,7 +77,8 @@ static void encode_disks(struct vd_writer *w, const struct virt_vm *vm)
 		kstr_u64(w, "flushLatency", d->fl_lat_ns);
 		kstr_u64(w, "apparentsize", d->physical);
 		kstr_u64(w, "truesize", d->allocation);
-		vw_kstr(w, "imageID", d->image_id);
+		if (d->image_id[0])  /* a UUID or nothing (VmDiskStats) */
+			vw_kstr(w, "imageID", d->image_id);
 		vw_end_object(w);
 	}
 	vw_end_object(w);
@@ -165,21 +166,26 @@ static void encode_memory(struct vd_writer *w, const struct virt_vm *vm)
 	kstr_u64(w, "balloon_target", vm->balloon_target_kib ? vm->balloon_target_kib : vm->mem_kib);
 	vw_kbool(w, "ballooning_enabled", true);
 	vw_end_object(w);
-	vw_keyz(w, "memoryStats");
-	vw_begin_object(w);
+	/* only with the balloon's readings (GuestMemoryStats' keys are all
+	 * required); a VM without them has no memoryStats, as VDSM without agent */
 	if (vm->have_memstats) {
+		vw_keyz(w, "memoryStats");
+		vw_begin_object(w);
 		kstr_u64(w, "mem_total", vm->ms_available);
 		kstr_u64(w, "mem_unused", vm->ms_unused);
 		kstr_u64(w, "mem_free", vm->ms_usable ? vm->ms_usable : vm->ms_unused);
 		kstr_u64(w, "mem_cached", vm->ms_caches);
 		vw_kstr(w, "mem_buffers", "0");
-		kstr_u64(w, "swap_in", vm->ms_swap_in);
-		kstr_u64(w, "swap_out", vm->ms_swap_out);
-		kstr_u64(w, "majflt", vm->ms_majflt);
-		kstr_u64(w, "minflt", vm->ms_minflt);
-		kstr_u64(w, "pageflt", vm->ms_majflt + vm->ms_minflt);
+		/* the fault and swap counters are JSON ints, as VDSM sends them
+		 * (GuestMemoryStats); the mem_* sizes stay strings */
+		vw_kint(w, "swap_in", (int64_t)VD_MIN(vm->ms_swap_in, (uint64_t)INT64_MAX));
+		vw_kint(w, "swap_out", (int64_t)VD_MIN(vm->ms_swap_out, (uint64_t)INT64_MAX));
+		vw_kint(w, "majflt", (int64_t)VD_MIN(vm->ms_majflt, (uint64_t)INT64_MAX));
+		vw_kint(w, "minflt", (int64_t)VD_MIN(vm->ms_minflt, (uint64_t)INT64_MAX));
+		vw_kint(w, "pageflt", (int64_t)VD_MIN(vm->ms_majflt + vm->ms_minflt,
+						       (uint64_t)INT64_MAX));
+		vw_end_object(w);
 	}
-	vw_end_object(w);
 	kstr_u64(w, "memUsage", vm->mem_usage);
 }
 

@@ -232,6 +232,24 @@ int engxml_parse(const char *xml, struct virt_engxml *x, char *why, size_t whyle
 		snprintf(why, whylen, "xml: <name> missing");
 		return VD_EINVAL;
 	}
+	char num[32];
+	const char *m = dx_find_child(dom, dend, "memory");
+	if (m && dx_child_text(dom, dend, "memory", num, sizeof num)) {
+		char unit[16] = "KiB";
+		if (attr_span(m, "unit", &vs, &ve))
+			copy_span(unit, sizeof unit, vs, ve);
+		unsigned long long v = strtoull(num, NULL, 10);
+		int sh = unit[0] == 'G' || unit[0] == 'g' ? 30 : unit[0] == 'M' || unit[0] == 'm' ? 20 :
+			 unit[0] == 'b' ? 0 : 10;
+		x->mem_mib = sh >= 20 ? v << (sh - 20) : v >> (20 - sh);
+	}
+	const char *vc = dx_find_child(dom, dend, "vcpu");
+	if (vc) {
+		if (attr_span(vc, "current", &vs, &ve) && copy_span(num, sizeof num, vs, ve))
+			x->smp = (unsigned)strtoul(num, NULL, 10);
+		else if (dx_child_text(dom, dend, "vcpu", num, sizeof num))
+			x->smp = (unsigned)strtoul(num, NULL, 10);
+	}
 	return engxml_parse_devices(xml, x, why, whylen);
 }
 

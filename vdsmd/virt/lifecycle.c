@@ -118,14 +118,28 @@ static int act_cont(struct rpc_call *c, struct virt_state *s, virDomainPtr dom, 
 	return virDomainResume(dom) < 0 ? virt_fail_libvirt(c, "cont", id) : 0;
 }
 
+/* VM.pause and VM.cont answer {"vmList": {}} as VDSM does (the engine's
+ * client casts the result to a map; api/VM.yaml VmRunningStateChange). */
+static int state_change_result(struct rpc_call *c, int rc)
+{
+	if (rc < 0)
+		return rc;
+	vw_begin_object(c->w);
+	vw_keyz(c->w, "vmList");
+	vw_begin_object(c->w);
+	vw_end_object(c->w);
+	vw_end_object(c->w);
+	return 0;
+}
+
 int virt_verb_pause(struct rpc_call *c)
 {
-	return domain_verb(c, act_pause);
+	return state_change_result(c, domain_verb(c, act_pause));
 }
 
 int virt_verb_cont(struct rpc_call *c)
 {
-	return domain_verb(c, act_cont);
+	return state_change_result(c, domain_verb(c, act_cont));
 }
 
 void virt_mark_admin(struct virt_state *s, const char *id, const char *name, bool on)

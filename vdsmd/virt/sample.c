@@ -174,8 +174,30 @@ static void parse_record(struct raw *r, const virDomainStatsRecord *rec)
 	}
 }
 
-/* Per-domain calls for whatever the bulk call did not return. */
-static void fill_per_domain(struct raw *r, const struct virt_domxml *xml)
+/* The device names the per-domain calls need, copied from xml: the
+ * tracker's XML may be freed by VM.destroy on a worker as soon as s->lock is
+ * released, so the caller holds the lock while xml is the tracker's. */
+static void take_dev_names(struct raw *r, const struct virt_domxml *xml)
+{
+	if (!xml)
+		return;
+	if (!r->has_block) {
+		r->nblocks = xml->ndisks;
+		r->blocks = xcalloc(r->nblocks ? r->nblocks : 1, sizeof *r->blocks);
+		for (unsigned i = 0; i < xml->ndisks; i++)
+			snprintf(r->blocks[i].name, sizeof r->blocks[i].name, "%s", xml->disks[i].dev);
+	}
+	if (!r->has_net) {
+		r->nnets = xml->nnics;
+		r->nets = xcalloc(r->nnets ? r->nnets : 1, sizeof *r->nets);
+		for (unsigned i = 0; i < xml->nnics; i++)
+			snprintf(r->nets[i].name, sizeof r->nets[i].name, "%s", xml->nics[i].ifname);
+	}
+}
+
+/* Per-domain calls for whatever the bulk call did not return (device names
+ * from take_dev_names). */
+static void fill_per_domain(struct raw *r)
 {
 	virDomainPtr d = r->dom;
 	if (!r->has_state) {
@@ -229,12 +251,9 @@ static void fill_per_domain(struct raw *r, const struct virt_domxml *xml)
 			}
 		}
 	}
-	if (!r->has_block && xml) {
-		r->nblocks = xml->ndisks;
-		r->blocks = xcalloc(r->nblocks ? r->nblocks : 1, sizeof *r->blocks);
-		for (unsigned i = 0; i < xml->ndisks; i++) {
+	if (!r->has_block && r->blocks) {
+		for (unsigned i = 0; i < r->nblocks; i++) {
 			struct rblock *b = &r->blocks[i];
-			snprintf(b->name, sizeof b->name, "%s", xml->disks[i].dev);
 			virDomainBlockStatsStruct bs;
 			if (virDomainBlockStats(d, b->name, &bs, sizeof bs) == 0) {
 				b->rd_reqs = bs.rd_req > 0 ? (uint64_t)bs.rd_req : 0;
@@ -252,12 +271,9 @@ static void fill_per_domain(struct raw *r, const struct virt_domxml *xml)
 		}
 		r->has_block = true;
 	}
-	if (!r->has_net && xml) {
-		r->nnets = xml->nnics;
-		r->nets = xcalloc(r->nnets ? r->nnets : 1, sizeof *r->nets);
-		for (unsigned i = 0; i < xml->nnics; i++) {
+	if (!r->has_net && r->nets) {
+		for (unsigned i = 0; i < r->nnets; i++) {
 			struct rnet *n = &r->nets[i];
-			snprintf(n->name, sizeof n->name, "%s", xml->nics[i].ifname);
 			virDomainInterfaceStatsStruct is;
 			if (virDomainInterfaceStats(d, n->name, &is, sizeof is) == 0) {
 				n->rx_bytes = is.rx_bytes > 0 ? (uint64_t)is.rx_bytes : 0;
@@ -699,35 +715,30 @@ struct virt_snapshot *virt_sample(struct virt_state *s, virConnectPtr c)
 		}
 		free(xml);
 	}
-	/* per-domain calls need the device names: take them from this sample's
-	 * XML or a copy of the tracker's, made under the lock (VM.destroy may
-	 * free the tracker while the calls run) */
+	/* per-domain calls need the device names: copied from this sample's XML
+	 * or, under the lock, from the tracker's (VM.destroy on a worker frees
+	 * it: nothing of a tracker is read outside s->lock) */
 	for (unsigned i = 0; i < n; i++) {
 		struct raw *r = &raws[i];
 		if (r->xml_new) {
-			fill_per_domain(r, &r->xml);
-			continue;
+			take_dev_names(r, &r->xml);
+		} else {
+			pthread_mutex_lock(&s->lock);
+			struct virt_track *t = track_find(s, r->uuid);
+			take_dev_names(r, t ? &t->xml : NULL);
+			pthread_mutex_unlock(&s->lock);
 		}
-		struct virt_domxml copy;
-		bool have = false;
-		pthread_mutex_lock(&s->lock);
-		struct virt_track *t = track_find(s, r->uuid);
-		if (t) {
-			domxml_copy(&copy, &t->xml);
-			have = true;
-		}
-		pthread_mutex_unlock(&s->lock);
-		fill_per_domain(r, have ? &copy : NULL);
-		if (have)
-			domxml_free(&copy);
+		fill_per_domain(r);
 	}
 
+#ifdef VD_TEST_HOOKS
 	pthread_mutex_lock(&s->lock);
 	void (*hook)(struct virt_state *, void *) = s->sample_read_hook;
 	void *hook_arg = s->sample_read_hook_arg;
 	pthread_mutex_unlock(&s->lock);
 	if (hook)
 		hook(s, hook_arg);
+#endif
 	uint64_t now_ms = vd_now_ms();
 	struct virt_snapshot *snap = snapshot_new();
 	snap->taken_ms = now_ms;

@@ -18,8 +18,9 @@
  * verbs answer code 100 until the sampler has reconnected.
  *
  * virt_bindings expects the engine's app pointer to be the struct vdsmd.
- * Environment: VDSMD_VIRT_NO_CACHE=1 disables the encoded-response cache of
- * Host.getAllVmStats (benchmarks compare it with the cached path). */
+ * Test builds only (-DVD_TEST_HOOKS, never the installed daemon): the
+ * environment variable VDSMD_VIRT_NO_CACHE=1 disables the encoded-response
+ * cache of Host.getAllVmStats (benchmarks compare it with the cached path). */
 #ifndef VD_VDSMD_VIRT_H
 #define VD_VDSMD_VIRT_H
 

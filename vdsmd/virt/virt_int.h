@@ -114,6 +114,8 @@ struct virt_engxml {
 	char name[256];
 	size_t type_off, type_len;  /* <domain type=...> value */
 	bool has_metadata;          /* an ovirt-vm namespace is bound */
+	uint64_t mem_mib;           /* <memory>, 0 when absent */
+	unsigned smp;               /* <vcpu current=..> or <vcpu>, 0 when absent */
 	struct virt_engdisk disks[VIRT_ENG_MAX_DEV];
 	unsigned ndisks;
 	struct virt_engnic nics[VIRT_ENG_MAX_DEV];
@@ -275,10 +277,13 @@ struct virt_state {
 	uint64_t kick_seq;           /* bumped by every virt_kick() */
 	uint64_t done_seq;           /* kick_seq seen at the start of the last finished sample */
 	uint64_t event_seq;          /* bumped by every lifecycle event and admin mark (under lock) */
-	/* test hook: called by virt_sample() on the sampler thread after the
-	 * domain states are read and before they are merged (NULL normally) */
+#ifdef VD_TEST_HOOKS
+	/* test builds only (make asan-unit / tsan): called by virt_sample() on
+	 * the sampler thread after the domain states are read and before they
+	 * are merged (NULL normally) */
 	void (*sample_read_hook)(struct virt_state *s, void *arg);
 	void *sample_read_hook_arg;
+#endif
 	/* VMs removed by VM.destroy: samples and events in flight must not
 	 * bring them back (expire after VIRT_TOMB_MS) */
 	struct { char uuid[37]; uint64_t ms; } tombs[64];
@@ -296,7 +301,8 @@ struct virt_state {
 	uint64_t next_gen;
 	struct virt_track *tracks[VIRT_TRACK_BUCKETS];   /* by uuid hash */
 	unsigned sample_interval_s;
-	bool no_cache;               /* VDSMD_VIRT_NO_CACHE=1: always re-encode (bench) */
+	bool no_cache;               /* always re-encode: VDSMD_VIRT_NO_CACHE=1 in a
+				      * VD_TEST_HOOKS build (bench), false otherwise */
 	pthread_t sampler;
 	bool sampler_started;
 	pthread_t evthread;

@@ -1,0 +1,481 @@
+"""Host networking (vdsmd/net/) against the real kernel, in network namespaces.
+
+Every test makes two namespaces of its own: "host", where vdsmd runs (started
+with `ip netns exec`), and "engine", where this test process sits while it
+talks to vdsmd, like the oVirt engine.  veth pairs are the host's NICs:
+eth0 (management, 192.0.2.1/26) is wired to the engine's eng0 (192.0.2.2/26);
+eth1 and eth2 are free NICs.  Addresses come from 192.0.2.0/24 and
+2001:db8::/32 and exist only inside the namespaces, which are deleted after
+each test.  Without root (no namespaces) every test is skipped, not passed.
+"""
+
+import ctypes
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+import unittest
+import uuid
+
+import vdsmtest as vt
+
+CLONE_NEWNET = 0x40000000
+IP = shutil.which("ip") or "/usr/sbin/ip"
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _can_netns():
+    if os.geteuid() != 0 or not os.path.exists(IP):
+        return False
+    name = "vdtprobe%d" % os.getpid()
+    r = subprocess.run([IP, "netns", "add", name], capture_output=True)
+    if r.returncode != 0:
+        return False
+    subprocess.run([IP, "netns", "del", name], capture_output=True)
+    return True
+
+
+CAN_NETNS = _can_netns()
+
+
+def _kernel_has(kind):
+    """Whether this kernel creates links of kind (bond, vlan): probed in a
+    throw-away namespace (a kernel built without CONFIG_BONDING or
+    CONFIG_VLAN_8021Q cannot run those tests: they are skipped)."""
+    if not CAN_NETNS:
+        return False
+    name = "vdtk%d" % os.getpid()
+    subprocess.run([IP, "netns", "add", name], capture_output=True)
+    try:
+        if kind == "vlan":
+            subprocess.run([IP, "-n", name, "link", "add", "p0", "type", "veth", "peer",
+                            "name", "p1"], capture_output=True)
+            args = ["link", "add", "link", "p0", "name", "p0.5", "type", "vlan", "id", "5"]
+        else:
+            args = ["link", "add", "k0", "type", kind]
+        return subprocess.run([IP, "-n", name] + args, capture_output=True).returncode == 0
+    finally:
+        subprocess.run([IP, "netns", "del", name], capture_output=True)
+
+
+HAS_BOND = _kernel_has("bond")
+HAS_VLAN = _kernel_has("vlan")
+
+
+def ip(*args, ns=None, check=True):
+    cmd = [IP] + (["-n", ns] if ns else []) + list(args)
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if check and r.returncode != 0:
+        raise AssertionError("%s: %s" % (" ".join(cmd), r.stderr))
+    return r.stdout
+
+
+def _api():
+    path = os.path.join(vt.VDSMD_BUILD, "gen", "api.json")
+    with open(path) as f:
+        return json.load(f)
+
+
+def conforms(value, texpr, api, where="result"):
+    """Check value against a type expression of build/gen/api.json (the
+    api/ schema); raises AssertionError naming the path."""
+    t = texpr["t"]
+    if t == "list":
+        assert isinstance(value, list), "%s: not a list" % where
+        for i, v in enumerate(value):
+            conforms(v, texpr["of"], api, "%s[%d]" % (where, i))
+        return
+    if t == "map":
+        assert isinstance(value, dict), "%s: not an object" % where
+        for k, v in value.items():
+            conforms(v, texpr["of"], api, "%s.%s" % (where, k))
+        return
+    if t == "union":
+        errs = []
+        for alt in texpr["of"]:
+            try:
+                return conforms(value, alt, api, where)
+            except AssertionError as e:
+                errs.append(str(e))
+        raise AssertionError("; ".join(errs))
+    name = texpr["name"]
+    simple = {"string": str, "boolean": bool, "object": dict, "array": list}
+    if name in simple:
+        assert isinstance(value, simple[name]), "%s: not %s: %r" % (where, name, value)
+    elif name in ("int", "uint"):
+        assert isinstance(value, int) and not isinstance(value, bool), "%s: not int" % where
+    elif name == "numstring":
+        assert isinstance(value, str) and value.isdigit(), "%s: not numstring" % where
+    elif name in api["types"]:
+        ty = api["types"][name]
+        if ty["kind"] == "object":
+            assert isinstance(value, dict), "%s: not an object" % where
+            for fname, f in ty.get("fields", {}).items():
+                if fname in value:
+                    conforms(value[fname], f["type"], api, where + "." + fname)
+                else:
+                    assert not f["required"], "%s: %s missing" % (where, fname)
+            if not ty.get("open"):
+                extra = set(value) - set(ty.get("fields", {}))
+                assert not extra, "%s: unexpected keys %s" % (where, sorted(extra))
+        elif ty["kind"] == "map":
+            conforms(value, {"t": "map", "of": ty["of"]}, api, where)
+
+
+def setns(path):
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        if _libc.setns(fd, CLONE_NEWNET) != 0:
+            raise OSError(ctypes.get_errno(), "setns " + path)
+    finally:
+        os.close(fd)
+
+
+class NsDaemon(vt.Daemon):
+    """vdsmd inside the host namespace, listening on every address of it."""
+
+    def __init__(self, ns, state_dir):
+        self.ns = ns
+        self.state_dir = state_dir
+        super().__init__("--allow-plaintext", "yes", "--net-state-dir", state_dir,
+                         host="192.0.2.1", start=False)
+        self.start()
+
+    def command(self):
+        cmd = super().command()
+        i = cmd.index("--listen")
+        cmd[i + 1] = "0.0.0.0"
+        return [IP, "netns", "exec", self.ns] + cmd
+
+
+@unittest.skipUnless(CAN_NETNS, "network namespaces need root (ip netns add failed)")
+class HostNet(unittest.TestCase):
+    def setUp(self):
+        tag = uuid.uuid4().hex[:6]
+        self.hns, self.ens = "vdh" + tag, "vde" + tag
+        self.orig = os.open("/proc/self/ns/net", os.O_RDONLY)
+        ip("netns", "add", self.hns)
+        self.addCleanup(ip, "netns", "del", self.hns, check=False)
+        ip("netns", "add", self.ens)
+        self.addCleanup(ip, "netns", "del", self.ens, check=False)
+        for ns in (self.hns, self.ens):
+            ip("link", "set", "lo", "up", ns=ns)
+        for i, peer in ((0, "eng0"), (1, "peer1"), (2, "peer2")):
+            ip("link", "add", "eth%d" % i, "type", "veth", "peer", "name", peer, ns=self.hns)
+            ip("link", "set", peer, "netns", self.ens, ns=self.hns)
+            ip("link", "set", "eth%d" % i, "up", ns=self.hns)
+            ip("link", "set", peer, "up", ns=self.ens)
+        ip("addr", "add", "192.0.2.1/26", "dev", "eth0", ns=self.hns)
+        ip("addr", "add", "192.0.2.2/26", "dev", "eng0", ns=self.ens)
+        # this process talks from the engine side
+        setns("/var/run/netns/" + self.ens)
+        self.addCleanup(self._leave)
+        self.state = os.path.join(vt.tempfile.mkdtemp(prefix="vdsmnet-"), "netconf")
+        self.addCleanup(shutil.rmtree, os.path.dirname(self.state), True)
+        self.d = NsDaemon(self.hns, self.state)
+        self.addCleanup(self._stop)
+        self.assertTrue(self.d.wait_ready(20), self.d.log_lines()[-20:])
+        self.c = self.client()
+
+    def _leave(self):
+        setns("/proc/self/fd/%d" % self.orig)
+        os.close(self.orig)
+
+    def _stop(self):
+        if self.d.proc:
+            self.d.stop()
+        shutil.rmtree(self.d.tmp, ignore_errors=True)
+
+    def client(self):
+        c = self.d.stomp()
+        self.addCleanup(c.close)
+        c.connect()
+        c.subscribe(vt.RESPONSES, "r")
+        return c
+
+    def call(self, method, params=None, timeout=30, c=None):
+        return (c or self.c).call(method, params or {}, timeout=timeout)
+
+    def ok(self, method, params=None, timeout=30):
+        r = self.call(method, params, timeout)
+        self.assertIn("result", r, r)
+        return r["result"]
+
+    def setup_networks(self, networks, bondings=None, options=None, timeout=30):
+        return self.call("Host.setupNetworks", {"networks": networks,
+                                                "bondings": bondings or {},
+                                                "options": options or {}}, timeout)
+
+    def netcaps(self):
+        r = self.ok("Host.getNetworkCapabilities")
+        api = _api()
+        conforms(r, api["verbs"]["Host.getNetworkCapabilities"]["result"], api)
+        return r
+
+    def link(self, name):
+        out = ip("-j", "-d", "link", "show", name, ns=self.hns, check=False)
+        return json.loads(out)[0] if out.strip() else None
+
+    def addrs(self, name):
+        out = ip("-j", "addr", "show", "dev", name, ns=self.hns, check=False)
+        if not out.strip():
+            return []
+        return ["%s/%d" % (a["local"], a["prefixlen"]) for a in json.loads(out)[0]["addr_info"]
+                if a.get("scope") != "link"]
+
+    def assert_pristine(self):
+        """The host namespace as setUp left it."""
+        for dev in ("blue", "red", "bond0", "ovirtmgmt"):
+            self.assertIsNone(self.link(dev), dev)
+        for nic in ("eth1", "eth2"):
+            link = self.link(nic)
+            self.assertNotIn("master", link, nic)
+            self.assertEqual(link["mtu"], 1500)
+            self.assertEqual(self.addrs(nic), [])
+        self.assertEqual(self.addrs("eth0"), ["192.0.2.1/26"])
+
+    BLUE = {"nic": "eth1", "bridged": True, "ipaddr": "192.0.2.65",
+            "netmask": "255.255.255.224", "ipv6addr": "2001:db8:1::1/64", "switch": "legacy"}
+
+    def wait_host_conn(self, ev, timeout=10):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            f = ev.read_frame(max(0.1, deadline - time.monotonic()))
+            if f.cmd == "MESSAGE" and f.json().get("method") == "|net|host_conn|no_id":
+                self.assertIsInstance(f.json()["params"]["notify_time"], int)
+                return
+        self.fail("no |net|host_conn|no_id event")
+
+    # ---- tests ------------------------------------------------------------
+
+    def test_bridge_over_nic_static_address_and_event(self):
+        ev = self.client()
+        ev.subscribe(vt.EVENTS, "ev")
+        self.assertEqual(self.ok("Host.setupNetworks", {"networks": {"blue": self.BLUE},
+                                                        "bondings": {}, "options": {}}), True)
+        br = self.link("blue")
+        self.assertEqual(br["linkinfo"]["info_kind"], "bridge")
+        self.assertEqual(self.link("eth1")["master"], "blue")
+        self.assertIn("192.0.2.65/27", self.addrs("blue"))
+        self.assertIn("2001:db8:1::1/64", self.addrs("blue"))
+        caps = self.netcaps()
+        net = caps["networks"]["blue"]
+        self.assertEqual(net["iface"], "blue")
+        self.assertIs(net["bridged"], True)
+        self.assertEqual(net["switch"], "legacy")
+        self.assertEqual(net["addr"], "192.0.2.65")
+        self.assertEqual(net["netmask"], "255.255.255.224")
+        self.assertIn("2001:db8:1::1/64", net["ipv6addrs"])
+        self.assertEqual(caps["bridges"]["blue"]["ports"], ["eth1"])
+        self.assertEqual(caps["bridges"]["blue"]["stp"], "off")
+        self.assertIn("eth1", caps["nics"])
+        self.assertIsInstance(caps["nics"]["eth1"]["speed"], int)
+        # the capabilities of Host.getCapabilities carry the same sections
+        full = self.ok("Host.getCapabilities")
+        self.assertEqual(full["networks"]["blue"]["iface"], "blue")
+        self.assertIn("blue", full["bridges"])
+        stats = self.ok("Host.getNetworkStatistics")
+        api = _api()
+        conforms(stats, api["verbs"]["Host.getNetworkStatistics"]["result"], api)
+        self.assertIn("blue", stats["network"])
+        self.assertIsInstance(stats["network"]["eth1"]["rx"], str)
+        # |net|host_conn|no_id tells the engine to refresh capabilities: after
+        # setupNetworks, and when a managed network's link changes by itself
+        self.wait_host_conn(ev)
+        while True:  # drain what the change itself caused
+            try:
+                ev.read_frame(1.0)
+            except TimeoutError:
+                break
+        ip("link", "set", "blue", "down", ns=self.hns)
+        self.wait_host_conn(ev)
+
+    @unittest.skipUnless(HAS_BOND and HAS_VLAN,
+                         "this kernel has no bonding or no 802.1Q VLAN support")
+    def test_vlan_over_bond(self):
+        r = self.setup_networks(
+            {"red": {"bonding": "bond0", "vlan": 10, "bridged": "false",
+                     "ipaddr": "192.0.2.97", "prefix": 27}},
+            {"bond0": {"nics": ["eth2", "eth1"], "options": "mode=1 miimon=100"}})
+        self.assertIn("result", r, r)
+        self.assertEqual(self.link("bond0")["linkinfo"]["info_kind"], "bond")
+        self.assertEqual(self.link("eth1")["master"], "bond0")
+        self.assertEqual(self.link("eth2")["master"], "bond0")
+        vl = self.link("bond0.10")
+        self.assertEqual(vl["linkinfo"]["info_data"]["id"], 10)
+        self.assertEqual(self.addrs("bond0.10"), ["192.0.2.97/27"])
+        caps = self.netcaps()
+        self.assertEqual(caps["networks"]["red"]["iface"], "bond0.10")
+        self.assertIs(caps["networks"]["red"]["bridged"], False)
+        self.assertEqual(caps["networks"]["red"]["vlanid"], 10)
+        bond = caps["bondings"]["bond0"]
+        self.assertEqual(sorted(bond["slaves"]), ["eth1", "eth2"])
+        self.assertEqual(bond["opts"]["mode"], "1")
+        self.assertEqual(bond["opts"]["miimon"], "100")
+        self.assertEqual(caps["vlans"]["bond0.10"], dict(caps["vlans"]["bond0.10"],
+                                                         vlanid=10, iface="bond0"))
+        # remove both in one call
+        r = self.setup_networks({"red": {"remove": True}}, {"bond0": {"remove": "true"}})
+        self.assertIn("result", r, r)
+        self.assert_pristine()
+
+    @unittest.skipIf(HAS_VLAN, "this kernel has 802.1Q VLANs (test_vlan_over_bond covers them)")
+    def test_vlan_unsupported_by_the_kernel_rolls_back(self):
+        # built after "blue": the kernel refuses the VLAN device
+        r = self.setup_networks({"blue": self.BLUE,
+                                 "red": {"nic": "eth2", "vlan": 10, "bridged": True}})
+        self.assertEqual(r["error"]["code"], 26, r)
+        self.assertIn("eth2.10", r["error"]["message"])
+        self.assert_pristine()
+        self.assertEqual(self.netcaps()["networks"], {})
+
+    def test_mtu_change_and_removal(self):
+        self.assertIn("result", self.setup_networks({"blue": self.BLUE}))
+        self.assertEqual(self.link("blue")["mtu"], 1500)
+        self.assertIn("result", self.setup_networks({"blue": dict(self.BLUE, mtu=9000)}))
+        self.assertEqual(self.link("blue")["mtu"], 9000)
+        self.assertEqual(self.link("eth1")["mtu"], 9000)
+        caps = self.netcaps()
+        self.assertEqual(caps["networks"]["blue"]["mtu"], 9000)
+        self.assertEqual(caps["nics"]["eth1"]["mtu"], 9000)
+        self.assertIn("result", self.setup_networks({"blue": {"remove": True}}))
+        self.assert_pristine()
+        self.assertEqual(self.netcaps()["networks"], {})
+        r = self.setup_networks({"blue": {"remove": True}})
+        self.assertEqual(r["error"]["code"], 27, r)
+
+    def test_failed_step_rolls_back_everything(self):
+        # "zz" exists as a veth, not a bridge: building the bridge "zz" fails
+        # after "blue" (bridge, v4+v6 addresses, default route, MTU) and the
+        # nics were already taken over.
+        ip("link", "add", "zz", "type", "veth", "peer", "name", "zzp", ns=self.hns)
+        r = self.setup_networks(
+            {"blue": dict(self.BLUE, mtu=9000, gateway="192.0.2.66", defaultRoute=True),
+             "zz": {"nic": "eth2", "bridged": True, "ipaddr": "192.0.2.129",
+                    "netmask": "255.255.255.224"}})
+        self.assertEqual(r["error"]["code"], 27, r)
+        self.assertIn("zz", r["error"]["message"])
+        self.assert_pristine()
+        self.assertEqual(self.link("zz")["linkinfo"]["info_kind"], "veth")
+        self.assertEqual(ip("route", "show", "default", ns=self.hns).strip(), "")
+        self.assertEqual(self.netcaps()["networks"], {})
+
+    def test_missing_nic_changes_nothing(self):
+        r = self.setup_networks({"blue": dict(self.BLUE, nic="nosuch0")})
+        self.assertEqual(r["error"]["code"], 23, r)
+        self.assertIn("nosuch0", r["error"]["message"])
+        self.assert_pristine()
+
+    def test_connectivity_check_rolls_back_without_confirm(self):
+        t0 = time.monotonic()
+        r = self.setup_networks({"blue": self.BLUE}, options={
+            "connectivityCheck": "true", "connectivityTimeout": 2})
+        self.assertEqual(r["error"]["code"], 10, r)
+        self.assertGreaterEqual(time.monotonic() - t0, 2.0)
+        self.assert_pristine()
+        self.assertEqual(self.netcaps()["networks"], {})
+
+    def _setup_with_confirm(self, networks, options, timeout=20):
+        """setupNetworks on one connection while a second one polls
+        Host.confirmConnectivity, as the engine does."""
+        rid = self.c.request("Host.setupNetworks", {"networks": networks, "bondings": {},
+                                                    "options": options})
+        poll = self.client()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            self.assertEqual(self.call("Host.confirmConnectivity", c=poll)["result"], True)
+            try:
+                f = self.c.read_frame(0.3)
+            except (TimeoutError, OSError, EOFError, AssertionError):
+                continue
+            if f.cmd == "MESSAGE" and f.json().get("id") == rid:
+                return f.json()
+        self.fail("no setupNetworks answer")
+
+    def test_confirm_keeps_the_change(self):
+        r = self._setup_with_confirm({"blue": self.BLUE},
+                                     {"connectivityCheck": True, "connectivityTimeout": 10})
+        self.assertEqual(r.get("result"), True, r)
+        self.assertEqual(self.link("eth1")["master"], "blue")
+        self.assertIn("blue", self.netcaps()["networks"])
+
+    def test_management_address_needs_the_check(self):
+        r = self.setup_networks({"ovirtmgmt": {"nic": "eth0", "bridged": True,
+                                               "bootproto": "dhcp"}})
+        self.assertEqual(r["error"]["code"], 21, r)
+        self.assertIn("192.0.2.1", r["error"]["message"])
+        self.assert_pristine()
+
+    def test_safe_config_survives_kill_and_restart(self):
+        self.assertIn("result", self.setup_networks({"blue": self.BLUE}))
+        self.assertEqual(self.ok("Host.setSafeNetworkConfig"), True)
+        self.assertTrue(os.path.exists(os.path.join(self.state, "safe.json")))
+        vt.restart(self.d, signal.SIGKILL)
+        self.assertTrue(self.d.wait_ready(20))
+        self.c = self.client()
+        self.assertEqual(self.link("eth1")["master"], "blue")
+        self.assertIn("192.0.2.65/27", self.addrs("blue"))
+        self.assertEqual(self.netcaps()["networks"]["blue"]["addr"], "192.0.2.65")
+        # and it is still managed: removal works after the restart
+        self.assertIn("result", self.setup_networks({"blue": {"remove": True}}))
+        self.assert_pristine()
+
+    def test_unsafe_change_is_undone_at_restart(self):
+        self.assertIn("result", self.setup_networks(
+            {"blue": dict(self.BLUE, mtu=9000),
+             "red": {"nic": "eth2", "bridged": False, "ipaddr": "192.0.2.97", "prefix": 27}}))
+        self.assertEqual(self.link("eth1")["master"], "blue")
+        self.assertEqual(self.addrs("eth2"), ["192.0.2.97/27"])
+        vt.restart(self.d, signal.SIGKILL)
+        self.assertTrue(self.d.wait_ready(20))
+        self.assertTrue(self.d.wait_log("restoring the safe network configuration", 1),
+                        self.d.log_lines()[-10:])
+        self.c = self.client()
+        self.assert_pristine()
+        self.assertEqual(self.netcaps()["networks"], {})
+
+    def test_unreadable_safe_file_leaves_links_alone(self):
+        self.assertIn("result", self.setup_networks({"blue": self.BLUE}))
+        with open(os.path.join(self.state, "safe.json"), "w") as f:
+            f.write('{"version":1,"networks":{"blue":')
+        vt.restart(self.d, signal.SIGKILL)
+        self.assertTrue(self.d.wait_ready(20))
+        self.assertTrue(self.d.wait_log("safe.json unreadable", 1), self.d.log_lines()[-10:])
+        self.c = self.client()
+        self.assertEqual(self.link("eth1")["master"], "blue")
+        self.assertIn("192.0.2.65/27", self.addrs("blue"))
+        self.assertIn("blue", self.netcaps()["networks"])
+
+    def test_engine_connect_flow_creates_bridged_ovirtmgmt(self):
+        """engine-flows.json, connect flow step 3, then steps 4 and the save."""
+        step3 = {"ovirtmgmt": {"nic": "eth0", "mtu": 1500, "bridged": "true",
+                               "bootproto": "dhcp", "defaultRoute": True,
+                               "switch": "legacy"}}
+        r = self._setup_with_confirm(step3, {"connectivityCheck": "true",
+                                             "commitOnSuccess": True,
+                                             "connectivityTimeout": 120})
+        self.assertEqual(r.get("result"), True, r)
+        caps = self.ok("Host.getCapabilities")
+        net = caps["networks"]["ovirtmgmt"]
+        self.assertEqual(net["switch"], "legacy")
+        self.assertIn(net["bridged"], (True, "true"))
+        self.assertEqual(net["iface"], "ovirtmgmt")
+        self.assertEqual(net["addr"], "192.0.2.1")
+        self.assertEqual(caps["bridges"]["ovirtmgmt"]["addr"], "192.0.2.1")
+        self.assertEqual(caps["bridges"]["ovirtmgmt"]["ports"], ["eth0"])
+        self.assertIn("eth0", caps["nics"])
+        self.assertIsInstance(caps["nameservers"], list)
+        for key in ("networks", "bridges", "nics", "vlans", "bondings"):
+            self.assertIsInstance(caps[key], dict, key)
+        self.assertEqual(self.ok("Host.setSafeNetworkConfig"), True)
+        with open(os.path.join(self.state, "safe.json")) as f:
+            self.assertIn("ovirtmgmt", json.load(f)["networks"])
+        self.assertEqual(self.link("eth0")["master"], "ovirtmgmt")
+        self.assertEqual(self.addrs("eth0"), [])
+        self.assertEqual(self.addrs("ovirtmgmt"), ["192.0.2.1/26"])
+
+
+if __name__ == "__main__":
+    unittest.main()

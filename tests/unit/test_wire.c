@@ -1,0 +1,324 @@
+/* tests/unit/test_wire.c - vdsmd/wire.c without sockets: the frame
+ * boundaries conn_flush() writes by (one frame per write, PROTOCOL.md 2),
+ * the plaintext pad of short MESSAGE frames (the result still parses, with
+ * the same headers and body), and events held behind the replies of the
+ * requests in flight when they came. */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../vdsmd/server.h"
+#include "../../stomp/stomp.h"
+#include "check_main.h"
+
+struct fixture {
+	struct vdsmd d;
+	struct vd_server s;
+	struct vd_conn c;
+};
+
+static void fx_init(struct fixture *f, size_t pad_to)
+{
+	memset(f, 0, sizeof(*f));
+	f->d.cfg.max_output = 1 << 20;
+	f->s.d = &f->d;
+	f->s.pad_to = pad_to;
+	f->c.srv = &f->s;
+	buf_init(&f->c.out);
+}
+
+static void fx_free(struct fixture *f)
+{
+	wire_free(&f->c);
+	buf_free(&f->c.out);
+}
+
+/* Append a MESSAGE with the given body, as the broker does, and record it. */
+static void message(struct vd_conn *c, const char *body)
+{
+	struct stomp_header h[] = {
+		{ "destination", 0, "jms.topic.vdsm_responses", 24 },
+		{ "subscription", 0, "s1", 2 },
+	};
+	stomp_write_frame(&c->out, STOMP_MESSAGE, h, 2, body, strlen(body));
+	wire_frame_end(c);
+}
+
+static void receipt(struct vd_conn *c)
+{
+	struct stomp_header h[] = { { "receipt-id", 0, "r1", 2 } };
+	stomp_write_frame(&c->out, STOMP_RECEIPT, h, 1, NULL, 0);
+	wire_frame_end(c);
+}
+
+/* What conn_flush does with n bytes written. */
+static void written(struct vd_conn *c, size_t n)
+{
+	buf_consume(&c->out, n);
+	c->out_base += n;
+}
+
+/* Parse the frame at the start of c->out (len bytes). */
+static void parse_one(struct vd_conn *c, size_t len, struct stomp_frame *f,
+		      struct stomp_header *hdr, unsigned cap)
+{
+	struct stomp_parser p;
+	struct stomp_limits lim = STOMP_LIMITS_DEFAULT;
+	stomp_parser_init(&p);
+	f->hdr = hdr;
+	f->hdr_cap = cap;
+	const char *why = NULL;
+	long n = stomp_parse(&p, &lim, c->out.data, len, f, &why);
+	ck_assert_msg(n == (long)len, "parsed %ld of %zu (%s)", n, len, why ? why : "");
+}
+
+START_TEST(one_write_per_frame)
+{
+	struct fixture fx;
+	fx_init(&fx, 0);
+	struct vd_conn *c = &fx.c;
+	message(c, "{\"id\":1}");
+	size_t a = c->out.len;
+	receipt(c);
+	size_t b = c->out.len - a;
+	buf_putc(&c->out, '\n');  /* a heart-beat is a frame of its own */
+	wire_frame_end(c);
+	message(c, "{\"id\":2}");
+	size_t d = c->out.len - a - b - 1;
+	/* each write stops at the end of the frame it starts in */
+	ck_assert_uint_eq(wire_next_len(c, c->out_base, c->out.len), a);
+	/* a partial write: the rest of that frame only */
+	written(c, 10);
+	ck_assert_uint_eq(wire_next_len(c, c->out_base, c->out.len), a - 10);
+	written(c, a - 10);
+	ck_assert_uint_eq(wire_next_len(c, c->out_base, c->out.len), b);
+	written(c, b);
+	ck_assert_uint_eq(wire_next_len(c, c->out_base, c->out.len), 1);
+	written(c, 1);
+	ck_assert_uint_eq(wire_next_len(c, c->out_base, c->out.len), d);
+	written(c, d);
+	ck_assert_uint_eq(c->out.len, 0);
+	ck_assert_uint_eq(c->fend_n, 1);  /* dropped on the next call */
+	/* bytes no frame was recorded for (HTTP): written as they are */
+	buf_append(&c->out, "HTTP/1.1 200 OK\r\n\r\n", 19);
+	ck_assert_uint_eq(wire_next_len(c, c->out_base, c->out.len), 19);
+	ck_assert_uint_eq(c->fend_n, 0);
+	fx_free(&fx);
+}
+END_TEST
+
+START_TEST(many_frames_grow_the_ring)
+{
+	struct fixture fx;
+	fx_init(&fx, 0);
+	struct vd_conn *c = &fx.c;
+	size_t len[100];
+	for (int i = 0; i < 100; i++) {
+		size_t before = c->out.len;
+		message(c, i % 2 ? "{}" : "{\"result\":true}");
+		len[i] = c->out.len - before;
+		if (i == 40) {  /* consume a few in between: the ring wraps */
+			for (int j = 0; j < 30; j++) {
+				size_t n = wire_next_len(c, c->out_base, c->out.len);
+				ck_assert_uint_eq(n, len[j]);
+				written(c, n);
+			}
+		}
+	}
+	for (int j = 30; j < 100; j++) {
+		size_t n = wire_next_len(c, c->out_base, c->out.len);
+		ck_assert_uint_eq(n, len[j]);
+		written(c, n);
+	}
+	ck_assert_uint_eq(c->out.len, 0);
+	fx_free(&fx);
+}
+END_TEST
+
+START_TEST(short_message_padded_on_plaintext)
+{
+	struct fixture fx;
+	fx_init(&fx, 1024);
+	struct vd_conn *c = &fx.c;
+	const char *body = "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":true}";
+	message(c, body);
+	ck_assert_uint_eq(c->out.len, 1024);
+	ck_assert_uint_eq(wire_next_len(c, c->out_base, c->out.len), 1024);
+	struct stomp_header hdr[16];
+	struct stomp_frame f;
+	parse_one(c, 1024, &f, hdr, 16);
+	ck_assert_int_eq(f.cmd, STOMP_MESSAGE);
+	ck_assert_uint_eq(f.body_len, strlen(body));
+	ck_assert(memcmp(f.body, body, f.body_len) == 0);
+	/* the broker's headers first, in order, then the pad */
+	ck_assert_uint_eq(f.nhdr, 4);
+	ck_assert_str_eq(hdr[0].name, "destination");
+	ck_assert_str_eq(hdr[1].name, "subscription");
+	ck_assert_str_eq(hdr[2].name, "content-length");
+	ck_assert_str_eq(hdr[3].name, "pad");
+	for (size_t i = 0; i < hdr[3].vlen; i++)
+		ck_assert_int_eq(hdr[3].value[i], '.');
+	fx_free(&fx);
+}
+END_TEST
+
+START_TEST(padding_only_where_needed)
+{
+	struct fixture fx;
+	/* not a MESSAGE: RECEIPT stays as it is */
+	fx_init(&fx, 1024);
+	receipt(&fx.c);
+	ck_assert_uint_lt(fx.c.out.len, 100);
+	fx_free(&fx);
+	/* TLS: no pad */
+	fx_init(&fx, 1024);
+	fx.c.ssl = &fx;  /* any non-NULL SSL */
+	message(&fx.c, "{}");
+	ck_assert_uint_lt(fx.c.out.len, 200);
+	fx_free(&fx);
+	/* long enough already */
+	fx_init(&fx, 1024);
+	char big[1100];
+	memset(big, 'x', sizeof(big) - 1);
+	big[sizeof(big) - 1] = 0;
+	message(&fx.c, big);
+	size_t plain = fx.c.out.len;
+	fx_free(&fx);
+	fx_init(&fx, 0);
+	message(&fx.c, big);
+	ck_assert_uint_eq(fx.c.out.len, plain);
+	fx_free(&fx);
+	/* just under: the smallest pad header still makes it >= 1024 */
+	for (size_t blen = 900; blen < 1000; blen++) {
+		fx_init(&fx, 0);
+		big[blen] = 0;
+		message(&fx.c, big);
+		size_t raw = fx.c.out.len;
+		fx_free(&fx);
+		fx_init(&fx, 1024);
+		message(&fx.c, big);
+		ck_assert_uint_ge(fx.c.out.len, 1024);
+		ck_assert_uint_eq(fx.c.out.len, raw >= 1024 ? raw : raw <= 1018 ? 1024 : raw + 6);
+		struct stomp_header hdr[16];
+		struct stomp_frame f;
+		parse_one(&fx.c, fx.c.out.len, &f, hdr, 16);
+		ck_assert_uint_eq(f.body_len, blen);
+		fx_free(&fx);
+		big[blen] = 'x';
+	}
+}
+END_TEST
+
+static struct stomp_req *req(void)
+{
+	return calloc(1, sizeof(struct stomp_req));
+}
+
+/* An event arriving during fan-out: the frame is appended, then offered. */
+static bool event(struct vd_conn *c, const char *body)
+{
+	struct stomp_header h[] = { { "destination", 0, "jms.queue.events", 16 } };
+	stomp_write_frame(&c->out, STOMP_MESSAGE, h, 1, body, strlen(body));
+	if (wire_hold_event(c))
+		return true;
+	wire_frame_end(c);
+	return false;
+}
+
+static bool out_has(struct vd_conn *c, const char *s)
+{
+	return memmem(c->out.data, c->out.len, s, strlen(s)) != NULL;
+}
+
+START_TEST(events_wait_for_replies_in_flight)
+{
+	struct fixture fx;
+	fx_init(&fx, 0);
+	struct vd_conn *c = &fx.c;
+	/* no request in flight: delivered at once */
+	ck_assert(!event(c, "E0"));
+	ck_assert(out_has(c, "E0"));
+	struct stomp_req *q1 = req(), *q2 = req(), *q3 = req();
+	wire_req_start(c, q1);
+	ck_assert(event(c, "E1"));          /* caused by q1, perhaps */
+	ck_assert(!out_has(c, "E1"));
+	wire_req_start(c, q2);
+	ck_assert(event(c, "E2"));          /* q1 and q2 in flight */
+	wire_req_start(c, q3);
+	/* q2 answers first: E1 and E2 still wait for q1 */
+	message(c, "R2");
+	wire_req_done(c, q2);
+	ck_assert(!out_has(c, "E1"));
+	/* q1 answers: its reply, then E1 and E2 (q3 came after both) */
+	message(c, "R1");
+	wire_req_done(c, q1);
+	const char *r1 = memmem(c->out.data, c->out.len, "R1", 2);
+	const char *e1 = memmem(c->out.data, c->out.len, "E1", 2);
+	const char *e2 = memmem(c->out.data, c->out.len, "E2", 2);
+	ck_assert(r1 && e1 && e2 && r1 < e1 && e1 < e2);
+	ck_assert_ptr_null(c->held);
+	ck_assert_uint_eq(c->held_bytes, 0);
+	/* q3 still in flight: a new event waits for it */
+	ck_assert(event(c, "E3"));
+	wire_req_done(c, q3);
+	ck_assert(out_has(c, "E3"));
+	/* every released frame is its own write */
+	unsigned frames = 0;
+	while (c->out.len) {
+		size_t n = wire_next_len(c, c->out_base, c->out.len);
+		ck_assert_int_eq(c->out.data[n - 1], '\0');
+		written(c, n);
+		frames++;
+	}
+	ck_assert_uint_eq(frames, 6);  /* E0 R2 R1 E1 E2 E3 */
+	free(q1);
+	free(q2);
+	free(q3);
+	fx_free(&fx);
+}
+END_TEST
+
+START_TEST(held_events_bounded)
+{
+	struct fixture fx;
+	fx_init(&fx, 0);
+	fx.d.cfg.max_output = 4096;   /* held events may take half */
+	struct vd_conn *c = &fx.c;
+	struct stomp_req *q = req();
+	wire_req_start(c, q);
+	char body[900];
+	memset(body, 'e', sizeof(body) - 1);
+	body[sizeof(body) - 1] = 0;
+	ck_assert(event(c, body));
+	ck_assert(event(c, body));
+	/* past the bound: goes out now rather than being lost */
+	ck_assert(!event(c, body));
+	ck_assert_uint_gt(c->out.len, 900);
+	wire_req_done(c, q);
+	ck_assert_ptr_null(c->held);
+	/* a connection freed with events held frees them */
+	wire_req_start(c, q);
+	ck_assert(event(c, "x"));
+	free(q);
+	fx_free(&fx);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("wire");
+	TCase *tc = tcase_create("wire");
+	tcase_add_test(tc, one_write_per_frame);
+	tcase_add_test(tc, many_frames_grow_the_ring);
+	tcase_add_test(tc, short_message_padded_on_plaintext);
+	tcase_add_test(tc, padding_only_where_needed);
+	tcase_add_test(tc, events_wait_for_replies_in_flight);
+	tcase_add_test(tc, held_events_bounded);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return check_run(suite());
+}
