@@ -22,6 +22,11 @@ static struct err_wire err_lookup(enum rpc_err e)
 	case RPC_E_INTERNAL:     return (struct err_wire){ -32603, "Internal JSON-RPC error" };
 	case RPC_E_NO_VM:        return (struct err_wire){ 1, "Virtual machine does not exist" };
 	case RPC_E_VM_EXISTS:    return (struct err_wire){ 4, "Virtual machine already exists" };
+	case RPC_E_CREATE_VM:    return (struct err_wire){ 9, "Error creating the requested VM" };
+	case RPC_E_NO_PEER:      return (struct err_wire){ 10, "Could not connect to peer host" };
+	case RPC_E_MIGRATION:    return (struct err_wire){ 12, "Fatal error during migration" };
+	case RPC_E_NO_IMAGE_FILE: return (struct err_wire){ 13, "Drive image file could not be found" };
+	case RPC_E_EXTERNAL_DATA: return (struct err_wire){ 89, "Failed to handle external VM data" };
 	case RPC_E_RECOVERING:   return (struct err_wire){ 99, "Recovering from crash or Initializing" };
 	case RPC_E_GENERAL:      return (struct err_wire){ 100, "General Exception" };
 	case RPC_E_NO_VOLUME:    return (struct err_wire){ 201, "Volume does not exist" };

@@ -113,7 +113,9 @@ struct vd_writer *rpc_event_begin(struct rpc_event *ev, struct event_bus *bus,
 
 uint64_t rpc_event_time_ms(void)
 {
-	return vd_now_ms();
+	/* VDSM's event_time(): 2^31-1 + monotonic ms (older engines reject
+	 * values below INT_MAX) */
+	return (uint64_t)INT32_MAX + vd_now_ms();
 }
 
 void rpc_event_publish(struct event_bus *bus, struct rpc_event *ev)

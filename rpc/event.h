@@ -36,8 +36,8 @@ void event_bus_set_enabled(struct event_bus *bus, bool enabled);
 /* Whether publishing is enabled now (lets a publisher skip building an
  * event that would be dropped; additive). */
 bool event_bus_enabled(struct event_bus *bus);
-/* The clock of notify_time: monotonic milliseconds (vd_now_ms), exported so
- * VM statusTime values compare with event times (additive). */
+/* The clock of notify_time: 2^31-1 + monotonic milliseconds (vd_now_ms), as
+ * VDSM sends it; exported so VM statusTime values compare with event times. */
 uint64_t rpc_event_time_ms(void);
 
 struct vd_writer *rpc_event_begin(struct rpc_event *ev, struct event_bus *bus,

@@ -84,6 +84,11 @@ enum rpc_err {
 	RPC_E_INTERNAL,       /* -32603 */
 	RPC_E_NO_VM,          /* 1 */
 	RPC_E_VM_EXISTS,      /* 4 */
+	RPC_E_CREATE_VM,      /* 9 CannotCreateVM */
+	RPC_E_NO_PEER,        /* 10 noConPeer (migration destination unreachable) */
+	RPC_E_MIGRATION,      /* 12 MigrationError */
+	RPC_E_NO_IMAGE_FILE,  /* 13 ImageFileNotFound (a VM's drive) */
+	RPC_E_EXTERNAL_DATA,  /* 89 ExternalDataFailed (VM.getExternalData) */
 	RPC_E_RECOVERING,     /* 99 */
 	RPC_E_GENERAL,        /* 100 */
 	RPC_E_NO_VOLUME,      /* 201 */

@@ -21,7 +21,7 @@ RUN_PKGS="build-essential pkg-config libyajl-dev libmsgpack-dev libev-dev libssl
 libvirt-dev libnl-3-dev libnl-route-3-dev qemu-utils python3 python3-yaml"
 TEST_PKGS="check openssl python3-stomp clang libclang-rt-14-dev procps
 rabbitmq-server ruby-stomp libnet-stomp-perl nodejs npm cppcheck clang-tidy
-qemu-system-x86 iproute2"
+qemu-system-x86 iproute2 libvirt-daemon-system libvirt-clients util-linux"
 
 pkgs() {
 	case "${1:-all}" in

@@ -69,6 +69,28 @@ static int select_codec(struct vdsmd *d, char *why, size_t whylen)
 	return VD_EUNSUPP;
 }
 
+/* virt's disk interface (VM.create, on a worker): the leaf path of the
+ * volume chain storage prepares. */
+static int virt_prepare_image(void *ctx, const char *pool, const char *domain,
+			      const char *image, const char *volume, char *path,
+			      size_t pathlen, char *why, size_t whylen)
+{
+	struct storage_image im = { 0 };
+	enum rpc_err err;
+	if (storage_prepare_image(ctx, domain, pool, image, volume, &im, &err, why, whylen) < 0)
+		return VD_ENOENT;
+	int rc = 0;
+	size_t n = strlen(im.path);
+	if (n < pathlen) {
+		memcpy(path, im.path, n + 1);
+	} else {
+		snprintf(why, whylen, "volume path longer than %zu bytes", pathlen - 1);
+		rc = VD_ETOOBIG;
+	}
+	storage_image_free(&im);
+	return rc;
+}
+
 static int build_engine(struct vdsmd *d, char *why, size_t whylen)
 {
 	d->rpc = rpc_engine_new(&d->limits);
@@ -144,6 +166,8 @@ int daemon_init(struct vdsmd *d, char *why, size_t whylen)
 		snprintf(why, whylen, "net: %s", vd_strerror(rc));
 		return rc;
 	}
+	const struct virt_deps deps = { .prepare_image = virt_prepare_image, .prepare_ctx = d };
+	virt_set_deps(d, &deps);
 	d->net_provider = xcalloc(1, sizeof(*d->net_provider));
 	d->net_provider->ctx = d;
 	d->net_provider->write_caps = net_caps_write;

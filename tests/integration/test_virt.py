@@ -191,15 +191,16 @@ class Lifecycle(unittest.TestCase):
         ids = [v["vmId"] for v in result(self.c.call("Host.getVMList"))]
         self.assertNotIn(vm, ids)
 
-        events = self.ev.collect(3)
-        self.assertEqual(len(events), 3, events)
-        self.assertEqual([e["method"] for e in events], ["|virt|VM_status|" + vm] * 3)
-        self.assertEqual([e["params"][vm]["status"] for e in events], ["Paused", "Up", "Down"])
+        events = self.ev.collect(4)
+        self.assertEqual(len(events), 4, events)
+        self.assertEqual([e["method"] for e in events], ["|virt|VM_status|" + vm] * 4)
+        self.assertEqual([e["params"][vm]["status"] for e in events],
+                         ["Paused", "Up", "Powering down", "Down"])
         times = [e["params"]["notify_time"] for e in events]
-        self.assertTrue(all(isinstance(t, int) for t in times))
+        self.assertTrue(all(isinstance(t, int) and t > 2**31 - 1 for t in times))
         self.assertEqual(times, sorted(times))
-        self.assertEqual(len(set(times)), 3, times)
-        self.assertEqual(events[2]["params"][vm]["exitReason"], 6)
+        self.assertEqual(len(set(times)), 4, times)
+        self.assertEqual(events[3]["params"][vm]["exitReason"], 6)
         for e in events:
             self.assertNotIn("id", e)
         self.assertEqual(self.ev.collect(1, timeout=0.3), [])
@@ -221,8 +222,10 @@ class Lifecycle(unittest.TestCase):
         self.assertEqual(error_code(self.c.call("VM.create", dup)), 4)
         self.assertEqual(error_code(self.c.call("VM.create", {"vmID": NO_VM,
                                                               "vmParams": {}})), -32602)
-        events = self.ev.collect(1)
-        self.assertEqual(events[0]["params"][NEW_VM]["status"], "Up")
+        # VDSM's launch sequence, in the engine's order
+        events = self.ev.collect(3)
+        self.assertEqual([e["params"][NEW_VM]["status"] for e in events],
+                         ["WaitForLaunch", "Powering up", "Up"])
         self.assertIs(result(self.c.call("VM.destroy", {"vmID": NEW_VM})), True)
         events = self.ev.collect(1)
         self.assertEqual(events[0]["params"][NEW_VM]["status"], "Down")

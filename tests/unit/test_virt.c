@@ -169,6 +169,109 @@ START_TEST(vdsm_fields_and_types)
 }
 END_TEST
 
+/* A string holding a number the engine parses (Double.parseDouble /
+ * Long.parseLong): the whole string is the number. */
+static bool numeric_str(const struct vd_value *v, bool integral)
+{
+	if (!v || v->type != VD_STRING || v->v.s.len == 0 || v->v.s.len > 40)
+		return false;
+	char buf[48];
+	memcpy(buf, v->v.s.ptr, v->v.s.len);
+	buf[v->v.s.len] = '\0';
+	char *end = NULL;
+	if (integral)
+		(void)strtoll(buf, &end, 10);
+	else
+		(void)strtod(buf, &end);
+	return end && *end == '\0';
+}
+
+/* The engine's reading rules (engine-flows.json, Host.getAllVmStats
+ * "reads") for every VM of the fleet: Float fields as strings, never JSON
+ * ints; time values on VDSM's clock (2^31-1 + monotonic ms). */
+START_TEST(engine_read_rules)
+{
+	uint64_t before = vd_now_ms() + INT32_MAX;
+	vfx_resample(&F);
+	const struct vd_value *list = vfx_ok(&F, "Host.getAllVmStats", "{}");
+	ck_assert_int_eq(list->type, VD_ARRAY);
+	ck_assert_uint_gt(list->v.arr.n, 2);
+	unsigned up = 0;
+	for (size_t i = 0; i < list->v.arr.n; i++) {
+		const struct vd_value *vm = &list->v.arr.items[i];
+		const struct vd_value *st = vd_obj_get(vm, "statusTime");
+		ck_assert(numeric_str(st, true));
+		uint64_t t = strtoull(vfx_str(&F, vm, "statusTime"), NULL, 10);
+		ck_assert_uint_gt(t, (uint64_t)INT32_MAX);
+		ck_assert_uint_ge(t, before);
+		ck_assert_uint_le(t, vd_now_ms() + INT32_MAX);
+		if (strcmp(vfx_str(&F, vm, "status"), "Down") == 0) {
+			ck_assert_int_eq(vd_obj_get(vm, "exitCode")->type, VD_INT);
+			ck_assert_int_eq(vd_obj_get(vm, "exitReason")->type, VD_INT);
+			vfx_str(&F, vm, "exitMessage");
+			continue;
+		}
+		up++;
+		static const char *const floats[] = { "elapsedTime", "cpuSys", "cpuUser" };
+		for (size_t k = 0; k < VD_ARRAY_SIZE(floats); k++)
+			ck_assert_msg(numeric_str(vd_obj_get(vm, floats[k]), false), "%s", floats[k]);
+		ck_assert_int_eq(vd_obj_get(vm, "cpuActual")->type, VD_BOOL);
+		const struct vd_value *gc = vd_obj_get(vm, "guestCPUCount");
+		ck_assert(gc && (gc->type == VD_INT || numeric_str(gc, true)));
+		ck_assert(numeric_str(vd_obj_get(vm, "memUsage"), true));
+		ck_assert(numeric_str(vd_obj_get(vm, "monitorResponse"), true));
+		ck_assert(numeric_str(vd_obj_get(vm, "hash"), true));
+		static const char *const strs[] = {
+			"username", "guestFQDN", "guestIPs", "clientIp", "session", "acpiEnable",
+			"timeOffset",
+		};
+		for (size_t k = 0; k < VD_ARRAY_SIZE(strs); k++)
+			vfx_str(&F, vm, strs[k]);
+		ck_assert_str_eq(vfx_str(&F, vm, "username"), "Unknown");
+		static const char *const arrays[] = { "appsList", "netIfaces", "disksUsage",
+						      "displayInfo" };
+		for (size_t k = 0; k < VD_ARRAY_SIZE(arrays); k++)
+			ck_assert_int_eq(vd_obj_get(vm, arrays[k])->type, VD_ARRAY);
+		ck_assert_int_eq(vd_obj_get(vm, "vmJobs")->type, VD_OBJECT);
+		const struct vd_value *disp = vd_obj_get(vm, "displayInfo");
+		if (disp->v.arr.n > 0) {
+			const struct vd_value *d0 = &disp->v.arr.items[0];
+			ck_assert(numeric_str(vd_obj_get(d0, "port"), true));
+			ck_assert(numeric_str(vd_obj_get(d0, "tlsPort"), true));
+			/* the legacy keys say the same as the first display */
+			ck_assert(numeric_str(vd_obj_get(vm, "displayPort"), true));
+			ck_assert_str_eq(vfx_str(&F, vm, "displayPort"), vfx_str(&F, d0, "port"));
+			ck_assert(numeric_str(vd_obj_get(vm, "displaySecurePort"), true));
+			vfx_str(&F, vm, "displayType");
+			vfx_str(&F, vm, "displayIp");
+		}
+		const struct vd_value *b = vd_obj_get(vm, "balloonInfo");
+		static const char *const bk[] = { "balloon_cur", "balloon_max", "balloon_min",
+						  "balloon_target" };
+		for (size_t k = 0; k < VD_ARRAY_SIZE(bk); k++)
+			ck_assert(numeric_str(vd_obj_get(b, bk[k]), true));
+		const struct vd_value *net = vd_obj_get(vm, "network");
+		for (size_t k = 0; k < net->v.obj.n; k++) {
+			const struct vd_value *n = &net->v.obj.members[k].val;
+			ck_assert_int_eq(vd_obj_get(n, "sampleTime")->type, VD_DOUBLE);
+			ck_assert(numeric_str(vd_obj_get(n, "rx"), true));
+			ck_assert(numeric_str(vd_obj_get(n, "speed"), true));
+		}
+	}
+	ck_assert_uint_gt(up, 0);
+	/* two samples taken: the rates are real */
+	vfx_resample(&F);
+	list = vfx_ok(&F, "Host.getAllVmStats", "{}");
+	bool actual = false;
+	for (size_t i = 0; i < list->v.arr.n; i++) {
+		const struct vd_value *ca = vd_obj_get(&list->v.arr.items[i], "cpuActual");
+		if (ca && ca->type == VD_BOOL && ca->v.b)
+			actual = true;
+	}
+	ck_assert(actual);
+}
+END_TEST
+
 START_TEST(full_list_and_filters)
 {
 	const struct vd_value *r = vfx_ok(&F, "Host.getVMFullList", "{}");
@@ -533,6 +636,7 @@ static Suite *suite(void)
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, agrees_with_libvirt);
 	tcase_add_test(tc, vdsm_fields_and_types);
+	tcase_add_test(tc, engine_read_rules);
 	tcase_add_test(tc, full_list_and_filters);
 	tcase_add_test(tc, bad_vm_ids);
 	tcase_add_test(tc, rates_from_two_samples);

@@ -83,7 +83,11 @@ static void ev_wait(struct evlog *l, unsigned want)
 			vfx_sleep_ms(10);
 	}
 	event_bus_drain(F.d.bus, ev_deliver, l);
-	ck_assert_msg(l->n >= want, "%u events, wanted %u", l->n, want);
+	char got[512] = "";
+	for (unsigned i = 0; i < l->n; i++)
+		snprintf(got + strlen(got), sizeof got - strlen(got), "%s%s", i ? ", " : "",
+			 l->status[i]);
+	ck_assert_msg(l->n >= want, "%u events (%s), wanted %u", l->n, got, want);
 }
 
 static const char *status_of(const char *id)
@@ -126,19 +130,20 @@ START_TEST(pause_cont_shutdown_destroy)
 	/* destroyed means gone: a second destroy is code 1 */
 	ck_assert_int_eq(vfx_err(&F, "VM.destroy", p), 1);
 
-	ev_wait(&l, 3);
+	ev_wait(&l, 4);
 	vfx_sleep_ms(200);
 	event_bus_drain(F.d.bus, ev_deliver, &l);
-	ck_assert_uint_eq(l.n, 3);
-	static const char *const want[] = { "Paused", "Up", "Down" };
-	for (unsigned i = 0; i < 3; i++) {
+	ck_assert_uint_eq(l.n, 4);
+	/* VM.shutdown: "Powering down" first, then libvirt's Down */
+	static const char *const want[] = { "Paused", "Up", "Powering down", "Down" };
+	for (unsigned i = 0; i < 4; i++) {
 		ck_assert_str_eq(l.method[i], "|virt|VM_status|" VM0);
 		ck_assert_str_eq(l.status[i], want[i]);
 		if (i)
 			ck_assert_int_gt(l.notify_time[i], l.notify_time[i - 1]);
 	}
-	ck_assert_int_eq(l.exit_code[2], 0);
-	ck_assert_int_eq(l.exit_reason[2], VIRT_REASON_ADMIN_SHUTDOWN);
+	ck_assert_int_eq(l.exit_code[3], 0);
+	ck_assert_int_eq(l.exit_reason[3], VIRT_REASON_ADMIN_SHUTDOWN);
 }
 END_TEST
 
@@ -251,10 +256,15 @@ START_TEST(create_and_duplicates)
 	r = vfx_ok(&F, "VM.create", dup);
 	ck_assert_str_eq(status_of(NEWVM), "Up");
 
-	ev_wait(&l, 3);   /* Up (created), Down, Up (created again) */
-	ck_assert_str_eq(l.status[0], "Up");
-	ck_assert_str_eq(l.status[1], "Down");
-	ck_assert_str_eq(l.status[2], "Up");
+	/* VDSM's launch sequence each time it is created, Down between */
+	ev_wait(&l, 8);
+	static const char *const want[] = { "WaitForLaunch", "Powering up", "Up",
+					    "Powering down", "Down",
+					    "WaitForLaunch", "Powering up", "Up" };
+	for (unsigned i = 0; i < VD_ARRAY_SIZE(want); i++)
+		ck_assert_str_eq(l.status[i], want[i]);
+	for (unsigned i = 1; i < VD_ARRAY_SIZE(want); i++)
+		ck_assert_int_gt(l.notify_time[i], l.notify_time[i - 1]);
 }
 END_TEST
 

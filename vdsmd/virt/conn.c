@@ -279,12 +279,24 @@ static void *events_main(void *arg)
 
 /* ---- init / fini --------------------------------------------------------- */
 
+void virt_set_deps(struct vdsmd *d, const struct virt_deps *deps)
+{
+	struct virt_state *s = d->virt;
+	if (!s || !deps)
+		return;
+	pthread_mutex_lock(&s->lock);
+	s->deps = *deps;
+	pthread_mutex_unlock(&s->lock);
+}
+
 int virt_init(struct vdsmd *d)
 {
 	pthread_once(&libvirt_once, libvirt_global_init);
 	struct virt_state *s = xcalloc(1, sizeof *s);
 	s->d = d;
 	s->cb_id = -1;
+	s->dev_cb_id[0] = s->dev_cb_id[1] = -1;
+	s->reboot_cb_id = -1;
 	s->ev_timer = -1;
 	s->sample_interval_s = d->cfg.vm_sample_interval ? d->cfg.vm_sample_interval : 15;
 #ifdef VD_TEST_HOOKS
@@ -292,6 +304,7 @@ int virt_init(struct vdsmd *d)
 	s->no_cache = nc && strcmp(nc, "1") == 0;
 #endif
 	pthread_mutex_init(&s->lock, NULL);
+	pthread_mutex_init(&s->pub_lock, NULL);
 	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -325,6 +338,7 @@ void virt_fini(struct vdsmd *d)
 	s->stop = true;
 	pthread_cond_broadcast(&s->cond);
 	pthread_mutex_unlock(&s->lock);
+	virt_bg_wait(s);
 	if (s->sampler_started)
 		pthread_join(s->sampler, NULL);
 	virConnectPtr c = s->conn;
@@ -344,6 +358,7 @@ void virt_fini(struct vdsmd *d)
 	track_free_all(s);
 	pthread_cond_destroy(&s->cond);
 	pthread_mutex_destroy(&s->lock);
+	pthread_mutex_destroy(&s->pub_lock);
 	free(s);
 	d->virt = NULL;
 }

@@ -11,7 +11,7 @@
 #include <string.h>
 
 /* End of the element that starts at p (the matching "</name>"), or NULL. */
-static const char *elem_end(const char *p, const char *name)
+const char *dx_elem_end(const char *p, const char *name)
 {
 	char close[32];
 	snprintf(close, sizeof close, "</%s>", name);
@@ -53,7 +53,7 @@ static bool tag_attr(const char *p, const char *name, char *out, size_t outlen)
 }
 
 /* First child element <child ...> of [p, end), or NULL. */
-static const char *find_child(const char *p, const char *end, const char *child)
+const char *dx_find_child(const char *p, const char *end, const char *child)
 {
 	char open[40];
 	int n = snprintf(open, sizeof open, "<%s", child);
@@ -69,10 +69,10 @@ static const char *find_child(const char *p, const char *end, const char *child)
 }
 
 /* Text content of <child>text</child> in [p, end). */
-static bool child_text(const char *p, const char *end, const char *child,
-		       char *out, size_t outlen)
+bool dx_child_text(const char *p, const char *end, const char *child,
+		   char *out, size_t outlen)
 {
-	const char *c = find_child(p, end, child);
+	const char *c = dx_find_child(p, end, child);
 	if (!c)
 		return false;
 	const char *gt = strchr(c, '>');
@@ -89,10 +89,10 @@ static bool child_text(const char *p, const char *end, const char *child,
 	return true;
 }
 
-static uint64_t fnv1a(const char *s)
+static uint64_t fnv1a(const char *s, const char *end)
 {
 	uint64_t h = 1469598103934665603ull;
-	for (; *s; s++) {
+	for (; s < end && *s; s++) {
 		h ^= (unsigned char)*s;
 		h *= 1099511628211ull;
 	}
@@ -107,16 +107,16 @@ static void parse_disk(const char *p, const char *end, struct virt_domxml *x)
 		return;   /* cdrom, floppy, lun: not in VDSM's disk stats */
 	struct virt_xdisk dk;
 	memset(&dk, 0, sizeof dk);
-	const char *t = find_child(p, end, "target");
+	const char *t = dx_find_child(p, end, "target");
 	if (!t || !tag_attr(t, "dev", dk.dev, sizeof dk.dev) || !dk.dev[0])
 		return;
-	const char *src = find_child(p, end, "source");
+	const char *src = dx_find_child(p, end, "source");
 	char path[1024] = "";
 	if (src && !tag_attr(src, "file", path, sizeof path) &&
 	    !tag_attr(src, "dev", path, sizeof path))
 		tag_attr(src, "name", path, sizeof path);
 	dk.path = xstrdup(path);
-	child_text(p, end, "serial", dk.image_id, sizeof dk.image_id);
+	dx_child_text(p, end, "serial", dk.image_id, sizeof dk.image_id);
 	x->disks = xrealloc(x->disks, (x->ndisks + 1) * sizeof *x->disks);
 	x->disks[x->ndisks++] = dk;
 }
@@ -125,13 +125,13 @@ static void parse_nic(const char *p, const char *end, struct virt_domxml *x)
 {
 	struct virt_xnic n;
 	memset(&n, 0, sizeof n);
-	const char *t = find_child(p, end, "target");
+	const char *t = dx_find_child(p, end, "target");
 	if (t)
 		tag_attr(t, "dev", n.ifname, sizeof n.ifname);
-	const char *m = find_child(p, end, "mac");
+	const char *m = dx_find_child(p, end, "mac");
 	if (m)
 		tag_attr(m, "address", n.mac, sizeof n.mac);
-	const char *s = find_child(p, end, "source");
+	const char *s = dx_find_child(p, end, "source");
 	if (s && !tag_attr(s, "network", n.network, sizeof n.network))
 		tag_attr(s, "bridge", n.network, sizeof n.network);
 	if (!n.ifname[0])
@@ -162,13 +162,17 @@ int domxml_parse(const char *xml, struct virt_domxml *x)
 	memset(x, 0, sizeof *x);
 	if (!xml)
 		return VD_EINVAL;
-	x->hash = fnv1a(xml);
 	const char *dev = strstr(xml, "<devices>");
-	if (!dev)
+	/* VDSM's hash covers the devices: it changes when a device is added,
+	 * removed or changed (the engine then asks Host.dumpxmls) */
+	if (!dev) {
+		x->hash = fnv1a(xml, xml + strlen(xml));
 		return 0;
+	}
 	const char *dend = strstr(dev, "</devices>");
 	if (!dend)
 		return VD_EPROTO;
+	x->hash = fnv1a(dev, dend);
 	for (const char *p = dev; p && p < dend;) {
 		const char *lt = strchr(p + 1, '<');
 		if (!lt || lt >= dend)
@@ -177,13 +181,13 @@ int domxml_parse(const char *xml, struct virt_domxml *x)
 		if (lt[1] == '/')
 			continue;
 		if (strncmp(lt, "<disk ", 6) == 0) {
-			const char *e = elem_end(lt, "disk");
+			const char *e = dx_elem_end(lt, "disk");
 			if (!e)
 				break;
 			parse_disk(lt, e, x);
 			p = e - 1;
 		} else if (strncmp(lt, "<interface ", 11) == 0) {
-			const char *e = elem_end(lt, "interface");
+			const char *e = dx_elem_end(lt, "interface");
 			if (!e)
 				break;
 			parse_nic(lt, e, x);
@@ -202,4 +206,22 @@ void domxml_free(struct virt_domxml *x)
 	free(x->disks);
 	free(x->nics);
 	memset(x, 0, sizeof *x);
+}
+
+void domxml_copy(struct virt_domxml *dst, const struct virt_domxml *src)
+{
+	*dst = *src;
+	dst->disks = NULL;
+	dst->nics = NULL;
+	if (src->ndisks) {
+		dst->disks = xmalloc(src->ndisks * sizeof *dst->disks);
+		for (unsigned i = 0; i < src->ndisks; i++) {
+			dst->disks[i] = src->disks[i];
+			dst->disks[i].path = xstrdup(src->disks[i].path ? src->disks[i].path : "");
+		}
+	}
+	if (src->nnics) {
+		dst->nics = xmalloc(src->nnics * sizeof *dst->nics);
+		memcpy(dst->nics, src->nics, src->nnics * sizeof *dst->nics);
+	}
 }

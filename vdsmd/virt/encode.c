@@ -125,6 +125,35 @@ static void encode_display(struct vd_writer *w, const struct virt_vm *vm)
 		vw_end_object(w);
 	}
 	vw_end_array(w);
+	/* the legacy single-display keys the engine reads when displayInfo is
+	 * absent (older engines); taken from the first display */
+	if (vm->ndisplays > 0) {
+		const struct virt_xdisplay *g = &vm->displays[0];
+		vw_kstr(w, "displayType", strcmp(g->type, "spice") == 0 ? "qxl" : "vnc");
+		vw_kstr(w, "displayPort", g->port[0] ? g->port : "-1");
+		vw_kstr(w, "displaySecurePort", g->tls_port[0] ? g->tls_port : "-1");
+		vw_kstr(w, "displayIp", g->listen);
+	}
+}
+
+/* What VDSM reports for the guest when no guest agent answers (guestagent.py
+ * getGuestInfo defaults): no agent channel is read by vdsmd. */
+static void encode_guest(struct vd_writer *w)
+{
+	vw_kstr(w, "username", "Unknown");
+	vw_kstr(w, "session", "Unknown");
+	vw_kint(w, "guestCPUCount", -1);
+	vw_kstr(w, "guestIPs", "");
+	vw_kstr(w, "guestFQDN", "");
+	vw_keyz(w, "appsList");
+	vw_begin_array(w);
+	vw_end_array(w);
+	vw_keyz(w, "disksUsage");
+	vw_begin_array(w);
+	vw_end_array(w);
+	vw_keyz(w, "netIfaces");
+	vw_begin_array(w);
+	vw_end_array(w);
 }
 
 static void encode_memory(struct vd_writer *w, const struct virt_vm *vm)
@@ -134,12 +163,14 @@ static void encode_memory(struct vd_writer *w, const struct virt_vm *vm)
 	kstr_u64(w, "balloon_max", vm->max_mem_kib);
 	vw_kstr(w, "balloon_min", "0");
 	kstr_u64(w, "balloon_cur", vm->balloon_cur_kib);
-	kstr_u64(w, "balloon_target", vm->mem_kib);
+	kstr_u64(w, "balloon_target", vm->balloon_target_kib ? vm->balloon_target_kib : vm->mem_kib);
 	vw_kbool(w, "ballooning_enabled", true);
 	vw_end_object(w);
-	vw_keyz(w, "memoryStats");
-	vw_begin_object(w);
+	/* only with the balloon's readings (GuestMemoryStats' keys are all
+	 * required); a VM without them has no memoryStats, as VDSM without agent */
 	if (vm->have_memstats) {
+		vw_keyz(w, "memoryStats");
+		vw_begin_object(w);
 		kstr_u64(w, "mem_total", vm->ms_available);
 		kstr_u64(w, "mem_unused", vm->ms_unused);
 		kstr_u64(w, "mem_free", vm->ms_usable ? vm->ms_usable : vm->ms_unused);
@@ -153,8 +184,8 @@ static void encode_memory(struct vd_writer *w, const struct virt_vm *vm)
 		vw_kint(w, "minflt", (int64_t)VD_MIN(vm->ms_minflt, (uint64_t)INT64_MAX));
 		vw_kint(w, "pageflt", (int64_t)VD_MIN(vm->ms_majflt + vm->ms_minflt,
 						       (uint64_t)INT64_MAX));
+		vw_end_object(w);
 	}
-	vw_end_object(w);
 	kstr_u64(w, "memUsage", vm->mem_usage);
 }
 
@@ -182,19 +213,23 @@ void virt_encode_vm_stats(struct vd_writer *w, const struct virt_snapshot *snap,
 	kstr_fixed(w, "cpuUser", vm->cpu_user, 2);
 	kstr_fixed(w, "cpuSys", vm->cpu_sys, 2);
 	kstr_u64(w, "cpuUsage", vm->cpu_time_ns);
+	/* VDSM: cpuUser/cpuSys are real rates only after two samples */
+	vw_kbool(w, "cpuActual", vm->have_rates);
 	encode_memory(w, vm);
 	encode_disks(w, vm);
 	encode_network(w, vm);
 	encode_display(w, vm);
-	vw_kstr(w, "guestIPs", "");
+	encode_guest(w);
 	kstr_u64(w, "hash", vm->hash & 0x7fffffffffffffffull);
+	vw_keyz(w, "vmJobs");
+	vw_begin_object(w);
+	vw_end_object(w);
 	vw_kstr(w, "vmType", "kvm");
 	vw_kstr(w, "kvmEnable", "true");
 	vw_kstr(w, "acpiEnable", "true");
 	vw_kstr(w, "monitorResponse", "0");
 	vw_kstr(w, "timeOffset", "0");
 	vw_kstr(w, "clientIp", "");
-	vw_kstr(w, "session", "Unknown");
 	vw_end_object(w);
 }
 

@@ -23,19 +23,20 @@ void virt_publish_status(struct virt_state *s, const char *uuid, enum virt_statu
 	if (!bus)
 		return;
 	/* The engine orders VM events by notify_time (ms): keep ours strictly
-	 * increasing.  They come from the one libvirt event thread, so waiting
-	 * for the next millisecond (at most 1 ms) is enough. */
-	for (int i = 0; i < 5 && vd_now_ms() <= s->last_event_ms; i++) {
+	 * increasing.  They come from the libvirt event thread and from verbs
+	 * (VM.shutdown's "Powering down"): one at a time, each published in a
+	 * later millisecond than the previous one was (at most ~1 ms wait). */
+	pthread_mutex_lock(&s->pub_lock);
+	for (int i = 0; i < 10 && vd_now_ms() <= s->last_event_ms; i++) {
 		struct timespec ts = { 0, 200 * 1000 };
 		nanosleep(&ts, NULL);
 	}
-	s->last_event_ms = vd_now_ms();
 	struct rpc_event ev;
 	struct vd_writer *w = rpc_event_begin(&ev, bus, "|virt|VM_status|%s", uuid);
 	vw_keyz(w, uuid);
 	vw_begin_object(w);
 	vw_kstr(w, "status", virt_status_name(st));
-	vw_kstrf(w, "statusTime", "%llu", (unsigned long long)vd_now_ms());
+	vw_kstrf(w, "statusTime", "%llu", (unsigned long long)rpc_event_time_ms());
 	if (st == VS_PAUSED)
 		vw_kstr(w, "pauseCode", "NOERR");
 	if (st == VS_DOWN && down) {
@@ -45,6 +46,8 @@ void virt_publish_status(struct virt_state *s, const char *uuid, enum virt_statu
 	}
 	vw_end_object(w);
 	rpc_event_publish(bus, &ev);
+	s->last_event_ms = vd_now_ms();   /* >= the notify_time just sent */
+	pthread_mutex_unlock(&s->pub_lock);
 }
 
 void track_stopped(struct virt_track *t, int detail)
@@ -129,6 +132,29 @@ static int lifecycle_cb(virConnectPtr conn, virDomainPtr dom, int event, int det
 	}
 	struct virt_track *t = track_get(s, uuid, name);
 	t->event_seq = ++s->event_seq;
+	if (t->expect_ev)
+		t->expect_ev--;
+	/* a VM.create we run: VDSM's launch sequence before Up */
+	bool launch = t->launching && st == VS_UP;   /* STARTED, or RESUMED first (QEMU) */
+	/* QEMU reports a start twice (RESUMED, STARTED): one Up after launch */
+	bool repeat = !launch && t->just_launched && st == VS_UP;
+	/* migration: the source stays "Migration Source" while libvirt pauses
+	 * or resumes it; the destination is "Migration Destination" until
+	 * libvirt resumes it here */
+	if (t->migrating && st != VS_DOWN)
+		repeat = true;
+	if (t->incoming && st != VS_DOWN) {
+		if (event == VIR_DOMAIN_EVENT_RESUMED)
+			t->incoming = false;
+		else
+			repeat = true;
+	}
+	/* the guest's own shutdown after our VM.shutdown said Powering down */
+	if (event == VIR_DOMAIN_EVENT_SHUTDOWN && t->powering_down &&
+	    t->status == VS_POWERING_DOWN)
+		repeat = true;
+	t->just_launched = launch;
+	t->launching = false;
 	if (st == VS_DOWN) {
 		if (event == VIR_DOMAIN_EVENT_CRASHED)
 			track_set_down(t, VIRT_EXIT_ERROR, VIRT_REASON_GENERIC_ERROR, "VM crashed");
@@ -141,17 +167,83 @@ static int lifecycle_cb(virConnectPtr conn, virDomainPtr dom, int event, int det
 	} else {
 		if (t->status == VS_DOWN)
 			t->have_prev = false;
+		if (event == VIR_DOMAIN_EVENT_STARTED)
+			t->powering_down = false;
+		else if (t->powering_down && st == VS_UP)
+			st = VS_POWERING_DOWN;   /* resumed while VM.shutdown runs */
 		t->down_reported = false;
-		t->status = st;
+		if (!repeat)
+			t->status = st;
 	}
+	if (!repeat)
+		s->ev_inflight++;   /* virt_settle_events waits for our publishes */
 	pthread_mutex_unlock(&s->lock);
 
 	/* one libvirt event is one state change: always reported (the sampler
 	 * may already have seen the new state, so no comparison here) */
+	if (repeat) {
+		virt_kick(s);
+		return 0;
+	}
+	if (launch) {
+		virt_publish_status(s, uuid, VS_WAIT_FOR_LAUNCH, NULL);
+		virt_publish_status(s, uuid, VS_POWERING_UP, NULL);
+	}
 	virt_publish_status(s, uuid, st, &info);
+	pthread_mutex_lock(&s->lock);
+	s->ev_inflight--;
+	pthread_mutex_unlock(&s->lock);
 	free(info.exit_message);
 	virt_kick(s);
 	return 0;
+}
+
+void virt_mark_xml_stale(struct virt_state *s, const char *uuid)
+{
+	pthread_mutex_lock(&s->lock);
+	struct virt_track *t = track_find(s, uuid);
+	if (t)
+		t->xml_stale = true;
+	pthread_mutex_unlock(&s->lock);
+}
+
+/* A device was added or removed (hotplug, unplug): the XML facts and the
+ * devices hash are re-read by the next sample, which is asked for now. */
+static void device_cb(virConnectPtr conn, virDomainPtr dom, const char *alias, void *opaque)
+{
+	(void)conn;
+	struct virt_state *s = opaque;
+	char uuid[VIR_UUID_STRING_BUFLEN];
+	if (virDomainGetUUIDString(dom, uuid) < 0)
+		return;
+	log_debug("virt: device %s changed on %s", alias ? alias : "?", uuid);
+	virt_mark_xml_stale(s, uuid);
+	virt_kick(s);
+}
+
+/* The guest rebooted: a VM marked by VM.setDestroyOnReboot is destroyed
+ * (VDSM's destroy-on-reboot trap; admin shutdown). */
+static void reboot_cb(virConnectPtr conn, virDomainPtr dom, void *opaque)
+{
+	(void)conn;
+	struct virt_state *s = opaque;
+	char uuid[VIR_UUID_STRING_BUFLEN];
+	if (virDomainGetUUIDString(dom, uuid) < 0)
+		return;
+	pthread_mutex_lock(&s->lock);
+	struct virt_track *t = track_find(s, uuid);
+	bool destroy = t && t->destroy_on_reboot;
+	if (destroy) {
+		t->destroy_on_reboot = false;
+		t->admin_shutdown = true;
+		t->admin_seq = ++s->event_seq;
+	}
+	pthread_mutex_unlock(&s->lock);
+	if (!destroy)
+		return;
+	log_info("virt: %s rebooted with destroy-on-reboot set: destroying it", uuid);
+	if (virDomainDestroy(dom) < 0)
+		log_warn("virt: destroy on reboot of %s failed: %s", uuid, virt_last_error());
 }
 
 int virt_events_register(struct virt_state *s, virConnectPtr c)
@@ -160,8 +252,19 @@ int virt_events_register(struct virt_state *s, virConnectPtr c)
 						  VIR_DOMAIN_EVENT_CALLBACK(lifecycle_cb), s, NULL);
 	if (id < 0)
 		return VD_EIO;
+	/* optional: a driver without device events still works (our own
+	 * device verbs mark the XML stale themselves) */
+	int add = virConnectDomainEventRegisterAny(c, NULL, VIR_DOMAIN_EVENT_ID_DEVICE_ADDED,
+						   VIR_DOMAIN_EVENT_CALLBACK(device_cb), s, NULL);
+	int rem = virConnectDomainEventRegisterAny(c, NULL, VIR_DOMAIN_EVENT_ID_DEVICE_REMOVED,
+						   VIR_DOMAIN_EVENT_CALLBACK(device_cb), s, NULL);
+	int rb = virConnectDomainEventRegisterAny(c, NULL, VIR_DOMAIN_EVENT_ID_REBOOT,
+						  VIR_DOMAIN_EVENT_CALLBACK(reboot_cb), s, NULL);
 	pthread_mutex_lock(&s->lock);
 	s->cb_id = id;
+	s->dev_cb_id[0] = add;
+	s->dev_cb_id[1] = rem;
+	s->reboot_cb_id = rb;
 	pthread_mutex_unlock(&s->lock);
 	return 0;
 }
@@ -169,9 +272,12 @@ int virt_events_register(struct virt_state *s, virConnectPtr c)
 void virt_events_unregister(struct virt_state *s, virConnectPtr c)
 {
 	pthread_mutex_lock(&s->lock);
-	int id = s->cb_id;
+	int ids[4] = { s->cb_id, s->dev_cb_id[0], s->dev_cb_id[1], s->reboot_cb_id };
 	s->cb_id = -1;
+	s->dev_cb_id[0] = s->dev_cb_id[1] = -1;
+	s->reboot_cb_id = -1;
 	pthread_mutex_unlock(&s->lock);
-	if (id >= 0)
-		virConnectDomainEventDeregisterAny(c, id);
+	for (int i = 0; i < 4; i++)
+		if (ids[i] >= 0)
+			virConnectDomainEventDeregisterAny(c, ids[i]);
 }

@@ -11,6 +11,7 @@
  * Down VMs kept with their exit info until VM.destroy) and build the
  * immutable snapshot. */
 #include "virt_int.h"
+#include "../../rpc/event.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -556,6 +557,7 @@ static void merge(struct virt_state *s, struct virt_snapshot *snap, struct raw *
 		struct virt_vm *vm;
 		snapshot_add_vm(snap, &cap, &vm);
 		vm_from_raw(vm, r, t, now_ms, is_qemu);
+		vm->balloon_target_kib = t->balloon_target_kib;
 		/* A lifecycle event handled after this raw state was read is
 		 * newer: a stale "running" must not undo its Down (and its exit
 		 * reason), nor a stale "off" its start. */
@@ -589,8 +591,22 @@ static void merge(struct virt_state *s, struct virt_snapshot *snap, struct raw *
 			 * mark: a guest may take several sample intervals to act on
 			 * an ACPI shutdown, and its STOPPED event must still say
 			 * admin (not user) shutdown. */
-			if (prev == VS_DOWN && t->admin_seq <= seq0)
+			if (prev == VS_DOWN && t->admin_seq <= seq0) {
 				t->admin_shutdown = false;
+				t->powering_down = false;
+			}
+			/* VDSM: "Powering down" from VM.shutdown until Down */
+			if (t->powering_down && vm->status == VS_UP)
+				vm->status = VS_POWERING_DOWN;
+			/* migrating away (paused at the end too), or arriving */
+			if (t->migrating && (vm->status == VS_UP || vm->status == VS_PAUSED))
+				vm->status = VS_MIGRATION_SOURCE;
+			if (t->incoming) {
+				if (vm->status == VS_UP && r->state == VIR_DOMAIN_RUNNING)
+					t->incoming = false;
+				else
+					vm->status = VS_MIGRATION_DESTINATION;
+			}
 			t->status = vm->status;
 			vm->elapsed_s = (now_ms - t->start_ms) / 1000;
 			vm_rates(vm, r, t, now_ms);
@@ -600,6 +616,16 @@ static void merge(struct virt_state *s, struct virt_snapshot *snap, struct raw *
 	TRACK_FOREACH(s, t) {
 		if (t->seen)
 			continue;
+		if ((t->launching && !t->created) || t->incoming) {
+			/* VM.create still in libvirt, or a migration not arrived
+			 * yet: WaitForLaunch / Migration Destination, not gone */
+			struct virt_vm *vm;
+			snapshot_add_vm(snap, &cap, &vm);
+			snprintf(vm->uuid, sizeof vm->uuid, "%s", t->uuid);
+			vm->name = xstrdup(t->name ? t->name : "");
+			vm->status = t->launching ? VS_WAIT_FOR_LAUNCH : VS_MIGRATION_DESTINATION;
+			continue;
+		}
 		t->gone = true;
 		if (!t->down_reported)   /* admin shut down, else lost the qemu process */
 			track_stopped(t, VIR_DOMAIN_EVENT_STOPPED_DESTROYED);
@@ -672,7 +698,10 @@ struct virt_snapshot *virt_sample(struct virt_state *s, virConnectPtr c)
 	pthread_mutex_lock(&s->lock);
 	for (unsigned i = 0; i < n; i++) {
 		struct virt_track *t = track_find(s, raws[i].uuid);
-		raws[i].xml_new = !t || !t->have_xml || t->xml_domid != raws[i].id;
+		raws[i].xml_new = !t || !t->have_xml || t->xml_domid != raws[i].id ||
+				  t->xml_stale;
+		if (t)
+			t->xml_stale = false;   /* a change after this point marks it again */
 	}
 	pthread_mutex_unlock(&s->lock);
 	for (unsigned i = 0; i < n; i++) {
@@ -713,7 +742,7 @@ struct virt_snapshot *virt_sample(struct virt_state *s, virConnectPtr c)
 	uint64_t now_ms = vd_now_ms();
 	struct virt_snapshot *snap = snapshot_new();
 	snap->taken_ms = now_ms;
-	snap->status_time = now_ms;  /* the clock of notify_time (rpc_event_publish) */
+	snap->status_time = rpc_event_time_ms();  /* the clock of notify_time */
 	snap->connected = true;
 	const char *uri = s->d->cfg.libvirt_uri;
 	bool is_qemu = uri && strncmp(uri, "qemu", 4) == 0;

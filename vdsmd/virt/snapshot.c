@@ -116,6 +116,8 @@ const char *virt_status_name(enum virt_status st)
 	case VS_POWERING_UP: return "Powering up";
 	case VS_POWERING_DOWN: return "Powering down";
 	case VS_SAVING_STATE: return "Saving State";
+	case VS_MIGRATION_SOURCE: return "Migration Source";
+	case VS_MIGRATION_DESTINATION: return "Migration Destination";
 	case VS_WAIT_FOR_LAUNCH: return "WaitForLaunch";
 	case VS_UNKNOWN: break;
 	}

@@ -83,6 +83,10 @@ void track_set_down(struct virt_track *t, int code, int reason, const char *msg)
 {
 	t->status = VS_DOWN;
 	t->down_reported = true;
+	t->powering_down = false;
+	t->launching = false;
+	t->migrating = false;
+	t->incoming = false;
 	t->exit_code = code;
 	t->exit_reason = reason;
 	free(t->exit_message);

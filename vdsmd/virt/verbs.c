@@ -127,6 +127,38 @@ static int verb_vm_get_stats(struct rpc_call *c)
 	return 0;
 }
 
+void virt_write_definition(struct rpc_call *c, struct virt_state *s, const char *id)
+{
+	struct virt_snapshot *snap = s ? virt_snapshot_get(s) : NULL;
+	const struct virt_vm *vm = snap ? snapshot_find(snap, id) : NULL;
+	if (vm) {
+		write_full(c->w, snap, vm);
+	} else {
+		vw_begin_object(c->w);
+		vw_kstr(c->w, "vmId", id);
+		vw_end_object(c->w);
+	}
+	if (snap)
+		snapshot_put(snap);
+}
+
+/* VM.getInfo: the VM's definition as Host.getVMFullList gives it. */
+static int verb_vm_get_info(struct rpc_call *c)
+{
+	const char *id = rpc_arg_str(c, "vmID", NULL);
+	struct virt_snapshot *snap = snap_or_fail(c);
+	if (!snap)
+		return -1;
+	const struct virt_vm *vm = id ? snapshot_find(snap, id) : NULL;
+	if (!vm) {
+		snapshot_put(snap);
+		return rpc_fail(c, RPC_E_NO_VM, "%s", id ? id : "");
+	}
+	write_full(c->w, snap, vm);
+	snapshot_put(snap);
+	return 0;
+}
+
 const struct rpc_binding virt_bindings[] = {
 	{ "Host.getAllVmStats", verb_get_all_vm_stats },
 	{ "Host.getVMList", verb_get_vm_list },
@@ -137,5 +169,25 @@ const struct rpc_binding virt_bindings[] = {
 	{ "VM.cont", virt_verb_cont },
 	{ "VM.shutdown", virt_verb_shutdown },
 	{ "VM.destroy", virt_verb_destroy },
+	{ "Host.dumpxmls", virt_verb_dumpxmls },
+	{ "VM.getInfo", verb_vm_get_info },
+	{ "VM.getExternalData", virt_verb_get_external_data },
+	{ "VM.reset", virt_verb_reset },
+	{ "VM.setDestroyOnReboot", virt_verb_set_destroy_on_reboot },
+	{ "VM.hotplugDisk", virt_verb_hotplug_disk },
+	{ "VM.hotunplugDisk", virt_verb_hotunplug_disk },
+	{ "VM.hotplugNic", virt_verb_hotplug_nic },
+	{ "VM.hotunplugNic", virt_verb_hotunplug_nic },
+	{ "VM.setTicket", virt_verb_set_ticket },
+	{ "VM.updateDevice", virt_verb_update_device },
+	{ "VM.changeCD", virt_verb_change_cd },
+	{ "VM.setBalloonTarget", virt_verb_set_balloon_target },
+	{ "VM.setNumberOfCpus", virt_verb_set_number_of_cpus },
+	{ "VM.setIoTune", virt_verb_set_iotune },
+	{ "VM.getIoTune", virt_verb_get_iotune },
+	{ "VM.migrate", virt_verb_migrate },
+	{ "VM.migrateCancel", virt_verb_migrate_cancel },
+	{ "VM.getMigrationStatus", virt_verb_get_migration_status },
+	{ "VM.migrationCreate", virt_verb_migration_create },
 	{ NULL, NULL },
 };

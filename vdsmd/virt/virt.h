@@ -26,6 +26,32 @@
 
 #include "../vdsmd.h"
 #include "../../rpc/rpc.h"
+#include <stddef.h>
+
+/* What VM.create needs from the other backends, handed over by the daemon
+ * (virt never includes storage or net).  Each function runs on a worker
+ * thread and must be thread-safe; ctx is the providing backend's.
+ *
+ * prepare_image: make the volume (pool may be ""), the top of its image's
+ *   chain, ready for use and write its path into path[pathlen]: 0, or a
+ *   negative vd_err (VD_ENOENT: no such domain, image or volume); why gets a
+ *   human reason.
+ * network_bridge: the bridge a VM NIC on network joins: 0 with bridge[]
+ *   filled, VD_ENOENT when the host has no such network.
+ * Unset functions: the disk path the XML names is used as it is when it
+ * exists (code 13 otherwise), and a network is the bridge of the same name
+ * when /sys/class/net/<name>/bridge exists (VDSM's bridged networks). */
+struct virt_deps {
+	int (*prepare_image)(void *ctx, const char *pool, const char *domain, const char *image,
+			     const char *volume, char *path, size_t pathlen,
+			     char *why, size_t whylen);
+	void *prepare_ctx;
+	int (*network_bridge)(void *ctx, const char *network, char *bridge, size_t len);
+	void *network_ctx;
+};
+
+/* Install the interfaces (after virt_init, before requests are served). */
+void virt_set_deps(struct vdsmd *d, const struct virt_deps *deps);
 
 /* Start the backend; sets d->virt.  0, or VD_EIO when a thread cannot start. */
 int virt_init(struct vdsmd *d);

@@ -35,6 +35,8 @@ enum virt_status {
 	VS_POWERING_DOWN,
 	VS_SAVING_STATE,
 	VS_WAIT_FOR_LAUNCH,
+	VS_MIGRATION_SOURCE,
+	VS_MIGRATION_DESTINATION,
 	VS_UNKNOWN,
 };
 const char *virt_status_name(enum virt_status st);
@@ -78,6 +80,69 @@ struct virt_domxml {
 };
 int domxml_parse(const char *xml, struct virt_domxml *out);
 void domxml_free(struct virt_domxml *x);
+/* Deep copy of src into dst (dst is overwritten, not freed first). */
+void domxml_copy(struct virt_domxml *dst, const struct virt_domxml *src);
+
+/* The scanner's helpers (domxml.c), shared with engxml.c. */
+const char *dx_elem_end(const char *p, const char *name);
+const char *dx_find_child(const char *p, const char *end, const char *child);
+bool dx_child_text(const char *p, const char *end, const char *child,
+		   char *out, size_t outlen);
+
+/* ---- the engine's domain XML (engxml.c) ------------------------------- */
+
+#define VIRT_ENG_MAX_DEV 64
+struct virt_engdisk {
+	char dev[32];               /* target dev */
+	char device[16];            /* disk, cdrom, floppy, lun */
+	char path[1024];            /* the source in the XML */
+	size_t src_off, src_len;    /* source file/dev attribute value in the XML */
+	bool has_src;
+	bool has_volume;            /* metadata names domain/image/volume */
+	char pool[37], domain[37], image[37], volume[37];
+	char resolved[1024];        /* the path the volume resolved to */
+};
+struct virt_engnic {
+	char mac[24];
+	char network[64];           /* metadata network, else the source bridge */
+	size_t src_off, src_len;    /* source bridge attribute value */
+	bool has_src;
+	char bridge[64];            /* the network's bridge */
+};
+struct virt_engxml {
+	char uuid[37];
+	char name[256];
+	size_t type_off, type_len;  /* <domain type=...> value */
+	bool has_metadata;          /* an ovirt-vm namespace is bound */
+	uint64_t mem_mib;           /* <memory>, 0 when absent */
+	unsigned smp;               /* <vcpu current=..> or <vcpu>, 0 when absent */
+	struct virt_engdisk disks[VIRT_ENG_MAX_DEV];
+	unsigned ndisks;
+	struct virt_engnic nics[VIRT_ENG_MAX_DEV];
+	unsigned nnics;
+};
+/* Parse xml (NUL-terminated); 0, or VD_EINVAL/VD_ETOOBIG with why set. */
+int engxml_parse(const char *xml, struct virt_engxml *x, char *why, size_t whylen);
+/* xml with the resolved disk paths, NIC bridges and (when dom_type) the
+ * domain type put in; NUL-terminated into out. */
+void engxml_rewrite(const char *xml, const struct virt_engxml *x, const char *dom_type,
+		    struct vd_buf *out);
+/* The <devices> and ovirt-vm metadata part of engxml_parse, for the
+ * hotplug XML (<hotplug><devices>..</devices><metadata>..</metadata>);
+ * x must be zeroed by the caller. */
+int engxml_parse_devices(const char *xml, struct virt_engxml *x, char *why, size_t whylen);
+bool virt_netname_ok(const char *s);
+/* The prefix xml binds to http://ovirt.org/vm/1.0 ("ovirt-vm"); false if none. */
+bool engxml_prefix(const char *xml, char *out, size_t outlen);
+#define VIRT_OVIRT_VM_NS "http://ovirt.org/vm/1.0"
+/* VM.create's resolution steps, shared with the hotplug verbs (create.c):
+ * disks with volume metadata through the storage interface, NIC networks
+ * to bridges; 0, or -1 with the call failed. */
+int virt_resolve_disks(struct rpc_call *c, struct virt_state *s, struct virt_engxml *ex);
+int virt_resolve_nics(struct rpc_call *c, struct virt_state *s, struct virt_engxml *ex);
+/* Write VM id's VmDefinition (Host.getVMFullList entry) from the latest
+ * snapshot, {vmId} alone when it is not in it (verbs.c). */
+void virt_write_definition(struct rpc_call *c, struct virt_state *s, const char *id);
 
 /* ---- snapshot ------------------------------------------------------- */
 
@@ -114,6 +179,7 @@ struct virt_vm {
 	bool have_rates;                 /* rates come from two samples */
 	uint64_t mem_kib, max_mem_kib;   /* current / max (balloon) */
 	uint64_t balloon_cur_kib;
+	uint64_t balloon_target_kib;     /* VM.setBalloonTarget, else the current size */
 	unsigned mem_usage;              /* percent */
 	bool have_memstats;
 	uint64_t ms_swap_in, ms_swap_out, ms_majflt, ms_minflt, ms_unused,
@@ -184,6 +250,18 @@ struct virt_track {
 	/* XML facts, keyed by the domain id they were read for */
 	int xml_domid;
 	bool have_xml;
+	bool xml_stale;              /* devices changed: re-read the XML */
+	bool launching;              /* VM.create: WaitForLaunch until STARTED */
+	bool just_launched;          /* the last event was the launch's Up */
+	bool created;                /* VM.create's libvirt call has returned */
+	unsigned expect_ev;          /* lifecycle events our verbs caused, not yet seen */
+	bool powering_down;          /* VM.shutdown: "Powering down" until Down */
+	bool destroy_on_reboot;      /* VM.setDestroyOnReboot */
+	uint64_t balloon_target_kib; /* VM.setBalloonTarget (0: none set) */
+	bool migrating;              /* VM.migrate in progress (source) */
+	bool incoming;               /* VM.migrationCreate: expected here */
+	int mig_code, mig_progress;  /* VM.getMigrationStatus */
+	char mig_message[256];
 	struct virt_domxml xml;
 	struct virt_track *next;     /* hash chain */
 };
@@ -210,8 +288,10 @@ struct virt_state {
 	 * bring them back (expire after VIRT_TOMB_MS) */
 	struct { char uuid[37]; uint64_t ms; } tombs[64];
 	unsigned ntombs;
+	struct virt_deps deps;       /* what other backends provide (virt_set_deps) */
 	virConnectPtr conn;
 	int cb_id;                   /* lifecycle callback id or -1 */
+	int dev_cb_id[2];            /* device added/removed callback ids or -1 */
 	bool ever_connected;
 	bool reported_ready;
 	bool bulk_unsupported;       /* virConnectGetAllDomainStats not available */
@@ -229,7 +309,11 @@ struct virt_state {
 	bool ev_started;
 	atomic_bool ev_stop;
 	int ev_timer;
-	uint64_t last_event_ms;      /* events thread: time of the last VM_status */
+	pthread_mutex_t pub_lock;    /* one VM_status publisher at a time */
+	uint64_t last_event_ms;      /* time of the last VM_status (pub_lock) */
+	unsigned ev_inflight;        /* lifecycle events being published now */
+	unsigned bg_jobs;         /* VM.shutdown watcher threads running */
+	int reboot_cb_id;            /* reboot callback id or -1 */
 	/* counters */
 	uint64_t samples, sample_failures;
 };
@@ -274,6 +358,8 @@ void track_stopped(struct virt_track *t, int detail);
 
 /* Events (events.c). */
 int virt_events_register(struct virt_state *s, virConnectPtr c);
+/* The next sample re-reads uuid's XML (its devices changed). */
+void virt_mark_xml_stale(struct virt_state *s, const char *uuid);
 void virt_events_unregister(struct virt_state *s, virConnectPtr c);
 /* Publish |virt|VM_status|<uuid> (any thread). */
 void virt_publish_status(struct virt_state *s, const char *uuid, enum virt_status st,
@@ -288,7 +374,45 @@ void virt_encode_all_stats(struct vd_writer *w, const struct virt_snapshot *snap
 void virt_write_all_stats_cached(struct virt_state *s, struct vd_writer *w,
 				 struct virt_snapshot *snap);
 
-/* Lifecycle verb handlers (lifecycle.c) and read verbs (verbs.c). */
+/* Checks common to every libvirt-calling verb: the connection (a reference)
+ * or NULL with the call failed (lifecycle.c). */
+virConnectPtr virt_begin(struct rpc_call *c, struct virt_state *s);
+/* Ask for a fresh sample and wait for it (bounded). */
+void virt_refresh(struct virt_state *s);
+/* libvirt's domain for vmID; NULL with the call failed (code 1 when neither
+ * libvirt nor the tracker knows it, else 100: the VM is Down). */
+virDomainPtr virt_lookup(struct rpc_call *c, struct virt_state *s, virConnectPtr conn,
+			 const char *id);
+/* Fail the call from libvirt's last error (code 1 for "no domain"). */
+int virt_fail_libvirt(struct rpc_call *c, const char *what, const char *id);
+/* Wait (up to ~1 s) until the libvirt events of dom's current state have
+ * been handled, so that a status a verb publishes comes after them. */
+void virt_settle_events(struct virt_state *s, virDomainPtr dom, const char *id);
+/* A verb changed id's state: libvirt will report it with one event. */
+void virt_expect_event(struct virt_state *s, const char *id);
+/* Wait until every VM.shutdown watcher has ended (s->stop set first). */
+void virt_bg_wait(struct virt_state *s);
+int virt_verb_reset(struct rpc_call *c);
+int virt_verb_dumpxmls(struct rpc_call *c);
+int virt_verb_hotplug_disk(struct rpc_call *c);
+int virt_verb_hotplug_nic(struct rpc_call *c);
+int virt_verb_hotunplug_disk(struct rpc_call *c);
+int virt_verb_hotunplug_nic(struct rpc_call *c);
+int virt_verb_set_ticket(struct rpc_call *c);
+int virt_verb_update_device(struct rpc_call *c);
+int virt_verb_change_cd(struct rpc_call *c);
+int virt_verb_set_balloon_target(struct rpc_call *c);
+int virt_verb_set_number_of_cpus(struct rpc_call *c);
+int virt_verb_set_iotune(struct rpc_call *c);
+int virt_verb_get_iotune(struct rpc_call *c);
+int virt_verb_migrate(struct rpc_call *c);
+int virt_verb_migrate_cancel(struct rpc_call *c);
+int virt_verb_get_migration_status(struct rpc_call *c);
+int virt_verb_migration_create(struct rpc_call *c);
+int virt_verb_get_external_data(struct rpc_call *c);
+int virt_verb_set_destroy_on_reboot(struct rpc_call *c);
+
+/* Lifecycle verb handlers (lifecycle.c, create.c) and read verbs (verbs.c). */
 int virt_verb_create(struct rpc_call *c);
 int virt_verb_pause(struct rpc_call *c);
 int virt_verb_cont(struct rpc_call *c);

@@ -1,0 +1,189 @@
+"""Live migration between two vdsmd hosts, each on its own private libvirt
+daemon (privlibvirt.py) on this machine, driven as the engine does:
+VM.migrate {dst} on the source (which prepares the destination with
+VM.migrationCreate), |virt|VM_migration_status| progress events, the VM Up
+on the destination and Down (exitReason 4, migration succeeded) on the
+source; a throttled migration cancelled with VM.migrateCancel stays Up on
+the source and leaves nothing on the destination.  Skipped, with the
+reason, where the private daemons or QEMU cannot start."""
+
+import os
+import time
+import unittest
+
+import privlibvirt
+import vdsmtest as vt
+
+VM = "5e1f0000-1111-4222-8333-4444555566aa"
+
+
+def vm_xml(vm, name):
+    return ('<domain type="kvm" xmlns:ovirt-vm="http://ovirt.org/vm/1.0"><name>%s</name>'
+            '<uuid>%s</uuid><memory unit="MiB">64</memory><vcpu>1</vcpu>'
+            '<os><type arch="x86_64" machine="pc">hvm</type></os><features><acpi/></features>'
+            '<devices><graphics type="vnc" port="-1" autoport="yes" listen="127.0.0.1"/>'
+            '</devices><metadata><ovirt-vm:vm><ovirt-vm:clusterVersion>4.8'
+            '</ovirt-vm:clusterVersion></ovirt-vm:vm></metadata></domain>' % (name, vm))
+
+
+def result(r):
+    assert "result" in r, r
+    return r["result"]
+
+
+class Host:
+    """One vdsmd on its own private libvirtd, with a requests and an events
+    connection."""
+
+    def __init__(self, lv, env=None):
+        old = {k: os.environ.get(k) for k in (env or {})}
+        os.environ.update(env or {})
+        try:
+            self.d = vt.Daemon(libvirt_uri=lv.uri)
+        finally:
+            for k, v in old.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+        self.c = self.d.stomp()
+        self.c.connect()
+        self.c.subscribe(vt.RESPONSES, "r", receipt="r1")
+        self.ev = self.d.stomp()
+        self.ev.connect()
+        self.ev.subscribe(vt.EVENTS, "ev", receipt="e1")
+        deadline = time.monotonic() + vt.TIMEOUT
+        while "result" not in self.c.call("Host.getVMList"):
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+
+    def close(self):
+        self.c.close()
+        self.ev.close()
+        self.d.__exit__(None, None, None)
+
+    def status(self, vm=VM):
+        for v in result(self.c.call("Host.getVMList")):
+            if v["vmId"] == vm:
+                return v["status"]
+        return None
+
+    def events_any(self, until, timeout=30):
+        """(kind, params) of VM's |virt|<kind>| events until until(list)."""
+        got = []
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and not until(got):
+            try:
+                f = self.ev.read_frame(max(0.05, deadline - time.monotonic()))
+            except Exception:
+                break
+            if f.cmd != "MESSAGE":
+                continue
+            m = f.json()
+            parts = m.get("method", "").split("|")
+            if len(parts) == 4 and parts[3] == VM:
+                got.append((parts[2], m["params"][VM]))
+        return got
+
+    def events(self, kind, until, timeout=30):
+        """|virt|<kind>| events of VM until until(params) is true."""
+        got = []
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                f = self.ev.read_frame(max(0.05, deadline - time.monotonic()))
+            except Exception:
+                break
+            if f.cmd != "MESSAGE":
+                continue
+            m = f.json()
+            if m.get("method") == "|virt|%s|%s" % (kind, VM):
+                got.append(m["params"][VM])
+                if until(got[-1]):
+                    break
+        return got
+
+
+class Migration(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.lvs = privlibvirt.start_all(2)
+        if cls.lvs[0].skip_reason:
+            reason = cls.lvs[0].skip_reason
+            for x in cls.lvs:
+                x.stop()
+            raise unittest.SkipTest("private libvirtd: " + reason)
+        cls.src = Host(cls.lvs[0], {"VDSMD_MIGRATION_URI": cls.lvs[1].uri})
+        cls.dst = Host(cls.lvs[1])
+
+    @classmethod
+    def tearDownClass(cls):
+        for h in ("src", "dst"):
+            if hasattr(cls, h):
+                getattr(cls, h).close()
+        for lv in cls.lvs:
+            lv.stop()
+
+    def create(self):
+        p = {"vmID": VM, "vmParams": {"vmId": VM, "xml": vm_xml(VM, "mig1")}}
+        result(self.src.c.call("VM.create", p, timeout=60))
+        self.src.events("VM_status", lambda e: e["status"] == "Up")
+        self.assertEqual(self.src.status(), "Up")
+
+    def test_1_cancel(self):
+        # throttled to 1 MiB/s, the migration of this guest takes several
+        # seconds: cancelled as soon as libvirt runs it
+        self.create()
+        dst = "127.0.0.1:%d" % self.dst.d.port
+        self.assertIs(result(self.src.c.call("VM.migrate", {"vmID": VM, "params": {
+            "dst": dst, "maxBandwidth": 1}})), True)
+        self.assertEqual(self.src.status(), "Migration Source")
+        self.assertEqual(self.dst.status(), "Migration Destination")
+        deadline = time.monotonic() + 10
+        while "Outgoing migration" not in self.lvs[0].virsh("domjobinfo", "mig1").stdout:
+            self.assertLess(time.monotonic(), deadline, "no migration job in libvirt")
+            time.sleep(0.05)
+        self.assertIs(result(self.src.c.call("VM.migrateCancel", {"vmID": VM})), True)
+        deadline = time.monotonic() + 20
+        while self.src.status() != "Up" and time.monotonic() < deadline:
+            time.sleep(0.1)
+        self.assertEqual(self.src.status(), "Up")
+        ms = result(self.src.c.call("VM.getMigrationStatus", {"vmID": VM}))
+        self.assertEqual(ms["status"]["message"], "Migration canceled")
+        self.assertEqual(self.lvs[1].qemu_pids(), [])
+        # the destination forgets the VM it expected (as the engine would)
+        result(self.dst.c.call("VM.destroy", {"vmID": VM}))
+        self.assertIsNone(self.dst.status())
+        result(self.src.c.call("VM.destroy", {"vmID": VM}))
+
+    def test_2_migrate(self):
+        self.create()
+        dst = "127.0.0.1:%d" % self.dst.d.port
+        t0 = time.monotonic()
+        self.assertIs(result(self.src.c.call("VM.migrate", {"vmID": VM, "params": {
+            "dst": dst}})), True)
+        def finished(got):
+            return (any(k == "VM_status" and e["status"] == "Down" for k, e in got) and
+                    any(k == "VM_migration_status" and e["progress"] == 100 for k, e in got))
+        got = self.src.events_any(finished)
+        print("\nmigration of a 64 MiB TCG guest: %.1f s" % (time.monotonic() - t0))
+        self.assertTrue(finished(got), got)
+        st = [e["progress"] for k, e in got if k == "VM_migration_status"]
+        self.assertTrue(all(isinstance(p, int) for p in st), st)
+        self.assertEqual(st, sorted(st))
+        down = [e for k, e in got if k == "VM_status" and e["status"] == "Down"]
+        self.assertEqual(down[-1]["exitReason"], 4)
+        up = self.dst.events("VM_status", lambda e: e["status"] == "Up")
+        self.assertEqual(up[-1]["status"], "Up")
+        self.assertEqual(self.dst.status(), "Up")
+        self.assertEqual(len(self.lvs[1].qemu_pids()), 1)
+        self.assertEqual(self.lvs[0].qemu_pids(), [])
+        result(self.src.c.call("VM.destroy", {"vmID": VM}))
+        self.assertIsNone(self.src.status())
+        self.assertIn("ovirt-vm:clusterVersion", result(self.dst.c.call(
+            "Host.dumpxmls", {"vmList": [VM]}))[VM])
+        result(self.dst.c.call("VM.destroy", {"vmID": VM}))
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,516 @@
+/* vdsmd/virt/migrate.c - live migration between two vdsmd hosts, as VDSM
+ * does it:
+ *
+ *   source  VM.migrate {vmID, params: {dst: "host:port", dstqemu?,
+ *           maxBandwidth? (MiB/s)}}: asks the destination vdsmd to expect
+ *           the VM (VM.migrationCreate over its JSON-RPC HTTP endpoint, POST
+ *           /jsonrpc), reports "Migration Source", answers at once, and a
+ *           background job runs libvirt's peer-to-peer migration to the
+ *           destination's libvirt, publishing |virt|VM_migration_status|
+ *           {progress} while it runs.  Success: the VM goes Down with
+ *           exitReason 4 (events.c); failure or VM.migrateCancel: it stays
+ *           Up and VM.getMigrationStatus says why.
+ *   dest    VM.migrationCreate {vmID?, params: {vmId, _srcDomXML|xml}}:
+ *           reports the VM "Migration Destination" until libvirt starts it
+ *           here (then Up, through the usual events).
+ *
+ * The destination's libvirt URI: VDSM's qemu+tls://<dst host>/system, or
+ * the VDSMD_MIGRATION_URI environment variable (a URI with an optional %s
+ * for the host; the tests point it at a private libvirtd).  The QEMU
+ * migration stream goes to tcp://<dstqemu or dst host>, and the destination
+ * QEMU listens on that address.  Plain HTTP only: a vdsmd that serves TLS
+ * only cannot be a destination yet. */
+#include "virt_int.h"
+
+#include <errno.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+#include <libvirt/virterror.h>
+
+#include "../../common/log.h"
+#include "../../rpc/event.h"
+
+#define PEER_TIMEOUT_S 15
+#define MAX_PEER_REPLY (1u << 20)
+#define PROGRESS_MS 300
+
+static struct virt_state *state_of(const struct rpc_call *c)
+{
+	const struct vdsmd *d = c->app;
+	return d ? d->virt : NULL;
+}
+
+/* host and port of "host:port" / "[v6]:port" (port default 54321). */
+static bool split_hostport(const char *hp, char *host, size_t hl, char *port, size_t pl)
+{
+	const char *colon;
+	if (*hp == '[') {
+		const char *rb = strchr(hp, ']');
+		if (!rb || (size_t)(rb - hp - 1) >= hl)
+			return false;
+		snprintf(host, hl, "%.*s", (int)(rb - hp - 1), hp + 1);
+		colon = rb[1] == ':' ? rb + 1 : NULL;
+	} else {
+		colon = strrchr(hp, ':');
+		size_t n = colon ? (size_t)(colon - hp) : strlen(hp);
+		if (n == 0 || n >= hl)
+			return false;
+		snprintf(host, hl, "%.*s", (int)n, hp);
+	}
+	snprintf(port, pl, "%s", colon && colon[1] ? colon + 1 : "54321");
+	return strspn(port, "0123456789") == strlen(port);
+}
+
+/* One JSON-RPC call over HTTP to host:port; the response body in out. */
+static int peer_call(const char *hostport, const char *body, size_t blen, struct vd_buf *out,
+		     char *why, size_t whylen)
+{
+	char host[256], port[16];
+	if (!split_hostport(hostport, host, sizeof host, port, sizeof port)) {
+		snprintf(why, whylen, "bad destination address %s", hostport);
+		return VD_EINVAL;
+	}
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *ai = NULL;
+	int g = getaddrinfo(host, port, &hints, &ai);
+	if (g != 0) {
+		snprintf(why, whylen, "%s: %s", host, gai_strerror(g));
+		return VD_EIO;
+	}
+	int fd = -1, rc = VD_EIO;
+	for (struct addrinfo *a = ai; a; a = a->ai_next) {
+		fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+		if (fd < 0)
+			continue;
+		struct timeval tv = { PEER_TIMEOUT_S, 0 };
+		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+		setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+		if (connect(fd, a->ai_addr, a->ai_addrlen) == 0)
+			break;
+		close(fd);
+		fd = -1;
+	}
+	freeaddrinfo(ai);
+	if (fd < 0) {
+		snprintf(why, whylen, "cannot connect to %s: %s", hostport, strerror(errno));
+		return VD_EIO;
+	}
+	struct vd_buf req = VD_BUF_INIT;
+	buf_printf(&req, "POST /jsonrpc HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\n"
+		   "Content-Length: %zu\r\nConnection: close\r\n\r\n", host, blen);
+	buf_append(&req, body, blen);
+	size_t off = 0;
+	while (off < req.len) {
+		ssize_t n = send(fd, req.data + off, req.len - off, MSG_NOSIGNAL);
+		if (n <= 0) {
+			snprintf(why, whylen, "sending to %s: %s", hostport, strerror(errno));
+			goto out;
+		}
+		off += (size_t)n;
+	}
+	struct vd_buf in = VD_BUF_INIT;
+	for (;;) {
+		if (in.len >= MAX_PEER_REPLY) {
+			snprintf(why, whylen, "reply from %s over %u bytes", hostport, MAX_PEER_REPLY);
+			buf_free(&in);
+			goto out;
+		}
+		buf_reserve(&in, 16384);
+		ssize_t n = recv(fd, in.data + in.len, 16384, 0);
+		if (n < 0) {
+			snprintf(why, whylen, "reading from %s: %s", hostport, strerror(errno));
+			buf_free(&in);
+			goto out;
+		}
+		if (n == 0)
+			break;
+		in.len += (size_t)n;
+	}
+	buf_putc(&in, '\0');
+	const char *hb = strstr(in.data, "\r\n\r\n");
+	if (strncmp(in.data, "HTTP/1.1 200", 12) != 0 || !hb) {
+		snprintf(why, whylen, "%s answered: %.60s", hostport, in.data);
+		buf_free(&in);
+		goto out;
+	}
+	buf_append(out, hb + 4, in.len - 1 - (size_t)(hb + 4 - in.data));
+	buf_free(&in);
+	rc = 0;
+out:
+	buf_free(&req);
+	close(fd);
+	return rc;
+}
+
+/* ---- source --------------------------------------------------------------- */
+
+struct migration {
+	struct virt_state *s;
+	char id[37];
+	char dconnuri[512];
+	char qemu_uri[300];
+	char listen[256];
+	unsigned long bandwidth;   /* MiB/s, 0: libvirt's default */
+	pthread_t progress;
+	atomic_bool done;
+};
+
+static void set_migration(struct virt_state *s, const char *id, int code, const char *msg,
+			  int progress, bool running)
+{
+	pthread_mutex_lock(&s->lock);
+	struct virt_track *t = track_find(s, id);
+	if (t) {
+		t->migrating = running;
+		t->mig_code = code;
+		snprintf(t->mig_message, sizeof t->mig_message, "%s", msg);
+		if (progress >= 0)
+			t->mig_progress = progress;
+	}
+	pthread_mutex_unlock(&s->lock);
+}
+
+static void publish_progress(struct virt_state *s, const char *id, int progress)
+{
+	struct event_bus *bus = s->d->bus;
+	if (!bus)
+		return;
+	struct rpc_event ev;
+	struct vd_writer *w = rpc_event_begin(&ev, bus, "|virt|VM_migration_status|%s", id);
+	vw_keyz(w, id);
+	vw_begin_object(w);
+	vw_kint(w, "progress", progress);
+	vw_kbool(w, "postcopy", false);
+	vw_end_object(w);
+	rpc_event_publish(bus, &ev);
+}
+
+static void *progress_main(void *arg)
+{
+	struct migration *m = arg;
+	int last = -1;
+	while (!atomic_load(&m->done)) {
+		struct timespec ts = { 0, PROGRESS_MS * 1000000L };
+		nanosleep(&ts, NULL);
+		virConnectPtr c = virt_conn_get(m->s);
+		virDomainPtr d = c ? virDomainLookupByUUIDString(c, m->id) : NULL;
+		virDomainJobInfo ji;
+		if (d && virDomainGetJobInfo(d, &ji) == 0 && ji.type != VIR_DOMAIN_JOB_NONE &&
+		    ji.dataTotal > 0) {
+			int p = (int)(100.0 * (double)ji.dataProcessed / (double)ji.dataTotal);
+			p = p > 99 ? 99 : p;
+			if (p != last && !atomic_load(&m->done)) {
+				set_migration(m->s, m->id, 0, "Migration in progress", p, true);
+				publish_progress(m->s, m->id, p);
+				last = p;
+			}
+		}
+		if (d)
+			virDomainFree(d);
+		if (c)
+			virConnectClose(c);
+	}
+	return NULL;
+}
+
+static void *migrate_main(void *arg)
+{
+	struct migration *m = arg;
+	struct virt_state *s = m->s;
+	atomic_init(&m->done, false);
+	bool prog = pthread_create(&m->progress, NULL, progress_main, m) == 0;
+	virConnectPtr c = virt_conn_get(s);
+	virDomainPtr d = c ? virDomainLookupByUUIDString(c, m->id) : NULL;
+	int rc = -1;
+	char err[512] = "libvirt is not reachable";
+	if (d) {
+		virTypedParameterPtr tp = NULL;
+		int n = 0, max = 0;
+		virTypedParamsAddString(&tp, &n, &max, VIR_MIGRATE_PARAM_URI, m->qemu_uri);
+		if (m->listen[0])
+			virTypedParamsAddString(&tp, &n, &max, VIR_MIGRATE_PARAM_LISTEN_ADDRESS, m->listen);
+		if (m->bandwidth)
+			virTypedParamsAddULLong(&tp, &n, &max, VIR_MIGRATE_PARAM_BANDWIDTH, m->bandwidth);
+		unsigned flags = VIR_MIGRATE_LIVE | VIR_MIGRATE_PEER2PEER | VIR_MIGRATE_ABORT_ON_ERROR;
+		rc = virDomainMigrateToURI3(d, m->dconnuri, tp, (unsigned)n, flags);
+		if (rc < 0)
+			snprintf(err, sizeof err, "%s", virt_last_error());
+		virTypedParamsFree(tp, n);
+	}
+	atomic_store(&m->done, true);
+	if (prog)
+		pthread_join(m->progress, NULL);
+	if (rc == 0) {
+		log_info("virt: %s migrated to %s", m->id, m->dconnuri);
+		set_migration(s, m->id, 0, "Migration done", 100, false);
+		publish_progress(s, m->id, 100);
+	} else {
+		bool canceled = virt_last_error_code() == VIR_ERR_OPERATION_ABORTED ||
+				strstr(err, "cancel") != NULL;
+		log_warn("virt: migration of %s failed: %s", m->id, err);
+		set_migration(s, m->id, canceled ? 0 : 12,
+			      canceled ? "Migration canceled" : err, -1, false);
+		pthread_mutex_lock(&s->lock);
+		struct virt_track *t = track_find(s, m->id);
+		if (t && t->status == VS_MIGRATION_SOURCE)
+			t->status = VS_UP;
+		pthread_mutex_unlock(&s->lock);
+		virt_publish_status(s, m->id, VS_UP, NULL);
+		virt_kick(s);
+	}
+	if (d)
+		virDomainFree(d);
+	if (c)
+		virConnectClose(c);
+	pthread_mutex_lock(&s->lock);
+	s->bg_jobs--;
+	pthread_cond_broadcast(&s->cond);
+	pthread_mutex_unlock(&s->lock);
+	free(m);
+	return NULL;
+}
+
+static const char *mstr(struct rpc_call *c, const struct vd_value *obj, const char *key,
+			size_t max)
+{
+	const struct vd_value *v = vd_obj_get(obj, key);
+	if (!v || v->type != VD_STRING || v->v.s.len == 0 || v->v.s.len > max ||
+	    memchr(v->v.s.ptr, 0, v->v.s.len))
+		return NULL;
+	return arena_strndup(c->arena, v->v.s.ptr, v->v.s.len);
+}
+
+int virt_verb_migrate(struct rpc_call *c)
+{
+	struct virt_state *s = state_of(c);
+	const char *id = rpc_arg_str(c, "vmID", NULL);
+	const struct vd_value *p = rpc_arg(c, "params");
+	const char *dst = mstr(c, p, "dst", 255);
+	const char *dstqemu = mstr(c, p, "dstqemu", 255);
+	const struct vd_value *bw = vd_obj_get(p, "maxBandwidth");
+	if (!dst)
+		return rpc_fail(c, RPC_E_PARAMS, "params.dst: the destination host:port");
+	char host[256], port[16];
+	if (!split_hostport(dst, host, sizeof host, port, sizeof port))
+		return rpc_fail(c, RPC_E_PARAMS, "params.dst: host:port expected, got %s", dst);
+	virConnectPtr conn = virt_begin(c, s);
+	if (!conn)
+		return -1;
+	int rc = -1;
+	char *xml = NULL;
+	struct vd_buf body = VD_BUF_INIT, reply = VD_BUF_INIT;
+	virDomainPtr dom = virt_lookup(c, s, conn, id);
+	if (!dom)
+		goto out;
+	pthread_mutex_lock(&s->lock);
+	struct virt_track *t = track_find(s, id);
+	bool busy = t && t->migrating;
+	pthread_mutex_unlock(&s->lock);
+	if (busy) {
+		rpc_fail(c, RPC_E_MIGRATION, "%s is already migrating", id);
+		goto out;
+	}
+	xml = virDomainGetXMLDesc(dom, VIR_DOMAIN_XML_MIGRATABLE);
+	if (!xml) {
+		virt_fail_libvirt(c, "migrate", id);
+		goto out;
+	}
+	/* the destination expects the VM (VDSM's migration_parameters) */
+	struct vd_writer w;
+	memset(&w, 0, sizeof w);
+	s->d->codec->writer_init(&w, &body);
+	vw_begin_object(&w);
+	vw_kstr(&w, "jsonrpc", "2.0");
+	vw_kstr(&w, "id", "vdsmd-migration-create");
+	vw_kstr(&w, "method", "VM.migrationCreate");
+	vw_keyz(&w, "params");
+	vw_begin_object(&w);
+	vw_kstr(&w, "vmID", id);
+	vw_keyz(&w, "params");
+	vw_begin_object(&w);
+	vw_kstr(&w, "vmId", id);
+	vw_kstr(&w, "_srcDomXML", xml);
+	vw_kstr(&w, "xml", xml);
+	vw_end_object(&w);
+	vw_end_object(&w);
+	vw_end_object(&w);
+	char why[512] = "";
+	if (peer_call(dst, body.data, body.len, &reply, why, sizeof why) < 0) {
+		rpc_fail(c, RPC_E_NO_PEER, "%s", why);
+		goto out;
+	}
+	buf_putc(&reply, '\0');
+	if (strstr(reply.data, "\"error\"")) {
+		rpc_fail(c, RPC_E_MIGRATION, "destination %s refused the VM: %.200s", dst, reply.data);
+		goto out;
+	}
+	struct migration *m = xcalloc(1, sizeof *m);
+	m->s = s;
+	snprintf(m->id, sizeof m->id, "%s", id);
+	const char *tmpl = getenv("VDSMD_MIGRATION_URI");
+	if (!tmpl || !*tmpl)
+		tmpl = "qemu+tls://%s/system";
+	if (strstr(tmpl, "%s") && !strstr(strstr(tmpl, "%s") + 2, "%"))
+		snprintf(m->dconnuri, sizeof m->dconnuri, tmpl, host);  /* NOLINT: checked template */
+	else
+		snprintf(m->dconnuri, sizeof m->dconnuri, "%s", tmpl);
+	const char *qhost = dstqemu ? dstqemu : host;
+	bool v6 = strchr(qhost, ':') != NULL;
+	snprintf(m->qemu_uri, sizeof m->qemu_uri, v6 ? "tcp://[%s]" : "tcp://%s", qhost);
+	snprintf(m->listen, sizeof m->listen, "%s", qhost);
+	if (bw && bw->type == VD_INT && bw->v.i > 0)
+		m->bandwidth = (unsigned long)bw->v.i;
+	virt_settle_events(s, dom, id);
+	pthread_mutex_lock(&s->lock);
+	t = track_get(s, id, virDomainGetName(dom));
+	t->migrating = true;
+	t->mig_code = 0;
+	t->mig_progress = 0;
+	snprintf(t->mig_message, sizeof t->mig_message, "Migration in progress");
+	t->status = VS_MIGRATION_SOURCE;
+	s->bg_jobs++;
+	pthread_mutex_unlock(&s->lock);
+	virt_publish_status(s, id, VS_MIGRATION_SOURCE, NULL);
+	pthread_attr_t at;
+	pthread_attr_init(&at);
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	pthread_t th;
+	if (pthread_create(&th, &at, migrate_main, m) != 0) {
+		pthread_attr_destroy(&at);
+		free(m);
+		set_migration(s, id, 12, "cannot start the migration thread", -1, false);
+		pthread_mutex_lock(&s->lock);
+		s->bg_jobs--;
+		pthread_mutex_unlock(&s->lock);
+		rpc_fail(c, RPC_E_MIGRATION, "cannot start the migration of %s", id);
+		goto out;
+	}
+	pthread_attr_destroy(&at);
+	log_info("virt: migrating %s to %s", id, dst);
+	virt_refresh(s);
+	rc = 0;
+out:
+	free(xml);
+	buf_free(&body);
+	buf_free(&reply);
+	if (dom)
+		virDomainFree(dom);
+	virConnectClose(conn);
+	return rc;
+}
+
+int virt_verb_migrate_cancel(struct rpc_call *c)
+{
+	struct virt_state *s = state_of(c);
+	const char *id = rpc_arg_str(c, "vmID", NULL);
+	virConnectPtr conn = virt_begin(c, s);
+	if (!conn)
+		return -1;
+	int rc = -1;
+	virDomainPtr dom = virt_lookup(c, s, conn, id);
+	if (!dom)
+		goto out;
+	pthread_mutex_lock(&s->lock);
+	struct virt_track *t = track_find(s, id);
+	bool running = t && t->migrating;
+	pthread_mutex_unlock(&s->lock);
+	if (!running) {
+		rpc_fail(c, RPC_E_MIGRATION, "%s is not migrating", id);
+		goto out;
+	}
+	if (virDomainAbortJob(dom) < 0) {
+		virt_fail_libvirt(c, "migrateCancel", id);
+		goto out;
+	}
+	log_info("virt: migration of %s canceled", id);
+	rc = 0;
+out:
+	if (dom)
+		virDomainFree(dom);
+	virConnectClose(conn);
+	return rc;
+}
+
+int virt_verb_get_migration_status(struct rpc_call *c)
+{
+	struct virt_state *s = state_of(c);
+	const char *id = rpc_arg_str(c, "vmID", NULL);
+	if (!s)
+		return rpc_fail(c, RPC_E_RECOVERING, "virt backend not started");
+	pthread_mutex_lock(&s->lock);
+	struct virt_track *t = track_find(s, id);
+	if (!t || tomb_has(s, id)) {
+		pthread_mutex_unlock(&s->lock);
+		return rpc_fail(c, RPC_E_NO_VM, "%s", id);
+	}
+	int code = t->mig_code, progress = t->mig_progress;
+	char msg[256];
+	snprintf(msg, sizeof msg, "%s", t->mig_message[0] ? t->mig_message : "Migration not started");
+	pthread_mutex_unlock(&s->lock);
+	vw_begin_object(c->w);
+	vw_keyz(c->w, "status");
+	vw_begin_object(c->w);
+	vw_kint(c->w, "code", code);
+	vw_kstr(c->w, "message", msg);
+	vw_end_object(c->w);
+	vw_kint(c->w, "progress", progress);
+	vw_end_object(c->w);
+	return 0;
+}
+
+/* ---- destination ------------------------------------------------------------ */
+
+int virt_verb_migration_create(struct rpc_call *c)
+{
+	struct virt_state *s = state_of(c);
+	const struct vd_value *p = rpc_arg(c, "params");
+	const char *id = mstr(c, p, "vmId", 36);
+	if (!id || !vd_is_uuid(id, strlen(id)))
+		return rpc_fail(c, RPC_E_PARAMS, "params.vmId: the VM's UUID");
+	const char *vid = rpc_arg_str(c, "vmID", NULL);
+	if (vid && strcmp(vid, id) != 0)
+		return rpc_fail(c, RPC_E_PARAMS, "params.vmId differs from vmID");
+	virConnectPtr conn = virt_begin(c, s);
+	if (!conn)
+		return -1;
+	int rc = -1;
+	virDomainPtr old = virDomainLookupByUUIDString(conn, id);
+	pthread_mutex_lock(&s->lock);
+	struct virt_track *t = track_find(s, id);
+	bool dup = old || (t && !tomb_has(s, id));
+	if (!dup) {
+		tomb_del(s, id);
+		t = track_get(s, id, "");
+		t->launching = false;
+		t->incoming = true;
+		t->status = VS_MIGRATION_DESTINATION;
+	}
+	pthread_mutex_unlock(&s->lock);
+	if (old)
+		virDomainFree(old);
+	if (dup) {
+		rpc_fail(c, RPC_E_VM_EXISTS, "%s", id);
+		goto out;
+	}
+	log_info("virt: expecting %s by migration", id);
+	virt_publish_status(s, id, VS_MIGRATION_DESTINATION, NULL);
+	virt_refresh(s);
+	vw_begin_object(c->w);
+	vw_kint(c->w, "migrationPort", 0);
+	vw_keyz(c->w, "params");
+	vw_begin_object(c->w);
+	vw_kstr(c->w, "vmId", id);
+	vw_kstr(c->w, "status", virt_status_name(VS_MIGRATION_DESTINATION));
+	vw_kstrf(c->w, "statusTime", "%llu", (unsigned long long)rpc_event_time_ms());
+	vw_end_object(c->w);
+	vw_end_object(c->w);
+	rc = 0;
+out:
+	virConnectClose(conn);
+	return rc;
+}

@@ -1,0 +1,282 @@
+/* vdsmd/virt/power.c - VM.shutdown, VM.reset, VM.setDestroyOnReboot.
+ *
+ * VM.shutdown follows VDSM's power-down chain (vmpowerdown.py): the guest is
+ * asked to power off (or reboot) and the verb answers at once; the VM is
+ * reported "Powering down" until it is Down.  delay and message are what
+ * VDSM hands the oVirt guest agent (a grace period with a note for the
+ * guest's users); vdsmd reads no oVirt agent channel, so - as VDSM does for
+ * a VM without that agent - the message is logged and the guest gets the
+ * ACPI request (or QEMU guest agent's, libvirt's choice) at once.  A watcher
+ * thread waits up to timeout seconds (default 120, VDSM's
+ * sys_shutdown_timeout) for the domain to stop; with force, a guest that has
+ * not stopped by then is destroyed (a reboot is reset).  virt_fini waits for
+ * the watchers.
+ *
+ * VM.setDestroyOnReboot: a reboot the guest starts later ends the VM instead
+ * (libvirt's reboot event, events.c). */
+#include "virt_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <libvirt/virterror.h>
+
+#include "../../common/log.h"
+
+#define DEFAULT_TIMEOUT_S 120
+#define MAX_TIMEOUT_S 86400
+#define POLL_MS 100
+
+static struct virt_state *state_of(const struct rpc_call *c)
+{
+	const struct vdsmd *d = c->app;
+	return d ? d->virt : NULL;
+}
+
+struct powerdown {
+	struct virt_state *s;
+	char id[37];
+	bool reboot, force;
+	unsigned timeout_s;
+};
+
+static bool stopping(struct virt_state *s)
+{
+	pthread_mutex_lock(&s->lock);
+	bool stop = s->stop;
+	pthread_mutex_unlock(&s->lock);
+	return stop;
+}
+
+/* 1 active, 0 not (or gone), -1 libvirt unreachable. */
+static int domain_active(struct virt_state *s, const char *id)
+{
+	virConnectPtr c = virt_conn_get(s);
+	if (!c)
+		return -1;
+	virDomainPtr d = virDomainLookupByUUIDString(c, id);
+	int a = d ? virDomainIsActive(d) : 0;
+	if (d)
+		virDomainFree(d);
+	virConnectClose(c);
+	return a == 1;
+}
+
+static void *powerdown_main(void *arg)
+{
+	struct powerdown *pd = arg;
+	struct virt_state *s = pd->s;
+	uint64_t deadline = vd_now_ms() + (uint64_t)pd->timeout_s * 1000;
+	bool done = false;
+	while (!stopping(s) && vd_now_ms() < deadline) {
+		if (domain_active(s, pd->id) == 0 && !pd->reboot) {
+			done = true;
+			break;
+		}
+		struct timespec ts = { 0, POLL_MS * 1000000L };
+		nanosleep(&ts, NULL);
+	}
+	if (!done && !stopping(s) && !pd->reboot && domain_active(s, pd->id) == 1) {
+		log_info("virt: %s has not shut down within %u s%s", pd->id, pd->timeout_s,
+			 pd->force ? ": destroying it (force)" : "");
+		if (pd->force) {
+			virConnectPtr c = virt_conn_get(s);
+			virDomainPtr d = c ? virDomainLookupByUUIDString(c, pd->id) : NULL;
+			if (d && virDomainDestroy(d) < 0)
+				log_warn("virt: forced shutdown of %s failed: %s", pd->id,
+					 virt_last_error());
+			if (d)
+				virDomainFree(d);
+			if (c)
+				virConnectClose(c);
+		}
+	}
+	pthread_mutex_lock(&s->lock);
+	s->bg_jobs--;
+	pthread_cond_broadcast(&s->cond);
+	pthread_mutex_unlock(&s->lock);
+	free(pd);
+	return NULL;
+}
+
+static void start_watcher(struct virt_state *s, const char *id, bool reboot, bool force,
+			  unsigned timeout_s)
+{
+	struct powerdown *pd = xcalloc(1, sizeof *pd);
+	pd->s = s;
+	snprintf(pd->id, sizeof pd->id, "%s", id);
+	pd->reboot = reboot;
+	pd->force = force;
+	pd->timeout_s = timeout_s;
+	pthread_attr_t at;
+	pthread_attr_init(&at);
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	pthread_mutex_lock(&s->lock);
+	s->bg_jobs++;
+	pthread_mutex_unlock(&s->lock);
+	pthread_t th;
+	if (pthread_create(&th, &at, powerdown_main, pd) != 0) {
+		log_warn("virt: cannot start the power-down watcher of %s", id);
+		pthread_mutex_lock(&s->lock);
+		s->bg_jobs--;
+		pthread_mutex_unlock(&s->lock);
+		free(pd);
+	}
+	pthread_attr_destroy(&at);
+}
+
+void virt_bg_wait(struct virt_state *s)
+{
+	pthread_mutex_lock(&s->lock);
+	while (s->bg_jobs > 0)
+		pthread_cond_wait(&s->cond, &s->lock);
+	pthread_mutex_unlock(&s->lock);
+}
+
+/* Integer seconds from an int or numeric-string parameter (dflt when
+ * absent); -1 when out of 0..MAX_TIMEOUT_S. */
+static int64_t secs_arg(struct rpc_call *c, const char *name, int64_t dflt)
+{
+	const struct vd_value *v = rpc_arg(c, name);
+	if (!v || v->type == VD_NULL)
+		return dflt;
+	int64_t x = rpc_arg_int(c, name, dflt);
+	return x < 0 || x > MAX_TIMEOUT_S ? -1 : x;
+}
+
+void virt_expect_event(struct virt_state *s, const char *id)
+{
+	pthread_mutex_lock(&s->lock);
+	struct virt_track *t = track_find(s, id);
+	if (t)
+		t->expect_ev++;
+	pthread_mutex_unlock(&s->lock);
+}
+
+void virt_settle_events(struct virt_state *s, virDomainPtr dom, const char *id)
+{
+	int state, reason;
+	if (virDomainGetState(dom, &state, &reason, 0) < 0)
+		return;
+	enum virt_status want = virt_status_from_libvirt(state, reason);
+	for (int i = 0; i < 200; i++) {   /* at most ~1 s */
+		pthread_mutex_lock(&s->lock);
+		const struct virt_track *t = track_find(s, id);
+		bool caught_up = s->ev_inflight == 0 &&
+				 (!t || (t->status == want && !t->launching && !t->expect_ev));
+		pthread_mutex_unlock(&s->lock);
+		if (caught_up)
+			return;
+		struct timespec ts = { 0, 5 * 1000000L };
+		nanosleep(&ts, NULL);
+	}
+}
+
+int virt_verb_shutdown(struct rpc_call *c)
+{
+	struct virt_state *s = state_of(c);
+	const char *id = rpc_arg_str(c, "vmID", NULL);
+	bool reboot = rpc_arg_bool(c, "reboot", false);
+	bool force = rpc_arg_bool(c, "force", false);
+	const char *msg = rpc_arg_str(c, "message", NULL);
+	int64_t delay = secs_arg(c, "delay", 0);
+	int64_t timeout = secs_arg(c, "timeout", 0);
+	if (delay < 0 || timeout < 0)
+		return rpc_fail(c, RPC_E_PARAMS, "delay/timeout: seconds, 0..%d", MAX_TIMEOUT_S);
+	if (timeout == 0)
+		timeout = DEFAULT_TIMEOUT_S;   /* VDSM: "not timeout" takes the default */
+	virConnectPtr conn = virt_begin(c, s);
+	if (!conn)
+		return -1;
+	int rc = -1;
+	virDomainPtr dom = virt_lookup(c, s, conn, id);
+	if (!dom)
+		goto out;
+	log_info("virt: %s %s (delay %lld s, timeout %lld s%s)%s%s", reboot ? "reboot" : "shutdown",
+		 id, (long long)delay, (long long)timeout, force ? ", force" : "",
+		 msg && *msg ? ": " : "", msg ? msg : "");
+	if (!reboot) {
+		/* our "Powering down" must follow the events of earlier changes */
+		virt_settle_events(s, dom, id);
+		virt_mark_admin(s, id, virDomainGetName(dom), true);
+		pthread_mutex_lock(&s->lock);
+		struct virt_track *t = track_find(s, id);
+		bool report = t && t->status != VS_POWERING_DOWN && t->status != VS_DOWN;
+		if (t)
+			t->powering_down = true;
+		pthread_mutex_unlock(&s->lock);
+		if (report)
+			virt_publish_status(s, id, VS_POWERING_DOWN, NULL);
+	}
+	int r = reboot ? virDomainReboot(dom, 0) : virDomainShutdown(dom);
+	if (r < 0 && force)
+		r = reboot ? virDomainReset(dom, 0) : virDomainDestroy(dom);
+	if (r < 0) {
+		virt_mark_admin(s, id, NULL, false);
+		pthread_mutex_lock(&s->lock);
+		struct virt_track *t = track_find(s, id);
+		if (t)
+			t->powering_down = false;
+		pthread_mutex_unlock(&s->lock);
+		virt_fail_libvirt(c, reboot ? "reboot" : "shutdown", id);
+		goto out;
+	}
+	if (!reboot)
+		start_watcher(s, id, reboot, force, (unsigned)timeout);
+	rc = 0;
+	virt_refresh(s);
+out:
+	if (dom)
+		virDomainFree(dom);
+	virConnectClose(conn);
+	return rc;
+}
+
+int virt_verb_reset(struct rpc_call *c)
+{
+	struct virt_state *s = state_of(c);
+	const char *id = rpc_arg_str(c, "vmID", NULL);
+	virConnectPtr conn = virt_begin(c, s);
+	if (!conn)
+		return -1;
+	int rc = -1;
+	virDomainPtr dom = virt_lookup(c, s, conn, id);
+	if (!dom)
+		goto out;
+	if (virDomainReset(dom, 0) < 0) {
+		virt_fail_libvirt(c, "reset", id);
+		goto out;
+	}
+	log_info("virt: reset %s", id);
+	rc = 0;
+out:
+	if (dom)
+		virDomainFree(dom);
+	virConnectClose(conn);
+	return rc;
+}
+
+int virt_verb_set_destroy_on_reboot(struct rpc_call *c)
+{
+	struct virt_state *s = state_of(c);
+	const char *id = rpc_arg_str(c, "vmID", NULL);
+	virConnectPtr conn = virt_begin(c, s);
+	if (!conn)
+		return -1;
+	int rc = -1;
+	virDomainPtr dom = virt_lookup(c, s, conn, id);
+	if (!dom)
+		goto out;
+	pthread_mutex_lock(&s->lock);
+	struct virt_track *t = track_get(s, id, virDomainGetName(dom));
+	t->destroy_on_reboot = true;
+	pthread_mutex_unlock(&s->lock);
+	log_info("virt: %s will be destroyed when its guest reboots", id);
+	rc = 0;
+out:
+	if (dom)
+		virDomainFree(dom);
+	virConnectClose(conn);
+	return rc;
+}
