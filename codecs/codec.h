@@ -128,6 +128,10 @@ static inline void vw_kbool(struct vd_writer *w, const char *k, bool b) { vw_key
 /* A key and a string built with printf formatting (VDSM sends most numbers as
  * strings). */
 void vw_kstrf(struct vd_writer *w, const char *k, const char *fmt, ...) VD_PRINTF(3, 4);
+/* An unsigned integer as a decimal string (what "%llu" gives, without printf;
+ * VDSM sends counters and sizes as str(int)); vw_kstr_u64 with its key. */
+void vw_u64str(struct vd_writer *w, uint64_t v);
+void vw_kstr_u64(struct vd_writer *w, const char *k, uint64_t v);
 /* Write a decoded value (any type, recursively). */
 void vw_value(struct vd_writer *w, const struct vd_value *v);
 

@@ -207,9 +207,6 @@ static inline void cj_set_err(struct vd_codec_error *err, int code, size_t off,
 	}
 }
 
-/* What every decode() does first: a NULL *lim becomes the defaults, NULL
- * *bytes an empty body, and a body over the size limit is refused.
- * Returns 0, or VD_ETOOBIG with err set. */
 /* Upper bound of the values in the JSON text p[0..n): one per ',' and '['
  * or '{' outside strings, plus one; counting stops past stop, and returns 0
  * once nesting passes max_depth (the decoder then fails on depth at once).
@@ -217,6 +214,9 @@ static inline void cj_set_err(struct vd_codec_error *err, int code, size_t off,
  * before yajl or the tree builder spend seconds on it. */
 size_t cj_count_values(const char *p, size_t n, size_t stop, unsigned max_depth);
 
+/* What every decode() does first: a NULL *lim becomes the defaults, NULL
+ * *bytes an empty body, and a body over the size limit is refused.
+ * Returns 0, or VD_ETOOBIG with err set. */
 static inline int cj_decode_begin(const char **bytes, size_t len, const struct vd_limits **lim,
 				  struct vd_codec_error *err)
 {
@@ -227,6 +227,23 @@ static inline int cj_decode_begin(const char **bytes, size_t len, const struct v
 		*bytes = "";
 	if (len > (*lim)->max_size) {
 		cj_set_err(err, VD_ETOOBIG, (*lim)->max_size, "input larger than the size limit");
+		return VD_ETOOBIG;
+	}
+	return 0;
+}
+
+/* What every JSON decode() does first: cj_decode_begin(), then a body with
+ * more values than max_elements (when set) is refused with
+ * vd_reason_too_many_values.  Returns 0, or VD_ETOOBIG with err set. */
+static inline int cj_json_decode_begin(const char **bytes, size_t len,
+				       const struct vd_limits **lim, struct vd_codec_error *err)
+{
+	int rc = cj_decode_begin(bytes, len, lim, err);
+	if (rc < 0)
+		return rc;
+	size_t max = (*lim)->max_elements;
+	if (max && cj_count_values(*bytes, len, max, cj_max_depth(*lim)) > max) {
+		cj_set_err(err, VD_ETOOBIG, 0, vd_reason_too_many_values);
 		return VD_ETOOBIG;
 	}
 	return 0;

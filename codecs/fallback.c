@@ -94,14 +94,9 @@ static int fb_decode(struct vd_arena *a, const char *bytes, size_t len,
 		     const struct vd_limits *lim, struct vd_value **out,
 		     struct vd_codec_error *err)
 {
-	int rc = cj_decode_begin(&bytes, len, &lim, err);
+	int rc = cj_json_decode_begin(&bytes, len, &lim, err);
 	if (rc < 0)
 		return rc;
-	if (lim->max_elements && cj_count_values(bytes, len, lim->max_elements, cj_max_depth(lim)) >
-	    lim->max_elements) {
-		cj_set_err(err, VD_ETOOBIG, 0, vd_reason_too_many_values);
-		return VD_ETOOBIG;
-	}
 	struct tree_builder t;
 	tb_init(&t, a, cj_max_depth(lim));
 	const char *p = bytes, *end = bytes + len, *q;

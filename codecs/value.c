@@ -106,6 +106,23 @@ void vw_kstrf(struct vd_writer *w, const char *k, const char *fmt, ...)
 	va_end(ap);
 }
 
+void vw_u64str(struct vd_writer *w, uint64_t v)
+{
+	char b[24];
+	size_t i = sizeof(b);
+	do {
+		b[--i] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	vw_string(w, b + i, sizeof(b) - i);
+}
+
+void vw_kstr_u64(struct vd_writer *w, const char *k, uint64_t v)
+{
+	vw_keyz(w, k);
+	vw_u64str(w, v);
+}
+
 void vw_value(struct vd_writer *w, const struct vd_value *v)
 {
 	if (w->ops->value) {

@@ -268,14 +268,9 @@ static int y_decode(struct vd_arena *a, const char *bytes, size_t len,
 		    const struct vd_limits *lim, struct vd_value **out,
 		    struct vd_codec_error *err)
 {
-	int rc = cj_decode_begin(&bytes, len, &lim, err);
+	int rc = cj_json_decode_begin(&bytes, len, &lim, err);
 	if (rc < 0)
 		return rc;
-	if (lim->max_elements && cj_count_values(bytes, len, lim->max_elements, cj_max_depth(lim)) >
-	    lim->max_elements) {
-		cj_set_err(err, VD_ETOOBIG, 0, vd_reason_too_many_values);
-		return VD_ETOOBIG;
-	}
 	/* A top-level number is buffered by yajl's lexer, slowly when huge;
 	 * refuse an over-long one before yajl sees it (same limit as
 	 * cj_number's). */

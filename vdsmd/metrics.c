@@ -37,28 +37,25 @@ void metrics_format(struct vd_server *s, struct vd_buf *o)
 	metric(o, "vdsmd_connections_closed_total", "counter", "Connections closed.", n->closed);
 	buf_puts(o, "# HELP vdsmd_connection_errors_total Connections closed for a reason.\n"
 		    "# TYPE vdsmd_connection_errors_total counter\n");
-	buf_printf(o, "vdsmd_connection_errors_total{reason=\"detect_timeout\"} %llu\n",
-		   (unsigned long long)n->detect_timeouts);
-	buf_printf(o, "vdsmd_connection_errors_total{reason=\"unknown_protocol\"} %llu\n",
-		   (unsigned long long)n->unknown_proto);
-	buf_printf(o, "vdsmd_connection_errors_total{reason=\"tls\"} %llu\n",
-		   (unsigned long long)n->tls_failures);
-	buf_printf(o, "vdsmd_connection_errors_total{reason=\"output_overflow\"} %llu\n",
-		   (unsigned long long)n->overflow_closes);
-	buf_printf(o, "vdsmd_connection_errors_total{reason=\"heartbeat_timeout\"} %llu\n",
-		   (unsigned long long)n->hb_timeouts);
-	buf_printf(o, "vdsmd_connection_errors_total{reason=\"frame_timeout\"} %llu\n",
-		   (unsigned long long)n->frame_timeouts);
-	buf_printf(o, "vdsmd_connection_errors_total{reason=\"connect_timeout\"} %llu\n",
-		   (unsigned long long)n->connect_timeouts);
-	buf_printf(o, "vdsmd_connection_errors_total{reason=\"idle_timeout\"} %llu\n",
-		   (unsigned long long)n->idle_timeouts);
-	buf_printf(o, "vdsmd_connection_errors_total{reason=\"keepalive_timeout\"} %llu\n",
-		   (unsigned long long)n->keepalive_timeouts);
-	buf_printf(o, "vdsmd_connection_errors_total{reason=\"memory_budget\"} %llu\n",
-		   (unsigned long long)n->budget_closes);
-	buf_printf(o, "vdsmd_connection_errors_total{reason=\"evicted_unestablished\"} %llu\n",
-		   (unsigned long long)n->evicted_unestablished);
+	const struct {
+		const char *reason;
+		uint64_t n;
+	} errs[] = {
+		{ "detect_timeout", n->detect_timeouts },
+		{ "unknown_protocol", n->unknown_proto },
+		{ "tls", n->tls_failures },
+		{ "output_overflow", n->overflow_closes },
+		{ "heartbeat_timeout", n->hb_timeouts },
+		{ "frame_timeout", n->frame_timeouts },
+		{ "connect_timeout", n->connect_timeouts },
+		{ "idle_timeout", n->idle_timeouts },
+		{ "keepalive_timeout", n->keepalive_timeouts },
+		{ "memory_budget", n->budget_closes },
+		{ "evicted_unestablished", n->evicted_unestablished },
+	};
+	for (size_t i = 0; i < VD_ARRAY_SIZE(errs); i++)
+		buf_printf(o, "vdsmd_connection_errors_total{reason=\"%s\"} %llu\n", errs[i].reason,
+			   (unsigned long long)errs[i].n);
 	metric(o, "vdsmd_connections_refused_per_address_total", "counter",
 	       "Connections refused by max_connections_per_address.", n->refused_per_address);
 	metric(o, "vdsmd_accept_pauses_total", "counter",

@@ -419,16 +419,6 @@ def load_api():
         return json.load(f)
 
 
-def call_ready(c, method, params=None, timeout=10.0, **kw):
-    deadline = time.monotonic() + timeout
-    while True:
-        resp = c.call(method, params, **kw)
-        err = resp.get("error")
-        if not err or err.get("code") != 99 or time.monotonic() > deadline:
-            return resp
-        time.sleep(0.05)
-
-
 class EngineHostFlows(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -451,9 +441,9 @@ class EngineHostFlows(unittest.TestCase):
         conn = [s for s in cls.flows if s["flow"] == "connect" and
                 s["method"] == "StoragePool.connect"][0]["params"]
         sd, sp = conn["masterSdUUID"], conn["storagepoolID"]
-        r = call_ready(cls.vds, "StorageDomain.create", [sd, 4, "", "data", 1])
+        r = vt.call_ready(cls.vds, "StorageDomain.create", [sd, 4, "", "data", 1])
         assert r.get("result") is True, r
-        r = call_ready(cls.vds, "StoragePool.create", [sp, "Default", sd, 1, [sd]])
+        r = vt.call_ready(cls.vds, "StoragePool.create", [sp, "Default", sd, 1, [sd]])
         assert "error" not in r, r
 
     @classmethod
@@ -472,7 +462,7 @@ class EngineHostFlows(unittest.TestCase):
             params = json.loads(json.dumps(params))
             for conn in params["connectionParams"]:
                 conn["connection"] = "127.0.0.1:" + conn["connection"].split(":", 1)[-1]
-        return call_ready(c, step["method"], params, dest=dest)
+        return vt.call_ready(c, step["method"], params, dest=dest)
 
     def check_reads(self, step, result):
         method = step["method"]
@@ -519,7 +509,7 @@ class EngineHostFlows(unittest.TestCase):
             self.assertIsNone(hostdevs(res))
         elif m == "Host.setMOMPolicyParameters":
             self.assertIs(res, True)
-            s = call_ready(self.vds, "Host.getStats")["result"]
+            s = vt.call_ready(self.vds, "Host.getStats")["result"]
             self.assertEqual(s["momPolicy"], step["params"]["key_value_store"])
         elif m == "Host.getAllVmStats":
             self.assertIsInstance(res, list)
@@ -549,7 +539,7 @@ class EngineHostFlows(unittest.TestCase):
             doms = res["storageDomains"]
             while sd not in doms and time.monotonic() < deadline:
                 time.sleep(0.2)
-                doms = call_ready(self.vds, "Host.getStats")["result"]["storageDomains"]
+                doms = vt.call_ready(self.vds, "Host.getStats")["result"]["storageDomains"]
             self.assertIn(sd, doms)
             self.assertEqual(doms[sd]["code"], 0)
             self.assertLessEqual(float(doms[sd]["lastCheck"]), 30.0)
@@ -566,16 +556,16 @@ class EngineHostFlows(unittest.TestCase):
 
     def test_3_other_host_verbs(self):
         """Host verbs the engine uses outside these flows."""
-        r = call_ready(self.vds, "Host.ping")
+        r = vt.call_ready(self.vds, "Host.ping")
         self.assertIs(r.get("result"), True, r)
-        r = call_ready(self.vds, "Host.getJobs", {})
+        r = vt.call_ready(self.vds, "Host.getJobs", {})
         self.assertEqual(r.get("result"), {}, r)
-        r = call_ready(self.vds, "Host.hostdevListByCaps", {"caps": ["system"]})
+        r = vt.call_ready(self.vds, "Host.hostdevListByCaps", {"caps": ["system"]})
         self.assertEqual(list(r["result"]), ["computer"], r)
 
     def test_4_this_machine(self):
         """Readings of this machine, checked against the machine itself."""
-        caps = call_ready(self.vds, "Host.getCapabilities")["result"]
+        caps = vt.call_ready(self.vds, "Host.getCapabilities")["result"]
         kvm = False
         try:
             fd = os.open("/dev/kvm", os.O_RDWR)
@@ -592,7 +582,7 @@ class EngineHostFlows(unittest.TestCase):
         fc = os.listdir("/sys/class/fc_host") if os.path.isdir("/sys/class/fc_host") else []
         self.assertEqual(len(caps["HBAInventory"]["FC"]), len([h for h in fc if h.startswith("host")]))
         ksm = os.path.exists("/sys/kernel/mm/ksm/run")
-        stats = call_ready(self.vds, "Host.getStats")["result"]
+        stats = vt.call_ready(self.vds, "Host.getStats")["result"]
         self.assertEqual("ksmState" in stats, ksm)
         if ksm:
             with open("/sys/kernel/mm/ksm/run") as f:
@@ -664,7 +654,7 @@ class LibvirtDomainCaps(unittest.TestCase):
                 c = d.stomp()
                 c.connect()
                 c.subscribe(vt.RESPONSES, "s", receipt="r")
-                res = call_ready(c, "Host.getCapabilities", timeout=30)["result"]
+                res = vt.call_ready(c, "Host.getCapabilities", timeout=30)["result"]
                 c.close()
                 self.assertTrue(any("from libvirt" in l for l in d.log_lines()))
             self.assertEqual(sorted(res["emulatedMachines"]), sorted(machines))

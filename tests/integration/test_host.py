@@ -63,17 +63,6 @@ def connect(d):
     return c
 
 
-def call_ready(c, method, params=None, timeout=10.0):
-    """Call, retrying while the agent still answers 99 (initializing)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        resp = c.call(method, params)
-        err = resp.get("error")
-        if not err or err.get("code") != 99 or time.monotonic() > deadline:
-            return resp
-        time.sleep(0.05)
-
-
 class HostVerbs(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -89,12 +78,12 @@ class HostVerbs(unittest.TestCase):
         r = self.c.call("Host.ping2")
         self.assertEqual(r["result"], True, r)
         self.assertEqual(r["jsonrpc"], "2.0")
-        r = call_ready(self.c, "Host.confirmConnectivity")
+        r = vt.call_ready(self.c, "Host.confirmConnectivity")
         self.assertEqual(r["result"], True, r)
 
     def test_get_stats(self):
         before = time.time()
-        r = call_ready(self.c, "Host.getStats")
+        r = vt.call_ready(self.c, "Host.getStats")
         self.assertIn("result", r, r)
         s = r["result"]
         # VDSM sends these as strings
@@ -136,7 +125,7 @@ class HostVerbs(unittest.TestCase):
         self.assertIsInstance(s["storageDomains"], dict)
 
     def test_get_capabilities(self):
-        r = call_ready(self.c, "Host.getCapabilities")
+        r = vt.call_ready(self.c, "Host.getCapabilities")
         self.assertIn("result", r, r)
         caps = r["result"]
         self.assertEqual(caps["memSize"], str(meminfo()["MemTotal"] // 1024))
@@ -151,7 +140,7 @@ class HostVerbs(unittest.TestCase):
         self.assertTrue(caps["software_version"])
         self.assertEqual(caps["hostname"], os.uname().nodename)
         # served from the cached encoding: identical on repeat
-        again = call_ready(self.c, "Host.getCapabilities")["result"]
+        again = vt.call_ready(self.c, "Host.getCapabilities")["result"]
         self.assertEqual(json.dumps(caps, sort_keys=True), json.dumps(again, sort_keys=True))
 
 
@@ -160,7 +149,7 @@ class HostSampling(unittest.TestCase):
         with vt.Daemon("--host-sample-interval", "1") as d:
             c = connect(d)
             try:
-                first = call_ready(c, "Host.getStats")["result"]
+                first = vt.call_ready(c, "Host.getStats")["result"]
                 t1 = next(iter(first["network"].values()))["sampleTime"]
                 deadline = time.monotonic() + 10
                 t2 = t1

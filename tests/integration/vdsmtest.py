@@ -495,3 +495,16 @@ def restart(d, sig=signal.SIGKILL):
         d._lines = []
     d.start()
     return rc
+
+
+def call_ready(c, method, params=None, timeout=10.0, **kw):
+    """c.call(method, params, **kw), repeated while the agent still answers
+    code 99 (initializing) and timeout seconds have not passed; returns the
+    last response."""
+    deadline = time.monotonic() + timeout
+    while True:
+        resp = c.call(method, params, **kw)
+        err = resp.get("error")
+        if not err or err.get("code") != 99 or time.monotonic() > deadline:
+            return resp
+        time.sleep(0.05)

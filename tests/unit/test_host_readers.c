@@ -13,6 +13,7 @@
 
 #include "vdsmd/host/host_int.h"
 #include "check_main.h"
+#include "host_test.h"
 
 #define FULL "tests/fixtures/host/full"
 #define BARE "tests/fixtures/host/bare"
@@ -20,26 +21,7 @@
 
 static const struct vd_value *decode(struct vd_arena *a, const struct vd_buf *b)
 {
-	struct vd_limits lim = VD_LIMITS_DEFAULT;
-	struct vd_value *v = NULL;
-	struct vd_codec_error err;
-	int rc = codec_find("yajl")->decode(a, b->data, b->len, &lim, &v, &err);
-	if (rc != 0)
-		fprintf(stderr, "decode: %s at %zu: %.*s\n", err.reason, err.offset,
-			(int)b->len, b->data);
-	ck_assert_int_eq(rc, 0);
-	return v;
-}
-
-static const struct vd_value *get(const struct vd_value *o, const char *k, enum vd_type t)
-{
-	ck_assert_ptr_nonnull(o);
-	const struct vd_value *v = vd_obj_get(o, k);
-	if (!v)
-		ck_abort_msg("missing key %s", k);
-	if (v->type != t)
-		ck_abort_msg("key %s is %s, want %s", k, vd_type_name(v->type), vd_type_name(t));
-	return v;
+	return decode_with(codec_find("yajl"), a, b);
 }
 
 static bool str_eq(const struct vd_value *v, const char *s)

@@ -14,6 +14,7 @@
 #include "rpc/schema.h"
 #include "vdsmd/host/host_int.h"
 #include "check_main.h"
+#include "host_test.h"
 
 static struct vdsmd g_d;
 
@@ -44,30 +45,6 @@ static int run(const char *verb, const struct vd_codec *codec, struct vd_buf *ou
 	ck_assert_int_eq(w.error, 0);
 	arena_free(&a);
 	return rc;
-}
-
-static const struct vd_value *decode(const struct vd_codec *codec, struct vd_arena *a,
-				     const struct vd_buf *b)
-{
-	struct vd_limits lim = VD_LIMITS_DEFAULT;
-	struct vd_value *v = NULL;
-	struct vd_codec_error err;
-	int rc = codec->decode(a, b->data, b->len, &lim, &v, &err);
-	if (rc != 0)
-		fprintf(stderr, "decode: %s at %zu: %.*s\n", err.reason, err.offset,
-			(int)b->len, b->data);
-	ck_assert_int_eq(rc, 0);
-	return v;
-}
-
-static const struct vd_value *get(const struct vd_value *o, const char *k, enum vd_type t)
-{
-	const struct vd_value *v = vd_obj_get(o, k);
-	if (!v)
-		ck_abort_msg("missing key %s", k);
-	if (v->type != t)
-		ck_abort_msg("key %s is %s, want %s", k, vd_type_name(v->type), vd_type_name(t));
-	return v;
 }
 
 /* A string holding a decimal number (VDSM's "1.23"); returns it. */
@@ -211,7 +188,7 @@ START_TEST(get_stats_json_and_msgpack)
 		struct vd_arena a;
 		arena_init(&a, 4096);
 		ck_assert_int_eq(run("Host.getStats", codec, &b), 0);
-		check_stats(decode(codec, &a, &b));
+		check_stats(decode_with(codec, &a, &b));
 		arena_free(&a);
 		buf_free(&b);
 	}
@@ -227,7 +204,7 @@ START_TEST(get_capabilities)
 	ck_assert_uint_eq(atomic_load(&g_d.host->caps->nenc), 0);
 	ck_assert_int_eq(run("Host.getCapabilities", json, &b1), 0);
 	ck_assert_uint_eq(atomic_load(&g_d.host->caps->nenc), 1);
-	const struct vd_value *c = decode(json, &a, &b1);
+	const struct vd_value *c = decode_with(json, &a, &b1);
 	ck_assert_int_eq(c->type, VD_OBJECT);
 
 	char want[32];
@@ -276,7 +253,7 @@ START_TEST(get_capabilities)
 		struct vd_buf b3 = VD_BUF_INIT;
 		ck_assert_int_eq(run("Host.getCapabilities", mp, &b3), 0);
 		ck_assert_uint_eq(atomic_load(&g_d.host->caps->nenc), 2);
-		ck_assert(vd_value_equal(decode(mp, &a, &b3), c));
+		ck_assert(vd_value_equal(decode_with(mp, &a, &b3), c));
 		buf_free(&b3);
 	}
 	arena_free(&a);
@@ -371,7 +348,7 @@ static const struct vd_value *dispatch(struct rpc_engine *e, const char *body,
 	rpc_dispatch(e, &info, body, strlen(body), on_reply, rp);
 	ck_assert_int_eq(rp->calls, 1);
 	struct vd_buf b = { rp->bytes, rp->len, rp->len };
-	return decode(codec_find("yajl"), a, &b);
+	return decode_with(codec_find("yajl"), a, &b);
 }
 
 START_TEST(through_engine)

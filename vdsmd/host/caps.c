@@ -350,7 +350,7 @@ void host_caps_encode(const struct host_caps *c, struct vd_writer *w)
 		buf_free(&f);
 	}
 	vw_kstr(w, "onlineCpus", c->online_cpus);
-	vw_kstrf(w, "memSize", "%llu", (unsigned long long)c->mem_size_mib);
+	vw_kstr_u64(w, "memSize", c->mem_size_mib);
 	vw_kstr(w, "kvmEnabled", c->kvm ? "true" : "false");
 	vw_keyz(w, "operatingSystem");
 	vw_begin_object(w);
@@ -402,7 +402,7 @@ void host_caps_encode(const struct host_caps *c, struct vd_writer *w)
 		const struct host_caps_node *cn = &c->nodes[i];
 		host_key_u(w, cn->id);
 		vw_begin_object(w);
-		vw_kstrf(w, "totalMemory", "%llu", (unsigned long long)cn->total_mib);
+		vw_kstr_u64(w, "totalMemory", cn->total_mib);
 		vw_keyz(w, "cpus");
 		int_array(w, cn->cpus, cn->ncpus);
 		vw_keyz(w, "hugepages");
@@ -412,7 +412,7 @@ void host_caps_encode(const struct host_caps *c, struct vd_writer *w)
 			snprintf(sz, sizeof(sz), "%llu", (unsigned long long)cn->huge[k].size_kb);
 			vw_keyz(w, sz);
 			vw_begin_object(w);
-			vw_kstrf(w, "totalPages", "%llu", (unsigned long long)cn->huge[k].nr);
+			vw_kstr_u64(w, "totalPages", cn->huge[k].nr);
 			vw_end_object(w);
 		}
 		vw_end_object(w);

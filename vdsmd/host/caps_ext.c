@@ -421,7 +421,7 @@ void host_caps_ext_encode(const struct host_caps *c, struct vd_writer *w)
 	vw_kstr(w, "hostdevPassthrough", x->iommu ? "true" : "false");
 	vw_kbool(w, "vncEncrypted", x->vnc_tls);
 	if (x->boot_time)
-		vw_kstrf(w, "bootTime", "%llu", (unsigned long long)x->boot_time);
+		vw_kstr_u64(w, "bootTime", x->boot_time);
 
 	vw_keyz(w, "cpuTopology");
 	vw_begin_array(w);

@@ -27,6 +27,9 @@
 int host_read_file(const char *path, size_t max, struct vd_buf *out);
 /* host_read_file() of root followed by rel ("" or a test tree + "/proc/stat"). */
 int host_read_rel(const char *root, const char *rel, size_t max, struct vd_buf *out);
+/* First line (up to 511 bytes) of root followed by rel, blanks trimmed at both
+ * ends, into out; false when unreadable or blank (sysfs values, DMI strings). */
+bool host_read_line(const char *root, const char *rel, char *out, size_t outlen);
 
 /* ---- /proc parsers ----------------------------------------------------- */
 

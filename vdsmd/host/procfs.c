@@ -44,6 +44,27 @@ int host_read_rel(const char *root, const char *rel, size_t max, struct vd_buf *
 	return host_read_file(path, max, out);
 }
 
+bool host_read_line(const char *root, const char *rel, char *out, size_t outlen)
+{
+	char path[HOST_ROOT_MAX + 256], b[512];
+	snprintf(path, sizeof(path), "%s%s", root, rel);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return false;
+	bool ok = fgets(b, sizeof(b), f) != NULL;
+	fclose(f);
+	if (!ok)
+		return false;
+	size_t n = strcspn(b, "\r\n");
+	while (n && (b[n - 1] == ' ' || b[n - 1] == '\t'))
+		n--;
+	size_t s = strspn(b, " \t");
+	if (s >= n)
+		return false;
+	snprintf(out, outlen, "%.*s", (int)(n - s), b + s);
+	return true;
+}
+
 /* ---- small scanning helpers --------------------------------------------- */
 
 struct scan {

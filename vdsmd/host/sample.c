@@ -164,39 +164,23 @@ void host_topo_read(const char *root, struct host_topo *t)
 	buf_free(&b);
 }
 
-/* First line of a small sysfs file, trimmed; false when unreadable. */
-static bool read_line(const char *path, char *out, size_t outlen)
-{
-	char b[128];
-	FILE *f = fopen(path, "re");
-	if (!f)
-		return false;
-	bool ok = fgets(b, sizeof(b), f) != NULL;
-	fclose(f);
-	if (!ok)
-		return false;
-	b[strcspn(b, "\r\n")] = '\0';
-	snprintf(out, outlen, "%s", b);
-	return true;
-}
-
 static void iface_sysfs(const char *root, struct host_iface *it)
 {
-	char path[HOST_ROOT_MAX + 128], v[64];
+	char rel[128], v[64];
 	/* names come from /proc/net/dev: refuse anything path-like */
 	if (strchr(it->name, '/') || strcmp(it->name, "..") == 0 || strcmp(it->name, ".") == 0) {
 		snprintf(it->state, sizeof(it->state), "unknown");
 		it->speed = 1000;
 		return;
 	}
-	snprintf(path, sizeof(path), "%s/sys/class/net/%s/operstate", root, it->name);
+	snprintf(rel, sizeof(rel), "/sys/class/net/%s/operstate", it->name);
 	const char *st = "unknown";
-	if (read_line(path, v, sizeof(v)))
+	if (host_read_line(root, rel, v, sizeof(v)))
 		st = strcmp(v, "up") == 0 ? "up" : strcmp(v, "down") == 0 ? "down" : "unknown";
 	snprintf(it->state, sizeof(it->state), "%s", st);
-	snprintf(path, sizeof(path), "%s/sys/class/net/%s/speed", root, it->name);
+	snprintf(rel, sizeof(rel), "/sys/class/net/%s/speed", it->name);
 	long sp = 0;
-	if (read_line(path, v, sizeof(v))) {
+	if (host_read_line(root, rel, v, sizeof(v))) {
 		char *e;
 		sp = strtol(v, &e, 10);
 		if (e == v || sp <= 0 || sp > 100000000)
@@ -208,10 +192,9 @@ static void iface_sysfs(const char *root, struct host_iface *it)
 
 static void thp_state(const char *root, char *out, size_t outlen)
 {
-	char path[HOST_ROOT_MAX + 64], v[128];
+	char v[128];
 	snprintf(out, outlen, "never");
-	path_join(path, sizeof(path), root, "/sys/kernel/mm/transparent_hugepage/enabled");
-	if (!read_line(path, v, sizeof(v)))
+	if (!host_read_line(root, "/sys/kernel/mm/transparent_hugepage/enabled", v, sizeof(v)))
 		return;
 	/* "always [madvise] never": the bracketed word is the mode */
 	char *l = strchr(v, '['), *r = l ? strchr(l, ']') : NULL;

@@ -72,33 +72,10 @@ static bool exists(const char *root, const char *rel)
 	return access(path, F_OK) == 0;
 }
 
-/* First line of root+rel, trimmed of blanks at both ends; false when
- * unreadable or empty. */
-static bool line_of(const char *root, const char *rel, char *out, size_t outlen)
-{
-	char path[HOST_ROOT_MAX + 256], b[512];
-	snprintf(path, sizeof(path), "%s%s", root, rel);
-	FILE *f = fopen(path, "re");
-	if (!f)
-		return false;
-	bool ok = fgets(b, sizeof(b), f) != NULL;
-	fclose(f);
-	if (!ok)
-		return false;
-	size_t n = strcspn(b, "\r\n");
-	while (n && (b[n - 1] == ' ' || b[n - 1] == '\t'))
-		n--;
-	size_t s = strspn(b, " \t");
-	if (s >= n)
-		return false;
-	snprintf(out, outlen, "%.*s", (int)(n - s), b + s);
-	return true;
-}
-
 static bool u64_of(const char *root, const char *rel, uint64_t *v)
 {
 	char b[64], *e;
-	if (!line_of(root, rel, b, sizeof(b)))
+	if (!host_read_line(root, rel, b, sizeof(b)))
 		return false;
 	unsigned long long x = strtoull(b, &e, 10);
 	if (e == b || *e)
@@ -170,11 +147,11 @@ void host_hba_read(const char *root, struct host_hba *h)
 		snprintf(f->host, sizeof(f->host), "%.31s", n);
 		char rel[256];
 		snprintf(rel, sizeof(rel), "/sys/class/fc_host/%.31s/port_name", n);
-		if (!line_of(root, rel, f->wwpn, sizeof(f->wwpn)))
+		if (!host_read_line(root, rel, f->wwpn, sizeof(f->wwpn)))
 			continue;       /* VDSM needs the port name */
 		strip_0x(f->wwpn);
 		snprintf(rel, sizeof(rel), "/sys/class/fc_host/%.31s/node_name", n);
-		if (line_of(root, rel, f->wwnn, sizeof(f->wwnn)))
+		if (host_read_line(root, rel, f->wwnn, sizeof(f->wwnn)))
 			strip_0x(f->wwnn);
 		/* model: the SCSI host's attributes, under the names the drivers
 		 * use (VDSM's list); "Unknown" when none */
@@ -186,11 +163,11 @@ void host_hba_read(const char *root, struct host_hba *h)
 			char m[128], dsc[256];
 			snprintf(rel, sizeof(rel), "/sys/class/fc_host/%.31s/device/scsi_host/%.31s/%s",
 				 n, n, names[i]);
-			if (!line_of(root, rel, m, sizeof(m)))
+			if (!host_read_line(root, rel, m, sizeof(m)))
 				continue;
 			snprintf(rel, sizeof(rel), "/sys/class/fc_host/%.31s/device/scsi_host/%.31s/%s",
 				 n, n, descs[i]);
-			if (!line_of(root, rel, dsc, sizeof(dsc)))
+			if (!host_read_line(root, rel, dsc, sizeof(dsc)))
 				dsc[0] = '\0';
 			snprintf(f->model, sizeof(f->model), "%s", m);
 			if (dsc[0])
@@ -263,7 +240,7 @@ bool host_nested_virt(const char *root)
 	};
 	for (size_t i = 0; i < VD_ARRAY_SIZE(p); i++) {
 		char v[8];
-		if (line_of(root, p[i], v, sizeof(v)) && (strcmp(v, "Y") == 0 || strcmp(v, "1") == 0))
+		if (host_read_line(root, p[i], v, sizeof(v)) && (strcmp(v, "Y") == 0 || strcmp(v, "1") == 0))
 			return true;
 	}
 	return false;
@@ -272,12 +249,12 @@ bool host_nested_virt(const char *root)
 void host_dmi_read(const char *root, struct host_dmi *d)
 {
 	memset(d, 0, sizeof(*d));
-	line_of(root, "/sys/class/dmi/id/sys_vendor", d->manufacturer, sizeof(d->manufacturer));
-	line_of(root, "/sys/class/dmi/id/product_name", d->product, sizeof(d->product));
-	line_of(root, "/sys/class/dmi/id/product_version", d->version, sizeof(d->version));
-	line_of(root, "/sys/class/dmi/id/product_serial", d->serial, sizeof(d->serial));
-	line_of(root, "/sys/class/dmi/id/product_uuid", d->uuid, sizeof(d->uuid));
-	line_of(root, "/sys/class/dmi/id/product_family", d->family, sizeof(d->family));
+	host_read_line(root, "/sys/class/dmi/id/sys_vendor", d->manufacturer, sizeof(d->manufacturer));
+	host_read_line(root, "/sys/class/dmi/id/product_name", d->product, sizeof(d->product));
+	host_read_line(root, "/sys/class/dmi/id/product_version", d->version, sizeof(d->version));
+	host_read_line(root, "/sys/class/dmi/id/product_serial", d->serial, sizeof(d->serial));
+	host_read_line(root, "/sys/class/dmi/id/product_uuid", d->uuid, sizeof(d->uuid));
+	host_read_line(root, "/sys/class/dmi/id/product_family", d->family, sizeof(d->family));
 }
 
 /* ---- statistics facts ---------------------------------------------------- */
@@ -301,7 +278,7 @@ static bool is_ksmd(const char *root, const char *pid)
 {
 	char rel[64], comm[32];
 	snprintf(rel, sizeof(rel), "/proc/%s/comm", pid);
-	return line_of(root, rel, comm, sizeof(comm)) && strcmp(comm, "ksmd") == 0;
+	return host_read_line(root, rel, comm, sizeof(comm)) && strcmp(comm, "ksmd") == 0;
 }
 
 int host_ksmd_pid(const char *root, int cached)

@@ -22,24 +22,6 @@ static struct host_state *state_of(struct rpc_call *c)
 	return d ? d->host : NULL;
 }
 
-/* Decimal strings without printf (getStats writes ~30 of them). */
-static void put_u64(struct vd_writer *w, uint64_t v)
-{
-	char b[24];
-	size_t i = sizeof(b);
-	do {
-		b[--i] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
-	vw_string(w, b + i, sizeof(b) - i);
-}
-
-static void kstr_u64(struct vd_writer *w, const char *k, uint64_t v)
-{
-	vw_keyz(w, k);
-	put_u64(w, v);
-}
-
 /* "%.2f" of a non-negative value below 1e15 (percentages, loads). */
 static void kstr_2f(struct vd_writer *w, const char *k, double v)
 {
@@ -89,14 +71,14 @@ static void write_network(struct vd_writer *w, const struct host_snapshot *s)
 		vw_keyz(w, it->name);
 		vw_begin_object(w);
 		vw_kstr(w, "name", it->name);
-		kstr_u64(w, "speed", it->speed);
-		kstr_u64(w, "rxDropped", it->rx_dropped);
-		kstr_u64(w, "txDropped", it->tx_dropped);
-		kstr_u64(w, "rxErrors", it->rx_errors);
-		kstr_u64(w, "txErrors", it->tx_errors);
+		vw_kstr_u64(w, "speed", it->speed);
+		vw_kstr_u64(w, "rxDropped", it->rx_dropped);
+		vw_kstr_u64(w, "txDropped", it->tx_dropped);
+		vw_kstr_u64(w, "rxErrors", it->rx_errors);
+		vw_kstr_u64(w, "txErrors", it->tx_errors);
 		vw_kstr(w, "state", it->state);
-		kstr_u64(w, "rx", it->rx);
-		kstr_u64(w, "tx", it->tx);
+		vw_kstr_u64(w, "rx", it->rx);
+		vw_kstr_u64(w, "tx", it->tx);
 		vw_keyz(w, "sampleTime");
 		vw_double(w, s->sample_time);
 		vw_end_object(w);
@@ -133,7 +115,7 @@ static void write_cpu_numa(struct vd_writer *w, const struct host_snapshot *s)
 	for (size_t i = 0; i < s->nnode; i++) {
 		host_key_u(w, s->nodes[i].id);
 		vw_begin_object(w);
-		kstr_u64(w, "memFree", s->nodes[i].free_mib);
+		vw_kstr_u64(w, "memFree", s->nodes[i].free_mib);
 		vw_kint(w, "memPercent", s->nodes[i].percent);
 		if (s->nodes[i].nhuge) {
 			vw_keyz(w, "hugepages");
@@ -241,24 +223,24 @@ static int host_get_stats(struct rpc_call *c)
 	kstr_2f(w, "cpuUserVdsmd", s->cpu_user_vdsmd);
 	kstr_2f(w, "cpuSysVdsmd", s->cpu_sys_vdsmd);
 	kstr_2f(w, "cpuLoad", s->cpu_load);
-	kstr_u64(w, "memUsed", (uint64_t)s->mem_used);
+	vw_kstr_u64(w, "memUsed", (uint64_t)s->mem_used);
 	vw_kint(w, "memFree", (int64_t)s->mem_free_mib);
 	vw_kint(w, "swapTotal", (int64_t)s->swap_total_mib);
 	vw_kint(w, "swapFree", (int64_t)s->swap_free_mib);
-	kstr_u64(w, "anonHugePages", s->anon_huge_mib);
+	vw_kstr_u64(w, "anonHugePages", s->anon_huge_mib);
 	vw_kstr(w, "thpState", s->thp_state);
 	vw_kint(w, "vmCount", vm_count);
 	vw_kint(w, "vmActive", vm_active);
 	vw_kint(w, "vmMigrating", 0);
 	vw_kint(w, "incomingVmMigrations", 0);
 	vw_kint(w, "outgoingVmMigrations", 0);
-	kstr_u64(w, "elapsedTime", elapsed);
+	vw_kstr_u64(w, "elapsedTime", elapsed);
 	if (s->boot_time)
-		kstr_u64(w, "bootTime", s->boot_time);
+		vw_kstr_u64(w, "bootTime", s->boot_time);
 	vw_kstrf(w, "dateTime", "%04d-%02d-%02dT%02d:%02d:%02d GMT", tm.tm_year + 1900,
 		 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
-	kstr_u64(w, "rxDropped", s->rx_dropped);
-	kstr_u64(w, "txDropped", s->tx_dropped);
+	vw_kstr_u64(w, "rxDropped", s->rx_dropped);
+	vw_kstr_u64(w, "txDropped", s->tx_dropped);
 	write_network(w, s);
 	write_cpu_numa(w, s);
 	vw_keyz(w, "storageDomains");

@@ -31,6 +31,17 @@ static void addr_list(struct vd_writer *w, const char *key, const struct net_dev
 	vw_end_array(w);
 }
 
+/* The link speed in Mb/s from sysfs; 0 when unknown (no link, or a
+ * virtual device that reports -1). */
+static long link_speed(const char *dev)
+{
+	char sp[24];
+	long speed = 0;
+	if (net_sysfs_read(dev, "speed", sp, sizeof(sp)) == 0)
+		speed = strtol(sp, NULL, 10);
+	return speed > 0 ? speed : 0;
+}
+
 /* Fields every device entry has (VDSM's common netinfo). */
 static void common_fields(struct vd_writer *w, const struct net_snap *s,
 			  const struct net_dev *d, bool dhcp)
@@ -193,11 +204,7 @@ void net_caps_sections(const struct net_conf *c, const struct net_snap *s,
 		const struct net_base *b = net_conf_base(c, d->name);
 		if (b)
 			vw_kstr(w, "permhwaddr", d->hwaddr);
-		char sp[24];
-		long speed = 0;
-		if (net_sysfs_read(d->name, "speed", sp, sizeof(sp)) == 0)
-			speed = strtol(sp, NULL, 10);
-		vw_kint(w, "speed", speed > 0 ? speed : 0);
+		vw_kint(w, "speed", link_speed(d->name));
 		common_fields(w, s, d, false);
 		vw_end_object(w);
 	}
@@ -225,11 +232,6 @@ void net_caps_sections(const struct net_conf *c, const struct net_snap *s,
 	vw_end_object(w);
 }
 
-static void kstr_u64(struct vd_writer *w, const char *k, uint64_t v)
-{
-	vw_kstrf(w, k, "%llu", (unsigned long long)v);
-}
-
 void net_stats_write(const struct net_snap *s, struct vd_writer *w)
 {
 	uint64_t rxd = 0, txd = 0;
@@ -245,25 +247,23 @@ void net_stats_write(const struct net_snap *s, struct vd_writer *w)
 		vw_keyz(w, d->name);
 		vw_begin_object(w);
 		vw_kstr(w, "name", d->name);
-		kstr_u64(w, "rx", d->rx_bytes);
-		kstr_u64(w, "tx", d->tx_bytes);
-		kstr_u64(w, "rxDropped", d->rx_dropped);
-		kstr_u64(w, "txDropped", d->tx_dropped);
-		kstr_u64(w, "rxErrors", d->rx_errors);
-		kstr_u64(w, "txErrors", d->tx_errors);
+		vw_kstr_u64(w, "rx", d->rx_bytes);
+		vw_kstr_u64(w, "tx", d->tx_bytes);
+		vw_kstr_u64(w, "rxDropped", d->rx_dropped);
+		vw_kstr_u64(w, "txDropped", d->tx_dropped);
+		vw_kstr_u64(w, "rxErrors", d->rx_errors);
+		vw_kstr_u64(w, "txErrors", d->tx_errors);
 		vw_kstr(w, "state", d->up && strcmp(d->operstate, "down") != 0 ? "up" : "down");
-		char sp[24];
-		long speed = 0;
-		if (net_sysfs_read(d->name, "speed", sp, sizeof(sp)) == 0)
-			speed = strtol(sp, NULL, 10);
-		kstr_u64(w, "speed", speed > 0 ? (uint64_t)speed : 1000);
+		/* VDSM reports 1000 when the speed is unknown */
+		long speed = link_speed(d->name);
+		vw_kstr_u64(w, "speed", speed ? (uint64_t)speed : 1000);
 		vw_kstr(w, "duplex", "unknown");
 		vw_keyz(w, "sampleTime");
 		vw_double(w, (double)s->time_ms / 1000.0);
 		vw_end_object(w);
 	}
 	vw_end_object(w);
-	kstr_u64(w, "rxDropped", rxd);
-	kstr_u64(w, "txDropped", txd);
+	vw_kstr_u64(w, "rxDropped", rxd);
+	vw_kstr_u64(w, "txDropped", txd);
 	vw_end_object(w);
 }
