@@ -422,7 +422,7 @@ int virt_verb_create(struct rpc_call *c)
 	virt_refresh(s);
 	vw_begin_object(c->w);
 	vw_kstr(c->w, "vmId", id);
-	vw_kstr(c->w, "vmName", name);
+	vw_kstr(c->w, "vmName", name ? name : id);  /* both builders set it */
 	vw_kstr(c->w, "status", virt_status_name(VS_WAIT_FOR_LAUNCH));
 	vw_kstrf(c->w, "statusTime", "%llu", (unsigned long long)rpc_event_time_ms());
 	vw_kstr(c->w, "vmType", "kvm");

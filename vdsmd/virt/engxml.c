@@ -245,9 +245,9 @@ int engxml_parse(const char *xml, struct virt_engxml *x, char *why, size_t whyle
 	}
 	const char *vc = dx_find_child(dom, dend, "vcpu");
 	if (vc) {
-		if (attr_span(vc, "current", &vs, &ve) && copy_span(num, sizeof num, vs, ve))
-			x->smp = (unsigned)strtoul(num, NULL, 10);
-		else if (dx_child_text(dom, dend, "vcpu", num, sizeof num))
+		/* the online count (current=), else the element's text */
+		if ((attr_span(vc, "current", &vs, &ve) && copy_span(num, sizeof num, vs, ve)) ||
+		    dx_child_text(dom, dend, "vcpu", num, sizeof num))
 			x->smp = (unsigned)strtoul(num, NULL, 10);
 	}
 	return engxml_parse_devices(xml, x, why, whylen);
