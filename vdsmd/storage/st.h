@@ -183,7 +183,8 @@ void index_count_children(struct st_domain *d);
 enum st_task_state { ST_TS_INIT, ST_TS_RUNNING, ST_TS_ABORTING, ST_TS_FINISHED };
 enum st_task_result { ST_TR_NONE, ST_TR_SUCCESS, ST_TR_CLEAN_SUCCESS, ST_TR_CLEAN_FAILURE };
 enum st_task_kind { ST_TK_CREATE, ST_TK_DELETE, ST_TK_IMAGE_DELETE, ST_TK_SPM_START,
-		    ST_TK_EXTEND };
+		    ST_TK_EXTEND, ST_TK_IMAGE_COPY };
+#define ST_TK_LAST ST_TK_IMAGE_COPY
 enum { ST_SPM_FREE, ST_SPM_CONTEND, ST_SPM_SPM };
 
 struct st_task {
@@ -210,6 +211,10 @@ struct st_task {
 	bool postzero, discard;
 	pid_t child;               /* qemu-img running for it (under s->lock) */
 	int host_id;               /* spmStart: the contender */
+	/* cloneStructure / syncData / move (st_imgcopy.c) */
+	char dst_sd[37];
+	int icop;                  /* ST_IC_* */
+	int sync_type;             /* ST_SYNC_* */
 	bool recovering;           /* found unfinished by st_open */
 	uint64_t ctime;
 	struct st_task *qnext;     /* executor queue */
@@ -560,6 +565,24 @@ int st_image_prepare(struct storage_state *s, const char *sd, const char *sp, co
 int st_image_prepare2(struct storage_state *s, const char *sd, const char *sp, const char *img,
 		      const char *vol, bool allow_illegal, struct st_chain *out,
 		      struct st_err *e);
+
+/* ---- image copy between domains (st_imgcopy.c) -------------------------- */
+
+enum { ST_IC_CLONE = 1, ST_IC_SYNC, ST_IC_COPY, ST_IC_MOVE };
+enum { ST_SYNC_ALL = 0, ST_SYNC_INTERNAL, ST_SYNC_LEAF };
+struct st_imgcopy_req {
+	const char *sp, *sd, *img, *dst_sd;
+	int op;            /* ST_IC_* */
+	int sync_type;     /* ST_SYNC_* (syncData) */
+	bool postzero, discard, force;   /* move: how the source is removed */
+};
+/* "ALL" / "INTERNAL" / "LEAF" -> ST_SYNC_*, -1 otherwise. */
+int st_sync_type_parse(const char *s);
+/* Image.cloneStructure / syncData / move: validate, pin, queue the task. */
+int st_image_copy(struct storage_state *s, const struct st_imgcopy_req *r, char task_id[37],
+		  struct st_err *e);
+void st_image_run_copy(struct storage_state *s, struct st_task *t);
+void st_image_copy_release(struct storage_state *s, struct st_task *t);
 
 /* ---- volume maintenance (st_volops.c) ------------------------------------ */
 
