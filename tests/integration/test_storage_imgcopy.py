@@ -189,6 +189,29 @@ class ImageCopy(unittest.TestCase):
         self.assertIs(result(self.c.call("Image.prepare", [BLANK, SD1, IMG, TOP])) is not None,
                       True)
 
+    def test_needs_spm_in_a_pool(self):
+        """On domains of a pool the verbs answer 654 until this host is SPM."""
+        sp = "5849b030-626e-47cb-ad90-3ce782d831c4"
+        self.domain(SD1)
+        self.domain(SD2)
+        self.make_chain()
+        r = self.c.call("StoragePool.create", [sp, "dc", SD1, 1, [SD1, SD2], 1, 3, 10, 3])
+        self.assertIs(result(r), True, r)
+        r = self.c.call("StoragePool.connect", [sp, 1, sp, SD1, 1, {SD1: "active", SD2: "active"}])
+        self.assertIs(result(r), True, r)
+        for verb, params in (("Image.move", [IMG, sp, SD1, SD2, 1, False, False]),
+                             ("Image.cloneStructure", [IMG, sp, SD1, SD2]),
+                             ("Image.syncData", [IMG, sp, SD1, SD2, "ALL"])):
+            r = self.c.call(verb, params)
+            self.assertEqual(r.get("error", {}).get("code"), 654, (verb, r))
+        self.assertFalse(os.path.exists(os.path.join(self.dirs[SD2], SD2, "images", IMG)))
+        tid = result(self.c.call("StoragePool.spmStart", [sp, -1, "-1", "false", 250, "5"]))
+        self.task_ok(tid, timeout=30)
+        self.task_ok(result(self.c.call("Image.move", [IMG, sp, SD1, SD2, 1, False, False])))
+        for vol in (BASE, TOP):
+            rc, out = self.compare(self.vpath(SD1, vol), self.vpath(SD2, vol))
+            self.assertEqual(rc, 0, out)
+
 
 if __name__ == "__main__":
     unittest.main()
