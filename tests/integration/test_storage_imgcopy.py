@@ -213,5 +213,48 @@ class ImageCopy(unittest.TestCase):
             self.assertEqual(rc, 0, out)
 
 
+class ReconstructMaster(unittest.TestCase):
+    """StoragePool.reconstructMaster moves the master role to another domain
+    at a new version; refused (325) while the pool is connected here."""
+
+    def test_reconstruct_master(self):
+        sp = "5849b030-626e-47cb-ad90-3ce782d831c5"
+        with vt.Daemon() as d:
+            c = connect(d)
+            for sd in (SD1, SD2):
+                path = os.path.join(d.tmp, sd[-2:])
+                os.mkdir(path, 0o755)
+                r = call_ready(c, "StorageDomain.create", [sd, 4, path, "d", 1, "5", 0, 250])
+                self.assertIs(result(r), True, r)
+            self.assertIs(result(c.call("StoragePool.create",
+                                        [sp, "dc", SD1, 1, [SD1, SD2], 1, 3, 10, 3])), True)
+            doms = {SD1: "Active", SD2: "Active"}
+            self.assertIs(result(c.call("StoragePool.connect", [sp, 1, sp, SD1, 1, doms])), True)
+            args = [sp, 1, "dc", SD2, 2, {SD1: "Attached", SD2: "Active"}, 1, 3, 10, 3]
+            r = c.call("StoragePool.reconstructMaster", args)
+            self.assertEqual(r.get("error", {}).get("code"), 325, r)
+            self.assertIs(result(c.call("StoragePool.disconnect", [sp, 1, sp])), True)
+            bad = list(args)
+            bad[5] = {SD1: "Active"}     # the new master must be listed
+            r = c.call("StoragePool.reconstructMaster", bad)
+            self.assertIn("error", r)
+            self.assertIs(result(c.call("StoragePool.reconstructMaster", args)), True)
+            # the old master and version are refused now, the new ones work
+            r = c.call("StoragePool.connect", [sp, 1, sp, SD1, 1, doms])
+            self.assertEqual(r.get("error", {}).get("code"), 324, r)
+            self.assertIs(result(c.call("StoragePool.connect", [sp, 1, sp, SD2, 2, doms])), True)
+            info = result(c.call("StoragePool.getInfo", [sp]))["info"]
+            self.assertEqual((info["master_uuid"], str(info["master_ver"])), (SD2, "2"), info)
+            for sd, role in ((SD1, "Regular"), (SD2, "Master")):
+                di = result(c.call("StorageDomain.getInfo", [sd]))
+                self.assertEqual(di["role"], role, di)
+                self.assertEqual(di["pool"], [sp], di)
+            # the change is on the domains' own metadata (shared storage)
+            for sd, role in ((SD1, "Regular"), (SD2, "Master")):
+                with open(os.path.join(d.tmp, sd[-2:], sd, "dom_md", "metadata")) as f:
+                    self.assertIn("ROLE=%s\n" % role, f.read())
+            c.close()
+
+
 if __name__ == "__main__":
     unittest.main()

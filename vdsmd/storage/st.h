@@ -365,6 +365,19 @@ struct st_lease_cfg {
 int st_pool_create(struct storage_state *s, const char *sp, const char *name, const char *master,
 		   int master_ver, const char *const *doms, size_t ndoms,
 		   const struct st_lease_cfg *lease, struct st_err *e);
+/* The work of both: reconstruct_host > 0 is StoragePool.reconstructMaster
+ * (refused while this host is connected to sp: RPC_E_POOL_CONNECTED; every
+ * domain must be free or already in sp; the pool is left disconnected with
+ * that hostID). */
+int st_pool_setup(struct storage_state *s, const char *sp, const char *name, const char *master,
+		  int master_ver, const char *const *doms, size_t ndoms,
+		  const struct st_lease_cfg *lease, int reconstruct_host, struct st_err *e);
+/* st_pool_ops.c: StoragePool.reconstructMaster - master becomes the pool's
+ * master domain at master_ver, the listed domains its members, and any
+ * other domain recorded as the pool's master is demoted. */
+int st_pool_reconstruct(struct storage_state *s, const char *sp, int host_id, const char *name,
+			const char *master, int master_ver, const char *const *doms,
+			size_t ndoms, const struct st_lease_cfg *lease, struct st_err *e);
 int st_dom_load(struct st_domain *d, const char *base);
 /* Attach (pool) or detach ("") a domain as a regular member: metadata
  * first, memory after.  Caller holds neither lock and has pinned d. */

@@ -37,6 +37,7 @@ int vh_sp_refresh(struct rpc_call *c);
 int vh_sd_deactivate(struct rpc_call *c);
 int vh_sp_create(struct rpc_call *c);
 int vh_sp_connect(struct rpc_call *c);
+int vh_sp_reconstruct_master(struct rpc_call *c);
 int vh_sp_disconnect(struct rpc_call *c);
 int vh_sp_get_info(struct rpc_call *c);
 int vh_sp_get_spm_status(struct rpc_call *c);

@@ -214,6 +214,7 @@ const struct rpc_binding storage_bindings[] = {
 	{ "Host.getAllTasksInfo", vh_host_get_all_tasks_info },
 	{ "StoragePool.create", vh_sp_create },
 	{ "StoragePool.connect", vh_sp_connect },
+	{ "StoragePool.reconstructMaster", vh_sp_reconstruct_master },
 	{ "StoragePool.disconnect", vh_sp_disconnect },
 	{ "StoragePool.getInfo", vh_sp_get_info },
 	{ "StoragePool.getSpmStatus", vh_sp_get_spm_status },
