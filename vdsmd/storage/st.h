@@ -71,6 +71,10 @@ int kv_read_fd(struct st_kv *kv, int fd);
  * or -errno. */
 int st_write_atomic(const char *path, const void *data, size_t len);
 int kv_write_file(const struct st_kv *kv, const char *path);
+/* Write all of data to fd, fsync, close fd (always): 0 or -errno. */
+int st_write_sync_close(int fd, const void *data, size_t len);
+/* CLOCK_REALTIME now + ms, for pthread_cond_timedwait. */
+void st_deadline(struct timespec *dl, unsigned ms);
 int st_fsync_dir(const char *dir);
 /* Remove a tree without following symlinks; 0 or -errno. */
 int st_rmtree(const char *path);

@@ -385,13 +385,7 @@ int st_task_wait(struct storage_state *s, const char *id, unsigned timeout_ms,
 		 struct st_task_status *out)
 {
 	struct timespec dl;
-	clock_gettime(CLOCK_REALTIME, &dl);
-	dl.tv_sec += timeout_ms / 1000;
-	dl.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-	if (dl.tv_nsec >= 1000000000L) {
-		dl.tv_sec++;
-		dl.tv_nsec -= 1000000000L;
-	}
+	st_deadline(&dl, timeout_ms);
 	int rc = VD_ENOENT;
 	pthread_mutex_lock(&s->lock);
 	for (;;) {
