@@ -426,7 +426,7 @@ static int verify_one(struct storage_state *s, struct st_task *t, struct st_doma
 		rc = st_run_qemu_img(s, t, argv, -1, err, errlen);
 		if (rc < 0 && rc != -ECANCELED) {
 			char why[200];
-			snprintf(why, sizeof(why), "%s", err);
+			snprintf(why, sizeof(why), "%.199s", err);
 			snprintf(err, errlen, "verifying %s: the copy differs or cannot be read: %s",
 				 sv->uuid, why);
 		}
