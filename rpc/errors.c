@@ -34,6 +34,7 @@ static struct err_wire err_lookup(enum rpc_err e)
 	case RPC_E_NO_IMAGE:     return (struct err_wire){ 268, "Image does not exist in domain" };
 	case RPC_E_NO_POOL:      return (struct err_wire){ 309, "Unknown pool id, pool not connected" };
 	case RPC_E_WRONG_MASTER: return (struct err_wire){ 324, "Wrong Master domain or its version" };
+	case RPC_E_POOL_CONNECTED: return (struct err_wire){ 325, "Cannot perform action while storage pool is connected" };
 	case RPC_E_NOT_IN_POOL:  return (struct err_wire){ 353, "Storage domain not in pool" };
 	case RPC_E_SPM_ACQUIRE:  return (struct err_wire){ 651, "Cannot obtain lock" };
 	case RPC_E_SPM_TASKS:    return (struct err_wire){ 653, "Error stopping SPM, SPM has unfinished task(s)" };

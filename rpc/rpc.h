@@ -96,6 +96,7 @@ enum rpc_err {
 	RPC_E_NO_IMAGE,       /* 268 */
 	RPC_E_NO_POOL,        /* 309 StoragePoolUnknown */
 	RPC_E_WRONG_MASTER,   /* 324 StoragePoolWrongMaster */
+	RPC_E_POOL_CONNECTED, /* 325 StoragePoolConnected */
 	RPC_E_NOT_IN_POOL,    /* 353 StorageDomainNotInPool */
 	RPC_E_SPM_ACQUIRE,    /* 651 AcquireLockFailure */
 	RPC_E_SPM_TASKS,      /* 653 SpmStopError (unfinished tasks) */

@@ -309,6 +309,7 @@ static const struct { enum rpc_err e; int code; const char *msg; } codes[] = {
 	{ RPC_E_NO_IMAGE, 268, "Image does not exist in domain" },
 	{ RPC_E_NO_POOL, 309, "Unknown pool id, pool not connected" },
 	{ RPC_E_WRONG_MASTER, 324, "Wrong Master domain or its version" },
+	{ RPC_E_POOL_CONNECTED, 325, "Cannot perform action while storage pool is connected" },
 	{ RPC_E_NOT_IN_POOL, 353, "Storage domain not in pool" },
 	{ RPC_E_SPM_ACQUIRE, 651, "Cannot obtain lock" },
 	{ RPC_E_SPM_TASKS, 653, "Error stopping SPM, SPM has unfinished task(s)" },

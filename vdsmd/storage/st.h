@@ -71,6 +71,10 @@ int kv_read_fd(struct st_kv *kv, int fd);
  * or -errno. */
 int st_write_atomic(const char *path, const void *data, size_t len);
 int kv_write_file(const struct st_kv *kv, const char *path);
+/* Write all of data to fd, fsync, close fd (always): 0 or -errno. */
+int st_write_sync_close(int fd, const void *data, size_t len);
+/* CLOCK_REALTIME now + ms, for pthread_cond_timedwait. */
+void st_deadline(struct timespec *dl, unsigned ms);
 int st_fsync_dir(const char *dir);
 /* Remove a tree without following symlinks; 0 or -errno. */
 int st_rmtree(const char *path);
@@ -183,7 +187,8 @@ void index_count_children(struct st_domain *d);
 enum st_task_state { ST_TS_INIT, ST_TS_RUNNING, ST_TS_ABORTING, ST_TS_FINISHED };
 enum st_task_result { ST_TR_NONE, ST_TR_SUCCESS, ST_TR_CLEAN_SUCCESS, ST_TR_CLEAN_FAILURE };
 enum st_task_kind { ST_TK_CREATE, ST_TK_DELETE, ST_TK_IMAGE_DELETE, ST_TK_SPM_START,
-		    ST_TK_EXTEND };
+		    ST_TK_EXTEND, ST_TK_IMAGE_COPY };
+#define ST_TK_LAST ST_TK_IMAGE_COPY
 enum { ST_SPM_FREE, ST_SPM_CONTEND, ST_SPM_SPM };
 
 struct st_task {
@@ -210,6 +215,10 @@ struct st_task {
 	bool postzero, discard;
 	pid_t child;               /* qemu-img running for it (under s->lock) */
 	int host_id;               /* spmStart: the contender */
+	/* cloneStructure / syncData / move (st_imgcopy.c) */
+	char dst_sd[37];
+	int icop;                  /* ST_IC_* */
+	int sync_type;             /* ST_SYNC_* */
 	bool recovering;           /* found unfinished by st_open */
 	uint64_t ctime;
 	struct st_task *qnext;     /* executor queue */
@@ -360,6 +369,19 @@ struct st_lease_cfg {
 int st_pool_create(struct storage_state *s, const char *sp, const char *name, const char *master,
 		   int master_ver, const char *const *doms, size_t ndoms,
 		   const struct st_lease_cfg *lease, struct st_err *e);
+/* The work of both: reconstruct_host > 0 is StoragePool.reconstructMaster
+ * (refused while this host is connected to sp: RPC_E_POOL_CONNECTED; every
+ * domain must be free or already in sp; the pool is left disconnected with
+ * that hostID). */
+int st_pool_setup(struct storage_state *s, const char *sp, const char *name, const char *master,
+		  int master_ver, const char *const *doms, size_t ndoms,
+		  const struct st_lease_cfg *lease, int reconstruct_host, struct st_err *e);
+/* st_pool_ops.c: StoragePool.reconstructMaster - master becomes the pool's
+ * master domain at master_ver, the listed domains its members, and any
+ * other domain recorded as the pool's master is demoted. */
+int st_pool_reconstruct(struct storage_state *s, const char *sp, int host_id, const char *name,
+			const char *master, int master_ver, const char *const *doms,
+			size_t ndoms, const struct st_lease_cfg *lease, struct st_err *e);
 int st_dom_load(struct st_domain *d, const char *base);
 /* Attach (pool) or detach ("") a domain as a regular member: metadata
  * first, memory after.  Caller holds neither lock and has pinned d. */
@@ -560,6 +582,24 @@ int st_image_prepare(struct storage_state *s, const char *sd, const char *sp, co
 int st_image_prepare2(struct storage_state *s, const char *sd, const char *sp, const char *img,
 		      const char *vol, bool allow_illegal, struct st_chain *out,
 		      struct st_err *e);
+
+/* ---- image copy between domains (st_imgcopy.c) -------------------------- */
+
+enum { ST_IC_CLONE = 1, ST_IC_SYNC, ST_IC_COPY, ST_IC_MOVE };
+enum { ST_SYNC_ALL = 0, ST_SYNC_INTERNAL, ST_SYNC_LEAF };
+struct st_imgcopy_req {
+	const char *sp, *sd, *img, *dst_sd;
+	int op;            /* ST_IC_* */
+	int sync_type;     /* ST_SYNC_* (syncData) */
+	bool postzero, discard, force;   /* move: how the source is removed */
+};
+/* "ALL" / "INTERNAL" / "LEAF" -> ST_SYNC_*, -1 otherwise. */
+int st_sync_type_parse(const char *s);
+/* Image.cloneStructure / syncData / move: validate, pin, queue the task. */
+int st_image_copy(struct storage_state *s, const struct st_imgcopy_req *r, char task_id[37],
+		  struct st_err *e);
+void st_image_run_copy(struct storage_state *s, struct st_task *t);
+void st_image_copy_release(struct storage_state *s, struct st_task *t);
 
 /* ---- volume maintenance (st_volops.c) ------------------------------------ */
 

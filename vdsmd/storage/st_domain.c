@@ -442,6 +442,13 @@ int st_pool_create(struct storage_state *s, const char *sp, const char *name, co
 		   int master_ver, const char *const *doms, size_t ndoms,
 		   const struct st_lease_cfg *lease, struct st_err *e)
 {
+	return st_pool_setup(s, sp, name, master, master_ver, doms, ndoms, lease, 0, e);
+}
+
+int st_pool_setup(struct storage_state *s, const char *sp, const char *name, const char *master,
+		  int master_ver, const char *const *doms, size_t ndoms,
+		  const struct st_lease_cfg *lease, int reconstruct_host, struct st_err *e)
+{
 	unsigned renew = lease && lease->renew_ms ? lease->renew_ms : 5000;
 	unsigned ltime = lease && lease->lease_ms ? lease->lease_ms : 60000;
 	unsigned io_ms = lease && lease->io_timeout_ms ? lease->io_timeout_ms : 10000;
@@ -458,9 +465,18 @@ int st_pool_create(struct storage_state *s, const char *sp, const char *name, co
 		st_fail(e, RPC_E_GENERAL, "this host already has storage pool %s", s->pool_uuid);
 		goto fail;
 	}
+	if (reconstruct_host && s->pool_connected && strcmp(s->pool_uuid, sp) == 0) {
+		st_fail(e, RPC_E_POOL_CONNECTED, "%s is connected on this host", sp);
+		goto fail;
+	}
 	for (size_t i = 0; i < ndoms; i++) {
-		if (!st_domain_get(s, doms[i], e))
+		const struct st_domain *d = st_domain_get(s, doms[i], e);
+		if (!d)
 			goto fail;
+		if (reconstruct_host && d->pool[0] && strcmp(d->pool, sp) != 0) {
+			st_fail(e, RPC_E_GENERAL, "domain %s is attached to pool %s", d->uuid, d->pool);
+			goto fail;
+		}
 		if (strcmp(doms[i], master) == 0)
 			master_listed = true;
 	}
@@ -486,7 +502,9 @@ int st_pool_create(struct storage_state *s, const char *sp, const char *name, co
 	nw.name = st_clean_text(name, ST_NAME_MAX);
 	snprintf(nw.master, sizeof(nw.master), "%.36s", master);
 	nw.master_ver = master_ver;
-	nw.connected = true;
+	nw.connected = !reconstruct_host;   /* reconstruct: the engine connects next */
+	if (reconstruct_host)
+		nw.host_id = reconstruct_host;
 	if (nw.host_id <= 0)
 		nw.host_id = 1;
 

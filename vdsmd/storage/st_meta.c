@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <openssl/evp.h>
 
@@ -227,6 +228,39 @@ int st_fsync_dir(const char *dir)
 	return rc;
 }
 
+int st_write_sync_close(int fd, const void *data, size_t len)
+{
+	int rc = 0;
+	const char *p = data;
+	while (len) {
+		ssize_t w = write(fd, p, len);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0) {
+			rc = -errno;
+			break;
+		}
+		p += w;
+		len -= (size_t)w;
+	}
+	if (rc == 0 && fsync(fd) < 0)
+		rc = -errno;
+	if (close(fd) < 0 && rc == 0)
+		rc = -errno;
+	return rc;
+}
+
+void st_deadline(struct timespec *dl, unsigned ms)
+{
+	clock_gettime(CLOCK_REALTIME, dl);
+	dl->tv_sec += ms / 1000;
+	dl->tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (dl->tv_nsec >= 1000000000L) {
+		dl->tv_sec++;
+		dl->tv_nsec -= 1000000000L;
+	}
+}
+
 int st_write_atomic(const char *path, const void *data, size_t len)
 {
 	char *tmp = st_pathf("%s.tmp", path);
@@ -236,23 +270,7 @@ int st_write_atomic(const char *path, const void *data, size_t len)
 		rc = -errno;
 		goto out;
 	}
-	const char *p = data;
-	size_t left = len;
-	while (left) {
-		ssize_t w = write(fd, p, left);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0) {
-			rc = -errno;
-			break;
-		}
-		p += w;
-		left -= (size_t)w;
-	}
-	if (rc == 0 && fsync(fd) < 0)
-		rc = -errno;
-	if (close(fd) < 0 && rc == 0)
-		rc = -errno;
+	rc = st_write_sync_close(fd, data, len);
 	if (rc == 0 && rename(tmp, path) < 0)
 		rc = -errno;
 	if (rc) {

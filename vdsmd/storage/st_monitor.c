@@ -164,13 +164,7 @@ static void *monitor_main(void *arg)
 		pthread_mutex_lock(&s->lock);
 		if (s->monitor_started) {
 			struct timespec dl;
-			clock_gettime(CLOCK_REALTIME, &dl);
-			dl.tv_sec += s->monitor_interval_ms / 1000;
-			dl.tv_nsec += (long)(s->monitor_interval_ms % 1000) * 1000000L;
-			if (dl.tv_nsec >= 1000000000L) {
-				dl.tv_sec++;
-				dl.tv_nsec -= 1000000000L;
-			}
+			st_deadline(&dl, s->monitor_interval_ms);
 			pthread_cond_timedwait(&s->monitor_cond, &s->lock, &dl);
 		}
 		bool stop = !s->monitor_started;

@@ -640,6 +640,8 @@ void st_task_run(struct storage_state *s, struct st_task *t)
 		st_volume_run_extend(s, t);
 	else if (t->kind == ST_TK_CREATE)
 		run_create(s, t);
+	else if (t->kind == ST_TK_IMAGE_COPY)
+		st_image_run_copy(s, t);
 	else
 		run_delete(s, t);
 }

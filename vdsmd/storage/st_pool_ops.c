@@ -106,3 +106,35 @@ int st_pool_refresh(struct storage_state *s, const char *sp, const char *master,
 	st_spm_observe(s);     /* who holds the lease */
 	return 0;
 }
+
+int st_pool_reconstruct(struct storage_state *s, const char *sp, int host_id, const char *name,
+			const char *master, int master_ver, const char *const *doms,
+			size_t ndoms, const struct st_lease_cfg *lease, struct st_err *e)
+{
+	if (host_id < 1 || host_id > 2000)
+		return st_fail(e, RPC_E_PARAMS, "hostId: 1 to 2000");
+	if (!st_is_uuid(sp) || !st_is_uuid(master))
+		return st_fail(e, RPC_E_PARAMS, "storagepoolID/masterSdUUID: not a UUID");
+	/* the listed domains, then every other domain that still says it is
+	 * this pool's master (written as a plain member) */
+	const char **all = xcalloc(ndoms + s->domains.n + 1, sizeof(*all));
+	size_t n = 0;
+	for (size_t i = 0; i < ndoms; i++)
+		all[n++] = doms[i];
+	pthread_mutex_lock(&s->lock);
+	for (struct st_map_ent *it = map_first(&s->domains); it; it = map_next(&s->domains, it)) {
+		const struct st_domain *d = map_val(it);
+		bool listed = false;
+		for (size_t i = 0; i < ndoms; i++)
+			listed |= strcmp(doms[i], d->uuid) == 0;
+		if (!listed && d->master && strcmp(d->pool, sp) == 0 && n < ndoms + s->domains.n)
+			all[n++] = map_key(it);
+	}
+	pthread_mutex_unlock(&s->lock);
+	int rc = st_pool_setup(s, sp, name, master, master_ver, all, n, lease, host_id, e);
+	free(all);
+	if (rc == 0)
+		log_info("storage: pool %s reconstructed: master %s version %d, %zu domain(s), "
+			 "host %d", sp, master, master_ver, ndoms, host_id);
+	return rc;
+}

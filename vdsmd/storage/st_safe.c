@@ -128,23 +128,7 @@ int st_write_atomic_at(int dirfd, const char *name, const void *data, size_t len
 	int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return -errno;
-	int rc = 0;
-	const char *p = data;
-	while (len) {
-		ssize_t w = write(fd, p, len);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0) {
-			rc = -errno;
-			break;
-		}
-		p += w;
-		len -= (size_t)w;
-	}
-	if (rc == 0 && fsync(fd) < 0)
-		rc = -errno;
-	if (close(fd) < 0 && rc == 0)
-		rc = -errno;
+	int rc = st_write_sync_close(fd, data, len);
 	if (rc == 0 && renameat(dirfd, tmp, dirfd, name) < 0)
 		rc = -errno;
 	if (rc) {

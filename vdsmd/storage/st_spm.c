@@ -109,13 +109,7 @@ static char *master_dir(struct storage_state *s)
 static void nap(struct storage_state *s, unsigned ms)
 {
 	struct timespec dl;
-	clock_gettime(CLOCK_REALTIME, &dl);
-	dl.tv_sec += ms / 1000;
-	dl.tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (dl.tv_nsec >= 1000000000L) {
-		dl.tv_sec++;
-		dl.tv_nsec -= 1000000000L;
-	}
+	st_deadline(&dl, ms);
 	pthread_cond_timedwait(&s->spm_cond, &s->lock, &dl);
 }
 

@@ -80,6 +80,7 @@ static const char *kind_verb(enum st_task_kind k)
 	case ST_TK_IMAGE_DELETE: return "deleteImage";
 	case ST_TK_SPM_START: return "spmStart";
 	case ST_TK_EXTEND: return "extendVolumeSize";
+	case ST_TK_IMAGE_COPY: return "moveImage";
 	}
 	return "unknown";
 }
@@ -146,6 +147,11 @@ int st_task_persist(const struct storage_state *s, const struct st_task *t)
 		kv_set(&kv, "LEGAL", t->legal ? "1" : "0");
 	if (t->kind == ST_TK_EXTEND)
 		kv_setf(&kv, "SIZE", "%lld", (long long)t->size);
+	if (t->kind == ST_TK_IMAGE_COPY) {
+		kv_set(&kv, "DSTSDUUID", t->dst_sd);
+		kv_setf(&kv, "OP", "%d", t->icop);
+		kv_setf(&kv, "SYNCTYPE", "%d", t->sync_type);
+	}
 	kv_setf(&kv, "CTIME", "%llu", (unsigned long long)t->ctime);
 	char *path = st_task_path(s, t->id);
 	int rc = kv_write_file(&kv, path);
@@ -379,13 +385,7 @@ int st_task_wait(struct storage_state *s, const char *id, unsigned timeout_ms,
 		 struct st_task_status *out)
 {
 	struct timespec dl;
-	clock_gettime(CLOCK_REALTIME, &dl);
-	dl.tv_sec += timeout_ms / 1000;
-	dl.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-	if (dl.tv_nsec >= 1000000000L) {
-		dl.tv_sec++;
-		dl.tv_nsec -= 1000000000L;
-	}
+	st_deadline(&dl, timeout_ms);
 	int rc = VD_ENOENT;
 	pthread_mutex_lock(&s->lock);
 	for (;;) {
@@ -441,7 +441,7 @@ static void load_one(struct storage_state *s, const char *dir, const char *name)
 		return;
 	}
 	int kind = (int)kv_get_int(&kv, "KIND", 0);
-	struct st_task *t = st_task_alloc(kind >= ST_TK_CREATE && kind <= ST_TK_EXTEND
+	struct st_task *t = st_task_alloc(kind >= ST_TK_CREATE && kind <= ST_TK_LAST
 					  ? (enum st_task_kind)kind : ST_TK_CREATE);
 	snprintf(t->id, sizeof(t->id), "%.36s", id);
 	snprintf(t->sd, sizeof(t->sd), "%.36s", kv_get(&kv, "SDUUID") ? kv_get(&kv, "SDUUID") : "");
@@ -452,6 +452,13 @@ static void load_one(struct storage_state *s, const char *dir, const char *name)
 		parse_vols(t, t->vol);
 	t->legal = kv_get_int(&kv, "LEGAL", 1) == 1;
 	t->size = kv_get_int(&kv, "SIZE", 0);
+	snprintf(t->dst_sd, sizeof(t->dst_sd), "%.36s",
+		 kv_get(&kv, "DSTSDUUID") ? kv_get(&kv, "DSTSDUUID") : "");
+	t->icop = (int)kv_get_int(&kv, "OP", 0);
+	t->sync_type = (int)kv_get_int(&kv, "SYNCTYPE", 0);
+	if (t->kind == ST_TK_IMAGE_COPY)
+		t->verb = t->icop == ST_IC_CLONE ? "cloneImageStructure"
+			  : t->icop == ST_IC_SYNC ? "syncImageData" : "moveImage";
 	t->ctime = (uint64_t)kv_get_int(&kv, "CTIME", 0);
 	const char *state = kv_get(&kv, "STATE");
 	if (state && strcmp(state, "finished") == 0) {
@@ -504,6 +511,16 @@ void st_tasks_recover(struct storage_state *s)
 			t->code = 100;
 			snprintf(t->message, sizeof(t->message),
 				 "interrupted by restart; storage domain %s is not available", t->sd);
+		} else if (t->kind == ST_TK_IMAGE_COPY) {
+			/* the source is removed only after a verified copy: a
+			 * move whose source is gone is complete; otherwise what
+			 * the destination holds is ILLEGAL and the source kept */
+			bool moved = t->icop == ST_IC_MOVE && !map_get(&d->images, t->img);
+			t->result = moved ? ST_TR_SUCCESS : ST_TR_CLEAN_FAILURE;
+			t->code = moved ? 0 : 100;
+			snprintf(t->message, sizeof(t->message), "%s", moved ? done :
+				 "interrupted by restart; the source image is kept, volumes "
+				 "written on the destination are ILLEGAL");
 		} else if (t->kind == ST_TK_EXTEND) {
 			struct st_volume *v = map_get(&d->volumes, t->vol);
 			bool ok = v && v->capacity >= t->size;

@@ -37,6 +37,7 @@ int vh_sp_refresh(struct rpc_call *c);
 int vh_sd_deactivate(struct rpc_call *c);
 int vh_sp_create(struct rpc_call *c);
 int vh_sp_connect(struct rpc_call *c);
+int vh_sp_reconstruct_master(struct rpc_call *c);
 int vh_sp_disconnect(struct rpc_call *c);
 int vh_sp_get_info(struct rpc_call *c);
 int vh_sp_get_spm_status(struct rpc_call *c);
@@ -53,6 +54,9 @@ int vh_vol_measure(struct rpc_call *c);
 int vh_vol_extend_size(struct rpc_call *c);
 int vh_task_get_info(struct rpc_call *c);
 int vh_task_revert(struct rpc_call *c);
+int vh_img_clone_structure(struct rpc_call *c);
+int vh_img_sync_data(struct rpc_call *c);
+int vh_img_move(struct rpc_call *c);
 
 /* st_verbs_jobs.c */
 int vh_sdm_copy_data(struct rpc_call *c);

@@ -292,6 +292,45 @@ int vh_sp_create(struct rpc_call *c)
 	return 0;
 }
 
+/* StoragePool.reconstructMaster: domainDict maps each member to a status
+ * (Active, Attached, ...); every listed domain becomes a member. */
+int vh_sp_reconstruct_master(struct rpc_call *c)
+{
+	struct storage_state *s = verb_state(c);
+	if (!s)
+		return -1;
+	const struct vd_value *dict = rpc_arg(c, "domainDict");
+	size_t n = dict && dict->type == VD_OBJECT ? dict->v.obj.n : 0;
+	if (n == 0 || n > 256)
+		return rpc_fail(c, RPC_E_PARAMS, "domainDict: 1 to 256 domains expected");
+	const char **doms = arena_alloc(c->arena, n * sizeof(*doms));
+	for (size_t i = 0; i < n; i++) {
+		const struct vd_member *m = &dict->v.obj.members[i];
+		if (!vd_is_uuid(m->key, m->klen) || m->val.type != VD_STRING)
+			return rpc_fail(c, RPC_E_PARAMS, "domainDict: sdUUID -> status expected");
+		doms[i] = arena_strndup(c->arena, m->key, m->klen);
+	}
+	int64_t renew = rpc_arg_int(c, "lockRenewalIntervalSec", 0);
+	int64_t ltime = rpc_arg_int(c, "leaseTimeSec", 0);
+	int64_t io = rpc_arg_int(c, "ioOpTimeoutSec", 0), retries = rpc_arg_int(c, "leaseRetries", 0);
+	if (renew < 0 || renew > 3600 || ltime < 0 || ltime > 7200 || io < 0 || io > 3600 ||
+	    retries < 0 || retries > 1000)
+		return rpc_fail(c, RPC_E_PARAMS, "lease parameters out of range");
+	int64_t host = rpc_arg_int(c, "hostId", 0), mver = rpc_arg_int(c, "masterVersion", -1);
+	if (mver < 0 || mver > INT32_MAX)
+		return rpc_fail(c, RPC_E_PARAMS, "masterVersion: 0 or more");
+	struct st_lease_cfg lease = { (unsigned)renew * 1000, (unsigned)ltime * 1000,
+				      (unsigned)io * 1000, (unsigned)retries };
+	struct st_err e = { 0 };
+	if (st_pool_reconstruct(s, rpc_arg_str(c, "storagepoolID", NULL),
+				host < 1 || host > 2000 ? 0 : (int)host, rpc_arg_str(c, "name", NULL),
+				rpc_arg_str(c, "masterSdUUID", NULL), (int)mver, doms, n, &lease,
+				&e) < 0)
+		return verb_fail(c, &e);
+	vw_bool(c->w, true);
+	return 0;
+}
+
 int vh_sp_connect(struct rpc_call *c)
 {
 	struct storage_state *s = verb_state(c);

@@ -178,3 +178,56 @@ int vh_vol_extend_size(struct rpc_call *c)
 	vw_strz(c->w, tid);
 	return 0;
 }
+
+/* ---- Image.cloneStructure / syncData / move (st_imgcopy.c) --------------- */
+
+static int image_copy_verb(struct rpc_call *c, struct st_imgcopy_req *r)
+{
+	struct storage_state *s = verb_state(c);
+	if (!s)
+		return -1;
+	r->sp = ARG("storagepoolID");
+	r->sd = ARG("storagedomainID");
+	r->img = ARG("imageID");
+	r->dst_sd = ARG("dstSdUUID");
+	struct st_err e = { 0 };
+	char tid[37];
+	if (st_image_copy(s, r, tid, &e) < 0)
+		return verb_fail(c, &e);
+	vw_strz(c->w, tid);
+	return 0;
+}
+
+int vh_img_clone_structure(struct rpc_call *c)
+{
+	struct st_imgcopy_req r = { .op = ST_IC_CLONE };
+	return image_copy_verb(c, &r);
+}
+
+int vh_img_sync_data(struct rpc_call *c)
+{
+	struct st_imgcopy_req r = { .op = ST_IC_SYNC };
+	r.sync_type = st_sync_type_parse(ARG("syncType"));
+	if (r.sync_type < 0)
+		return rpc_fail(c, RPC_E_PARAMS, "syncType: ALL, INTERNAL or LEAF");
+	return image_copy_verb(c, &r);
+}
+
+/* operation: 1 copy, 2 move (the numbers the engine sends and VDSM
+ * compares); "COPY" / "MOVE" are taken too. */
+int vh_img_move(struct rpc_call *c)
+{
+	struct st_imgcopy_req r = { 0 };
+	const struct vd_value *op = rpc_arg(c, "operation");
+	if (op && op->type == VD_INT && (op->v.i == 1 || op->v.i == 2))
+		r.op = op->v.i == 1 ? ST_IC_COPY : ST_IC_MOVE;
+	else if (op && op->type == VD_STRING && op->v.s.len == 4 &&
+		 (memcmp(op->v.s.ptr, "COPY", 4) == 0 || memcmp(op->v.s.ptr, "MOVE", 4) == 0))
+		r.op = op->v.s.ptr[0] == 'C' ? ST_IC_COPY : ST_IC_MOVE;
+	else
+		return rpc_fail(c, RPC_E_PARAMS, "operation: 1 (copy) or 2 (move)");
+	r.postzero = rpc_arg_bool(c, "postZero", false);
+	r.force = rpc_arg_bool(c, "force", false);
+	r.discard = rpc_arg_bool(c, "discard", false);
+	return image_copy_verb(c, &r);
+}

@@ -1,0 +1,543 @@
+/* vdsmd/storage/st_imgcopy.c - Image.cloneStructure, Image.syncData and
+ * Image.move (copy or move an image between domains), as SPM tasks.
+ *
+ * clone:  every volume of the image's chain is created on the destination
+ *         domain, empty, with the source's UUID, format, allocation,
+ *         capacity, parent and description, and left ILLEGAL (it holds no
+ *         data yet) - as VDSM's cloneStructure does.
+ * sync:   the data of the chain's volumes (ALL, INTERNAL = all but the leaf,
+ *         LEAF = only the leaf) is copied layer by layer with
+ *         `qemu-img convert -n` (a layer with a parent: -B, so only what
+ *         that layer holds is written); each destination volume is ILLEGAL
+ *         while it is written and LEGAL only once its data is synced.
+ * copy:   clone + sync ALL.  move: copy, then every layer is compared with
+ *         `qemu-img compare`, and only then the source volumes are removed
+ *         (children first: ILLEGAL in the metadata, data, metadata).
+ *
+ * Failure before the source is touched rolls the destination back (the
+ * volumes this task created are removed); a volume that cannot be removed
+ * stays ILLEGAL and the task's message names it.  The source is never
+ * changed before the destination compared equal, so a failed or killed move
+ * loses nothing.  Every path handed to qemu-img was checked with the
+ * domain's directory descriptors first (st_vol_stat: no symlink). */
+#include "st.h"
+#include "../../common/log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define ABORTED_CODE rpc_err_code(RPC_E_TASK_ABORTED)
+
+int st_sync_type_parse(const char *s)
+{
+	if (!s)
+		return -1;
+	if (strcmp(s, "ALL") == 0)
+		return ST_SYNC_ALL;
+	if (strcmp(s, "INTERNAL") == 0)
+		return ST_SYNC_INTERNAL;
+	if (strcmp(s, "LEAF") == 0)
+		return ST_SYNC_LEAF;
+	return -1;
+}
+
+/* The image's volumes base first (parents before children); NULL with e
+ * filled when it is not a chain we can copy.  Caller holds the lock. */
+static struct st_volume **chain_of(struct st_domain *d, const char *img, size_t *np,
+				   struct st_err *e)
+{
+	struct st_image *im = map_get(&d->images, img);
+	if (!im || im->n == 0) {
+		st_fail(e, RPC_E_NO_IMAGE, "%s in domain %s", img, d->uuid);
+		return NULL;
+	}
+	struct st_volume **out = xcalloc(im->n, sizeof(*out));
+	size_t n = 0;
+	bool progress = true;
+	while (n < im->n && progress) {
+		progress = false;
+		for (size_t i = 0; i < im->n; i++) {
+			struct st_volume *v = im->vols[i];
+			bool placed = false, parent_ok = strcmp(v->parent, ST_BLANK_UUID) == 0;
+			for (size_t k = 0; k < n; k++) {
+				placed |= out[k] == v;
+				parent_ok |= strcmp(out[k]->uuid, v->parent) == 0;
+			}
+			struct st_volume *p = map_get(&d->volumes, v->parent);
+			if (p && strcmp(p->image, img) != 0)
+				parent_ok = true;   /* a template's volume */
+			if (!placed && parent_ok) {
+				out[n++] = v;
+				progress = true;
+			}
+		}
+	}
+	if (n != im->n) {
+		free(out);
+		st_fail(e, RPC_E_GENERAL, "image %s: the volumes do not form a chain", img);
+		return NULL;
+	}
+	*np = n;
+	return out;
+}
+
+int st_image_copy(struct storage_state *s, const struct st_imgcopy_req *r, char task_id[37],
+		  struct st_err *e)
+{
+	if (r->force)
+		return st_fail(e, RPC_E_PARAMS, "force: replacing an image on the destination "
+			       "is not supported");
+	if (r->sync_type < ST_SYNC_ALL || r->sync_type > ST_SYNC_LEAF)
+		return st_fail(e, RPC_E_PARAMS, "syncType: ALL, INTERNAL or LEAF");
+	if (!st_is_uuid(r->img))
+		return st_fail(e, RPC_E_PARAMS, "imageID: not a UUID");
+	if (r->sd && r->dst_sd && strcmp(r->sd, r->dst_sd) == 0)
+		return st_fail(e, RPC_E_PARAMS, "source and destination are the same domain");
+	pthread_mutex_lock(&s->lock);
+	struct st_domain *sd = st_domain_get(s, r->sd, e);
+	struct st_domain *dd = sd ? st_domain_get(s, r->dst_sd, e) : NULL;
+	int rc = sd && dd ? 0 : -1;
+	if (rc == 0 && r->sp && *r->sp && strcmp(r->sp, ST_BLANK_UUID) != 0 &&
+	    (strcmp(sd->pool, r->sp) != 0 || strcmp(dd->pool, r->sp) != 0))
+		rc = st_fail(e, RPC_E_NOT_IN_POOL, "%s and %s must both be attached to pool %s",
+			     r->sd, r->dst_sd, r->sp);
+	if (rc == 0)
+		rc = st_spm_require(s, sd, e);
+	if (rc == 0)
+		rc = st_spm_require(s, dd, e);
+	size_t n = 0;
+	struct st_volume **ch = rc == 0 ? chain_of(sd, r->img, &n, e) : NULL;
+	if (rc == 0 && !ch)
+		rc = -1;
+	struct st_image *sim = rc == 0 ? map_get(&sd->images, r->img) : NULL;
+	if (rc == 0 && sim->deleting)
+		rc = st_fail(e, RPC_E_GENERAL, "image %s is being deleted", r->img);
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		if (ch[i]->busy)
+			rc = st_fail(e, RPC_E_GENERAL, "volume %s is busy", ch[i]->uuid);
+		else if (!ch[i]->legal && r->op != ST_IC_CLONE)
+			rc = st_fail(e, RPC_E_GENERAL, "volume %s is ILLEGAL", ch[i]->uuid);
+		struct st_volume *dv = map_get(&dd->volumes, ch[i]->uuid);
+		if (rc == 0 && r->op != ST_IC_SYNC && dv)
+			rc = st_fail(e, RPC_E_VOLUME_EXISTS, "%s on domain %s", ch[i]->uuid,
+				     r->dst_sd);
+		if (rc == 0 && r->op == ST_IC_SYNC &&
+		    (!dv || strcmp(dv->image, r->img) != 0 || dv->busy))
+			rc = st_fail(e, dv && dv->busy ? RPC_E_GENERAL : RPC_E_NO_VOLUME,
+				     "%s of image %s on domain %s%s", ch[i]->uuid, r->img,
+				     r->dst_sd, dv && dv->busy ? " is busy" : "");
+		struct st_volume *p = map_get(&sd->volumes, ch[i]->parent);
+		if (rc == 0 && p && strcmp(p->image, r->img) != 0) {
+			struct st_volume *dp = map_get(&dd->volumes, p->uuid);
+			if (!dp || !dp->legal)
+				rc = st_fail(e, RPC_E_NO_VOLUME, "template volume %s is not on "
+					     "domain %s", p->uuid, r->dst_sd);
+		}
+	}
+	if (rc == 0 && r->op != ST_IC_SYNC && map_get(&dd->images, r->img))
+		rc = st_fail(e, RPC_E_GENERAL, "image %s exists on domain %s", r->img, r->dst_sd);
+	if (rc == 0 && !st_task_queue_has_room(s))
+		rc = st_fail(e, RPC_E_NO_RESOURCES, "too many storage tasks queued");
+	if (rc < 0) {
+		pthread_mutex_unlock(&s->lock);
+		free(ch);
+		return -1;
+	}
+	for (size_t i = 0; i < n; i++) {
+		ch[i]->busy = true;
+		if (r->op == ST_IC_SYNC)
+			((struct st_volume *)map_get(&dd->volumes, ch[i]->uuid))->busy = true;
+	}
+	sd->busy++;
+	dd->busy++;
+	pthread_mutex_unlock(&s->lock);
+	free(ch);
+	struct st_task *t = st_task_alloc(ST_TK_IMAGE_COPY);
+	snprintf(t->sd, sizeof(t->sd), "%.36s", r->sd);
+	snprintf(t->img, sizeof(t->img), "%.36s", r->img);
+	snprintf(t->dst_sd, sizeof(t->dst_sd), "%.36s", r->dst_sd);
+	t->icop = r->op;
+	t->sync_type = r->sync_type;
+	t->postzero = r->postzero;
+	t->discard = r->discard;
+	t->verb = r->op == ST_IC_CLONE ? "cloneImageStructure"
+		  : r->op == ST_IC_SYNC ? "syncImageData" : "moveImage";
+	rc = st_task_persist(s, t);
+	if (rc < 0) {
+		st_image_copy_release(s, t);
+		st_task_free(t);
+		return st_fail(e, RPC_E_GENERAL, "cannot record the task: %s", strerror(-rc));
+	}
+	snprintf(task_id, 37, "%.36s", t->id);
+	st_task_submit(s, t);
+	return 0;
+}
+
+/* Clear the busy marks the verb set (source chain, synced destination
+ * volumes, both domains). */
+void st_image_copy_release(struct storage_state *s, struct st_task *t)
+{
+	pthread_mutex_lock(&s->lock);
+	struct st_domain *sd = map_get(&s->domains, t->sd);
+	struct st_domain *dd = map_get(&s->domains, t->dst_sd);
+	for (int k = 0; k < 2; k++) {
+		struct st_domain *d = k ? dd : sd;
+		struct st_image *im = d ? map_get(&d->images, t->img) : NULL;
+		for (size_t i = 0; im && i < im->n; i++)
+			im->vols[i]->busy = false;
+		if (d)
+			d->busy--;
+	}
+	pthread_mutex_unlock(&s->lock);
+}
+
+/* The data file's path after checking it below the domain (no symlink,
+ * a regular file); NULL with err filled. */
+static char *checked_path(const struct st_domain *d, const char *img, const char *vol,
+			  char *err, size_t errlen)
+{
+	int64_t app, tru;
+	int rc = st_vol_stat(d, img, vol, &app, &tru);
+	if (rc < 0) {
+		snprintf(err, errlen, "volume %s/%s on %s: data file unusable: %s", img, vol,
+			 d->uuid, strerror(-rc));
+		return NULL;
+	}
+	return st_pathf("%s/images/%s/%s", d->dir, img, vol);
+}
+
+/* Write v's metadata with legality set, then the index (caller holds no
+ * lock; v is the index entry, pinned busy by this task). */
+static int set_legal(struct storage_state *s, struct st_domain *d, struct st_volume *v,
+		     bool legal)
+{
+	pthread_mutex_lock(&s->lock);
+	struct st_volume copy = *v;
+	pthread_mutex_unlock(&s->lock);
+	copy.legal = legal;
+	copy.mtime = (int64_t)time(NULL);
+	int rc = st_vol_write_meta(d, &copy);
+	if (rc == 0) {
+		pthread_mutex_lock(&s->lock);
+		v->legal = legal;
+		v->mtime = copy.mtime;
+		pthread_mutex_unlock(&s->lock);
+	}
+	return rc;
+}
+
+static bool aborted(struct storage_state *s, struct st_task *t, char *err, size_t errlen)
+{
+	if (!__atomic_load_n(&t->abort, __ATOMIC_ACQUIRE))
+		return false;
+	st_task_abort_msg(s, t, err, errlen);
+	return true;
+}
+
+/* Remove a volume's files (scrubbing first when asked), then its index
+ * entry.  ILLEGAL in the metadata first, so a crash half-way leaves a
+ * volume nobody serves as good. */
+static int remove_volume(struct storage_state *s, struct st_domain *d, struct st_volume *v,
+			 bool zero, bool discard)
+{
+	pthread_mutex_lock(&s->lock);
+	bool legal = v->legal;
+	pthread_mutex_unlock(&s->lock);
+	/* (a volume already ILLEGAL needs no metadata write: a rollback on a
+	 * full domain still works) */
+	int rc = legal ? set_legal(s, d, v, false) : 0;
+	if (rc == 0 && (zero || discard))
+		rc = st_vol_scrub(d, v->image, v->uuid, zero, discard);
+	if (rc == 0)
+		rc = st_vol_unlink(d, v->image, v->uuid, false);
+	if (rc == 0)
+		rc = st_vol_unlink(d, v->image, v->uuid, true);
+	if (rc == 0) {
+		char img[37];
+		snprintf(img, sizeof(img), "%s", v->image);
+		pthread_mutex_lock(&s->lock);
+		index_del_volume(d, v->uuid);
+		pthread_mutex_unlock(&s->lock);
+		/* an empty image directory goes too (fails harmlessly if not empty) */
+		int dfd = st_dom_open(d->dir);
+		if (dfd >= 0) {
+			char rel[64];
+			snprintf(rel, sizeof(rel), "images/%s", img);
+			unlinkat(dfd, rel, AT_REMOVEDIR);
+			close(dfd);
+		}
+	}
+	return rc;
+}
+
+/* Create one empty volume like src on dd (data, then ILLEGAL metadata,
+ * then the index entry, busy). */
+static int clone_one(struct storage_state *s, struct st_task *t, struct st_domain *dd,
+		     const struct st_volume *src, int parent_format, char *err, size_t errlen)
+{
+	int ifd = st_img_open(dd, src->image, true);
+	if (ifd < 0) {
+		snprintf(err, errlen, "image directory on %s: %s", dd->uuid, strerror(-ifd));
+		return ifd;
+	}
+	close(ifd);
+	struct st_task ct;
+	memset(&ct, 0, sizeof(ct));
+	snprintf(ct.sd, sizeof(ct.sd), "%s", dd->uuid);
+	snprintf(ct.img, sizeof(ct.img), "%s", src->image);
+	snprintf(ct.vol, sizeof(ct.vol), "%s", src->uuid);
+	snprintf(ct.parent, sizeof(ct.parent), "%s", src->parent);
+	ct.format = src->format;
+	ct.alloc = src->alloc;
+	ct.size = src->capacity;
+	ct.parent_format = parent_format;
+	ct.legal = false;
+	/* the parent may be a template's volume in another image */
+	pthread_mutex_lock(&s->lock);
+	struct st_volume *p = map_get(&dd->volumes, src->parent);
+	snprintf(ct.parent_img, sizeof(ct.parent_img), "%s", p ? p->image : src->image);
+	pthread_mutex_unlock(&s->lock);
+	(void)t;
+	int rc = st_vol_create_data(s, &ct, dd, err, errlen);
+	if (rc < 0)
+		return rc;
+	struct st_volume *v = vol_new();
+	*v = *src;
+	v->description = xstrdup(src->description ? src->description : "");
+	v->legal = false;
+	v->busy = true;
+	v->nchildren = 0;
+	v->generation = 0;
+	v->ctime = v->mtime = (int64_t)time(NULL);
+	rc = st_vol_write_meta(dd, v);
+	if (rc < 0) {
+		snprintf(err, errlen, "writing metadata of %s on %s: %s", v->uuid, dd->uuid,
+			 strerror(-rc));
+		st_vol_unlink(dd, v->image, v->uuid, false);
+		vol_free(v);
+		return rc;
+	}
+	int64_t app = 0, tru = 0;
+	if (st_vol_stat(dd, v->image, v->uuid, &app, &tru) == 0) {
+		v->apparent = app;
+		v->truesize = tru;
+	}
+	pthread_mutex_lock(&s->lock);
+	index_add_volume(dd, v);
+	pthread_mutex_unlock(&s->lock);
+	return 0;
+}
+
+static const char *qfmt(int f)
+{
+	return f == ST_FMT_COW ? "qcow2" : "raw";
+}
+
+/* Copy one layer's data: src (checked) into dst (checked), ILLEGAL while
+ * written, synced, then LEGAL. */
+static int sync_one(struct storage_state *s, struct st_task *t, struct st_domain *sdom,
+		    struct st_domain *dd, struct st_volume *sv, struct st_volume *dv, char *err,
+		    size_t errlen)
+{
+	char *src = NULL, *dst = NULL, *base = NULL;
+	int rc = set_legal(s, dd, dv, false);
+	if (rc < 0) {
+		snprintf(err, errlen, "marking %s ILLEGAL: %s", dv->uuid, strerror(-rc));
+		return rc;
+	}
+	rc = -EIO;
+	src = checked_path(sdom, sv->image, sv->uuid, err, errlen);
+	dst = src ? checked_path(dd, dv->image, dv->uuid, err, errlen) : NULL;
+	if (!dst)
+		goto out;
+	char *argv[16];
+	int a = 0;
+	argv[a++] = (char *)"qemu-img";
+	argv[a++] = (char *)"convert";
+	argv[a++] = (char *)"-n";
+	argv[a++] = (char *)"-f";
+	argv[a++] = (char *)qfmt(sv->format);
+	argv[a++] = (char *)"-O";
+	argv[a++] = (char *)qfmt(dv->format);
+	if (strcmp(dv->parent, ST_BLANK_UUID) != 0) {
+		pthread_mutex_lock(&s->lock);
+		struct st_volume *p = map_get(&dd->volumes, dv->parent);
+		char pimg[37], pfmt[8];
+		snprintf(pimg, sizeof(pimg), "%s", p ? p->image : dv->image);
+		snprintf(pfmt, sizeof(pfmt), "%s", qfmt(p ? p->format : ST_FMT_RAW));
+		pthread_mutex_unlock(&s->lock);
+		base = checked_path(dd, pimg, dv->parent, err, errlen);
+		if (!base)
+			goto out;
+		argv[a++] = (char *)"-B";
+		argv[a++] = base;
+		argv[a++] = (char *)"-F";
+		argv[a++] = (char *)(strcmp(pfmt, "qcow2") == 0 ? "qcow2" : "raw");
+	}
+	argv[a++] = src;
+	argv[a++] = dst;
+	argv[a] = NULL;
+	rc = st_run_qemu_img(s, t, argv, -1, err, errlen);
+	if (rc < 0)
+		goto out;
+	int ifd = st_img_open(dd, dv->image, false);
+	int fd = ifd < 0 ? -1 : openat(ifd, dv->uuid, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 || fsync(fd) < 0) {
+		rc = fd < 0 && ifd < 0 ? ifd : -errno;
+		snprintf(err, errlen, "syncing %s: %s", dv->uuid, strerror(-rc));
+	}
+	if (fd >= 0)
+		close(fd);
+	if (ifd >= 0)
+		close(ifd);
+	if (rc == 0 && (rc = set_legal(s, dd, dv, true)) < 0)
+		snprintf(err, errlen, "marking %s LEGAL: %s", dv->uuid, strerror(-rc));
+	int64_t app = 0, tru = 0;
+	if (st_vol_stat(dd, dv->image, dv->uuid, &app, &tru) == 0) {
+		pthread_mutex_lock(&s->lock);
+		dv->apparent = app;
+		dv->truesize = tru;
+		pthread_mutex_unlock(&s->lock);
+	}
+out:
+	free(src);
+	free(dst);
+	free(base);
+	return rc;
+}
+
+/* qemu-img compare of one layer (with its backing chain) on both sides. */
+static int verify_one(struct storage_state *s, struct st_task *t, struct st_domain *sdom,
+		      struct st_domain *dd, const struct st_volume *sv,
+		      const struct st_volume *dv, char *err, size_t errlen)
+{
+	char *src = checked_path(sdom, sv->image, sv->uuid, err, errlen);
+	char *dst = src ? checked_path(dd, dv->image, dv->uuid, err, errlen) : NULL;
+	int rc = -EIO;
+	if (dst) {
+		char *argv[] = { (char *)"qemu-img", (char *)"compare", (char *)"-f",
+				 (char *)qfmt(sv->format), (char *)"-F", (char *)qfmt(dv->format),
+				 src, dst, NULL };
+		rc = st_run_qemu_img(s, t, argv, -1, err, errlen);
+		if (rc < 0 && rc != -ECANCELED) {
+			char why[200];
+			snprintf(why, sizeof(why), "%.199s", err);
+			snprintf(err, errlen, "verifying %s: the copy differs or cannot be read: %s",
+				 sv->uuid, why);
+		}
+	}
+	free(src);
+	free(dst);
+	return rc;
+}
+
+void st_image_run_copy(struct storage_state *s, struct st_task *t)
+{
+	char err[512] = "";
+	struct st_err e = { 0 };
+	int rc = 0;
+	size_t n = 0, ncreated = 0;
+	bool src_touched = false;
+	pthread_mutex_lock(&s->lock);
+	struct st_domain *sdom = map_get(&s->domains, t->sd);
+	struct st_domain *dd = map_get(&s->domains, t->dst_sd);
+	struct st_volume **ch = sdom && dd ? chain_of(sdom, t->img, &n, &e) : NULL;
+	pthread_mutex_unlock(&s->lock);
+	struct st_volume **dst = xcalloc(n ? n : 1, sizeof(*dst));
+	if (!ch) {
+		snprintf(err, sizeof(err), "%s", e.msg[0] ? e.msg : "domain not available");
+		rc = -EIO;
+		goto out;
+	}
+	/* 1. the structure */
+	for (size_t i = 0; t->icop != ST_IC_SYNC && i < n && rc == 0; i++) {
+		if (aborted(s, t, err, sizeof(err))) {
+			rc = -ECANCELED;
+			break;
+		}
+		pthread_mutex_lock(&s->lock);
+		struct st_volume *p = map_get(&sdom->volumes, ch[i]->parent);
+		int pfmt = p ? p->format : ST_FMT_RAW;
+		struct st_volume src = *ch[i];
+		pthread_mutex_unlock(&s->lock);
+		rc = clone_one(s, t, dd, &src, pfmt, err, sizeof(err));
+		if (rc == 0)
+			ncreated++;
+	}
+	for (size_t i = 0; i < n; i++) {
+		pthread_mutex_lock(&s->lock);
+		dst[i] = map_get(&dd->volumes, ch[i]->uuid);
+		pthread_mutex_unlock(&s->lock);
+	}
+	/* 2. the data */
+	if (t->icop != ST_IC_CLONE && rc == 0) {
+		size_t first = 0, last = n;   /* [first, last) */
+		if (t->icop == ST_IC_SYNC && t->sync_type == ST_SYNC_INTERNAL)
+			last = n - 1;
+		else if (t->icop == ST_IC_SYNC && t->sync_type == ST_SYNC_LEAF)
+			first = n - 1;
+		for (size_t i = first; i < last && rc == 0; i++) {
+			if (aborted(s, t, err, sizeof(err))) {
+				rc = -ECANCELED;
+				break;
+			}
+			rc = sync_one(s, t, sdom, dd, ch[i], dst[i], err, sizeof(err));
+			pthread_mutex_lock(&s->lock);
+			t->progress = (int)((i + 1 - first) * 90 / (last - first));
+			pthread_mutex_unlock(&s->lock);
+		}
+	}
+	/* 3. a move: verify every layer, then remove the source */
+	if (t->icop == ST_IC_MOVE && rc == 0) {
+		for (size_t i = 0; i < n && rc == 0; i++)
+			rc = verify_one(s, t, sdom, dd, ch[i], dst[i], err, sizeof(err));
+		if (rc == 0 && aborted(s, t, err, sizeof(err)))
+			rc = -ECANCELED;
+		for (size_t i = n; rc == 0 && i-- > 0;) {
+			src_touched = true;
+			rc = remove_volume(s, sdom, ch[i], t->postzero, t->discard);
+			if (rc < 0)
+				snprintf(err, sizeof(err), "the image was copied to %s and verified, "
+					 "but removing source volume %s failed: %s (it is kept, "
+					 "ILLEGAL)", t->dst_sd, ch[i]->uuid, strerror(-rc));
+			else
+				ch[i] = NULL;
+		}
+	}
+out:;
+	bool was_aborted = rc == -ECANCELED;
+	/* roll the destination back when the source is untouched */
+	if (rc < 0 && !src_touched && t->icop != ST_IC_SYNC) {
+		size_t kept = 0;
+		for (size_t i = ncreated; i-- > 0;) {
+			if (dst[i] && remove_volume(s, dd, dst[i], false, false) < 0)
+				kept++;
+			else
+				dst[i] = NULL;
+		}
+		if (kept) {
+			size_t l = strlen(err);
+			snprintf(err + l, sizeof(err) - l, "; rollback left %zu volume(s) ILLEGAL on %s",
+				 kept, t->dst_sd);
+		}
+	}
+	st_image_copy_release(s, t);
+	free(ch);
+	free(dst);
+	if (rc == 0) {
+		log_info("storage: task %s: %s of image %s from %s to %s done", t->id, t->verb,
+			 t->img, t->sd, t->dst_sd);
+		st_task_finish(s, t, ST_TR_SUCCESS, 0, "1 jobs completed successfully");
+	} else {
+		log_warn("storage: task %s: %s of image %s from %s to %s failed: %s", t->id,
+			 t->verb, t->img, t->sd, t->dst_sd, err);
+		st_task_finish(s, t, was_aborted && !src_touched ? ST_TR_CLEAN_SUCCESS
+				     : ST_TR_CLEAN_FAILURE,
+			       was_aborted ? ABORTED_CODE : 100, err);
+	}
+}
