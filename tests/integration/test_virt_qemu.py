@@ -20,6 +20,9 @@ POOL = "5849b030-626e-47cb-ad90-3ce782d831b3"
 SD = "4b0a2c3d-2c2e-4b8a-9b1f-2a1f6b9d7c11"
 IMG = "c1a2b3c4-d5e6-4f70-8a91-b2c3d4e5f607"
 VOL = "d2b3c4d5-e6f7-4081-9a2b-c3d4e5f60718"
+BLANK = "00000000-0000-0000-0000-000000000000"
+IMG2 = "c1a2b3c4-d5e6-4f70-8a91-b2c3d4e5f608"
+VOL2 = "d2b3c4d5-e6f7-4081-9a2b-c3d4e5f60719"
 INT_MAX = 2**31 - 1
 
 
@@ -71,6 +74,35 @@ class QemuVms(unittest.TestCase):
             raise unittest.SkipTest("private libvirtd: " + reason)
         cls.d = vt.Daemon(libvirt_uri=cls.lv.uri)
         cls.connect()
+        cls.disks = cls.make_volumes()
+
+    @classmethod
+    def make_volumes(cls):
+        """The VM's disks as the engine has them: volumes of a storage domain
+        in the data center its XML names, created through vdsmd's storage verbs
+        (VM.create and VM.hotplugDisk resolve a disk from its metadata).  The
+        private QEMU runs as nobody: the path down to each volume is opened up
+        for it.  {volume: path}"""
+        c = cls.c
+        assert "result" in c.call("StorageDomain.create", [SD, 4, "", "dom", 1])
+        paths = {}
+        for img, vol in ((IMG, VOL), (IMG2, VOL2)):
+            tid = result(c.call("Volume.create", [vol, BLANK, SD, img, str(1 << 20), 5, 2]))
+            deadline = time.monotonic() + 20
+            while result(c.call("Task.getStatus", [tid]))["taskState"] != "finished":
+                assert time.monotonic() < deadline, "Volume.create did not finish"
+                time.sleep(0.02)
+            paths[vol] = os.path.join(cls.d.tmp, "storage", SD, "images", img, vol)
+        # in a pool, volume changes need the SPM: the pool comes last
+        assert result(c.call("StoragePool.create",
+                             [POOL, "Default", SD, 1, [SD], 5, 60, 10, 3])) is True
+        for path in paths.values():
+            d = path
+            while d != os.path.dirname(cls.d.tmp):
+                d = os.path.dirname(d)
+                os.chmod(d, os.stat(d).st_mode | 0o005)
+            os.chmod(path, 0o666)
+        return paths
 
     @classmethod
     def connect(cls):
@@ -125,8 +157,10 @@ class QemuVms(unittest.TestCase):
         return self.stats()
 
     def test_1_create_and_recover(self):
-        disk = self.lv.image(VOL)
-        p = {"vmID": VM, "vmParams": {"vmId": VM, "xml": tiny_xml(VM, disk)}}
+        disk = self.disks[VOL]
+        # the engine's own source path; the host puts the volume's path there
+        placeholder = "/rhev/data-center/%s/%s/images/%s/%s" % (POOL, SD, IMG, VOL)
+        p = {"vmID": VM, "vmParams": {"vmId": VM, "xml": tiny_xml(VM, placeholder)}}
         t0 = time.monotonic()
         r = result(self.c.call("VM.create", p, timeout=60))
         ms = (time.monotonic() - t0) * 1000
@@ -178,8 +212,8 @@ class QemuVms(unittest.TestCase):
             self.skipTest("needs the VM of test_1")
         h0 = s0["hash"]
         # hotplugDisk: the engine's XML, a volume named in the metadata
-        img2, vol2 = "c1a2b3c4-d5e6-4f70-8a91-b2c3d4e5f608", "d2b3c4d5-e6f7-4081-9a2b-c3d4e5f60719"
-        path2 = self.lv.image(vol2)
+        img2, vol2 = IMG2, VOL2
+        path2 = self.disks[VOL2]
         plug = ('<?xml version="1.0" encoding="UTF-8"?><hotplug><devices>'
                 '<disk type="file" device="disk"><source file="%s"/>'
                 '<target dev="sdb" bus="scsi"/><driver name="qemu" type="raw"/>'
