@@ -102,11 +102,12 @@ $(GEN_C) $(GEN_JSON) &: $(API_YAML) api/gen.py
 	@mkdir -p $(GEN_DIR)
 	$(PYTHON) api/gen.py --c $(GEN_C) --json $(GEN_JSON)
 
-# docs/api.md is generated too, but committed (reviewed with the schema);
-# test_api_schema.py fails when it is stale.
+# docs/api.md and the VERBS section of man/vdsm-client.1 (between its
+# marker comments) are generated too, but committed (reviewed with the
+# schema); test_api_schema.py fails when either is stale.
 .PHONY: api-docs
 api-docs docs/api.md: $(API_YAML) api/gen.py
-	$(PYTHON) api/gen.py --md docs/api.md
+	$(PYTHON) api/gen.py --md docs/api.md --man man/vdsm-client.1
 
 $(GEN_OBJ): $(GEN_C)
 	@mkdir -p $(dir $@)

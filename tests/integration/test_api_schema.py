@@ -188,6 +188,69 @@ class GeneratorTest(unittest.TestCase):
         self.assertEqual(r.returncode, 1)
         self.assertIn(b"Ns.get", r.stderr)
 
+    def test_man_section_between_markers(self):
+        self.write()
+        types, verbs = gen.load(self.dir)
+        head = '.TH X 1\n.SH NAME\nx \\- y\n\n'
+        tail = '.SH SEE ALSO\n.BR vdsmd (8)\n.\\" trailing comment, no newline at end'
+        page = head + gen.MAN_BEGIN + "\nold text\n" + gen.MAN_END + "\n" + tail
+        out = gen.fill_man(page, types, verbs)
+        self.assertTrue(out.startswith(head + gen.MAN_BEGIN + "\n"), out[:200])
+        self.assertTrue(out.endswith("\n" + gen.MAN_END + "\n" + tail))
+        self.assertNotIn("old text", out)
+        section = out[len(head):-len(tail)]
+        self.assertIn(".SH VERBS", section)
+        # implemented verb in full: params in order with type and need
+        self.assertIn("\\fBNs get\\fR\nget a thing", section)
+        pos = [section.index("\\fI%s\\fR" % n) for n in ("id", "mode", "all", "ids")]
+        self.assertEqual(pos, sorted(pos))
+        self.assertIn("\\fIid\\fR (\\fBuuid\\fR, required)", section)
+        self.assertIn('\\fImode\\fR (\\fBMode\\fR, default \\fB"a"\\fR)', section)
+        self.assertIn("\\fIids\\fR (\\fBlist<uuid>\\fR, optional)", section)
+        self.assertIn("Result: \\fBlist<Thing>\\fR", section)
+        # unimplemented verb in the compact list only
+        self.assertIn("Not implemented by vdsmd yet (1): \\fBlater\\fR.", section)
+        self.assertEqual(gen.fill_man(out, types, verbs), out)  # idempotent
+
+    def test_man_markers_missing_is_a_clear_error(self):
+        self.write()
+        types, verbs = gen.load(self.dir)
+        B, E = gen.MAN_BEGIN + "\n", gen.MAN_END + "\n"
+        for page in (".TH X 1\n", B + ".SH X\n", ".SH X\n" + E, E + B, B + B + E):
+            with self.assertRaises(gen.SchemaError) as cm:
+                gen.fill_man(page, types, verbs, "x.1")
+            self.assertIn("x.1: needs exactly one line", str(cm.exception))
+            self.assertIn("BEGIN GENERATED VERBS", str(cm.exception))
+        man = os.path.join(self.dir, "x.1")
+        with open(man, "w") as f:
+            f.write(".TH X 1\n")
+        for opt in ("--man", "--check-man"):
+            r = subprocess.run([sys.executable, os.path.join(API, "gen.py"), "--api", self.dir,
+                                opt, man], stderr=subprocess.PIPE, universal_newlines=True)
+            self.assertEqual(r.returncode, 1)
+            self.assertIn("END GENERATED VERBS", r.stderr)
+        with open(man) as f:
+            self.assertEqual(f.read(), ".TH X 1\n")  # untouched
+
+    def test_cli_man_check(self):
+        self.write()
+        man = os.path.join(self.dir, "x.1")
+        with open(man, "w") as f:
+            f.write(".TH X 1\n" + gen.MAN_BEGIN + "\n" + gen.MAN_END + "\n.SH END\n")
+        run = [sys.executable, os.path.join(API, "gen.py"), "--api", self.dir]
+        r = subprocess.run(run + ["--check-man", man], stderr=subprocess.PIPE)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn(b"out of date", r.stderr)
+        self.assertEqual(subprocess.run(run + ["--man", man]).returncode, 0)
+        self.assertEqual(subprocess.run(run + ["--check-man", man]).returncode, 0)
+        with open(man) as f:
+            text = f.read()
+        self.assertTrue(text.startswith(".TH X 1\n" + gen.MAN_BEGIN + "\n"))
+        self.assertTrue(text.endswith(gen.MAN_END + "\n.SH END\n"))
+        self.write(verbs=VERB.replace("get a thing", "get one thing"))
+        r = subprocess.run(run + ["--check-man", man], stderr=subprocess.PIPE)
+        self.assertEqual(r.returncode, 1)
+
 
 class RepoSchemaTest(unittest.TestCase):
     def test_repo_schema_loads_and_build_copy_is_current(self):
@@ -206,6 +269,18 @@ class RepoSchemaTest(unittest.TestCase):
                             os.path.join(vt.REPO, "docs", "api.md")],
                            stderr=subprocess.PIPE, universal_newlines=True)
         self.assertEqual(r.returncode, 0, r.stderr)
+
+    def test_man_page_verbs_are_current_and_render(self):
+        page = os.path.join(vt.REPO, "man", "vdsm-client.1")
+        r = subprocess.run([sys.executable, os.path.join(API, "gen.py"), "--check-man", page],
+                           stderr=subprocess.PIPE, universal_newlines=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        groff = shutil.which("groff")
+        if groff is None:
+            self.skipTest("groff not installed: rendering not checked")
+        r = subprocess.run([groff, "-ww", "-z", "-man", page],
+                           stderr=subprocess.PIPE, universal_newlines=True)
+        self.assertEqual((r.returncode, r.stderr), (0, ""))
 
 
 class ValidatorTest(unittest.TestCase):
