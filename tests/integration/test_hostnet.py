@@ -26,18 +26,29 @@ IP = shutil.which("ip") or "/usr/sbin/ip"
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
-def _can_netns():
+def _netns_problem():
+    """None when this process can create network namespaces and run ip in
+    them, else why not (the tests are then skipped with that reason)."""
     if os.geteuid() != 0 or not os.path.exists(IP):
-        return False
+        return "network namespaces need root and ip(8)"
     name = "vdtprobe%d" % os.getpid()
-    r = subprocess.run([IP, "netns", "add", name], capture_output=True)
+    r = subprocess.run([IP, "netns", "add", name], capture_output=True, text=True)
     if r.returncode != 0:
-        return False
-    subprocess.run([IP, "netns", "del", name], capture_output=True)
-    return True
+        return "ip netns add failed: " + r.stderr.strip()
+    try:
+        # entering one needs a mount namespace of its own, which fails in a
+        # chroot whose / is no mount point
+        r = subprocess.run([IP, "-n", name, "link", "set", "lo", "up"],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            return "ip -n cannot enter a namespace here: " + r.stderr.strip()
+    finally:
+        subprocess.run([IP, "netns", "del", name], capture_output=True)
+    return None
 
 
-CAN_NETNS = _can_netns()
+NETNS_PROBLEM = _netns_problem()
+CAN_NETNS = NETNS_PROBLEM is None
 
 
 def _kernel_has(kind):
@@ -150,7 +161,7 @@ class NsDaemon(vt.Daemon):
         return [IP, "netns", "exec", self.ns] + cmd
 
 
-@unittest.skipUnless(CAN_NETNS, "network namespaces need root (ip netns add failed)")
+@unittest.skipUnless(CAN_NETNS, NETNS_PROBLEM or "")
 class HostNet(unittest.TestCase):
     def setUp(self):
         tag = uuid.uuid4().hex[:6]

@@ -227,7 +227,13 @@ class PrivilegeDrop(unittest.TestCase):
         c.connect()
         c.subscribe(vt.RESPONSES, "r", receipt="s")
         self.assertIs(c.call("Host.ping2")["result"], True)
-        self.assertIsInstance(c.call("Host.getStorageDomains")["result"], list)
+        with self.subTest("storage as nobody"):
+            if not os.stat("/").st_mode & 0o001:
+                # a root directory other users cannot search (a chroot made
+                # with mktemp -d): no process running as nobody reaches a file
+                self.skipTest("/ is mode %o: nobody cannot reach the storage root"
+                              % (os.stat("/").st_mode & 0o777))
+            self.assertIsInstance(c.call("Host.getStorageDomains")["result"], list)
 
     def test_tls_files_readable_only_by_root(self):
         pki = vt.make_pki(tempfile.mkdtemp(prefix="vdsmtest-pki-"))
