@@ -38,34 +38,19 @@ static struct virt_state *state_of(const struct rpc_call *c)
 static char *live_element(struct rpc_call *c, virDomainPtr dom, const char *kind,
 			  const char *key);
 
-typedef int (*dev_action)(struct rpc_call *c, struct virt_state *s, virDomainPtr dom,
-			  const char *id);
-
-/* Look the VM up, act, then re-read its devices; the result is written by
+/* Act on the domain, then re-read its devices; the result is written by
  * the action (or VmDefinition when want_def). */
-static int dev_verb(struct rpc_call *c, dev_action act, bool want_def)
+static int dev_verb(struct rpc_call *c, domain_action act, bool want_def)
 {
+	if (virt_on_domain(c, act) < 0)
+		return -1;
 	struct virt_state *s = state_of(c);
 	const char *id = rpc_arg_str(c, "vmID", NULL);
-	virConnectPtr conn = virt_begin(c, s);
-	if (!conn)
-		return -1;
-	int rc = -1;
-	virDomainPtr dom = virt_lookup(c, s, conn, id);
-	if (!dom)
-		goto out;
-	if (act(c, s, dom, id) < 0)
-		goto out;
 	virt_mark_xml_stale(s, id);
 	virt_refresh(s);
 	if (want_def)
 		virt_write_definition(c, s, id);
-	rc = 0;
-out:
-	if (dom)
-		virDomainFree(dom);
-	virConnectClose(conn);
-	return rc;
+	return 0;
 }
 
 /* params.xml as a NUL-terminated arena copy, or NULL after failing. */

@@ -77,13 +77,7 @@ int virt_fail_libvirt(struct rpc_call *c, const char *what, const char *id)
 	return rpc_fail(c, RPC_E_GENERAL, "%s %s: %s", what, id, virt_last_error());
 }
 
-/* The body of a verb on one existing domain: 0, or -1 with the call failed. */
-typedef int (*domain_action)(struct rpc_call *c, struct virt_state *s, virDomainPtr dom,
-			     const char *id);
-
-/* pause / cont / shutdown: begin, look the VM up, act, then wait for a fresh
- * sample; they differ only in the action. */
-static int domain_verb(struct rpc_call *c, domain_action act)
+int virt_on_domain(struct rpc_call *c, domain_action act)
 {
 	struct virt_state *s = state_of(c);
 	const char *id = rpc_arg_str(c, "vmID", NULL);
@@ -92,18 +86,24 @@ static int domain_verb(struct rpc_call *c, domain_action act)
 		return -1;
 	int rc = -1;
 	virDomainPtr dom = virt_lookup(c, s, conn, id);
-	if (!dom)
-		goto out;
-	if (act(c, s, dom, id) < 0)
-		goto out;
-	virt_expect_event(s, id);
-	rc = 0;
-	virt_refresh(s);
-out:
-	if (dom)
+	if (dom) {
+		rc = act(c, s, dom, id);
 		virDomainFree(dom);
+	}
 	virConnectClose(conn);
 	return rc;
+}
+
+/* pause / cont / shutdown: act on the domain, then wait for a fresh sample;
+ * they differ only in the action. */
+static int domain_verb(struct rpc_call *c, domain_action act)
+{
+	if (virt_on_domain(c, act) < 0)
+		return -1;
+	struct virt_state *s = state_of(c);
+	virt_expect_event(s, rpc_arg_str(c, "vmID", NULL));
+	virt_refresh(s);
+	return 0;
 }
 
 static int act_pause(struct rpc_call *c, struct virt_state *s, virDomainPtr dom, const char *id)

@@ -404,36 +404,24 @@ out:
 	return rc;
 }
 
-int virt_verb_migrate_cancel(struct rpc_call *c)
+static int act_migrate_cancel(struct rpc_call *c, struct virt_state *s, virDomainPtr dom,
+			      const char *id)
 {
-	struct virt_state *s = state_of(c);
-	const char *id = rpc_arg_str(c, "vmID", NULL);
-	virConnectPtr conn = virt_begin(c, s);
-	if (!conn)
-		return -1;
-	int rc = -1;
-	virDomainPtr dom = virt_lookup(c, s, conn, id);
-	if (!dom)
-		goto out;
 	pthread_mutex_lock(&s->lock);
 	struct virt_track *t = track_find(s, id);
 	bool running = t && t->migrating;
 	pthread_mutex_unlock(&s->lock);
-	if (!running) {
-		rpc_fail(c, RPC_E_MIGRATION, "%s is not migrating", id);
-		goto out;
-	}
-	if (virDomainAbortJob(dom) < 0) {
-		virt_fail_libvirt(c, "migrateCancel", id);
-		goto out;
-	}
+	if (!running)
+		return rpc_fail(c, RPC_E_MIGRATION, "%s is not migrating", id);
+	if (virDomainAbortJob(dom) < 0)
+		return virt_fail_libvirt(c, "migrateCancel", id);
 	log_info("virt: migration of %s canceled", id);
-	rc = 0;
-out:
-	if (dom)
-		virDomainFree(dom);
-	virConnectClose(conn);
-	return rc;
+	return 0;
+}
+
+int virt_verb_migrate_cancel(struct rpc_call *c)
+{
+	return virt_on_domain(c, act_migrate_cancel);
 }
 
 int virt_verb_get_migration_status(struct rpc_call *c)

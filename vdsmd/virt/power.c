@@ -233,50 +233,32 @@ out:
 	return rc;
 }
 
-int virt_verb_reset(struct rpc_call *c)
+static int act_reset(struct rpc_call *c, struct virt_state *s, virDomainPtr dom,
+		     const char *id)
 {
-	struct virt_state *s = state_of(c);
-	const char *id = rpc_arg_str(c, "vmID", NULL);
-	virConnectPtr conn = virt_begin(c, s);
-	if (!conn)
-		return -1;
-	int rc = -1;
-	virDomainPtr dom = virt_lookup(c, s, conn, id);
-	if (!dom)
-		goto out;
-	if (virDomainReset(dom, 0) < 0) {
-		virt_fail_libvirt(c, "reset", id);
-		goto out;
-	}
+	if (virDomainReset(dom, 0) < 0)
+		return virt_fail_libvirt(c, "reset", id);
 	log_info("virt: reset %s", id);
-	rc = 0;
-out:
-	if (dom)
-		virDomainFree(dom);
-	virConnectClose(conn);
-	return rc;
+	return 0;
 }
 
-int virt_verb_set_destroy_on_reboot(struct rpc_call *c)
+int virt_verb_reset(struct rpc_call *c)
 {
-	struct virt_state *s = state_of(c);
-	const char *id = rpc_arg_str(c, "vmID", NULL);
-	virConnectPtr conn = virt_begin(c, s);
-	if (!conn)
-		return -1;
-	int rc = -1;
-	virDomainPtr dom = virt_lookup(c, s, conn, id);
-	if (!dom)
-		goto out;
+	return virt_on_domain(c, act_reset);
+}
+
+static int act_destroy_on_reboot(struct rpc_call *c, struct virt_state *s, virDomainPtr dom,
+				 const char *id)
+{
 	pthread_mutex_lock(&s->lock);
 	struct virt_track *t = track_get(s, id, virDomainGetName(dom));
 	t->destroy_on_reboot = true;
 	pthread_mutex_unlock(&s->lock);
 	log_info("virt: %s will be destroyed when its guest reboots", id);
-	rc = 0;
-out:
-	if (dom)
-		virDomainFree(dom);
-	virConnectClose(conn);
-	return rc;
+	return 0;
+}
+
+int virt_verb_set_destroy_on_reboot(struct rpc_call *c)
+{
+	return virt_on_domain(c, act_destroy_on_reboot);
 }

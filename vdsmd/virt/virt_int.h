@@ -383,6 +383,13 @@ void virt_refresh(struct virt_state *s);
  * libvirt nor the tracker knows it, else 100: the VM is Down). */
 virDomainPtr virt_lookup(struct rpc_call *c, struct virt_state *s, virConnectPtr conn,
 			 const char *id);
+/* The body of a verb on one existing domain: 0, or -1 with the call failed. */
+typedef int (*domain_action)(struct rpc_call *c, struct virt_state *s, virDomainPtr dom,
+			     const char *id);
+/* Every verb on one existing VM (param vmID): begin, look the domain up, run
+ * act on it, release domain and connection (lifecycle.c).  0, or -1 with the
+ * call failed. */
+int virt_on_domain(struct rpc_call *c, domain_action act);
 /* Fail the call from libvirt's last error (code 1 for "no domain"). */
 int virt_fail_libvirt(struct rpc_call *c, const char *what, const char *id);
 /* Wait (up to ~1 s) until the libvirt events of dom's current state have
