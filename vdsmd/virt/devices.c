@@ -171,7 +171,9 @@ static int hotplug(struct rpc_call *c, struct virt_state *s, virDomainPtr dom, c
 		return rpc_fail(c, RPC_E_PARAMS, "params.%s", why);
 	if ((strcmp(kind, "disk") == 0 ? ex->ndisks : ex->nnics) != 1)
 		return rpc_fail(c, RPC_E_PARAMS, "params.xml: one <%s> in <devices> expected", kind);
-	if (virt_resolve_disks(c, s, ex) < 0 || virt_resolve_nics(c, s, ex) < 0)
+	bool nic = strcmp(kind, "interface") == 0;
+	if (virt_resolve_disks(c, s, ex) < 0 ||
+	    virt_resolve_nics(c, s, ex, nic ? RPC_E_HOTPLUG_NIC : RPC_E_CREATE_VM) < 0)
 		return -1;
 	struct vd_buf out = VD_BUF_INIT;
 	engxml_rewrite(xml, ex, NULL, &out);
@@ -179,8 +181,11 @@ static int hotplug(struct rpc_call *c, struct virt_state *s, virDomainPtr dom, c
 	buf_free(&out);
 	if (!dev)
 		return rpc_fail(c, RPC_E_PARAMS, "params.xml: no <%s> element", kind);
-	if (virDomainAttachDeviceFlags(dom, dev, VIR_DOMAIN_AFFECT_LIVE) < 0)
+	if (virDomainAttachDeviceFlags(dom, dev, VIR_DOMAIN_AFFECT_LIVE) < 0) {
+		if (nic && virt_last_error_code() != VIR_ERR_NO_DOMAIN)
+			return rpc_fail(c, RPC_E_HOTPLUG_NIC, "%s: %s", id, virt_last_error());
 		return virt_fail_libvirt(c, "hotplug", id);
+	}
 	if (ex->has_metadata)
 		edit_device_metadata(dom, id, xml, NULL);
 	log_info("virt: %s hot-plugged into %s", kind, id);

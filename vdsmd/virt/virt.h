@@ -37,10 +37,13 @@
  *   negative vd_err (VD_ENOENT: no such domain, image or volume); why gets a
  *   human reason.
  * network_bridge: the bridge a VM NIC on network joins: 0 with bridge[]
- *   filled, VD_ENOENT when the host has no such network.
+ *   filled, VD_EINVAL when the network exists but is bridgeless, VD_ENOENT
+ *   when the provider has no such network.
  * Unset functions: the disk path the XML names is used as it is when it
- * exists (code 13 otherwise), and a network is the bridge of the same name
- * when /sys/class/net/<name>/bridge exists (VDSM's bridged networks). */
+ * exists (code 13 otherwise).  A network the provider does not know (or any
+ * network without a provider) is the bridge of the same name when
+ * /sys/class/net/<name>/bridge exists: VDSM hands the engine's bridge name
+ * to libvirt unchanged, so a bridge made outside VDSM works there too. */
 struct virt_deps {
 	int (*prepare_image)(void *ctx, const char *pool, const char *domain, const char *image,
 			     const char *volume, char *path, size_t pathlen,

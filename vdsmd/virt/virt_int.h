@@ -137,9 +137,11 @@ bool engxml_prefix(const char *xml, char *out, size_t outlen);
 #define VIRT_OVIRT_VM_NS "http://ovirt.org/vm/1.0"
 /* VM.create's resolution steps, shared with the hotplug verbs (create.c):
  * disks with volume metadata through the storage interface, NIC networks
- * to bridges; 0, or -1 with the call failed. */
+ * to bridges (a network that cannot take the NIC fails with code); 0, or
+ * -1 with the call failed. */
 int virt_resolve_disks(struct rpc_call *c, struct virt_state *s, struct virt_engxml *ex);
-int virt_resolve_nics(struct rpc_call *c, struct virt_state *s, struct virt_engxml *ex);
+int virt_resolve_nics(struct rpc_call *c, struct virt_state *s, struct virt_engxml *ex,
+		      enum rpc_err code);
 /* Write VM id's VmDefinition (Host.getVMFullList entry) from the latest
  * snapshot, {vmId} alone when it is not in it (verbs.c). */
 void virt_write_definition(struct rpc_call *c, struct virt_state *s, const char *id);
