@@ -193,7 +193,8 @@ int daemon_init(struct vdsmd *d, char *why, size_t whylen)
 		return rc;
 	}
 	const struct virt_deps deps = { .prepare_image = virt_prepare_image, .prepare_ctx = d,
-					.network_bridge = virt_network_bridge, .network_ctx = d };
+					.network_bridge = virt_network_bridge, .network_ctx = d,
+					.peer_tls = d->srv ? d->srv->peer_tls : NULL };
 	virt_set_deps(d, &deps);
 	d->host_peers = xcalloc(1, sizeof(*d->host_peers));
 	*d->host_peers = (struct host_peers){

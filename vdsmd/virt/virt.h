@@ -44,6 +44,7 @@
  * network without a provider) is the bridge of the same name when
  * /sys/class/net/<name>/bridge exists: VDSM hands the engine's bridge name
  * to libvirt unchanged, so a bridge made outside VDSM works there too. */
+struct ssl_ctx_st;
 struct virt_deps {
 	int (*prepare_image)(void *ctx, const char *pool, const char *domain, const char *image,
 			     const char *volume, char *path, size_t pathlen,
@@ -51,6 +52,10 @@ struct virt_deps {
 	void *prepare_ctx;
 	int (*network_bridge)(void *ctx, const char *network, char *bridge, size_t len);
 	void *network_ctx;
+	/* TLS client context (an SSL_CTX: this host's certificate, key and CA)
+	 * for the calls to a migration's destination vdsmd; NULL: plain HTTP.
+	 * The daemon keeps it until after virt_fini. */
+	struct ssl_ctx_st *peer_tls;
 };
 
 /* Install the interfaces (after virt_init, before requests are served). */
