@@ -120,7 +120,7 @@ static int test_bridge(void *ctx, const char *network, char *bridge, size_t len)
 
 static void wire_deps(void)
 {
-	struct virt_deps deps = { test_prepare, NULL, test_bridge, NULL };
+	struct virt_deps deps = { test_prepare, NULL, test_bridge, NULL, NULL };
 	virt_set_deps(&F.d, &deps);
 }
 
@@ -544,6 +544,30 @@ START_TEST(device_and_migration_verb_checks)
 			 -32602);
 	ck_assert_int_eq(vfx_err(&F, "VM.updateDevice", "{\"vmID\":\"" VMID "\",\"params\":{"
 				 "\"deviceType\":\"interface\",\"alias\":\"ua-none\"}}"), 100);
+	/* this VM has no console, no floppy drive: VDSM's 18, 56, 41 */
+	ck_assert_int_eq(vfx_err(&F, "VM.setTicket", "{\"vmID\":\"" VMID "\",\"password\":\"ab\","
+				 "\"ttl\":10}"), 18);
+	ck_assert_int_eq(vfx_err(&F, "VM.updateDevice", "{\"vmID\":\"" VMID "\",\"params\":{"
+				 "\"deviceType\":\"graphics\",\"graphicsType\":\"spice\","
+				 "\"password\":\"ab\",\"ttl\":10}}"), 56);
+	ck_assert_int_eq(vfx_err(&F, "VM.updateDevice", "{\"vmID\":\"" VMID "\",\"params\":{"
+				 "\"deviceType\":\"graphics\",\"graphicsType\":\"rdp\","
+				 "\"password\":\"ab\",\"ttl\":10}}"), -32602);
+	ck_assert_int_eq(vfx_err(&F, "VM.changeFloppy", "{\"vmID\":\"" VMID "\",\"driveSpec\":"
+				 "\"/tmp/fd.img\"}"), 41);
+	ck_assert_int_eq(vfx_err(&F, "VM.changeFloppy", "{\"vmID\":\"" VMID "\",\"driveSpec\":"
+				 "{\"path\":\"fd.img\"}}"), -32602);
+	/* memory: params checked before libvirt; an unknown VM is code 1 */
+	ck_assert_int_eq(vfx_err(&F, "VM.hotplugMemory", "{\"vmID\":\"" VMID "\",\"params\":{}}"),
+			 -32602);
+	ck_assert_int_eq(vfx_err(&F, "VM.hotplugMemory", "{\"vmID\":\"" VMID "\",\"params\":"
+				 "{\"xml\":\"<devices><disk/></devices>\"}}"), -32602);
+	ck_assert_int_eq(vfx_err(&F, "VM.hotplugMemory", "{\"vmID\":\"" VMID "\",\"params\":"
+				 "{\"memory\":{\"size\":0,\"node\":0}}}"), -32602);
+	ck_assert_int_eq(vfx_err(&F, "VM.hotunplugMemory", "{\"vmID\":\"" VMID "\",\"params\":"
+				 "{\"memory\":{\"size\":128,\"node\":0,\"alias\":\"a'b\"}}}"), -32602);
+	ck_assert_int_eq(vfx_err(&F, "VM.hotplugMemory", "{\"vmID\":\"00000000-0000-4000-8000-"
+				 "00000000dead\",\"params\":{\"memory\":{\"size\":128,\"node\":0}}}"), 1);
 
 	/* migration: no destination, an unreachable one (a closed loopback
 	 * port), not migrating */
