@@ -24,10 +24,19 @@ import vdsmtest as vt
 VM = "5e1f0000-1111-4222-8333-4444555566dd"
 
 
+def free_port():
+    """A loopback port nobody listens on now (the consoles get their own
+    instead of libvirt's 5900 up, which concurrent test runs contend for)."""
+    with socket.socket() as so:
+        so.bind(("127.0.0.1", 0))
+        return so.getsockname()[1]
+
+
 def dev_xml(vm):
     """The engine's form: pc machine with a floppy drive (no medium), spice
     first and VNC second (passwords that expired in 1970), maxMemory with 4
     DIMM slots and one NUMA cell."""
+    sport, vport = free_port(), free_port()
     return (
         '<?xml version="1.0" encoding="UTF-8"?><domain type="kvm" '
         'xmlns:ovirt-vm="http://ovirt.org/vm/1.0"><name>qdev1</name><uuid>%s</uuid>'
@@ -38,15 +47,15 @@ def dev_xml(vm):
         '<os><type arch="x86_64" machine="pc">hvm</type></os><features><acpi/></features>'
         '<devices><disk type="file" device="floppy"><target dev="fda" bus="fdc"/>'
         '<alias name="ua-fd0"/></disk>'
-        '<graphics type="spice" port="-1" autoport="yes" passwd="*****" '
+        '<graphics type="spice" port="%d" autoport="no" passwd="*****" '
         'passwdValidTo="1970-01-01T00:00:01"><listen type="address" address="127.0.0.1"/>'
         '</graphics>'
-        '<graphics type="vnc" port="-1" autoport="yes" passwd="*****" '
+        '<graphics type="vnc" port="%d" autoport="no" passwd="*****" '
         'passwdValidTo="1970-01-01T00:00:01"><listen type="address" address="127.0.0.1"/>'
         '</graphics><video><model type="qxl"/></video>'
         '<memballoon model="virtio"/></devices>'
         '<metadata><ovirt-vm:vm><ovirt-vm:clusterVersion>4.8</ovirt-vm:clusterVersion>'
-        '</ovirt-vm:vm></metadata></domain>' % vm)
+        '</ovirt-vm:vm></metadata></domain>' % (vm, sport, vport))
 
 
 def result(r):
