@@ -71,11 +71,12 @@ static int select_codec(struct vdsmd *d, char *why, size_t whylen)
 
 /* host/'s view of the other backends (host_peers); ctx is the struct vdsmd,
  * and each backend answers empty while it is not running. */
-static void peer_vm_counts(void *ctx, unsigned *count, unsigned *active)
+static void peer_vm_counts(void *ctx, struct host_vm_counts *out)
 {
-	struct vdsmd *d = ctx;
-	if (d->virt)
-		virt_vm_counts(d, count, active);
+	struct virt_counts k;
+	virt_vm_counts(ctx, &k);
+	*out = (struct host_vm_counts){ .count = k.count, .active = k.active,
+		.migrating = k.migrating, .incoming = k.incoming, .outgoing = k.outgoing };
 }
 
 static void peer_domain_stats(void *ctx, struct vd_writer *w)

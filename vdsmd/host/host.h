@@ -23,15 +23,19 @@ void host_fini(struct vdsmd *d);
  * "bondings" (objects, VDSM's shapes: engine-flows.json "connect" step 4) and
  * "nameservers" (array); it runs for every Host.getCapabilities (the rest of
  * the capabilities is encoded once).
- * vm_counts (vdsmd/virt) gives Host.getStats' vmCount and vmActive.
+ * vm_counts (vdsmd/virt) gives Host.getStats' vmCount, vmActive,
+ * vmMigrating, incomingVmMigrations and outgoingVmMigrations.
  * write_domain_stats (vdsmd/storage) writes the value of getStats'
  * "storageDomains" (an object).
  * write_jobs (vdsmd/storage) writes Host.getJobs' result (an object), with
  * the verb's job_type filter (NULL: all) and job_ids array (NULL: all). */
+struct host_vm_counts {
+	unsigned count, active, migrating, incoming, outgoing;
+};
 struct host_peers {
 	void *ctx;
 	void (*write_net_caps)(void *ctx, struct vd_writer *w);
-	void (*vm_counts)(void *ctx, unsigned *count, unsigned *active);
+	void (*vm_counts)(void *ctx, struct host_vm_counts *out);
 	void (*write_domain_stats)(void *ctx, struct vd_writer *w);
 	void (*write_jobs)(void *ctx, struct vd_writer *w, const char *job_type,
 			   const struct vd_value *job_ids);

@@ -205,9 +205,9 @@ static int host_get_stats(struct rpc_call *c)
 	struct vd_writer *w = c->w;
 	const struct host_peers *peers = atomic_load(&h->peers);
 
-	unsigned vm_count = 0, vm_active = 0;
+	struct host_vm_counts vms = { 0 };
 	if (peers && peers->vm_counts)
-		peers->vm_counts(peers->ctx, &vm_count, &vm_active);
+		peers->vm_counts(peers->ctx, &vms);
 	uint64_t start = d && d->start_ms ? d->start_ms : h->start_ms;
 	uint64_t now_ms = vd_now_ms();
 	uint64_t elapsed = now_ms > start ? (now_ms - start) / 1000 : 0;
@@ -228,11 +228,11 @@ static int host_get_stats(struct rpc_call *c)
 	vw_kint(w, "swapFree", (int64_t)s->swap_free_mib);
 	vw_kstr_u64(w, "anonHugePages", s->anon_huge_mib);
 	vw_kstr(w, "thpState", s->thp_state);
-	vw_kint(w, "vmCount", vm_count);
-	vw_kint(w, "vmActive", vm_active);
-	vw_kint(w, "vmMigrating", 0);
-	vw_kint(w, "incomingVmMigrations", 0);
-	vw_kint(w, "outgoingVmMigrations", 0);
+	vw_kint(w, "vmCount", vms.count);
+	vw_kint(w, "vmActive", vms.active);
+	vw_kint(w, "vmMigrating", vms.migrating);
+	vw_kint(w, "incomingVmMigrations", vms.incoming);
+	vw_kint(w, "outgoingVmMigrations", vms.outgoing);
 	vw_kstr_u64(w, "elapsedTime", elapsed);
 	if (s->boot_time)
 		vw_kstr_u64(w, "bootTime", s->boot_time);
