@@ -493,15 +493,36 @@ struct st_conn_req {
 	const char *protocol_version;  /* NFS: "auto", "3", "4", "4.1", "4.2" */
 	int timeo, retrans;       /* NFS, 0 = VDSM's defaults (100, 3) */
 };
-/* <storage_root>/mnt/<spec with '_' doubled and '/' as '_'> (VDSM's
- * transformPath), fresh string. */
+/* VDSM's fileUtils.normalize_path of a connection: "host:/a//b/" is
+ * "host:/a/b", "[v6]:/x" keeps its brackets, "host:port:/p" keeps the port,
+ * a local path is normpath'ed.  NULL when a host:tail has an empty part. */
+char *st_conn_normalize(const char *spec);
+/* <root>/mnt/<normalized spec, '_' doubled, '/' as '_'> (VDSM's
+ * transformPath under its mount root), fresh string. */
+char *st_conn_mountpoint_at(const char *root, const char *spec);
 char *st_conn_mountpoint(const struct storage_state *s, const char *spec);
+/* The mount(8) command for an NFS or POSIXFS connection, as VDSM runs it:
+ *   mount -t nfs -o soft,nosharecache,timeo=T,retrans=R[,nfsvers=N
+ *         [,minorversion=M]][,<mnt_options>][,nolock] <spec> <mount point>
+ * (T/R default 100/3; protocol_version absent is "3", "auto" adds no
+ * nfsvers; nolock for v3/auto unless mnt_options says lock or nolock);
+ *   mount -t <vfs_type> [-o <mnt_options>] <spec> <mount point>.
+ * A pure function (nothing is run or created); 0 or a status as
+ * st_conn_connect's.  argv points into m (st_mount_cmd_free). */
+struct st_mount_cmd {
+	char *argv[10];
+	char *spec, *mountpoint, *opts;
+};
+int st_conn_mount_cmd(const char *root, int domtype, const struct st_conn_req *r,
+		      struct st_mount_cmd *m, char *msg, size_t msglen);
+void st_mount_cmd_free(struct st_mount_cmd *m);
 /* The per-connection status VDSM reports: 0 connected (already mounted is
  * success), 477 mount failed, 469 LOCALFS directory unusable, 451 bad
  * connection, 470 unknown type; msg says why. */
 int st_conn_connect(struct storage_state *s, int domtype, const struct st_conn_req *r,
 		    char *msg, size_t msglen);
-/* Unmounts (NFS/POSIXFS) and removes the mount point: 0 or 452. */
+/* Unmounts (NFS/POSIXFS: umount -f -l, as VDSM) and removes the mount
+ * point: 0 or 452. */
 int st_conn_disconnect(struct storage_state *s, int domtype, const struct st_conn_req *r,
 		       char *msg, size_t msglen);
 /* Remember a connected LOCALFS directory (searched by st_conn_find_domain). */
