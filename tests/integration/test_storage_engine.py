@@ -192,7 +192,7 @@ class EngineStorageFlow(unittest.TestCase):
         self.assertEqual(sorted(result(self.c.call("Host.getStorageDomains", [SP]))),
                          sorted([SD, sd3]))
         r = self.c.call("StorageDomain.detach", [SD, SP, SD, 1])
-        self.assertEqual(r["error"]["code"], 100)           # the master stays
+        self.assertEqual(r["error"]["code"], 347)   # the master stays (Active: VDSM's 347)
         self.assertIs(result(self.c.call("StorageDomain.detach", [sd3, SP, SD, 1])), True)
         self.assertEqual(result(self.c.call("StorageDomain.getInfo", [sd3]))["pool"], [])
         self.assertIs(result(self.c.call("StoragePool.refresh", [SP, SD, 1])), True)

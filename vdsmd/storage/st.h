@@ -158,6 +158,7 @@ struct st_domain {
 	/* the pool as the master domain keeps it (shared by every host) */
 	int master_ver;
 	char *pool_desc;
+	char *pool_doms;   /* master: POOL_DOMAINS "sdUUID:Active,sdUUID:Attached" */
 	unsigned lease_renew_ms, lease_time_ms, lease_io_ms, lease_retries;
 	bool formatting;
 	unsigned busy;     /* operations in flight on this domain */
@@ -369,19 +370,25 @@ struct st_lease_cfg {
 int st_pool_create(struct storage_state *s, const char *sp, const char *name, const char *master,
 		   int master_ver, const char *const *doms, size_t ndoms,
 		   const struct st_lease_cfg *lease, struct st_err *e);
-/* The work of both: reconstruct_host > 0 is StoragePool.reconstructMaster
+/* The work of both: statuses (NULL: the master Active, the others
+ * Attached; ST_DS_NONE: written as a member but left out of the map) make
+ * POOL_DOMAINS; reconstruct_host > 0 is StoragePool.reconstructMaster
  * (refused while this host is connected to sp: RPC_E_POOL_CONNECTED; every
  * domain must be free or already in sp; the pool is left disconnected with
  * that hostID). */
 int st_pool_setup(struct storage_state *s, const char *sp, const char *name, const char *master,
-		  int master_ver, const char *const *doms, size_t ndoms,
+		  int master_ver, const char *const *doms, const int *statuses, size_t ndoms,
 		  const struct st_lease_cfg *lease, int reconstruct_host, struct st_err *e);
 /* st_pool_ops.c: StoragePool.reconstructMaster - master becomes the pool's
- * master domain at master_ver, the listed domains its members, and any
- * other domain recorded as the pool's master is demoted. */
+ * master domain at master_ver, the listed domains its members with their
+ * statuses (POOL_DOMAINS), and any other domain recorded as the pool's
+ * master is demoted.  Refused while the pool is connected here (325); the
+ * new master's SPM lease is held for host_id during the rebuild (651 while
+ * a live host holds it, or the old master's). */
 int st_pool_reconstruct(struct storage_state *s, const char *sp, int host_id, const char *name,
 			const char *master, int master_ver, const char *const *doms,
-			size_t ndoms, const struct st_lease_cfg *lease, struct st_err *e);
+			const int *statuses, size_t ndoms, const struct st_lease_cfg *lease,
+			struct st_err *e);
 int st_dom_load(struct st_domain *d, const char *base);
 /* Attach (pool) or detach ("") a domain as a regular member: metadata
  * first, memory after.  Caller holds neither lock and has pinned d. */
@@ -533,6 +540,42 @@ struct st_domain *st_conn_find_domain(struct storage_state *s, const char *sd);
 /* Whether dir is a mount point (from /proc/self/mountinfo). */
 bool st_is_mounted(const char *dir);
 
+/* ---- the pool's domain map (st_pool_doms.c) ------------------------------
+ *
+ * As VDSM keeps it: POOL_DOMAINS in the master domain's metadata lists
+ * every member with its status.  StoragePool.create makes the master
+ * Active and the other domains Attached; StorageDomain.attach adds a domain
+ * as Attached, activate makes it Active, deactivate Attached again, detach
+ * removes it.  The master's metadata is written first, memory (the master's
+ * pool_doms) follows; hosts that are not SPM re-read it on connect, refresh
+ * and every monitor pass. */
+enum { ST_DS_NONE = 0, ST_DS_UNKNOWN, ST_DS_ATTACHED, ST_DS_UNATTACHED, ST_DS_ACTIVE };
+const char *st_dom_status_name(int st);
+/* VDSM's validateSDStatus: case-insensitive, the deprecated "Inactive" is
+ * Attached; 0 for anything else. */
+int st_dom_status_parse(const char *s);
+/* The status of sd in an encoded map, or ST_DS_NONE. */
+int st_dommap_get(const char *map, const char *sd);
+/* A new encoded map with sd set to status (ST_DS_NONE removes it). */
+char *st_dommap_put(const char *map, const char *sd, int status);
+/* Caller holds the lock: sd's status in the connected pool (ST_DS_NONE
+ * when not a member or no pool is connected). */
+int st_pool_dom_status(struct storage_state *s, const char *sd);
+/* Caller holds the lock: the connected pool's encoded map ("" none). */
+const char *st_pool_dommap(struct storage_state *s);
+/* Set sd's status in the master's metadata, then in memory; caller holds
+ * neither lock.  0 or -errno (-ENOENT: no master here). */
+int st_pool_set_dom_status(struct storage_state *s, const char *sd, int status);
+/* Re-read the master's POOL_DOMAINS and MASTER_VERSION (another host may
+ * have changed them); caller holds neither lock. */
+void st_pool_reload(struct storage_state *s);
+/* Write master m's metadata with map as its POOL_DOMAINS, then set it in
+ * memory (st_domain.c); caller holds neither lock, m pinned. */
+int st_master_write_map(struct storage_state *s, struct st_domain *m, const char *map);
+/* StorageDomain.activate / deactivate (st_pool_doms.c). */
+int st_domain_activate(struct storage_state *s, const char *sd, const char *sp, bool activate,
+		       const char *new_master, struct st_err *e);
+
 /* ---- SPM (st_spm.c) -------------------------------------------------------- */
 
 /* Lease timing of the connected pool from its master domain (st_open). */
@@ -540,12 +583,21 @@ void st_pool_lease_from_master(struct storage_state *s);
 /* Contend for the pool's SPM lease (may wait up to the lease time); 0,
  * -EBUSY held by a live host, -ECANCELED task stopped, -errno. */
 int st_spm_acquire(struct storage_state *s, struct st_task *t, char *err, size_t errlen);
+/* StoragePool.reconstructMaster: hold the lease in dirs[0] (a domain
+ * directory) for host me, by the spmStart protocol, while no live host
+ * holds dirs[1..n-1] (n <= 4) either; 0 (*lver the version taken), -EBUSY
+ * (err names the holder), -errno.  Blocks up to ltime + renew ms. */
+int st_lease_hold(struct storage_state *s, const char *const *dirs, size_t n, int me,
+		  unsigned renew, unsigned ltime, int64_t *lver, char *err, size_t errlen);
+/* Free it again if it is still ours (holder me, version lver). */
+int st_lease_drop(const char *dir, int me, int64_t lver);
 /* Give the role up and free the lease (clean stop). */
 int st_spm_release(struct storage_state *s);
 /* Non-SPM hosts: refresh the holder / version seen in the lease (monitor). */
 void st_spm_observe(struct storage_state *s);
 /* Caller holds the lock: a domain attached to a pool is changed only by
- * its SPM (RPC_E_NOT_SPM otherwise). */
+ * its SPM (RPC_E_NOT_SPM otherwise), and only while it is Active in the
+ * pool (RPC_E_DOM_NOT_ACTIVE). */
 int st_spm_require(struct storage_state *s, const struct st_domain *d, struct st_err *e);
 /* spmStart's task body. */
 void st_spm_run_start(struct storage_state *s, struct st_task *t);

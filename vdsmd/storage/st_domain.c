@@ -87,6 +87,7 @@ static void dom_to_kv(const struct st_domain *d, struct st_kv *kv)
 	if (d->master) {
 		kv_setf(kv, "MASTER_VERSION", "%d", d->master_ver);
 		kv_set(kv, "POOL_DESCRIPTION", d->pool_desc ? d->pool_desc : "");
+		kv_set(kv, "POOL_DOMAINS", d->pool_doms ? d->pool_doms : "");
 		kv_setf(kv, "LEASE_RENEW_MS", "%u", d->lease_renew_ms);
 		kv_setf(kv, "LEASE_TIME_MS", "%u", d->lease_time_ms);
 		kv_setf(kv, "LEASE_IO_TIMEOUT_MS", "%u", d->lease_io_ms);
@@ -132,6 +133,7 @@ static int write_meta_as(struct storage_state *s, struct st_domain *d, const cha
 	if (pool_md) {
 		tmp.master_ver = pool_md->master_ver;
 		tmp.pool_desc = pool_md->pool_desc;
+		tmp.pool_doms = pool_md->pool_doms;
 		tmp.lease_renew_ms = pool_md->lease_renew_ms;
 		tmp.lease_time_ms = pool_md->lease_time_ms;
 		tmp.lease_io_ms = pool_md->lease_io_ms;
@@ -143,6 +145,27 @@ static int write_meta_as(struct storage_state *s, struct st_domain *d, const cha
 	int rc = write_dom_kv(dir, &kv);
 	kv_free(&kv);
 	free(dir);
+	return rc;
+}
+
+int st_master_write_map(struct storage_state *s, struct st_domain *m, const char *map)
+{
+	struct st_kv kv;
+	pthread_mutex_lock(&s->lock);
+	struct st_domain tmp = *m;
+	tmp.pool_doms = (char *)map;
+	dom_to_kv(&tmp, &kv);
+	char *dir = xstrdup(m->dir);
+	pthread_mutex_unlock(&s->lock);
+	int rc = write_dom_kv(dir, &kv);
+	kv_free(&kv);
+	free(dir);
+	if (rc == 0) {
+		pthread_mutex_lock(&s->lock);
+		free(m->pool_doms);
+		m->pool_doms = xstrdup(map);
+		pthread_mutex_unlock(&s->lock);
+	}
 	return rc;
 }
 
@@ -173,6 +196,8 @@ int st_dom_load(struct st_domain *d, const char *base)
 	d->master = kv_get(&kv, "ROLE") && strcmp(kv_get(&kv, "ROLE"), "Master") == 0;
 	d->master_ver = (int)kv_get_int(&kv, "MASTER_VERSION", 0);
 	d->pool_desc = xstrdup(kv_get(&kv, "POOL_DESCRIPTION") ? kv_get(&kv, "POOL_DESCRIPTION") : "");
+	/* NULL: metadata written before POOL_DOMAINS was kept (st_pool_doms.c) */
+	d->pool_doms = kv_get(&kv, "POOL_DOMAINS") ? xstrdup(kv_get(&kv, "POOL_DOMAINS")) : NULL;
 	d->lease_renew_ms = (unsigned)kv_get_int(&kv, "LEASE_RENEW_MS", 5000);
 	d->lease_time_ms = (unsigned)kv_get_int(&kv, "LEASE_TIME_MS", 60000);
 	d->lease_io_ms = (unsigned)kv_get_int(&kv, "LEASE_IO_TIMEOUT_MS", 10000);
@@ -442,11 +467,11 @@ int st_pool_create(struct storage_state *s, const char *sp, const char *name, co
 		   int master_ver, const char *const *doms, size_t ndoms,
 		   const struct st_lease_cfg *lease, struct st_err *e)
 {
-	return st_pool_setup(s, sp, name, master, master_ver, doms, ndoms, lease, 0, e);
+	return st_pool_setup(s, sp, name, master, master_ver, doms, NULL, ndoms, lease, 0, e);
 }
 
 int st_pool_setup(struct storage_state *s, const char *sp, const char *name, const char *master,
-		  int master_ver, const char *const *doms, size_t ndoms,
+		  int master_ver, const char *const *doms, const int *statuses, size_t ndoms,
 		  const struct st_lease_cfg *lease, int reconstruct_host, struct st_err *e)
 {
 	unsigned renew = lease && lease->renew_ms ? lease->renew_ms : 5000;
@@ -508,7 +533,18 @@ int st_pool_setup(struct storage_state *s, const char *sp, const char *name, con
 	if (nw.host_id <= 0)
 		nw.host_id = 1;
 
-	struct st_domain pmd = { .master_ver = master_ver, .pool_desc = nw.name,
+	/* POOL_DOMAINS: as given (reconstructMaster's domDict), else VDSM's
+	 * create: the master Active, every other domain Attached */
+	char *dommap = xstrdup("");
+	for (size_t i = 0; i < ndoms; i++) {
+		int st = statuses ? statuses[i] : strcmp(doms[i], master) == 0 ? ST_DS_ACTIVE
+									   : ST_DS_ATTACHED;
+		char *m2 = st ? st_dommap_put(dommap, doms[i], st) : dommap;
+		if (m2 != dommap)
+			free(dommap);
+		dommap = m2;
+	}
+	struct st_domain pmd = { .master_ver = master_ver, .pool_desc = nw.name, .pool_doms = dommap,
 				 .lease_renew_ms = renew, .lease_time_ms = ltime,
 				 .lease_io_ms = io_ms, .lease_retries = retries };
 	/* Domains first, then pool.meta; any failure puts back what was
@@ -536,6 +572,8 @@ int st_pool_setup(struct storage_state *s, const char *sp, const char *name, con
 				list[i]->master_ver = master_ver;
 				free(list[i]->pool_desc);
 				list[i]->pool_desc = xstrdup(nw.name);
+				free(list[i]->pool_doms);
+				list[i]->pool_doms = xstrdup(dommap);
 				list[i]->lease_renew_ms = renew;
 				list[i]->lease_time_ms = ltime;
 				list[i]->lease_io_ms = io_ms;
@@ -554,6 +592,7 @@ int st_pool_setup(struct storage_state *s, const char *sp, const char *name, con
 	pthread_mutex_unlock(&s->reg_lock);
 	free(old.name);
 	free(nw.name);
+	free(dommap);
 	free(list);
 	free(old_pool);
 	free(old_master);
@@ -670,8 +709,10 @@ int st_pool_connect(struct storage_state *s, const char *sp, bool connect, int h
 	free(nw.name);
 	if (rc < 0)
 		return st_fail(e, RPC_E_GENERAL, "cannot write pool metadata: %s", strerror(-rc));
-	if (connect)
+	if (connect) {
+		st_pool_reload(s);   /* the domain map as the SPM last wrote it */
 		st_spm_observe(s);   /* who holds the lease, for getSpmStatus */
+	}
 	return 0;
 }
 
