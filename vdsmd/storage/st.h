@@ -3,7 +3,12 @@
  * Layers (each file owns one responsibility):
  *   st_meta.c     key=value metadata with checksum, atomic writes, paths
  *   st_index.c    the in-memory index (domains, images, volumes, tasks)
- *   st_domain.c   storage domains, the registry, the single-host pool
+ *   st_domain.c   storage domains, the registry, the pool (create/connect)
+ *   st_open.c     st_open / st_close
+ *   st_pool_doms.c each domain's status in the pool (POOL_DOMAINS)
+ *   st_pool_ops.c attach/detach, destroy, refresh, reconstructMaster
+ *   st_spm.c      the SPM lease
+ *   st_conn.c     connectStorageServer (mount(8) argv, mount points)
  *   st_volume.c   volume data files (raw sparse/preallocated, qcow2) + .meta
  *   st_ops.c      mutating operations: reserve in the index, queue a task
  *   st_task.c     task records, persistence, executor threads, stop/clear
@@ -393,6 +398,8 @@ int st_dom_load(struct st_domain *d, const char *base);
 /* Attach (pool) or detach ("") a domain as a regular member: metadata
  * first, memory after.  Caller holds neither lock and has pinned d. */
 int st_domain_set_pool(struct storage_state *s, struct st_domain *d, const char *pool);
+/* Read <storage_root>/pool.meta into s (st_open). */
+void st_pool_load(struct storage_state *s);
 /* Forget the pool (pool.meta emptied first, then memory). */
 int st_pool_forget(struct storage_state *s);
 /* st_pool_ops.c: StorageDomain.attach/detach, StoragePool.destroy/refresh. */
@@ -572,6 +579,13 @@ void st_pool_reload(struct storage_state *s);
 /* Write master m's metadata with map as its POOL_DOMAINS, then set it in
  * memory (st_domain.c); caller holds neither lock, m pinned. */
 int st_master_write_map(struct storage_state *s, struct st_domain *m, const char *map);
+/* A domain another host made, found on connected storage (LOCALFS
+ * directories, mounts): scanned and registered here; 0 when already known,
+ * -1 with e (RPC_E_NO_DOMAIN when not found).  Caller holds neither lock. */
+int st_domain_adopt(struct storage_state *s, const char *sd, struct st_err *e);
+/* Adopt every member of the connected pool's map not loaded here yet (so a
+ * host that is not SPM serves the domains the SPM attached). */
+void st_pool_adopt_members(struct storage_state *s);
 /* StorageDomain.activate / deactivate (st_pool_doms.c). */
 int st_domain_activate(struct storage_state *s, const char *sd, const char *sp, bool activate,
 		       const char *new_master, struct st_err *e);

@@ -1,5 +1,5 @@
 /* vdsmd/storage/st_domain.c - storage domains, the registry of known domains
- * under storage_root, the single-host storage pool, and st_open/st_close.
+ * under storage_root and the storage pool (st_open/st_close: st_open.c).
  *
  * On disk:
  *   <storage_root>/domains.reg       key=value: sdUUID=<base directory>
@@ -444,7 +444,7 @@ static int pool_write(struct storage_state *s, const struct pool_snap *p)
 	return rc;
 }
 
-static void pool_load(struct storage_state *s)
+void st_pool_load(struct storage_state *s)
 {
 	struct st_kv kv;
 	char *path = st_path(s->root, "pool.meta");
@@ -551,21 +551,37 @@ int st_pool_setup(struct storage_state *s, const char *sp, const char *name, con
 	 * written, and memory changes only when everything is on disk. */
 	int rc = 0;
 	size_t done = 0;
-	for (; done < ndoms; done++)
-		if ((rc = write_meta_as(s, list[done], sp, strcmp(doms[done], master) == 0,
-					&pmd)) < 0)
+	bool *skipped = xcalloc(ndoms ? ndoms : 1, sizeof(*skipped));
+	for (; done < ndoms; done++) {
+		bool is_master = strcmp(doms[done], master) == 0;
+		if ((rc = write_meta_as(s, list[done], sp, is_master, &pmd)) < 0 &&
+		    reconstruct_host && !is_master) {
+			/* reconstruct: a member that cannot be written (often the
+			 * old master, whose storage is why the engine rebuilds)
+			 * keeps its metadata; the new master's map is what counts */
+			log_warn("storage: reconstructMaster: domain %s not updated: %s",
+				 list[done]->uuid, strerror(-rc));
+			skipped[done] = true;
+			rc = 0;
+			continue;
+		}
+		if (rc < 0)
 			break;
+	}
 	if (rc == 0)
 		rc = pool_write(s, &nw);
 	if (rc < 0) {
 		for (size_t i = 0; i < done; i++)
-			if (write_meta_as(s, list[i], old_pool[i], old_master[i], list[i]) < 0)
+			if (!skipped[i] &&
+			    write_meta_as(s, list[i], old_pool[i], old_master[i], list[i]) < 0)
 				log_error("storage: pool create: cannot restore domain %s metadata",
 					  list[i]->uuid);
 	}
 	pthread_mutex_lock(&s->lock);
 	if (rc == 0) {
 		for (size_t i = 0; i < ndoms; i++) {
+			if (skipped[i])
+				continue;
 			snprintf(list[i]->pool, sizeof(list[i]->pool), "%.36s", sp);
 			list[i]->master = strcmp(doms[i], master) == 0;
 			if (list[i]->master) {
@@ -593,6 +609,7 @@ int st_pool_setup(struct storage_state *s, const char *sp, const char *name, con
 	free(old.name);
 	free(nw.name);
 	free(dommap);
+	free(skipped);
 	free(list);
 	free(old_pool);
 	free(old_master);
@@ -711,6 +728,7 @@ int st_pool_connect(struct storage_state *s, const char *sp, bool connect, int h
 		return st_fail(e, RPC_E_GENERAL, "cannot write pool metadata: %s", strerror(-rc));
 	if (connect) {
 		st_pool_reload(s);   /* the domain map as the SPM last wrote it */
+		st_pool_adopt_members(s);
 		st_spm_observe(s);   /* who holds the lease, for getSpmStatus */
 	}
 	return 0;
@@ -740,97 +758,4 @@ int st_pool_forget(struct storage_state *s)
 	}
 	pthread_mutex_unlock(&s->reg_lock);
 	return rc;
-}
-
-/* ---- open / close -------------------------------------------------------- */
-
-struct storage_state *st_open(const char *root, char *why, size_t whylen)
-{
-	char *tasks = st_path(root, "tasks");
-	int rc = st_mkdir_p(root, 0755);
-	if (rc == 0)
-		rc = st_mkdir_p(tasks, 0755);
-	free(tasks);
-	if (rc < 0) {
-		snprintf(why, whylen, "storage_root %s: %s", root, strerror(-rc));
-		return NULL;
-	}
-	struct storage_state *s = xcalloc(1, sizeof(*s));
-	s->root = xstrdup(root);
-	pthread_mutex_init(&s->lock, NULL);
-	pthread_mutex_init(&s->reg_lock, NULL);
-	pthread_cond_init(&s->task_cond, NULL);
-	pthread_cond_init(&s->monitor_cond, NULL);
-	pthread_cond_init(&s->spm_cond, NULL);
-	s->spm_holder = -1;
-	s->spm_lver = -1;
-	map_init(&s->domains);
-	map_init(&s->tasks);
-	map_init(&s->jobs);
-	s->monitor_interval_ms = 10000;
-
-	struct st_kv reg;
-	char *path = st_path(root, "domains.reg");
-	rc = kv_read_file(&reg, path);
-	free(path);
-	if (rc == VD_ENOENT) {
-		kv_init(&reg);
-	} else if (rc) {
-		snprintf(why, whylen, "storage_root %s: domain registry is unreadable or corrupt", root);
-		st_close(s);
-		return NULL;
-	}
-	for (size_t i = 0; i < reg.n; i++) {
-		if (!st_is_uuid(reg.keys[i]) || reg.vals[i][0] != '/') {
-			log_warn("storage: registry: ignoring bad entry %s", reg.keys[i]);
-			continue;
-		}
-		struct st_domain *d = dom_new(reg.keys[i]);
-		rc = st_dom_load(d, reg.vals[i]);
-		if (rc) {
-			log_error("storage: domain %s at %s: metadata %s; not served", d->uuid,
-				  d->dir, rc == VD_ENOENT ? "missing" : "invalid");
-			dom_free(d);
-			continue;
-		}
-		map_put(&s->domains, d->uuid, d);
-	}
-	kv_free(&reg);
-	pool_load(s);
-	st_pool_lease_from_master(s);
-	/* Task records first: the scan removes only what an unfinished task
-	 * claims, and the tasks' outcome is decided from what it found. */
-	st_tasks_load(s);
-	for (struct st_map_ent *e = map_first(&s->domains); e; e = map_next(&s->domains, e))
-		st_scan_domain(s, map_val(e));
-	st_tasks_recover(s);
-	return s;
-}
-
-void st_close(struct storage_state *s)
-{
-	if (!s)
-		return;
-	st_stop_monitor(s);
-	st_stop_workers(s);
-	st_jobs_stop(s);
-	st_spm_release(s);
-	for (struct st_map_ent *e = map_first(&s->domains); e; e = map_next(&s->domains, e))
-		dom_free(map_val(e));
-	map_free(&s->domains);
-	for (struct st_map_ent *e = map_first(&s->tasks); e; e = map_next(&s->tasks, e))
-		st_task_free(map_val(e));
-	for (struct st_map_ent *e = map_first(&s->jobs); e; e = map_next(&s->jobs, e))
-		free(map_val(e));
-	map_free(&s->jobs);
-	map_free(&s->tasks);
-	pthread_mutex_destroy(&s->lock);
-	pthread_mutex_destroy(&s->reg_lock);
-	pthread_cond_destroy(&s->task_cond);
-	pthread_cond_destroy(&s->monitor_cond);
-	pthread_cond_destroy(&s->spm_cond);
-	buf_free(&s->localfs);
-	free(s->pool_name);
-	free(s->root);
-	free(s);
 }

@@ -202,6 +202,50 @@ void st_pool_reload(struct storage_state *s)
 	free(dir);
 }
 
+int st_domain_adopt(struct storage_state *s, const char *sd, struct st_err *e)
+{
+	if (!st_is_uuid(sd))
+		return st_fail(e, RPC_E_NO_DOMAIN, "invalid id");
+	pthread_mutex_lock(&s->lock);
+	bool known = map_get(&s->domains, sd) != NULL;
+	pthread_mutex_unlock(&s->lock);
+	if (known)
+		return 0;
+	struct st_domain *d = st_conn_find_domain(s, sd);
+	if (!d)
+		return st_fail(e, RPC_E_NO_DOMAIN, "%s (not found on connected storage)", sd);
+	st_scan_domain(s, d);   /* not yet visible: no lock needed */
+	pthread_mutex_lock(&s->lock);
+	if (!map_get(&s->domains, sd)) {
+		map_put(&s->domains, d->uuid, d);
+		d = NULL;
+	}
+	pthread_mutex_unlock(&s->lock);
+	dom_free(d);
+	int rc = st_registry_save(s);
+	if (rc < 0)
+		return st_fail(e, RPC_E_GENERAL, "cannot update the domain registry: %s",
+			       strerror(-rc));
+	log_info("storage: domain %s found on connected storage and loaded", sd);
+	return 0;
+}
+
+void st_pool_adopt_members(struct storage_state *s)
+{
+	pthread_mutex_lock(&s->lock);
+	char *map = xstrdup(st_pool_dommap(s));
+	pthread_mutex_unlock(&s->lock);
+	for (char *p = map, *save = NULL, *tok; (tok = strtok_r(p, ",", &save)); p = NULL) {
+		char *colon = strchr(tok, ':');
+		if (colon)
+			*colon = '\0';
+		struct st_err e = { 0 };
+		if (st_domain_adopt(s, tok, &e) < 0)
+			log_warn("storage: pool member %s: %s", tok, e.msg);
+	}
+	free(map);
+}
+
 int st_domain_activate(struct storage_state *s, const char *sd, const char *sp, bool activate,
 		       const char *new_master, struct st_err *e)
 {

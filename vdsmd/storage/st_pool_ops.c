@@ -120,6 +120,7 @@ int st_pool_refresh(struct storage_state *s, const char *sp, const char *master,
 	if (rc < 0)
 		return -1;
 	st_pool_reload(s);     /* the domain map the SPM wrote */
+	st_pool_adopt_members(s);
 	st_monitor_once(s);    /* domain health and sizes */
 	st_spm_observe(s);     /* who holds the lease */
 	return 0;
@@ -137,8 +138,16 @@ int st_pool_reconstruct(struct storage_state *s, const char *sp, int host_id, co
 	/* the listed domains, then every other domain that still says it is
 	 * this pool's master (written as a plain member, left out of the map);
 	 * their leases are watched: a live SPM on the old master refuses too */
-	const char **all = xcalloc(ndoms + s->domains.n + 1, sizeof(*all));
-	int *sts = xcalloc(ndoms + s->domains.n + 1, sizeof(*sts));
+	/* VDSM finds the domains on connected storage (sdCache.produce): a
+	 * host that never loaded them (the SPM made them) loads them now */
+	for (size_t i = 0; i < ndoms; i++)
+		if (st_domain_adopt(s, doms[i], e) < 0)
+			return -1;
+	pthread_mutex_lock(&s->lock);
+	size_t nknown = s->domains.n;
+	pthread_mutex_unlock(&s->lock);
+	const char **all = xcalloc(ndoms + nknown + 1, sizeof(*all));
+	int *sts = xcalloc(ndoms + nknown + 1, sizeof(*sts));
 	const char *ldirs[4] = { NULL };
 	char *owned[4] = { NULL };
 	size_t n = 0, nl = 1;
@@ -166,7 +175,7 @@ int st_pool_reconstruct(struct storage_state *s, const char *sp, int host_id, co
 			ldirs[nl] = owned[nl] = xstrdup(d->dir);
 			nl++;
 		}
-		if (!listed && old_master && n < ndoms + s->domains.n)
+		if (!listed && old_master && n < ndoms + nknown)
 			all[n++] = map_key(it);   /* sts[] stays ST_DS_NONE */
 	}
 	pthread_mutex_unlock(&s->lock);

@@ -214,7 +214,16 @@ static int lease_take(struct storage_state *s, const char *const *dirs, size_t n
 	if (n > 4)
 		n = 4;
 	for (size_t i = 0; i < n; i++) {
-		if ((rc = lease_read(dirs[i], &cur[i])) < 0) {
+		if ((rc = lease_read(dirs[i], &cur[i])) < 0 && i > 0) {
+			/* a watched lease that cannot be read (the old master's
+			 * storage is gone: why the engine reconstructs) holds
+			 * nothing back */
+			log_warn("storage: SPM lease of %s unreadable (%s): not watched", dirs[i],
+				 strerror(-rc));
+			held[i] = false;
+			continue;
+		}
+		if (rc < 0) {
 			snprintf(err, errlen, "reading the SPM lease of %s: %s", dirs[i], strerror(-rc));
 			return rc;
 		}
@@ -231,7 +240,12 @@ static int lease_take(struct storage_state *s, const char *const *dirs, size_t n
 		for (size_t i = 0; i < n; i++) {
 			if (!held[i])
 				continue;
-			if ((rc = lease_read(dirs[i], &cur[i])) < 0) {
+			if ((rc = lease_read(dirs[i], &cur[i])) < 0 && i > 0) {
+				held[i] = false;   /* became unreadable: as above */
+				nheld--;
+				continue;
+			}
+			if (rc < 0) {
 				snprintf(err, errlen, "reading the SPM lease of %s: %s", dirs[i],
 					 strerror(-rc));
 				return rc;
