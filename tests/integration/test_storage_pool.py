@@ -182,6 +182,31 @@ class ReconstructMasterLease(unittest.TestCase):
             a.__exit__(None, None, None)
             b.__exit__(None, None, None)
 
+    def test_reconstruct_without_the_old_master(self):
+        """The old master's storage is gone (its directory moved away):
+        the rebuild on the new master still works, the lost domain stays
+        listed in the map with the status the engine gave."""
+        with vt.Daemon() as d:
+            c = connect(d)
+            shared = os.path.join(d.tmp, "shared")
+            os.mkdir(shared, 0o755)
+            make_pool(self, c, 4, conn_params(shared), shared)
+            r = c.call("StorageDomain.create", [SD2, 4, shared, "d2", 1, "5", 0, 250])
+            self.assertIs(result(r), True)
+            self.assertIs(result(c.call("StorageDomain.attach", [SD2, SP])), True)
+            self.assertIs(result(c.call("StoragePool.spmStop", [SP])), True)
+            self.assertIs(result(c.call("StoragePool.disconnect", [SP, 1, SP])), True)
+            os.rename(os.path.join(shared, SD), os.path.join(d.tmp, "lost"))
+            r = c.call("StoragePool.reconstructMaster",
+                       [SP, 1, "Default", SD2, 2, {SD: "Attached", SD2: "Active"},
+                        RENEW, LEASE, 10, 3], timeout=LEASE * 4 + 10)
+            self.assertIs(result(r), True)
+            self.assertIs(result(c.call("StoragePool.connect", [SP, 1, SP, SD2, 2, {}])), True)
+            self.assertEqual(statuses(c), {SD: "Attached", SD2: "Active"})
+            tid, ts = spm_start(c)
+            self.assertEqual(ts["taskResult"], "success", ts)
+            c.close()
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -495,6 +495,12 @@ int st_pool_setup(struct storage_state *s, const char *sp, const char *name, con
 		goto fail;
 	}
 	for (size_t i = 0; i < ndoms; i++) {
+		bool is_master = strcmp(doms[i], master) == 0;
+		/* reconstruct: a member not found here goes into the map only */
+		if (reconstruct_host && !is_master && st_is_uuid(doms[i]) &&
+		    !map_get(&s->domains, doms[i])) {
+			continue;
+		}
 		const struct st_domain *d = st_domain_get(s, doms[i], e);
 		if (!d)
 			goto fail;
@@ -512,8 +518,14 @@ int st_pool_setup(struct storage_state *s, const char *sp, const char *name, con
 	struct st_domain **list = xcalloc(ndoms, sizeof(*list));
 	char (*old_pool)[37] = xcalloc(ndoms, sizeof(*old_pool));
 	bool *old_master = xcalloc(ndoms, sizeof(*old_master));
+	bool *skipped = xcalloc(ndoms ? ndoms : 1, sizeof(*skipped));
 	for (size_t i = 0; i < ndoms; i++) {
 		list[i] = map_get(&s->domains, doms[i]);
+		if (!list[i] || list[i]->formatting) {   /* only possible for reconstruct */
+			list[i] = NULL;
+			skipped[i] = true;
+			continue;
+		}
 		snprintf(old_pool[i], 37, "%s", list[i]->pool);
 		old_master[i] = list[i]->master;
 		list[i]->busy++;
@@ -551,9 +563,10 @@ int st_pool_setup(struct storage_state *s, const char *sp, const char *name, con
 	 * written, and memory changes only when everything is on disk. */
 	int rc = 0;
 	size_t done = 0;
-	bool *skipped = xcalloc(ndoms ? ndoms : 1, sizeof(*skipped));
 	for (; done < ndoms; done++) {
 		bool is_master = strcmp(doms[done], master) == 0;
+		if (skipped[done])
+			continue;
 		if ((rc = write_meta_as(s, list[done], sp, is_master, &pmd)) < 0 &&
 		    reconstruct_host && !is_master) {
 			/* reconstruct: a member that cannot be written (often the
@@ -603,7 +616,8 @@ int st_pool_setup(struct storage_state *s, const char *sp, const char *name, con
 		pool_snap_apply(s, &nw);
 	}
 	for (size_t i = 0; i < ndoms; i++)
-		list[i]->busy--;
+		if (list[i])
+			list[i]->busy--;
 	pthread_mutex_unlock(&s->lock);
 	pthread_mutex_unlock(&s->reg_lock);
 	free(old.name);

@@ -140,9 +140,18 @@ int st_pool_reconstruct(struct storage_state *s, const char *sp, int host_id, co
 	 * their leases are watched: a live SPM on the old master refuses too */
 	/* VDSM finds the domains on connected storage (sdCache.produce): a
 	 * host that never loaded them (the SPM made them) loads them now */
-	for (size_t i = 0; i < ndoms; i++)
-		if (st_domain_adopt(s, doms[i], e) < 0)
-			return -1;
+	for (size_t i = 0; i < ndoms; i++) {
+		struct st_err ae = { 0 };
+		if (st_domain_adopt(s, doms[i], &ae) < 0) {
+			if (strcmp(doms[i], master) == 0) {
+				*e = ae;
+				return -1;
+			}
+			/* VDSM produces only the new master: the others are
+			 * listed in the map as given, found or not */
+			log_warn("storage: reconstructMaster: %s", ae.msg);
+		}
+	}
 	pthread_mutex_lock(&s->lock);
 	size_t nknown = s->domains.n;
 	pthread_mutex_unlock(&s->lock);
