@@ -103,6 +103,8 @@ enum rpc_err {
 	RPC_E_NOT_MEMBER,     /* 375 StorageDomainNotMemberOfPool */
 	RPC_E_DOM_STATUS,     /* 376 StorageDomainStatusError */
 	RPC_E_DETACH_MASTER,  /* 383 CannotDetachMasterStorageDomain */
+	RPC_E_DOM_VERSION,    /* 394 UnsupportedDomainVersion */
+	RPC_E_VERSION_ADVANCED, /* 395 CurrentVersionTooAdvancedError */
 	RPC_E_SPM_ACQUIRE,    /* 651 AcquireLockFailure */
 	RPC_E_SPM_TASKS,      /* 653 SpmStopError (unfinished tasks) */
 	RPC_E_NOT_SPM,        /* 654 SpmStatusError */

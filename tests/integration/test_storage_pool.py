@@ -203,6 +203,12 @@ class ReconstructMasterLease(unittest.TestCase):
             self.assertIs(result(r), True)
             self.assertIs(result(c.call("StoragePool.connect", [SP, 1, SP, SD2, 2, {}])), True)
             self.assertEqual(statuses(c), {SD: "Attached", SD2: "Active"})
+            # spmStart's domVersion as VDSM checks it: a master newer than
+            # the engine's version refuses (395), an unknown version 394, not a
+            # number -32602
+            for ver, code in (("4", 395), ("9", 394), (9, 394), ("x", -32602)):
+                r = c.call("StoragePool.spmStart", [SP, -1, "-1", "false", 250, ver])
+                self.assertEqual(err(r)[0], code, (ver, r))
             tid, ts = spm_start(c)
             self.assertEqual(ts["taskResult"], "success", ts)
             c.close()

@@ -316,6 +316,8 @@ static const struct { enum rpc_err e; int code; const char *msg; } codes[] = {
 	{ RPC_E_NOT_MEMBER, 375, "Domain is not member in pool" },
 	{ RPC_E_DOM_STATUS, 376, "Unsupported Storage Domain status" },
 	{ RPC_E_DETACH_MASTER, 383, "Illegal action" },
+	{ RPC_E_DOM_VERSION, 394, "Domain version is unsupported" },
+	{ RPC_E_VERSION_ADVANCED, 395, "Current domain version is too advanced" },
 	{ RPC_E_SPM_ACQUIRE, 651, "Cannot obtain lock" },
 	{ RPC_E_SPM_TASKS, 653, "Error stopping SPM, SPM has unfinished task(s)" },
 	{ RPC_E_NOT_SPM, 654, "Not SPM" },

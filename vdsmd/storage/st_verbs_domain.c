@@ -3,6 +3,7 @@
  * the lock (memory only); create/format/pool changes are RPC_F_BLOCKING. */
 #include "st_verbs.h"
 #include "../vdsmd.h"
+#include "../../common/log.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -391,9 +392,46 @@ int vh_sp_spm_start(struct rpc_call *c)
 	struct storage_state *s = verb_state(c);
 	if (!s)
 		return -1;
+	const char *sp = rpc_arg_str(c, "storagepoolID", NULL);
+	int64_t max_host = rpc_arg_int(c, "maxHostID", 2000);
+	const struct vd_value *dv = rpc_arg(c, "domVersion");
+	int64_t dom_version = -1;   /* absent: the master's own version */
+	if (!is_null(dv) && dv->type == VD_INT)
+		dom_version = dv->v.i;
+	else if (!is_null(dv) && dv->v.s.len > 0 && dv->v.s.len < 4 &&
+		 strspn(dv->v.s.ptr, "0123456789") == dv->v.s.len)
+		dom_version = atoi(arena_strndup(c->arena, dv->v.s.ptr, dv->v.s.len));
+	else if (!is_null(dv))
+		dom_version = -2;
+	if (!is_null(dv) && (dom_version < 0 || dom_version > 5))
+		return rpc_fail(c, RPC_E_DOM_VERSION, "domVersion: not a supported version (0-5)");
+	if (max_host < 1 || max_host > 2000)
+		return rpc_fail(c, RPC_E_PARAMS, "maxHostID: 1 to 2000");
+	pthread_mutex_lock(&s->lock);
+	const struct st_domain *m = s->pool_connected && strcmp(s->pool_uuid, sp) == 0
+				    ? map_get(&s->domains, s->pool_master) : NULL;
+	int mver = m ? m->version : -1, me = s->pool_host_id, holder = s->spm_holder;
+	int64_t lver = s->spm_lver;
+	char mid[37];
+	snprintf(mid, sizeof(mid), "%s", s->pool_master);
+	pthread_mutex_unlock(&s->lock);
+	/* VDSM: a master domain newer than the engine's domVersion refuses */
+	if (m && dom_version >= 0 && mver > dom_version)
+		return rpc_fail(c, RPC_E_VERSION_ADVANCED, "%s: expected %lld, found %d",
+				mid, (long long)dom_version, mver);
+	if (m && me > max_host)
+		return rpc_fail(c, RPC_E_PARAMS, "maxHostID %lld: this host's id is %d",
+				(long long)max_host, me);
+	/* prevID / prevLver: what the engine last saw; VDSM logs a difference */
+	const char *plv = rpc_arg_str(c, "prevLver", NULL);
+	int64_t prev = rpc_arg_int(c, "prevID", -1);
+	if (m && (prev != holder || (plv && strtoll(plv, NULL, 10) != lver)))
+		log_info("storage: spmStart: the engine expected SPM %lld version %s, the lease "
+			 "says %d version %lld", (long long)prev, plv ? plv : "?", holder,
+			 (long long)lver);
 	struct st_err e = { 0 };
 	char tid[37];
-	if (st_spm_start(s, rpc_arg_str(c, "storagepoolID", NULL), tid, &e) < 0)
+	if (st_spm_start(s, sp, tid, &e) < 0)
 		return verb_fail(c, &e);
 	vw_strz(c->w, tid);
 	return 0;
