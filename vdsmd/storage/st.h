@@ -276,6 +276,7 @@ struct storage_state {
 	int spm_holder;            /* hostID holding the lease as last seen, -1 none */
 	int64_t spm_lver;          /* lease version as last seen, -1 none */
 	uint64_t spm_seq;          /* our renewal counter while SPM */
+	uint64_t spm_ok_ms;        /* vd_now_ms() of the last write of our lease */
 	pthread_t spm_thread;
 	bool spm_thread_started, spm_quit;
 	pthread_cond_t spm_cond;
@@ -609,6 +610,11 @@ int st_lease_drop(const char *dir, int me, int64_t lver);
 int st_spm_release(struct storage_state *s);
 /* Non-SPM hosts: refresh the holder / version seen in the lease (monitor). */
 void st_spm_observe(struct storage_state *s);
+/* Caller holds the lock: this host holds the SPM lease and its last
+ * renewal began less than lease time - renewal interval / 2 ago (a renewer
+ * stuck in storage I/O stops counting as SPM before a contender may take
+ * over). */
+bool st_spm_valid(const struct storage_state *s);
 /* Caller holds the lock: a domain attached to a pool is changed only by
  * its SPM (RPC_E_NOT_SPM otherwise), and only while it is Active in the
  * pool (RPC_E_DOM_NOT_ACTIVE). */

@@ -254,7 +254,7 @@ int st_domain_activate(struct storage_state *s, const char *sd, const char *sp, 
 	int rc = d ? 0 : -1, cur = ST_DS_NONE;
 	if (rc == 0 && (!sp || !s->pool_connected || strcmp(s->pool_uuid, sp) != 0))
 		rc = st_fail(e, RPC_E_NO_POOL, "%s", sp ? sp : "");
-	if (rc == 0 && s->spm_state != ST_SPM_SPM)
+	if (rc == 0 && !st_spm_valid(s))
 		rc = st_fail(e, RPC_E_NOT_SPM, "host %d is not the SPM of pool %s", s->pool_host_id,
 			     sp);
 	if (rc == 0 && (cur = st_pool_dom_status(s, sd)) == ST_DS_NONE)

@@ -15,7 +15,7 @@ static int pool_is(struct storage_state *s, const char *sp, struct st_err *e)
 {
 	if (!sp || !s->pool_connected || strcmp(s->pool_uuid, sp) != 0)
 		return st_fail(e, RPC_E_NO_POOL, "%s", sp ? sp : "");
-	if (s->spm_state != ST_SPM_SPM)
+	if (!st_spm_valid(s))
 		return st_fail(e, RPC_E_NOT_SPM, "host %d is not the SPM of pool %s",
 			       s->pool_host_id, sp);
 	return 0;

@@ -10,11 +10,14 @@
  *
  * Timing (StoragePool.create's lockRenewalIntervalSec = R, leaseTimeSec = L,
  * kept in the master domain's metadata; defaults 5 s / 60 s):
- *   - the holder rewrites the lease (SEQ+1) every R; a renewal that fails or
- *     takes longer than ioOpTimeoutSec counts as failed, and after
- *     leaseRetries failures in a row the holder steps down (no longer SPM);
- *     if it reads another holder or LVER it has lost the lease and steps
- *     down at once;
+ *   - the holder rewrites the lease (SEQ+1) right after acquiring, then
+ *     every R; a renewal that fails or takes longer than ioOpTimeoutSec
+ *     counts as failed, and after leaseRetries failures in a row the holder
+ *     steps down (no longer SPM); if it reads another holder or LVER it has
+ *     lost the lease and steps down at once; and it stops acting as SPM
+ *     (st_spm_valid: verbs answer "not SPM") once its last renewal began
+ *     L - R/2 ago, even while its renewer is stuck in storage I/O, so it
+ *     never acts after a contender may have taken over;
  *   - a contender that finds a holder watches the lease with its own
  *     monotonic clock (no clock agreement between hosts is needed): any
  *     change of HOST_ID/LVER/SEQ within L means the holder is alive and
@@ -22,7 +25,9 @@
  *     writes itself with LVER+1, waits R and reads again: still its own
  *     record means acquired (two contenders writing at once: the later
  *     write wins, the earlier one sees it and fails).
- *   So a killed SPM is replaced after at most L + R (+ the engine's polling).
+ *   So a contender whose spmStart begins right after the SPM was killed
+ *   holds the lease after L (+ up to R/2 polling) + R; measured 4.0 s with
+ *   R = 1 s, L = 3 s (test_storage_engine.py); L + R = 65 s with the defaults.
  *   A clean stop (spmStop, pool disconnect, vdsmd shutdown) writes HOST_ID=0
  *   and the next contender acquires at once. */
 #include "st.h"
@@ -117,9 +122,14 @@ static void *renewer(void *arg)
 {
 	struct storage_state *s = arg;
 	unsigned failures = 0;
+	bool first = true;
 	pthread_mutex_lock(&s->lock);
 	while (!s->spm_quit && s->spm_state == ST_SPM_SPM) {
-		nap(s, s->lease_renew_ms);
+		/* the first renewal right away: acquiring ended one interval
+		 * after our record was written */
+		if (!first)
+			nap(s, s->lease_renew_ms);
+		first = false;
 		if (s->spm_quit || s->spm_state != ST_SPM_SPM)
 			break;
 		char *mdir = master_dir(s);
@@ -156,6 +166,13 @@ static void *renewer(void *arg)
 		} else {
 			failures = 0;
 			s->spm_seq = mine.seq;
+			s->spm_ok_ms = t0;   /* the write began no earlier than this */
+		}
+		if (s->spm_state == ST_SPM_SPM && !st_spm_valid(s)) {
+			log_error("storage: SPM lease of pool %s not renewed for %llu ms: stepping down",
+				  s->pool_uuid, (unsigned long long)(vd_now_ms() - s->spm_ok_ms));
+			s->spm_state = ST_SPM_FREE;
+			break;
 		}
 	}
 	pthread_mutex_unlock(&s->lock);
@@ -338,6 +355,9 @@ int st_spm_acquire(struct storage_state *s, struct st_task *t, char *err, size_t
 	}
 	const char *dirs[1] = { mdir };
 	rc = lease_take(s, dirs, 1, me, renew, ltime, t, &mine, &busy, err, errlen);
+	/* our record went out at least one renewal interval ago (it was read
+	 * back after waiting renew ms) */
+	uint64_t now = vd_now_ms(), written = now > renew ? now - renew : 0;
 	if (rc == -EBUSY) {
 		pthread_mutex_lock(&s->lock);
 		s->spm_holder = busy.holder;
@@ -351,6 +371,7 @@ int st_spm_acquire(struct storage_state *s, struct st_task *t, char *err, size_t
 	s->spm_holder = me;
 	s->spm_lver = mine.lver;
 	s->spm_seq = mine.seq;
+	s->spm_ok_ms = written;
 	s->spm_quit = false;
 	s->spm_thread_started = pthread_create(&s->spm_thread, NULL, renewer, s) == 0;
 	if (!s->spm_thread_started) {
@@ -415,11 +436,22 @@ void st_spm_observe(struct storage_state *s)
 	free(mdir);
 }
 
+bool st_spm_valid(const struct storage_state *s)
+{
+	if (s->spm_state != ST_SPM_SPM)
+		return false;
+	/* a contender declares us dead lease_time after it first read our
+	 * last record (it polls every renew / 2): stop half an interval
+	 * before that could happen */
+	uint64_t limit = s->lease_time_ms - s->lease_renew_ms / 2;
+	return vd_now_ms() - s->spm_ok_ms < limit;
+}
+
 int st_spm_require(struct storage_state *s, const struct st_domain *d, struct st_err *e)
 {
 	if (!d->pool[0])
 		return 0;
-	if (s->spm_state != ST_SPM_SPM)
+	if (!st_spm_valid(s))
 		return st_fail(e, RPC_E_NOT_SPM, "host %d is not the SPM of pool %s",
 			       s->pool_host_id, d->pool);
 	/* volumes and images change only on Active domains of the pool */
