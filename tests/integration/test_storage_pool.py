@@ -120,6 +120,56 @@ class DomainStatus(unittest.TestCase):
             b.__exit__(None, None, None)
 
 
+class ForcedDetach(unittest.TestCase):
+    """StorageDomain.detach force=true as VDSM does it: with the pool the
+    SPM drops a domain from the map whatever its status; with the blank
+    pool (the engine cleaning a domain found on storage that still names a
+    pool, storage flow step 27) the domain's own metadata is cleared under
+    its lease - refused (651) while a live SPM holds it."""
+
+    def test_forced_detach(self):
+        a, b = vt.Daemon(), vt.Daemon()
+        shared = os.path.join(a.tmp, "shared")
+        os.mkdir(shared, 0o755)
+        try:
+            ca, cb = connect(a), connect(b)
+            make_pool(self, ca, 4, conn_params(shared), shared)
+            r = ca.call("StorageDomain.create", [SD2, 4, shared, "d2", 1, "5", 0, 250])
+            self.assertIs(result(r), True)
+            self.assertIs(result(ca.call("StorageDomain.attach", [SD2, SP])), True)
+            self.assertIs(result(ca.call("StorageDomain.activate", [SD2, SP])), True)
+            force = lambda c, sd, sp: c.call("StorageDomain.detach", [sd, sp, BLANK, 0, True],
+                                             timeout=LEASE * 4 + 10)
+            self.assertEqual(err(force(ca, SD, SP))[0], 383)
+            self.assertIs(result(force(ca, SD2, SP)), True)      # Active, dropped anyway
+            self.assertEqual(statuses(ca), {SD: "Active"})
+            # host 2 finds the domains on the storage it connects, as the
+            # engine's import does, and sees SD still names the pool
+            st = result(call_ready(cb, "StoragePool.connectStorageServer",
+                                   [BLANK, 4, conn_params(shared)]))
+            self.assertEqual(st[0]["status"], 0)
+            self.assertEqual(sorted(result(cb.call("Host.getStorageDomains",
+                                                    [BLANK, 1, "", shared + "/"]))),
+                             sorted([SD, SD2]))
+            self.assertEqual(result(cb.call("StorageDomain.getInfo", [SD]))["pool"], [SP])
+            r = force(cb, SD, BLANK)
+            self.assertEqual(err(r)[0], 651, r)    # host 1 is alive and renews SD's lease
+            self.assertEqual(result(ca.call("StorageDomain.getInfo", [SD]))["pool"], [SP])
+            # host 1 leaves the pool cleanly: the lease is free, host 2 cleans
+            self.assertIs(result(ca.call("StoragePool.spmStop", [SP])), True)
+            self.assertIs(result(ca.call("StoragePool.disconnect", [SP, 1, SP])), True)
+            self.assertIs(result(force(cb, SD, BLANK)), True)
+            info = result(cb.call("StorageDomain.getInfo", [SD]))
+            self.assertEqual((info["pool"], info["role"]), ([], "Regular"))
+            with open(os.path.join(shared, SD, "dom_md", "metadata")) as f:
+                self.assertIn("POOL_UUID=\n", f.read())
+            ca.close()
+            cb.close()
+        finally:
+            a.__exit__(None, None, None)
+            b.__exit__(None, None, None)
+
+
 class ReconstructMasterLease(unittest.TestCase):
     def test_reconstruct_takes_the_lease(self):
         a, b = vt.Daemon(), vt.Daemon()

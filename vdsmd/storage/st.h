@@ -406,6 +406,12 @@ int st_pool_forget(struct storage_state *s);
 /* st_pool_ops.c: StorageDomain.attach/detach, StoragePool.destroy/refresh. */
 int st_domain_attach(struct storage_state *s, const char *sd, const char *sp, bool attach,
 		     struct st_err *e);
+/* StorageDomain.detach force=true, as VDSM: sp blank clears the domain's
+ * own pool (metadata, under the domain's lease: 651 while a live host
+ * holds it); a connected pool (SPM) drops the domain from its map only.
+ * Never the connected pool's master (383). */
+int st_domain_force_detach(struct storage_state *s, const char *sd, const char *sp,
+			   struct st_err *e);
 int st_pool_destroy(struct storage_state *s, const char *sp, struct st_err *e);
 int st_pool_refresh(struct storage_state *s, const char *sp, const char *master,
 		    int master_ver, struct st_err *e);
@@ -545,6 +551,10 @@ void st_conn_note_localfs(struct storage_state *s, const char *dir);
 /* Look for domain sd on connected storage (LOCALFS directories, mounts
  * under <storage_root>/mnt); a loaded, unregistered domain or NULL. */
 struct st_domain *st_conn_find_domain(struct storage_state *s, const char *sd);
+/* Load every domain found on connected storage (LOCALFS directories,
+ * mounts under <storage_root>/mnt) that this host does not know yet, as
+ * VDSM's sdCache finds them (Host.getStorageDomains; blocking I/O). */
+void st_conn_discover(struct storage_state *s);
 /* Whether dir is a mount point (from /proc/self/mountinfo). */
 bool st_is_mounted(const char *dir);
 

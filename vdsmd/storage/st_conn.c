@@ -468,3 +468,52 @@ struct st_domain *st_conn_find_domain(struct storage_state *s, const char *sd)
 	free(mnt);
 	return d;
 }
+
+/* The domain UUIDs directly under dir that this host has not loaded. */
+static void discover_in(struct storage_state *s, const char *dir, struct vd_buf *found)
+{
+	DIR *dh = opendir(dir);
+	struct dirent *de;
+	while (dh && (de = readdir(dh))) {
+		if (!st_is_uuid(de->d_name))
+			continue;
+		pthread_mutex_lock(&s->lock);
+		bool known = map_get(&s->domains, de->d_name) != NULL;
+		pthread_mutex_unlock(&s->lock);
+		if (!known)
+			buf_append(found, de->d_name, 37);
+	}
+	if (dh)
+		closedir(dh);
+}
+
+void st_conn_discover(struct storage_state *s)
+{
+	struct vd_buf dirs = VD_BUF_INIT, found = VD_BUF_INIT;
+	pthread_mutex_lock(&s->lock);
+	buf_append(&dirs, s->localfs.data ? s->localfs.data : "", s->localfs.len);
+	pthread_mutex_unlock(&s->lock);
+	for (size_t off = 0; off < dirs.len; off += strlen(dirs.data + off) + 1)
+		discover_in(s, dirs.data + off, &found);
+	char *mnt = st_path(s->root, "mnt");
+	DIR *dh = opendir(mnt);
+	struct dirent *de;
+	while (dh && (de = readdir(dh))) {
+		if (de->d_name[0] == '.')
+			continue;
+		char *base = st_path(mnt, de->d_name);
+		if (st_is_mounted(base))
+			discover_in(s, base, &found);
+		free(base);
+	}
+	if (dh)
+		closedir(dh);
+	free(mnt);
+	for (size_t off = 0; off + 37 <= found.len; off += 37) {
+		struct st_err e = { 0 };
+		if (st_domain_adopt(s, found.data + off, &e) < 0)
+			log_warn("storage: %s", e.msg);
+	}
+	buf_free(&dirs);
+	buf_free(&found);
+}

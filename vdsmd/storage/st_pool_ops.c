@@ -67,6 +67,63 @@ int st_domain_attach(struct storage_state *s, const char *sd, const char *sp, bo
 	return 0;
 }
 
+int st_domain_force_detach(struct storage_state *s, const char *sd, const char *sp,
+			   struct st_err *e)
+{
+	bool blank = !sp || strcmp(sp, ST_BLANK_UUID) == 0;
+	pthread_mutex_lock(&s->lock);
+	struct st_domain *d = st_domain_get(s, sd, e);
+	int rc = d ? 0 : -1;
+	if (rc == 0 && !blank)
+		rc = pool_is(s, sp, e);
+	bool ours = rc == 0 && s->pool_connected && strcmp(s->pool_master, sd) == 0;
+	if (rc == 0 && (ours || (!blank && d->master)))
+		rc = st_fail(e, RPC_E_DETACH_MASTER, "%s is the master domain of pool %s", sd,
+			     s->pool_uuid);
+	bool member = rc == 0 && !blank && st_pool_dom_status(s, sd) != ST_DS_NONE;
+	char *ddir = rc == 0 ? xstrdup(d->dir) : NULL;
+	int host = s->pool_connected ? s->pool_host_id : 250;   /* VDSM's reserved id */
+	/* the lease timing of the pool the domain was master of (kept in its
+	 * metadata), else the connected pool's */
+	unsigned renew = d && d->master ? d->lease_renew_ms : s->pool_connected ? s->lease_renew_ms : 0;
+	unsigned ltime = d && d->master ? d->lease_time_ms : s->pool_connected ? s->lease_time_ms : 0;
+	if (rc == 0)
+		d->busy++;
+	pthread_mutex_unlock(&s->lock);
+	if (rc < 0)
+		return -1;
+	if (!blank) {
+		/* VDSM's forcedDetachSD: out of the pool's map, whatever its
+		 * status; the domain's own metadata is left as it is */
+		rc = member ? st_pool_set_dom_status(s, sd, ST_DS_NONE) : 0;
+		if (rc < 0)
+			st_fail(e, RPC_E_GENERAL, "writing the pool metadata: %s", strerror(-rc));
+	} else {
+		/* VDSM's detach from "old pools" (the engine cleaning a domain
+		 * that still names a pool): the domain's metadata only, under
+		 * its own lease, so a domain that is the live master of some
+		 * pool (its SPM renews that lease) is refused with 651 */
+		const char *dirs[1] = { ddir };
+		int64_t lver = -1;
+		char err[256] = "";
+		rc = st_lease_hold(s, dirs, 1, host, renew, ltime, &lver, err, sizeof(err));
+		if (rc < 0)
+			st_fail(e, rc == -EBUSY ? RPC_E_SPM_ACQUIRE : RPC_E_GENERAL, "id=%s, %s", sd, err);
+		else if ((rc = st_domain_set_pool(s, d, "")) < 0)
+			st_fail(e, RPC_E_GENERAL, "writing domain metadata: %s", strerror(-rc));
+		if (lver >= 0 && st_lease_drop(ddir, host, lver) < 0)
+			log_warn("storage: forced detach: cannot free the lease of %s", sd);
+	}
+	pthread_mutex_lock(&s->lock);
+	d->busy--;
+	pthread_mutex_unlock(&s->lock);
+	free(ddir);
+	if (rc < 0)
+		return -1;
+	log_info("storage: domain %s force-detached from %s", sd, blank ? "every pool" : sp);
+	return 0;
+}
+
 int st_pool_destroy(struct storage_state *s, const char *sp, struct st_err *e)
 {
 	pthread_mutex_lock(&s->lock);

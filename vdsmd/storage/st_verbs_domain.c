@@ -120,6 +120,9 @@ int vh_host_get_storage_domains(struct rpc_call *c)
 		return rpc_fail(c, RPC_E_PARAMS, "storageType: unknown type");
 	if (!is_null(rp) && rp->type != VD_STRING)
 		return rpc_fail(c, RPC_E_PARAMS, "remotePath: not a string");
+	/* domains another host made on storage connected here (VDSM's
+	 * sdCache.refreshStorage) */
+	st_conn_discover(s);
 	/* remotePath as VDSM compares it: both sides normalized (host:/a//b/
 	 * is host:/a/b) */
 	char *want_rp = NULL;
@@ -591,9 +594,14 @@ static int sd_attach(struct rpc_call *c, bool attach)
 	struct storage_state *s = verb_state(c);
 	if (!s)
 		return -1;
-	if (!attach && rpc_arg_bool(c, "force", false))
-		return rpc_fail(c, RPC_E_PARAMS, "force: not supported");
 	struct st_err e = { 0 };
+	if (!attach && rpc_arg_bool(c, "force", false)) {
+		if (st_domain_force_detach(s, rpc_arg_str(c, "storagedomainID", NULL),
+					   rpc_arg_str(c, "storagepoolID", NULL), &e) < 0)
+			return verb_fail(c, &e);
+		vw_bool(c->w, true);
+		return 0;
+	}
 	if (st_domain_attach(s, rpc_arg_str(c, "storagedomainID", NULL),
 			     rpc_arg_str(c, "storagepoolID", NULL), attach, &e) < 0)
 		return verb_fail(c, &e);
