@@ -10,8 +10,9 @@
  * (st_conn_mount_cmd, a pure function: see st.h for VDSM's rules).  The
  * mount point is VDSM's: <storage_root>/mnt/<normalized spec, '_' doubled,
  * '/' turned into '_'>, which is also where StorageDomain.create looks for
- * a "server:/export" typeArgs; disconnect runs umount -f -l.  mount(8)/umount(8) run through posix_spawn
- * (st_run_tool); connecting what is already mounted is success, as in VDSM.
+ * a "server:/export" typeArgs; disconnect runs umount -f -l.  mount(8) and
+ * umount(8) run through posix_spawn (st_run_tool); connecting what is
+ * already mounted is success, as in VDSM.
  * Statuses are VDSM's per-connection codes. */
 #include "st.h"
 #include "../../common/log.h"
