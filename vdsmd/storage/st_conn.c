@@ -497,7 +497,10 @@ void st_conn_discover(struct storage_state *s)
 	for (size_t off = 0; off < dirs.len; off += strlen(dirs.data + off) + 1)
 		discover_in(s, dirs.data + off, &found);
 	char *mnt = st_path(s->root, "mnt");
-	DIR *dh = opendir(mnt);
+	struct stat mst;
+	/* only a real mount root, and only what is mounted below it (a
+	 * symlink planted there is no mount point in mountinfo) */
+	DIR *dh = lstat(mnt, &mst) == 0 && S_ISDIR(mst.st_mode) ? opendir(mnt) : NULL;
 	struct dirent *de;
 	while (dh && (de = readdir(dh))) {
 		if (de->d_name[0] == '.')
