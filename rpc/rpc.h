@@ -98,6 +98,13 @@ enum rpc_err {
 	RPC_E_WRONG_MASTER,   /* 324 StoragePoolWrongMaster */
 	RPC_E_POOL_CONNECTED, /* 325 StoragePoolConnected */
 	RPC_E_NOT_IN_POOL,    /* 353 StorageDomainNotInPool */
+	RPC_E_DOM_STATE,      /* 347 StorageDomainIllegalStateError */
+	RPC_E_DOM_NOT_ACTIVE, /* 369 StorageDomainNotActive */
+	RPC_E_NOT_MEMBER,     /* 375 StorageDomainNotMemberOfPool */
+	RPC_E_DOM_STATUS,     /* 376 StorageDomainStatusError */
+	RPC_E_DETACH_MASTER,  /* 383 CannotDetachMasterStorageDomain */
+	RPC_E_DOM_VERSION,    /* 394 UnsupportedDomainVersion */
+	RPC_E_VERSION_ADVANCED, /* 395 CurrentVersionTooAdvancedError */
 	RPC_E_SPM_ACQUIRE,    /* 651 AcquireLockFailure */
 	RPC_E_SPM_TASKS,      /* 653 SpmStopError (unfinished tasks) */
 	RPC_E_NOT_SPM,        /* 654 SpmStatusError */
