@@ -37,7 +37,6 @@ static struct err_wire err_lookup(enum rpc_err e)
 	case RPC_E_POOL_CONNECTED: return (struct err_wire){ 325, "Cannot perform action while storage pool is connected" };
 	case RPC_E_NOT_IN_POOL:  return (struct err_wire){ 353, "Storage domain not in pool" };
 	case RPC_E_DOM_STATE:    return (struct err_wire){ 347, "Storage domain is in illegal state" };
-	case RPC_E_DOM_NOT_ACTIVE: return (struct err_wire){ 369, "Storage domain not active" };
 	case RPC_E_NOT_MEMBER:   return (struct err_wire){ 375, "Domain is not member in pool" };
 	case RPC_E_DOM_STATUS:   return (struct err_wire){ 376, "Unsupported Storage Domain status" };
 	case RPC_E_DETACH_MASTER: return (struct err_wire){ 383, "Illegal action" };

@@ -99,7 +99,6 @@ enum rpc_err {
 	RPC_E_POOL_CONNECTED, /* 325 StoragePoolConnected */
 	RPC_E_NOT_IN_POOL,    /* 353 StorageDomainNotInPool */
 	RPC_E_DOM_STATE,      /* 347 StorageDomainIllegalStateError */
-	RPC_E_DOM_NOT_ACTIVE, /* 369 StorageDomainNotActive */
 	RPC_E_NOT_MEMBER,     /* 375 StorageDomainNotMemberOfPool */
 	RPC_E_DOM_STATUS,     /* 376 StorageDomainStatusError */
 	RPC_E_DETACH_MASTER,  /* 383 CannotDetachMasterStorageDomain */

@@ -62,10 +62,12 @@ class DomainStatus(unittest.TestCase):
                              % (SD, SD2, SD2, SD))
             self.assertEqual(sorted(result(ca.call("Host.getStorageDomains", [SP]))),
                              sorted([SD, SD2]))
-            # an Attached domain takes no new volumes; detach wants Attached
+            # an Attached member takes new volumes, as in VDSM (which checks
+            # membership only); detach wants Attached
             vc = [VOL2, SP, SD2, IMG, "1048576", 5, 2]
-            self.assertEqual(err(ca.call("Volume.create", vc))[0], 369)
-            self.assertFalse(os.path.exists(os.path.join(shared, SD2, "images", IMG)))
+            self.assertEqual(wait_task(ca, result(ca.call("Volume.create", vc)))["taskResult"],
+                             "success")
+            self.assertTrue(os.path.exists(os.path.join(shared, SD2, "images", IMG, VOL2)))
 
             # host 2 joins: it sees the statuses host 1 wrote, and loads SD2
             st = result(call_ready(cb, "StoragePool.connectStorageServer",
@@ -82,7 +84,8 @@ class DomainStatus(unittest.TestCase):
             self.assertIs(result(cb.call("StoragePool.refresh", [SP, SD, 1])), True)
             self.assertEqual(statuses(cb), {SD: "Active", SD2: "Active"})
             self.assertEqual(err(ca.call("StorageDomain.detach", [SD2, SP, SD, 1]))[0], 347)
-            tid = result(ca.call("Volume.create", vc))
+            vc1 = [VOL2.replace("44", "46"), SP, SD2, IMG, "1048576", 5, 2]
+            tid = result(ca.call("Volume.create", vc1))
             self.assertEqual(wait_task(ca, tid)["taskResult"], "success")
 
             # deactivate: Attached again everywhere; the master's is ignored
@@ -93,7 +96,8 @@ class DomainStatus(unittest.TestCase):
             self.assertIs(result(cb.call("StoragePool.refresh", [SP, SD, 1])), True)
             self.assertEqual(statuses(cb), {SD: "Active", SD2: "Attached"})
             vc2 = [VOL2.replace("44", "45"), SP, SD2, IMG, "1048576", 5, 2]
-            self.assertEqual(err(ca.call("Volume.create", vc2))[0], 369)
+            self.assertEqual(wait_task(ca, result(ca.call("Volume.create", vc2)))["taskResult"],
+                             "success")
 
             # durable: host 1 killed and restarted keeps the statuses
             ca.close()

@@ -312,7 +312,6 @@ static const struct { enum rpc_err e; int code; const char *msg; } codes[] = {
 	{ RPC_E_POOL_CONNECTED, 325, "Cannot perform action while storage pool is connected" },
 	{ RPC_E_NOT_IN_POOL, 353, "Storage domain not in pool" },
 	{ RPC_E_DOM_STATE, 347, "Storage domain is in illegal state" },
-	{ RPC_E_DOM_NOT_ACTIVE, 369, "Storage domain not active" },
 	{ RPC_E_NOT_MEMBER, 375, "Domain is not member in pool" },
 	{ RPC_E_DOM_STATUS, 376, "Unsupported Storage Domain status" },
 	{ RPC_E_DETACH_MASTER, 383, "Illegal action" },

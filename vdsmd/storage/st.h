@@ -626,8 +626,8 @@ void st_spm_observe(struct storage_state *s);
  * over). */
 bool st_spm_valid(const struct storage_state *s);
 /* Caller holds the lock: a domain attached to a pool is changed only by
- * its SPM (RPC_E_NOT_SPM otherwise), and only while it is Active in the
- * pool (RPC_E_DOM_NOT_ACTIVE). */
+ * its SPM (RPC_E_NOT_SPM otherwise), and only while it is a member of the
+ * connected pool, Active or Attached (RPC_E_NOT_MEMBER otherwise). */
 int st_spm_require(struct storage_state *s, const struct st_domain *d, struct st_err *e);
 /* spmStart's task body. */
 void st_spm_run_start(struct storage_state *s, struct st_task *t);

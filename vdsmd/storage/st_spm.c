@@ -454,11 +454,13 @@ int st_spm_require(struct storage_state *s, const struct st_domain *d, struct st
 	if (!st_spm_valid(s))
 		return st_fail(e, RPC_E_NOT_SPM, "host %d is not the SPM of pool %s",
 			       s->pool_host_id, d->pool);
-	/* volumes and images change only on Active domains of the pool */
+	/* volumes and images change on the pool's member domains, Active or
+	 * Attached: VDSM's createVolume/deleteVolume check membership only
+	 * (the engine itself keeps writes off domains in maintenance) */
 	int st = strcmp(d->pool, s->pool_uuid) == 0 ? st_pool_dom_status(s, d->uuid) : ST_DS_NONE;
-	if (st != ST_DS_ACTIVE)
-		return st_fail(e, RPC_E_DOM_NOT_ACTIVE, "%s (%s in pool %s)", d->uuid,
-			       st ? st_dom_status_name(st) : "not a member", d->pool);
+	if (st == ST_DS_NONE)
+		return st_fail(e, RPC_E_NOT_MEMBER, "%s is not a member of pool %s", d->uuid,
+			       s->pool_uuid);
 	return 0;
 }
 
