@@ -119,6 +119,7 @@ const char *virt_status_name(enum virt_status st)
 	case VS_MIGRATION_SOURCE: return "Migration Source";
 	case VS_MIGRATION_DESTINATION: return "Migration Destination";
 	case VS_WAIT_FOR_LAUNCH: return "WaitForLaunch";
+	case VS_RESTORING_STATE: return "Restoring state";
 	case VS_UNKNOWN: break;
 	}
 	return "Unknown";

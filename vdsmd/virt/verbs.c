@@ -189,5 +189,6 @@ const struct rpc_binding virt_bindings[] = {
 	{ "VM.migrateCancel", virt_verb_migrate_cancel },
 	{ "VM.getMigrationStatus", virt_verb_get_migration_status },
 	{ "VM.migrationCreate", virt_verb_migration_create },
+	{ "VM.hibernate", virt_verb_hibernate },
 	{ NULL, NULL },
 };

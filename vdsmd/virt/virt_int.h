@@ -37,6 +37,7 @@ enum virt_status {
 	VS_WAIT_FOR_LAUNCH,
 	VS_MIGRATION_SOURCE,
 	VS_MIGRATION_DESTINATION,
+	VS_RESTORING_STATE,
 	VS_UNKNOWN,
 };
 const char *virt_status_name(enum virt_status st);
@@ -260,6 +261,8 @@ struct virt_track {
 	uint64_t balloon_target_kib; /* VM.setBalloonTarget (0: none set) */
 	bool migrating;              /* VM.migrate in progress (source) */
 	bool incoming;               /* VM.migrationCreate: expected here */
+	bool saving;                 /* VM.hibernate: saving its state (hibernate.c) */
+	bool restoring;              /* VM.create from memory volumes, until it is Up */
 	int mig_code, mig_progress;  /* VM.getMigrationStatus */
 	char mig_message[256];
 	struct virt_domxml xml;
@@ -418,6 +421,10 @@ int virt_verb_get_migration_status(struct rpc_call *c);
 int virt_verb_migration_create(struct rpc_call *c);
 int virt_verb_get_external_data(struct rpc_call *c);
 int virt_verb_set_destroy_on_reboot(struct rpc_call *c);
+/* hibernate.c: VM.hibernate, and VM.create with memory volumes (restore) */
+int virt_verb_hibernate(struct rpc_call *c);
+bool virt_is_restore(const struct vd_value *vmparams);
+int virt_create_restore(struct rpc_call *c);
 
 /* Lifecycle verb handlers (lifecycle.c, create.c) and read verbs (verbs.c). */
 int virt_verb_create(struct rpc_call *c);
