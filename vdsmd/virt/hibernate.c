@@ -198,8 +198,7 @@ static void *hibernate_main(void *arg)
 	char err[512] = "libvirt is not reachable";
 	int rc = -1;
 	if (d) {
-		/* restored running, as VDSM's restore ends (it resumes the VM) */
-		rc = virDomainSaveFlags(d, j->path, NULL, VIR_DOMAIN_SAVE_RUNNING);
+		rc = virDomainSaveFlags(d, j->path, NULL, 0);
 		if (rc < 0)
 			snprintf(err, sizeof err, "%s", virt_last_error());
 	}
@@ -450,7 +449,10 @@ int virt_create_restore(struct rpc_call *c)
 		rpc_fail(c, RPC_E_VM_EXISTS, "%s", id);
 		goto out;
 	}
-	if (virDomainRestoreFlags(conn, dump_path, x.data, VIR_DOMAIN_SAVE_RUNNING) < 0) {
+	/* the saved XML as it is unless a disk's path changed (the test
+	 * driver, for one, takes no replacement XML) */
+	const char *dxml = strcmp(x.data, xml) != 0 ? x.data : NULL;
+	if (virDomainRestoreFlags(conn, dump_path, dxml, 0) < 0) {
 		char msg[512];
 		snprintf(msg, sizeof msg, "%s", virt_last_error());
 		pthread_mutex_lock(&s->lock);
@@ -466,6 +468,14 @@ int virt_create_restore(struct rpc_call *c)
 	if (t)
 		t->created = true;
 	pthread_mutex_unlock(&s->lock);
+	/* a VM saved paused comes back paused: VDSM resumes it (cont) */
+	virDomainPtr dom = virDomainLookupByUUIDString(conn, id);
+	int state = 0, reason = 0;
+	if (dom && virDomainGetState(dom, &state, &reason, 0) == 0 && state == VIR_DOMAIN_PAUSED &&
+	    virDomainResume(dom) < 0)
+		log_warn("virt: cannot resume the restored %s: %s", id, virt_last_error());
+	if (dom)
+		virDomainFree(dom);
 	log_info("virt: restored VM %s (%s) from memory volume %s in %.1f ms", id, ex->name,
 		 dump.volume, (double)(vd_now_ns() - t0) / 1e6);
 	virt_refresh(s);
