@@ -52,10 +52,7 @@ static struct virt_state *state_of(const struct rpc_call *c)
 	return d ? d->virt : NULL;
 }
 
-/* One volume: pool (may be blank), domain, image, volume. */
-struct pdiv {
-	char pool[37], domain[37], image[37], volume[37];
-};
+#define pdiv virt_pdiv
 
 static bool put_uuid(char out[37], const char *s, size_t n)
 {
@@ -67,7 +64,7 @@ static bool put_uuid(char out[37], const char *s, size_t n)
 }
 
 /* VDSM's hibernation handle: six comma-separated UUIDs. */
-static bool parse_handle(const char *h, struct pdiv *dump, struct pdiv *conf)
+bool virt_parse_hiber_handle(const char *h, struct virt_pdiv *dump, struct virt_pdiv *conf)
 {
 	const char *f[6];
 	size_t n[6];
@@ -109,8 +106,8 @@ static bool parse_pdiv(const struct vd_value *o, struct pdiv *out)
 
 /* The volume's path through the storage interface; 0, or -1 with the call
  * failed with code. */
-static int prepare(struct rpc_call *c, struct virt_state *s, const struct pdiv *v,
-		   const char *what, enum rpc_err code, char *path, size_t pathlen)
+int virt_prepare_volume(struct rpc_call *c, struct virt_state *s, const struct virt_pdiv *v,
+			const char *what, enum rpc_err code, char *path, size_t pathlen)
 {
 	pthread_mutex_lock(&s->lock);
 	struct virt_deps deps = s->deps;
@@ -126,7 +123,7 @@ static int prepare(struct rpc_call *c, struct virt_state *s, const struct pdiv *
 }
 
 /* The conf record, written in place and padded to a 4 KiB block. */
-static int write_conf(const char *path, const char *id, char *why, size_t whylen)
+int virt_write_hiber_conf(const char *path, const char *id, char *why, size_t whylen)
 {
 	char rec[CONF_BLOCK];
 	memset(rec, 0, sizeof rec);
@@ -257,7 +254,7 @@ int virt_verb_hibernate(struct rpc_call *c)
 	struct pdiv dump, conf;
 	memset(&dump, 0, sizeof dump);
 	memset(&conf, 0, sizeof conf);
-	if (!handle || hl > MAX_HANDLE || !parse_handle(handle, &dump, &conf))
+	if (!handle || hl > MAX_HANDLE || !virt_parse_hiber_handle(handle, &dump, &conf))
 		return rpc_fail(c, RPC_E_PARAMS, "hibernationVolHandle: \"domainID,poolID,"
 				"dumpImageID,dumpVolumeID,confImageID,confVolumeID\" expected");
 	virConnectPtr conn = virt_begin(c, s);
@@ -292,13 +289,13 @@ int virt_verb_hibernate(struct rpc_call *c)
 	}
 	struct hib_job *j = xcalloc(1, sizeof *j);
 	char conf_path[1024];
-	if (prepare(c, s, &dump, "memory dump", RPC_E_MIGRATION, j->path, sizeof j->path) < 0 ||
-	    prepare(c, s, &conf, "memory conf", RPC_E_MIGRATION, conf_path, sizeof conf_path) < 0) {
+	if (virt_prepare_volume(c, s, &dump, "memory dump", RPC_E_MIGRATION, j->path, sizeof j->path) < 0 ||
+	    virt_prepare_volume(c, s, &conf, "memory conf", RPC_E_MIGRATION, conf_path, sizeof conf_path) < 0) {
 		free(j);
 		goto out;
 	}
 	char why[512];
-	if (write_conf(conf_path, id, why, sizeof why) < 0) {
+	if (virt_write_hiber_conf(conf_path, id, why, sizeof why) < 0) {
 		free(j);
 		rpc_fail(c, RPC_E_MIGRATION, "memory conf volume %s: %s", conf.volume, why);
 		goto out;
@@ -369,7 +366,7 @@ int virt_create_restore(struct rpc_call *c)
 		const char *h = hv->type == VD_STRING && hv->v.s.len <= MAX_HANDLE &&
 				!memchr(hv->v.s.ptr, 0, hv->v.s.len)
 				? arena_strndup(c->arena, hv->v.s.ptr, hv->v.s.len) : NULL;
-		if (!h || !parse_handle(h, &dump, &conf))
+		if (!h || !virt_parse_hiber_handle(h, &dump, &conf))
 			return rpc_fail(c, RPC_E_PARAMS, "vmParams.hiberVolHandle: \"domainID,poolID,"
 					"dumpImageID,dumpVolumeID,confImageID,confVolumeID\" expected");
 	} else if (!parse_pdiv(vd_obj_get(p, "memoryDumpVolume"), &dump) ||
@@ -398,9 +395,9 @@ int virt_create_restore(struct rpc_call *c)
 		rpc_fail(c, RPC_E_VM_EXISTS, "%s", id);
 		goto out;
 	}
-	if (prepare(c, s, &dump, "memory dump", RPC_E_NO_IMAGE_FILE, dump_path,
+	if (virt_prepare_volume(c, s, &dump, "memory dump", RPC_E_NO_IMAGE_FILE, dump_path,
 		    sizeof dump_path) < 0 ||
-	    prepare(c, s, &conf, "memory conf", RPC_E_NO_IMAGE_FILE, conf_path,
+	    virt_prepare_volume(c, s, &conf, "memory conf", RPC_E_NO_IMAGE_FILE, conf_path,
 		    sizeof conf_path) < 0)
 		goto out;
 	char other[40] = "";

@@ -190,5 +190,6 @@ const struct rpc_binding virt_bindings[] = {
 	{ "VM.getMigrationStatus", virt_verb_get_migration_status },
 	{ "VM.migrationCreate", virt_verb_migration_create },
 	{ "VM.hibernate", virt_verb_hibernate },
+	{ "VM.snapshot", virt_verb_snapshot },
 	{ NULL, NULL },
 };

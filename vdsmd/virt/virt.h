@@ -60,6 +60,11 @@ void virt_fini(struct vdsmd *d);
 /* VM counts from the latest snapshot (0/0 before the first one); any thread.
  * active counts every VM that is not Down. */
 void virt_vm_counts(struct vdsmd *d, unsigned *count, unsigned *active);
+/* Host.getJobs: the virt jobs (VM.snapshot) as members "<jobId>": {id,
+ * status, description, job_type: "virt", error?} of the object the caller
+ * writes; none unless job_type is NULL, "" or "virt".  Any thread. */
+void virt_write_job_members(struct vdsmd *d, struct vd_writer *w, const char *job_type,
+			    const struct vd_value *job_ids);
 extern const struct rpc_binding virt_bindings[];
 
 #endif

@@ -271,6 +271,19 @@ struct virt_track {
 
 #define VIRT_TRACK_BUCKETS 4096
 
+/* A host job of the virt backend (jobs.c). */
+enum virt_job_status { VJ_PENDING, VJ_RUNNING, VJ_DONE, VJ_FAILED };
+struct virt_job {
+	char id[37];
+	char vm[37];
+	char description[24];
+	enum virt_job_status status;
+	int err_code;
+	char err_msg[256];
+	uint64_t ended_ms;
+};
+#define VIRT_MAX_JOBS 64
+
 struct virt_state {
 	struct vdsmd *d;
 	pthread_mutex_t lock;
@@ -317,6 +330,8 @@ struct virt_state {
 	unsigned ev_inflight;        /* lifecycle events being published now */
 	unsigned bg_jobs;         /* VM.shutdown watcher threads running */
 	int reboot_cb_id;            /* reboot callback id or -1 */
+	struct virt_job jobs[VIRT_MAX_JOBS];   /* jobs.c */
+	unsigned njobs;
 	/* counters */
 	uint64_t samples, sample_failures;
 };
@@ -422,6 +437,18 @@ int virt_verb_migration_create(struct rpc_call *c);
 int virt_verb_get_external_data(struct rpc_call *c);
 int virt_verb_set_destroy_on_reboot(struct rpc_call *c);
 /* hibernate.c: VM.hibernate, and VM.create with memory volumes (restore) */
+/* One volume as VDSM names it (pool may be blank). */
+struct virt_pdiv {
+	char pool[37], domain[37], image[37], volume[37];
+};
+/* "domainID,poolID,dumpImageID,dumpVolumeID,confImageID,confVolumeID". */
+bool virt_parse_hiber_handle(const char *h, struct virt_pdiv *dump, struct virt_pdiv *conf);
+/* v's path through the storage interface: 0, or -1 with the call failed
+ * with code (what names the volume in the message). */
+int virt_prepare_volume(struct rpc_call *c, struct virt_state *s, const struct virt_pdiv *v,
+			const char *what, enum rpc_err code, char *path, size_t pathlen);
+/* The memory conf volume's record of VM id (written in place). */
+int virt_write_hiber_conf(const char *path, const char *id, char *why, size_t whylen);
 int virt_verb_hibernate(struct rpc_call *c);
 bool virt_is_restore(const struct vd_value *vmparams);
 int virt_create_restore(struct rpc_call *c);
@@ -435,6 +462,14 @@ int virt_verb_shutdown(struct rpc_call *c);
  * its STOPPED event then reports admin shutdown. Takes s->lock. */
 void virt_mark_admin(struct virt_state *s, const char *id, const char *name, bool on);
 int virt_verb_destroy(struct rpc_call *c);
+
+/* ---- host jobs (jobs.c): VM.snapshot; Host.getJobs job_type "virt" ---- */
+/* A new pending job (published): 0, VD_EEXIST, or VD_EBUSY (no room). */
+int virt_job_add(struct virt_state *s, const char *id, const char *vm, const char *desc);
+/* Its new state (published); code/msg for VJ_FAILED. */
+void virt_job_set(struct virt_state *s, const char *id, enum virt_job_status st, int code,
+		  const char *msg);
+int virt_verb_snapshot(struct rpc_call *c);
 
 /* Human text of the last libvirt error (thread-local in libvirt). */
 const char *virt_last_error(void);
