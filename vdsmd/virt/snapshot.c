@@ -24,6 +24,7 @@ static void vm_free(struct virt_vm *vm)
 		free((char *)vm->disks[i].path);
 	free(vm->disks);
 	free(vm->nics);
+	free(vm->bjobs);
 }
 
 void snapshot_put(struct virt_snapshot *s)

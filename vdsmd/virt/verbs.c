@@ -191,5 +191,6 @@ const struct rpc_binding virt_bindings[] = {
 	{ "VM.migrationCreate", virt_verb_migration_create },
 	{ "VM.hibernate", virt_verb_hibernate },
 	{ "VM.snapshot", virt_verb_snapshot },
+	{ "VM.merge", virt_verb_merge },
 	{ NULL, NULL },
 };

@@ -195,6 +195,8 @@ struct virt_vm {
 	/* Down only */
 	int exit_code, exit_reason;
 	char *exit_message;
+	struct virt_blockjob *bjobs;     /* VM.merge jobs (vmJobs) */
+	unsigned nbjobs;
 };
 
 /* Per-codec encoded Host.getAllVmStats result (the list value only). */
@@ -271,6 +273,18 @@ struct virt_track {
 
 #define VIRT_TRACK_BUCKETS 4096
 
+/* A VM.merge block commit (merge.c), reported in its VM's vmJobs. */
+struct virt_state;
+struct virt_blockjob {
+	struct virt_state *s;
+	char id[37], vm[37], dev[32], image[37], base[37], top[37];
+	char base_path[1024], top_path[1024];
+	bool active;                 /* top is the active layer: pivot at the end */
+	unsigned long bandwidth;     /* MiB/s, 0: no limit */
+	uint64_t cur, end;           /* libvirt's progress */
+};
+#define VIRT_MAX_BJOBS 32
+
 /* A host job of the virt backend (jobs.c). */
 enum virt_job_status { VJ_PENDING, VJ_RUNNING, VJ_DONE, VJ_FAILED };
 struct virt_job {
@@ -332,6 +346,8 @@ struct virt_state {
 	int reboot_cb_id;            /* reboot callback id or -1 */
 	struct virt_job jobs[VIRT_MAX_JOBS];   /* jobs.c */
 	unsigned njobs;
+	struct virt_blockjob bjobs[VIRT_MAX_BJOBS];   /* merge.c */
+	unsigned nbjobs;
 	/* counters */
 	uint64_t samples, sample_failures;
 };
@@ -470,6 +486,11 @@ int virt_job_add(struct virt_state *s, const char *id, const char *vm, const cha
 void virt_job_set(struct virt_state *s, const char *id, enum virt_job_status st, int code,
 		  const char *msg);
 int virt_verb_snapshot(struct rpc_call *c);
+/* merge.c: VM.merge; the sampler copies a VM's block jobs into its stats
+ * (s->lock held), encode.c writes them as vmJobs. */
+int virt_verb_merge(struct rpc_call *c);
+void virt_blockjobs_copy(struct virt_state *s, struct virt_vm *vm);
+void virt_encode_vm_jobs(struct vd_writer *w, const struct virt_vm *vm);
 
 /* Human text of the last libvirt error (thread-local in libvirt). */
 const char *virt_last_error(void);
