@@ -3,8 +3,6 @@
  * Host.setMOMPolicyParameters (stored, reported back in Host.getStats as
  * "momPolicy"), Host.getJobs and Host.hostdevListByCaps. */
 #include "host_int.h"
-#include "../storage/storage.h"
-#include "../virt/virt.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -147,18 +145,19 @@ int host_set_mom_policy_parameters(struct rpc_call *c)
 	return 0;
 }
 
-/* Host.getJobs: the storage backend's jobs (SDM.copy_data) and the virt
- * backend's (VM.snapshot), through the interfaces storage.h and virt.h
- * offer (memory only). */
+/* Host.getJobs: the storage backend's jobs (SDM.copy_data), through the
+ * peer the daemon plugged in (memory only); none: no jobs. */
 int host_get_jobs(struct rpc_call *c)
 {
 	struct host_state *h = state_of(c);
-	const char *type = rpc_arg_str(c, "job_type", NULL);
-	const struct vd_value *ids = rpc_arg(c, "job_ids");
-	vw_begin_object(c->w);
-	storage_write_job_members(h ? h->d : NULL, c->w, type, ids);
-	virt_write_job_members(h ? h->d : NULL, c->w, type, ids);
-	vw_end_object(c->w);
+	const struct host_peers *peers = h ? atomic_load(&h->peers) : NULL;
+	if (peers && peers->write_jobs) {
+		peers->write_jobs(peers->ctx, c->w, rpc_arg_str(c, "job_type", NULL),
+				  rpc_arg(c, "job_ids"));
+	} else {
+		vw_begin_object(c->w);
+		vw_end_object(c->w);
+	}
 	return 0;
 }
 
