@@ -22,6 +22,9 @@ SD = "7c2c0000-2c2e-4b8a-9b1f-2a1f6b9d7c11"
 IMG = "7d3d0000-d5e6-4f70-8a91-b2c3d4e5f607"
 BASE = "7e4e0000-e6f7-4081-9a2b-c3d4e5f60718"
 TOP = "7f5f0000-e6f7-4081-9a2b-c3d4e5f60718"
+TOP2 = "80600000-e6f7-4081-9a2b-c3d4e5f60718"
+DUMP = ("81710000-d5e6-4f70-8a91-b2c3d4e5f607", "82820000-e6f7-4081-9a2b-c3d4e5f60718")
+CONF = ("83930000-d5e6-4f70-8a91-b2c3d4e5f607", "84a40000-e6f7-4081-9a2b-c3d4e5f60718")
 BLANK = "00000000-0000-0000-0000-000000000000"
 RAW, COW, SPARSE = 5, 4, 2
 SIZE = 1 << 20
@@ -93,8 +96,11 @@ class QemuSnapshot(unittest.TestCase):
         c = cls.c
         assert "result" in c.call("StorageDomain.create", [SD, 4, "", "snapdom", 1])
         cls.paths = {}
-        for vol, fmt, parent in ((BASE, RAW, BLANK), (TOP, COW, BASE)):
-            args = {"volumeID": vol, "storagedomainID": SD, "imageID": IMG, "size": str(SIZE),
+        for img, vol, fmt, parent, size in (
+                (IMG, BASE, RAW, BLANK, SIZE), (IMG, TOP, COW, BASE, SIZE),
+                (IMG, TOP2, COW, TOP, SIZE), (DUMP[0], DUMP[1], RAW, BLANK, 256 << 20),
+                (CONF[0], CONF[1], RAW, BLANK, SIZE)):
+            args = {"volumeID": vol, "storagedomainID": SD, "imageID": img, "size": str(size),
                     "volFormat": fmt, "preallocate": SPARSE}
             if parent != BLANK:
                 args.update(srcImgUUID=IMG, srcVolUUID=parent)
@@ -103,7 +109,7 @@ class QemuSnapshot(unittest.TestCase):
             while result(c.call("Task.getStatus", [tid]))["taskState"] != "finished":
                 assert time.monotonic() < deadline, "Volume.create did not finish"
                 time.sleep(0.02)
-            cls.paths[vol] = os.path.join(cls.d.tmp, "storage", SD, "images", IMG, vol)
+            cls.paths[vol] = os.path.join(cls.d.tmp, "storage", SD, "images", img, vol)
         assert result(c.call("StoragePool.create",
                              [POOL, "Default", SD, 1, [SD], 5, 60, 10, 3])) is True
         # data in the snapshot layer (what the guest would have written
@@ -199,6 +205,31 @@ class QemuSnapshot(unittest.TestCase):
         self.assertEqual(error_code(self.c.call("VM.snapshot", {
             "vmID": VM, "snapDrives": [drive], "jobUUID": job2})), 48)   # job id taken
 
+        # with memory: the VM's state goes to the dump volume too
+        job3 = "7a5a0000-0000-4000-8000-000000000003"
+        handle = ",".join((SD, POOL, DUMP[0], DUMP[1], CONF[0], CONF[1]))
+        t0 = time.monotonic()
+        self.assertIs(result(self.c.call("VM.snapshot", {
+            "vmID": VM, "snapDrives": [dict(drive, volumeID=TOP2, baseVolumeID=TOP)],
+            "snapMemory": handle, "jobUUID": job3}, timeout=30)), True)
+        evs = self.job_events(job3)
+        mem_ms = (time.monotonic() - t0) * 1000
+        self.assertEqual(evs[-1]["status"], "done", evs)
+        self.assertEqual(source_of(self.xml(), "vda"), self.paths[TOP2])
+        with open(self.paths[DUMP[1]], "rb") as f:
+            self.assertTrue(f.read(16).startswith(b"LibvirtQemudSave"))
+        with open(self.paths[CONF[1]], "rb") as f:
+            self.assertIn(("vmId=" + VM).encode(), f.read(4096))
+        # ... and its layer merged into the one below (active commit + pivot)
+        m0 = "7a5a0000-0000-4000-8000-0000000000a0"
+        self.assertIs(result(self.c.call("VM.merge", {
+            "vmID": VM, "drive": {"domainID": SD, "imageID": IMG, "volumeID": TOP2},
+            "baseVolUUID": TOP, "topVolUUID": TOP2, "jobUUID": m0}, timeout=30)), True)
+        deadline = time.monotonic() + 30
+        while m0 in (self.vm_jobs() or {}) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.assertEqual(source_of(self.xml(), "vda"), self.paths[TOP])
+
         # live merge: the active layer back into its base
         mjob = "7a5a0000-0000-4000-8000-0000000000aa"
         spec = {"domainID": SD, "imageID": IMG, "volumeID": TOP, "poolID": POOL}
@@ -231,8 +262,9 @@ class QemuSnapshot(unittest.TestCase):
         self.assertIn(BASE + "</ovirt-vm:volumeID>", md)
         with open(self.paths[BASE], "rb") as f:
             self.assertEqual(f.read(SIZE), b"\x5a" * SIZE)
-        print("\nQEMU/TCG: VM.snapshot (1 disk) -> job done %.0f ms, VM.merge (1 MiB at "
-              "1 MiB/s, active commit + pivot) -> job gone %.0f ms" % (snap_ms, merge_ms))
+        print("\nQEMU/TCG: VM.snapshot (1 disk) -> job done %.0f ms, with memory %.0f ms, "
+              "VM.merge (1 MiB at 1 MiB/s, active commit + pivot) -> job gone %.0f ms"
+              % (snap_ms, mem_ms, merge_ms))
         self.assertIs(result(self.c.call("VM.destroy", {"vmID": VM})), True)
 
 
