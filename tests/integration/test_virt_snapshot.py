@@ -3,10 +3,13 @@ libvirtd (privlibvirt.py), driven through the real vdsmd as the engine
 does: the VM's disk is a RAW volume made through the storage verbs, the
 engine's snapshot volume a COW volume on top of it (Volume.create with the
 base as parent); VM.snapshot switches the running disk to it as a virt host
-job (Host.getJobs, |jobs|status| events) and the metadata names it; VM.merge
-commits it back into its base (active commit + pivot) as a block job seen in
-the VM stats' vmJobs, after which the disk is on the base again.  Skipped,
-with the reason, where the private libvirtd or QEMU cannot start."""
+job (Host.getJobs, |jobs|status| events) and the metadata names it; a
+second snapshot with memory (dump and conf volumes) adds a layer; VM.merge
+commits the middle layer's data into the base (internal commit, relative
+backing kept) as a block job seen in the VM stats' vmJobs, then the active
+layer (active commit + pivot), after which the disk and its metadata are on
+the base again.  Skipped, with the reason, where the private libvirtd or
+QEMU cannot start."""
 
 import os
 import subprocess
@@ -27,7 +30,7 @@ DUMP = ("81710000-d5e6-4f70-8a91-b2c3d4e5f607", "82820000-e6f7-4081-9a2b-c3d4e5f
 CONF = ("83930000-d5e6-4f70-8a91-b2c3d4e5f607", "84a40000-e6f7-4081-9a2b-c3d4e5f60718")
 BLANK = "00000000-0000-0000-0000-000000000000"
 RAW, COW, SPARSE = 5, 4, 2
-SIZE = 1 << 20
+SIZE = 2 << 20   # 2 s of merge at 1 MiB/s
 
 
 def result(r):
@@ -220,26 +223,17 @@ class QemuSnapshot(unittest.TestCase):
             self.assertTrue(f.read(16).startswith(b"LibvirtQemudSave"))
         with open(self.paths[CONF[1]], "rb") as f:
             self.assertIn(("vmId=" + VM).encode(), f.read(4096))
-        # ... and its layer merged into the one below (active commit + pivot)
-        m0 = "7a5a0000-0000-4000-8000-0000000000a0"
-        self.assertIs(result(self.c.call("VM.merge", {
-            "vmID": VM, "drive": {"domainID": SD, "imageID": IMG, "volumeID": TOP2},
-            "baseVolUUID": TOP, "topVolUUID": TOP2, "jobUUID": m0}, timeout=30)), True)
-        deadline = time.monotonic() + 30
-        while m0 in (self.vm_jobs() or {}) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        self.assertEqual(source_of(self.xml(), "vda"), self.paths[TOP])
-
-        # live merge: the active layer back into its base
+        # live merge, internal: the middle layer TOP (holding the data) into
+        # BASE while the disk runs on TOP2; 1 MiB/s: a second or two, seen in
+        # vmJobs.  The chain becomes BASE <- TOP2.
         mjob = "7a5a0000-0000-4000-8000-0000000000aa"
-        spec = {"domainID": SD, "imageID": IMG, "volumeID": TOP, "poolID": POOL}
+        spec = {"domainID": SD, "imageID": IMG, "volumeID": TOP2, "poolID": POOL}
         self.assertEqual(error_code(self.c.call("VM.merge", {
             "vmID": VM, "drive": dict(spec, volumeID=BASE), "baseVolUUID": BASE,
             "topVolUUID": TOP})), 13)
         with open(self.paths[BASE], "rb") as f:
             self.assertEqual(f.read(SIZE), bytes(SIZE))
         t0 = time.monotonic()
-        # 1 MiB/s: the 1 MiB layer takes about a second, seen in vmJobs
         self.assertIs(result(self.c.call("VM.merge", {
             "vmID": VM, "drive": spec, "baseVolUUID": BASE, "topVolUUID": TOP,
             "bandwidth": 1, "jobUUID": mjob}, timeout=30)), True)
@@ -256,15 +250,35 @@ class QemuSnapshot(unittest.TestCase):
         merge_ms = (time.monotonic() - t0) * 1000
         self.assertNotIn(mjob, self.vm_jobs())
         x = self.xml()
-        self.assertEqual(source_of(x, "vda"), self.paths[BASE])
+        self.assertEqual(source_of(x, "vda"), self.paths[TOP2])
         self.assertNotIn(self.paths[TOP], x)
-        md = x[x.index("<metadata"):x.index("</metadata>")]
-        self.assertIn(BASE + "</ovirt-vm:volumeID>", md)
+        self.assertIn(self.paths[BASE], x)
         with open(self.paths[BASE], "rb") as f:
             self.assertEqual(f.read(SIZE), b"\x5a" * SIZE)
-        print("\nQEMU/TCG: VM.snapshot (1 disk) -> job done %.0f ms, with memory %.0f ms, "
-              "VM.merge (1 MiB at 1 MiB/s, active commit + pivot) -> job gone %.0f ms"
-              % (snap_ms, mem_ms, merge_ms))
+        r = subprocess.run(["qemu-img", "info", "-U", "--output=json", self.paths[TOP2]],
+                           capture_output=True, text=True, timeout=30)
+        self.assertIn('"backing-filename": "%s"' % BASE, r.stdout)   # still relative
+
+        # live merge, active: TOP2 into BASE, then the disk pivots to BASE
+        m2 = "7a5a0000-0000-4000-8000-0000000000ab"
+        t0 = time.monotonic()
+        self.assertIs(result(self.c.call("VM.merge", {
+            "vmID": VM, "drive": spec, "baseVolUUID": BASE, "topVolUUID": TOP2,
+            "jobUUID": m2}, timeout=30)), True)
+        deadline = time.monotonic() + 30
+        while m2 in (self.vm_jobs() or {}) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        active_ms = (time.monotonic() - t0) * 1000
+        self.assertNotIn(m2, self.vm_jobs())
+        x = self.xml()
+        self.assertEqual(source_of(x, "vda"), self.paths[BASE])
+        self.assertNotIn(self.paths[TOP2], x)
+        md = x[x.index("<metadata"):x.index("</metadata>")]
+        self.assertIn(BASE + "</ovirt-vm:volumeID>", md)
+        self.assertNotIn(TOP2 + "</ovirt-vm:volumeID>", md)
+        print("\nQEMU/TCG: VM.snapshot (1 disk) -> job done %.0f ms, with memory %.0f ms; "
+              "VM.merge internal (2 MiB at 1 MiB/s) -> job gone %.0f ms, active (empty "
+              "layer, pivot) %.0f ms" % (snap_ms, mem_ms, merge_ms, active_ms))
         self.assertIs(result(self.c.call("VM.destroy", {"vmID": VM})), True)
 
 
