@@ -631,8 +631,9 @@ static void merge(struct virt_state *s, struct virt_snapshot *snap, struct raw *
 			continue;
 		}
 		t->gone = true;
-		if (!t->down_reported)   /* admin shut down, else lost the qemu process */
-			track_stopped(t, VIR_DOMAIN_EVENT_STOPPED_DESTROYED);
+		if (!t->down_reported)   /* saved (VM.hibernate), admin shut down, else lost qemu */
+			track_stopped(t, t->saving ? VIR_DOMAIN_EVENT_STOPPED_SAVED
+					     : VIR_DOMAIN_EVENT_STOPPED_DESTROYED);
 		struct virt_vm *vm;
 		snapshot_add_vm(snap, &cap, &vm);
 		snprintf(vm->uuid, sizeof vm->uuid, "%s", t->uuid);
