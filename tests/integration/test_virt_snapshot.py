@@ -6,7 +6,8 @@ base as parent); VM.snapshot switches the running disk to it as a virt host
 job (Host.getJobs, |jobs|status| events) and the metadata names it; a
 second snapshot with memory (dump and conf volumes) adds a layer; VM.merge
 commits the middle layer's data into the base (internal commit, relative
-backing kept) as a block job seen in the VM stats' vmJobs, then the active
+backing kept) as a block job seen in the VM stats' vmJobs, followed to its
+end by a restarted vdsmd (the job is in the domain's metadata), then the active
 layer (active commit + pivot), after which the disk and its metadata are on
 the base again.  Skipped, with the reason, where the private libvirtd or
 QEMU cannot start."""
@@ -81,6 +82,11 @@ class QemuSnapshot(unittest.TestCase):
             cls.lv.stop()
             raise unittest.SkipTest("private libvirtd: " + reason)
         cls.d = vt.Daemon(libvirt_uri=cls.lv.uri)
+        cls.connect()
+        cls.make_volumes()
+
+    @classmethod
+    def connect(cls):
         cls.c = cls.d.stomp()
         cls.c.connect()
         cls.c.subscribe(vt.RESPONSES, "r", receipt="r1")
@@ -88,7 +94,6 @@ class QemuSnapshot(unittest.TestCase):
         cls.ev.connect()
         cls.ev.subscribe(vt.EVENTS, "ev", receipt="e1")
         vt.call_ready(cls.c, "Host.getVMList")
-        cls.make_volumes()
 
     @classmethod
     def make_volumes(cls):
@@ -244,6 +249,14 @@ class QemuSnapshot(unittest.TestCase):
         self.assertIsInstance(j["end"], str)
         self.assertEqual(error_code(self.c.call("VM.merge", {
             "vmID": VM, "drive": spec, "baseVolUUID": BASE, "topVolUUID": TOP})), 52)
+        # vdsmd restarts while libvirt commits: the new one follows the job
+        # (from the domain's metadata) to its end
+        self.c.close()
+        self.ev.close()
+        vt.restart(self.d, sig=15)
+        type(self).connect()
+        self.assertTrue(self.d.wait_log("following again merge job " + mjob, timeout=10),
+                        "\n".join(self.d.log_lines()[-20:]))
         deadline = time.monotonic() + 30
         while mjob in (self.vm_jobs() or {}) and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -276,6 +289,7 @@ class QemuSnapshot(unittest.TestCase):
         md = x[x.index("<metadata"):x.index("</metadata>")]
         self.assertIn(BASE + "</ovirt-vm:volumeID>", md)
         self.assertNotIn(TOP2 + "</ovirt-vm:volumeID>", md)
+        self.assertNotIn("http://ovirt.org/vdsmd/jobs/1.0", x)   # no job kept
         print("\nQEMU/TCG: VM.snapshot (1 disk) -> job done %.0f ms, with memory %.0f ms; "
               "VM.merge internal (2 MiB at 1 MiB/s) -> job gone %.0f ms, active (empty "
               "layer, pivot) %.0f ms" % (snap_ms, mem_ms, merge_ms, active_ms))

@@ -16,7 +16,13 @@
  * Host.dumpxmls shows the result (as the engine checks it).  A commit that
  * cannot start is MergeFailed (52).  The sampler copies the jobs of each VM
  * into its stats (virt_blockjobs_copy); encode.c writes them
- * (virt_encode_vm_jobs). */
+ * (virt_encode_vm_jobs).
+ *
+ * The jobs of a VM are kept in its domain's metadata (our own element,
+ * <jobs><job id= dev= .../></jobs> in VIRT_JOBS_NS) while they run: libvirt
+ * goes on with a commit when vdsmd restarts, and the new vdsmd follows it
+ * again (virt_merge_recover: reported in vmJobs, pivoted, metadata
+ * updated), as VDSM recovers its live merges. */
 #include "virt_int.h"
 
 #include <stdio.h>
@@ -29,6 +35,7 @@
 #include "../../common/log.h"
 
 #define POLL_MS 50
+#define VIRT_JOBS_NS "http://ovirt.org/vdsmd/jobs/1.0"
 #define PIVOT_TIMEOUT_MS (10 * 60 * 1000)
 
 static struct virt_state *state_of(const struct rpc_call *c)
@@ -132,6 +139,33 @@ static void set_volume_metadata(virDomainPtr dom, const char *vm, const char *de
 	free(cur);
 }
 
+/* Keep the VM's running merges in its metadata (none: the element goes). */
+static void persist_jobs(struct virt_state *s, virDomainPtr dom, const char *vm)
+{
+	struct vd_buf b = VD_BUF_INIT;
+	unsigned n = 0;
+	buf_puts(&b, "<jobs>");
+	pthread_mutex_lock(&s->lock);
+	for (unsigned i = 0; i < s->nbjobs; i++) {
+		const struct virt_blockjob *j = &s->bjobs[i];
+		if (strcmp(j->vm, vm) != 0)
+			continue;
+		/* UUIDs and a target name: nothing to escape */
+		buf_printf(&b, "<job id='%s' dev='%s' domain='%s' pool='%s' image='%s' base='%s' "
+			   "top='%s' active='%d' bandwidth='%lu'/>", j->id, j->dev, j->domain,
+			   j->pool, j->image, j->base, j->top, j->active ? 1 : 0, j->bandwidth);
+		n++;
+	}
+	pthread_mutex_unlock(&s->lock);
+	buf_puts(&b, "</jobs>");
+	buf_putc(&b, '\0');
+	if (virDomainSetMetadata(dom, VIR_DOMAIN_METADATA_ELEMENT, n ? b.data : NULL,
+				 n ? "vdsmd-jobs" : NULL, VIRT_JOBS_NS, VIR_DOMAIN_AFFECT_LIVE) < 0)
+		log_warn("virt: %s: keeping the merge jobs in the metadata: %s", vm,
+			 virt_last_error());
+	buf_free(&b);
+}
+
 static void sleep_ms(unsigned ms)
 {
 	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
@@ -195,10 +229,15 @@ static void *merge_main(void *arg)
 			set_volume_metadata(d, job->vm, job->dev, job->top, job->base);
 		log_info("virt: %s: merged volume %s into %s on %s in %llu ms (job %s)", job->vm,
 			 job->top, job->base, job->dev, (unsigned long long)(vd_now_ms() - t0), job->id);
+	} else if (stopping(s)) {
+		log_info("virt: %s: merge job %s of %s left to libvirt (vdsmd stops; the next one "
+			 "follows it)", job->vm, job->id, job->dev);
 	} else {
 		log_warn("virt: %s: merge job %s of %s failed: %s", job->vm, job->id, job->dev, err);
 	}
 	drop_job(s, job->id);
+	if (d && !stopping(s))   /* stopping: the next vdsmd follows it */
+		persist_jobs(s, d, job->vm);
 	virt_mark_xml_stale(s, job->vm);
 	virt_kick(s);
 	if (d)
@@ -248,6 +287,8 @@ static int start(struct rpc_call *c, struct virt_state *s, virDomainPtr dom,
 	snprintf(job->image, sizeof job->image, "%s", dv.image);
 	if (!dv.pool[0])
 		snprintf(dv.pool, sizeof dv.pool, "%s", dk->pool);
+	snprintf(job->domain, sizeof job->domain, "%s", dv.domain);
+	snprintf(job->pool, sizeof job->pool, "%s", dv.pool);
 	job->active = strcasecmp(job->top, dv.volume) == 0;
 	struct virt_pdiv v = dv;
 	snprintf(v.volume, sizeof v.volume, "%s", job->base);
@@ -269,6 +310,7 @@ static int start(struct rpc_call *c, struct virt_state *s, virDomainPtr dom,
 	if (busy || full)
 		return rpc_fail(c, RPC_E_MERGE, busy ? "job %s exists, or disk %s is merging"
 				: "too many merges (%s, %s)", job->id, job->dev);
+	persist_jobs(s, dom, job->vm);
 	/* relative backing files, as VDSM asks: the chain stays usable from any
 	 * mount point */
 	unsigned flags = VIR_DOMAIN_BLOCK_COMMIT_RELATIVE;
@@ -279,6 +321,7 @@ static int start(struct rpc_call *c, struct virt_state *s, virDomainPtr dom,
 		char msg[512];
 		snprintf(msg, sizeof msg, "%s", virt_last_error());
 		drop_job(s, job->id);
+		persist_jobs(s, dom, job->vm);
 		return rpc_fail(c, RPC_E_MERGE, "block commit of %s: %s", job->dev, msg);
 	}
 	return 0;
@@ -346,4 +389,109 @@ out:
 		virDomainFree(dom);
 	virConnectClose(conn);
 	return rc;
+}
+
+/* ---- recovery ------------------------------------------------------------- */
+
+/* The value of attribute name in the tag at p (either quote); false if none. */
+static bool attr(const char *p, const char *end, const char *name, char *out, size_t outlen)
+{
+	size_t nl = strlen(name);
+	for (const char *q = p; q + nl + 2 < end; q++) {
+		if ((q[-1] != ' ' && q[-1] != '\t' && q[-1] != '\n') || strncmp(q, name, nl) != 0 ||
+		    q[nl] != '=' || (q[nl + 1] != '\'' && q[nl + 1] != '"'))
+			continue;
+		const char *v = q + nl + 2;
+		const char *e = memchr(v, q[nl + 1], (size_t)(end - v));
+		if (!e || (size_t)(e - v) >= outlen)
+			return false;
+		memcpy(out, v, (size_t)(e - v));
+		out[e - v] = '\0';
+		return true;
+	}
+	return false;
+}
+
+static void recover_domain(struct virt_state *s, virDomainPtr dom)
+{
+	char vm[VIR_UUID_STRING_BUFLEN];
+	if (virDomainGetUUIDString(dom, vm) < 0)
+		return;
+	char *md = virDomainGetMetadata(dom, VIR_DOMAIN_METADATA_ELEMENT, VIRT_JOBS_NS,
+					VIR_DOMAIN_AFFECT_LIVE);
+	if (!md)
+		return;
+	pthread_mutex_lock(&s->lock);
+	struct virt_deps deps = s->deps;
+	pthread_mutex_unlock(&s->lock);
+	for (const char *p = strstr(md, "<job "); p; p = strstr(p + 1, "<job ")) {
+		const char *end = strchr(p, '>');
+		if (!end)
+			break;
+		struct virt_blockjob *job = xcalloc(1, sizeof *job);
+		job->s = s;
+		snprintf(job->vm, sizeof job->vm, "%s", vm);
+		char active[4] = "", bw[24] = "0";
+		bool ok = attr(p, end, "id", job->id, sizeof job->id) &&
+			  attr(p, end, "dev", job->dev, sizeof job->dev) &&
+			  attr(p, end, "domain", job->domain, sizeof job->domain) &&
+			  attr(p, end, "pool", job->pool, sizeof job->pool) &&
+			  attr(p, end, "image", job->image, sizeof job->image) &&
+			  attr(p, end, "base", job->base, sizeof job->base) &&
+			  attr(p, end, "top", job->top, sizeof job->top) &&
+			  attr(p, end, "active", active, sizeof active);
+		attr(p, end, "bandwidth", bw, sizeof bw);
+		job->active = strcmp(active, "1") == 0;
+		job->bandwidth = strtoul(bw, NULL, 10);
+		char why[256] = "";
+		/* the top's path: how merge_main sees the end of the job */
+		if (ok && deps.prepare_image &&
+		    deps.prepare_image(deps.prepare_ctx, job->pool, job->domain, job->image,
+				       job->top, job->top_path, sizeof job->top_path, why,
+				       sizeof why) < 0)
+			ok = false;
+		pthread_mutex_lock(&s->lock);
+		bool known = find_job(s, job->id) != NULL;
+		bool room = s->nbjobs < VIRT_MAX_BJOBS;
+		if (ok && !known && room) {
+			s->bjobs[s->nbjobs++] = *job;
+			s->bg_jobs++;
+		}
+		pthread_mutex_unlock(&s->lock);
+		if (!ok || known || !room) {
+			if (!ok)
+				log_warn("virt: %s: a merge job in the metadata cannot be followed %s",
+					 vm, why);
+			free(job);
+			continue;
+		}
+		log_info("virt: %s: following again merge job %s (%s into %s on %s)", vm, job->id,
+			 job->top, job->base, job->dev);
+		pthread_attr_t at;
+		pthread_attr_init(&at);
+		pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+		pthread_t th;
+		char jid[37];
+		snprintf(jid, sizeof jid, "%s", job->id);
+		if (pthread_create(&th, &at, merge_main, job) != 0) {
+			pthread_mutex_lock(&s->lock);
+			s->bg_jobs--;
+			pthread_mutex_unlock(&s->lock);
+			drop_job(s, jid);
+			free(job);
+		}
+		pthread_attr_destroy(&at);
+	}
+	free(md);
+}
+
+void virt_merge_recover(struct virt_state *s, virConnectPtr c)
+{
+	virDomainPtr *doms = NULL;
+	int n = virConnectListAllDomains(c, &doms, VIR_CONNECT_LIST_DOMAINS_ACTIVE);
+	for (int i = 0; i < n; i++) {
+		recover_domain(s, doms[i]);
+		virDomainFree(doms[i]);
+	}
+	free(doms);
 }

@@ -278,6 +278,7 @@ struct virt_state;
 struct virt_blockjob {
 	struct virt_state *s;
 	char id[37], vm[37], dev[32], image[37], base[37], top[37];
+	char domain[37], pool[37];  /* of the volumes (recovery prepares them again) */
 	char base_path[1024], top_path[1024];
 	bool active;                 /* top is the active layer: pivot at the end */
 	unsigned long bandwidth;     /* MiB/s, 0: no limit */
@@ -491,6 +492,9 @@ int virt_verb_snapshot(struct rpc_call *c);
 int virt_verb_merge(struct rpc_call *c);
 void virt_blockjobs_copy(struct virt_state *s, struct virt_vm *vm);
 void virt_encode_vm_jobs(struct vd_writer *w, const struct virt_vm *vm);
+/* After (re)connecting: follow again the merges a previous vdsmd started
+ * (kept in each domain's metadata). */
+void virt_merge_recover(struct virt_state *s, virConnectPtr c);
 
 /* Human text of the last libvirt error (thread-local in libvirt). */
 const char *virt_last_error(void);
