@@ -427,7 +427,7 @@ int virt_create_restore(struct rpc_call *c)
 		goto out;
 	}
 	/* the disks are prepared again (their paths may differ on this host) */
-	if (virt_resolve_disks(c, s, ex) < 0 || virt_resolve_nics(c, s, ex) < 0)
+	if (virt_resolve_disks(c, s, ex) < 0 || virt_resolve_nics(c, s, ex, RPC_E_CREATE_VM) < 0)
 		goto out;
 	engxml_rewrite(xml, ex, NULL, &x);
 	pthread_mutex_lock(&s->lock);
