@@ -224,7 +224,8 @@ static void *hibernate_main(void *arg)
 		if (t) {
 			t->saving = false;
 			t->mig_code = 12;
-			snprintf(t->mig_message, sizeof t->mig_message, "%s", err);
+			snprintf(t->mig_message, sizeof t->mig_message, "%.*s",
+				 (int)sizeof t->mig_message - 1, err);
 			if (alive && t->status != VS_DOWN)
 				t->status = st;
 		}
