@@ -88,6 +88,8 @@ enum rpc_err {
 	RPC_E_NO_PEER,        /* 10 noConPeer (migration destination unreachable) */
 	RPC_E_MIGRATION,      /* 12 MigrationError */
 	RPC_E_NO_IMAGE_FILE,  /* 13 ImageFileNotFound (a VM's drive) */
+	RPC_E_SNAPSHOT,       /* 48 SnapshotFailed (VM.snapshot) */
+	RPC_E_MERGE,          /* 52 MergeFailed (VM.merge) */
 	RPC_E_EXTERNAL_DATA,  /* 89 ExternalDataFailed (VM.getExternalData) */
 	RPC_E_RECOVERING,     /* 99 */
 	RPC_E_GENERAL,        /* 100 */

@@ -301,6 +301,8 @@ static const struct { enum rpc_err e; int code; const char *msg; } codes[] = {
 	{ RPC_E_NO_PEER, 10, "Could not connect to peer host" },
 	{ RPC_E_MIGRATION, 12, "Fatal error during migration" },
 	{ RPC_E_NO_IMAGE_FILE, 13, "Drive image file could not be found" },
+	{ RPC_E_SNAPSHOT, 48, "Snapshot failed" },
+	{ RPC_E_MERGE, 52, "Merge failed" },
 	{ RPC_E_EXTERNAL_DATA, 89, "Failed to handle external VM data" },
 	{ RPC_E_RECOVERING, 99, "Recovering from crash or Initializing" },
 	{ RPC_E_GENERAL, 100, "General Exception" },

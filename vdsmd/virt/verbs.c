@@ -192,5 +192,8 @@ const struct rpc_binding virt_bindings[] = {
 	{ "VM.migrateCancel", virt_verb_migrate_cancel },
 	{ "VM.getMigrationStatus", virt_verb_get_migration_status },
 	{ "VM.migrationCreate", virt_verb_migration_create },
+	{ "VM.hibernate", virt_verb_hibernate },
+	{ "VM.snapshot", virt_verb_snapshot },
+	{ "VM.merge", virt_verb_merge },
 	{ NULL, NULL },
 };
