@@ -27,6 +27,7 @@
 #include <sys/types.h>
 #include "../../common/vd.h"
 #include "../../rpc/rpc.h"
+#include "st_crash.h"
 
 #define ST_BLANK_UUID "00000000-0000-0000-0000-000000000000"
 #define ST_DESC_MAX 210
@@ -220,6 +221,9 @@ struct st_task {
 	int icop;                  /* ST_IC_* */
 	int sync_type;             /* ST_SYNC_* */
 	bool recovering;           /* found unfinished by st_open */
+#ifdef VD_TEST_HOOKS
+	const char *crash_step;    /* st_crash_point() once its tool is spawned */
+#endif
 	uint64_t ctime;
 	struct st_task *qnext;     /* executor queue */
 };
@@ -383,6 +387,14 @@ int st_pool_reconstruct(struct storage_state *s, const char *sp, int host_id, co
 			const char *master, int master_ver, const char *const *doms,
 			size_t ndoms, const struct st_lease_cfg *lease, struct st_err *e);
 int st_dom_load(struct st_domain *d, const char *base);
+/* Rewrite d's metadata with pool and role (memory after the disk). */
+int st_domain_restore_role(struct storage_state *s, struct st_domain *d, const char *pool,
+			   bool master);
+/* st_poolrec.c: the intent record of a pool setup (see there). */
+int st_pool_intent_write(struct storage_state *s, const char *sp, const char *const *doms,
+			 const char (*old_pool)[37], const bool *old_master, size_t n);
+void st_pool_intent_clear(struct storage_state *s);
+void st_pool_intent_recover(struct storage_state *s);
 /* Attach (pool) or detach ("") a domain as a regular member: metadata
  * first, memory after.  Caller holds neither lock and has pinned d. */
 int st_domain_set_pool(struct storage_state *s, struct st_domain *d, const char *pool);
@@ -600,6 +612,9 @@ int st_image_copy(struct storage_state *s, const struct st_imgcopy_req *r, char 
 		  struct st_err *e);
 void st_image_run_copy(struct storage_state *s, struct st_task *t);
 void st_image_copy_release(struct storage_state *s, struct st_task *t);
+/* st_tasks_recover: decide (and finish on disk) an image copy found
+ * unfinished at startup; sets t's result, code and message. */
+void st_image_copy_recover(struct storage_state *s, struct st_task *t);
 
 /* ---- volume maintenance (st_volops.c) ------------------------------------ */
 
