@@ -398,12 +398,19 @@ int st_run_tool_cb(struct storage_state *s, struct st_task *t, const char *tool,
 		st_task_abort_msg(s, t, err, errlen);
 		return -ECANCELED;
 	}
+	/* "-p" progress lines end in '\r': the message is what follows */
+	const char *msg = strrchr(out, '\r') ? strrchr(out, '\r') + 1 : out;
+	if (WIFSIGNALED(status) && WTERMSIG(status) == SIGXFSZ) {
+		/* past RLIMIT_FSIZE (a tool that does not ignore SIGXFSZ) */
+		snprintf(err, errlen, "%s %s: file size limit exceeded: File too large", tool, what);
+		return -EFBIG;
+	}
 	if (WIFSIGNALED(status))
 		snprintf(err, errlen, "%s %s killed by signal %d: %s", tool, what, WTERMSIG(status),
-			 got ? out : "(no output)");
+			 *msg ? msg : "(no output)");
 	else
 		snprintf(err, errlen, "%s %s failed (exit %d): %s", tool, what, WEXITSTATUS(status),
-			 got ? out : "(no output)");
+			 *msg ? msg : "(no output)");
 	if (strstr(out, "No space left"))
 		return -ENOSPC;
 	if (strstr(out, "too large"))
