@@ -737,6 +737,9 @@ struct storage_state *st_open(const char *root, char *why, size_t whylen)
 	int rc = st_mkdir_p(root, 0755);
 	if (rc == 0)
 		rc = st_mkdir_p(tasks, 0755);
+	struct stat tsb;
+	if (rc == 0 && (lstat(tasks, &tsb) < 0 || !S_ISDIR(tsb.st_mode)))
+		rc = -ENOTDIR;   /* a symlink: task records would be written elsewhere */
 	free(tasks);
 	if (rc < 0) {
 		snprintf(why, whylen, "storage_root %s: %s", root, strerror(-rc));
