@@ -464,8 +464,16 @@ static void run_op(unsigned op)
 		r.src_vol = VOL2;
 		rc = st_volume_create(s, &r, tid, &e);
 		break;
-	case ST_CO_VOL_DELETE:
-		rc = st_volume_delete(s, SD1, IMG1, VOL2, NULL, tid, &e);
+	case ST_CO_VOL_DELETE: {   /* with postZero: zeroed before it goes */
+		struct st_delopts zero = { .postzero = true };
+		rc = st_volume_delete(s, SD1, IMG1, VOL2, &zero, tid, &e);
+		break;
+	}
+	case ST_CO_EXTEND_RAW:
+		rc = st_volume_extend(s, SD1, IMG2, VOL3, 2 * MiB, tid, &e);
+		break;
+	case ST_CO_EXTEND_COW:
+		rc = st_volume_extend(s, SD1, IMG1, VOL2, 2 * MiB, tid, &e);
 		break;
 	case ST_CO_IMG_DELETE:
 		rc = st_image_delete(s, SD1, IMG1, NULL, tid, &e);
@@ -622,6 +630,24 @@ static void check_outcome(struct storage_state *s, unsigned op, const struct lis
 		}
 		break;
 	}
+	case ST_CO_EXTEND_RAW:
+	case ST_CO_EXTEND_COW: {
+		const char *vol = op == ST_CO_EXTEND_RAW ? VOL3 : VOL2;
+		ck_assert(*has_task);
+		mine_sd1[0] = vol;
+		struct st_volume *v = get_vol(s, SD1, vol);
+		ck_assert_msg(v && v->legal, "%s: extended volume lost or ILLEGAL", ctx);
+		if (v->capacity == 2 * MiB) {
+			ck_assert(st_volume_grown(map_get(&s->domains, SD1), v, 2 * MiB));
+			assert_success(task, ctx);
+			done = true;
+		} else {
+			ck_assert_int_eq(v->capacity, MiB);
+			assert_same(s, before, SD1, vol, ctx);
+			assert_aborted(task, ctx);
+		}
+		break;
+	}
 	case ST_CO_POOL_CREATE: {
 		ck_assert(!*has_task);
 		struct st_domain *a = map_get(&s->domains, SD1), *b = map_get(&s->domains, SD2);
@@ -661,6 +687,12 @@ static void crash_run(const char *step, unsigned op)
 	check_tree(s, "template");
 	st_close(s);
 
+	/* a second name for VOL2's data, outside the domain: after a
+	 * completed postZero delete its bytes must all be zero */
+	char *keep = st_pathf("%s/keep", root), *d2 = vpath("e1", SD1, IMG1, VOL2);
+	unlink(keep);
+	if (op == ST_CO_VOL_DELETE)
+		ck_assert_int_eq(link(d2, keep), 0);
 	pid_t pid = fork();
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0) {
@@ -680,6 +712,22 @@ static void crash_run(const char *step, unsigned op)
 	struct st_task_status t1, t2;
 	bool has1, has2;
 	check_outcome(s, op, &before, ctx, &t1, &has1);
+	if (op == ST_CO_VOL_DELETE && !get_vol(s, SD1, VOL2)) {
+		int fd = open(keep, O_RDONLY);
+		ck_assert_int_ge(fd, 0);
+		unsigned char b[4096];
+		ssize_t n;
+		size_t nonzero = 0;
+		while ((n = read(fd, b, sizeof(b))) > 0)
+			for (ssize_t i = 0; i < n; i++)
+				nonzero += b[i] != 0;
+		close(fd);
+		ck_assert_msg(nonzero == 0, "%s: deleted with postZero, %zu bytes not zeroed", ctx,
+			      nonzero);
+	}
+	unlink(keep);
+	free(keep);
+	free(d2);
 	check_tree(s, ctx);
 	st_close(s);
 	/* the outcome was persisted: a second start says the same */
@@ -744,6 +792,8 @@ OP_TEST(crash_sync_data, ST_CO_SYNC)
 OP_TEST(crash_copy_image, ST_CO_COPY)
 OP_TEST(crash_move_image, ST_CO_MOVE)
 OP_TEST(crash_pool_create, ST_CO_POOL_CREATE)
+OP_TEST(crash_extend_raw, ST_CO_EXTEND_RAW)
+OP_TEST(crash_extend_cow, ST_CO_EXTEND_COW)
 
 /* Every step is run by some operation, and a name that is not in the list
  * is a programming error the test build catches at the call. */
@@ -756,7 +806,7 @@ START_TEST(step_list_is_closed)
 		for (size_t k = 0; k < i; k++)
 			ck_assert_str_ne(st_crash_steps[i].name, st_crash_steps[k].name);
 	}
-	ck_assert_uint_eq(all, (ST_CO_POOL_CREATE << 1) - 1);
+	ck_assert_uint_eq(all, (ST_CO_LAST << 1) - 1);
 	pid_t pid = fork();
 	if (pid == 0) {
 		st_crash_point("no.such-step");
@@ -793,13 +843,16 @@ static Suite *suite(void)
 	tcase_add_test(tc, crash_copy_image);
 	tcase_add_test(tc, crash_move_image);
 	tcase_add_test(tc, crash_pool_create);
+	tcase_add_test(tc, crash_extend_raw);
+	tcase_add_test(tc, crash_extend_cow);
 #else
 	const char *why = "kill -9 at named steps needs the crash points of a VD_TEST_HOOKS "
 			  "build (runs in make asan-unit / tsan)";
 	const char *names[] = { "step_list_is_closed", "crash_create_raw", "crash_create_snapshot",
 				"crash_volume_delete", "crash_image_delete", "crash_delete_volumes",
 				"crash_copy_data", "crash_clone_structure", "crash_sync_data",
-				"crash_copy_image", "crash_move_image", "crash_pool_create" };
+				"crash_copy_image", "crash_move_image", "crash_pool_create",
+				"crash_extend_raw", "crash_extend_cow" };
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		check_skip(names[i], why);
 #endif

@@ -636,6 +636,9 @@ struct st_qinfo {
 int st_volume_extend(struct storage_state *s, const char *sd, const char *img, const char *vol,
 		     int64_t new_size, char task_id[37], struct st_err *e);
 void st_volume_run_extend(struct storage_state *s, struct st_task *t);
+/* Whether v's data already holds size bytes (RAW: file size; COW: the
+ * qcow2 header's virtual size): an extend killed before its metadata. */
+bool st_volume_grown(const struct st_domain *d, const struct st_volume *v, int64_t size);
 /* qemu-img measure -O (RAW/COW) of the volume with its backing chain. */
 int st_volume_measure(struct storage_state *s, const char *sd, const char *img, const char *vol,
 		      int dst_format, int64_t *required, struct st_err *e);

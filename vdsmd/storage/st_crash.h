@@ -32,7 +32,10 @@ enum st_crash_op {
 	ST_CO_COPY = 1 << 8,         /* Image.move op=copy */
 	ST_CO_MOVE = 1 << 9,         /* Image.move op=move */
 	ST_CO_POOL_CREATE = 1 << 10, /* StoragePool.create over two domains */
+	ST_CO_EXTEND_RAW = 1 << 11,  /* Volume.extendSize of a RAW volume */
+	ST_CO_EXTEND_COW = 1 << 12,  /* Volume.extendSize of a qcow2 leaf */
 };
+#define ST_CO_LAST ST_CO_EXTEND_COW
 #define ST_CO_CREATE (ST_CO_CREATE_RAW | ST_CO_CREATE_SNAP)
 #define ST_CO_DELETE (ST_CO_VOL_DELETE | ST_CO_IMG_DELETE | ST_CO_VOLS_DELETE)
 #define ST_CO_STRUCT (ST_CO_CLONE | ST_CO_COPY | ST_CO_MOVE)
@@ -80,7 +83,10 @@ enum st_crash_op {
 	X("pool.intent", ST_CO_POOL_CREATE)         /* intent record written */ \
 	X("pool.domain-one", ST_CO_POOL_CREATE)     /* first domain's metadata names the pool */ \
 	X("pool.domains", ST_CO_POOL_CREATE)        /* every domain's metadata written */ \
-	X("pool.meta", ST_CO_POOL_CREATE)           /* pool.meta written, intent not cleared */
+	X("pool.meta", ST_CO_POOL_CREATE)           /* pool.meta written, intent not cleared */ \
+	/* Volume.extendSize (st_volops.c) */ \
+	X("extend.grown", ST_CO_EXTEND_RAW | ST_CO_EXTEND_COW) /* data grown + synced */ \
+	X("extend.meta", ST_CO_EXTEND_RAW | ST_CO_EXTEND_COW)  /* new capacity written */
 
 struct st_crash_step {
 	const char *name;

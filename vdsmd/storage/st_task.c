@@ -492,7 +492,8 @@ struct st_task *st_task_claim(struct storage_state *s, const char *sd, const cha
 		struct st_task *t = map_val(e);
 		/* an image copy claims what it may have made on the destination
 		 * (never the source; syncData makes nothing) */
-		const char *on = t->kind != ST_TK_IMAGE_COPY ? t->sd
+		const char *on = t->kind == ST_TK_EXTEND ? ""   /* makes nothing */
+				 : t->kind != ST_TK_IMAGE_COPY ? t->sd
 				 : t->icop != ST_IC_SYNC ? t->dst_sd : "";
 		if (!t->recovering || strcmp(on, sd) != 0)
 			continue;
@@ -518,6 +519,8 @@ static size_t delete_rest(struct storage_state *s, struct st_domain *d, struct s
 		int rc = st_vol_write_meta(d, &copy);
 		if (rc == 0)
 			v->legal = false;
+		if (rc == 0 && (t->postzero || t->discard))
+			rc = st_vol_scrub(d, v->image, v->uuid, t->postzero, t->discard);
 		if (rc == 0)
 			rc = st_vol_unlink(d, v->image, v->uuid, false);
 		if (rc == 0)
@@ -567,6 +570,18 @@ void st_tasks_recover(struct storage_state *s)
 		} else if (t->kind == ST_TK_EXTEND) {
 			struct st_volume *v = map_get(&d->volumes, t->vol);
 			bool ok = v && v->capacity >= t->size;
+			if (v && !ok && st_volume_grown(d, v, t->size)) {
+				/* the data was grown and synced, the metadata not
+				 * yet: finish it (a volume never shrinks) */
+				struct st_volume copy = *v;
+				copy.capacity = t->size;
+				copy.mtime = (int64_t)time(NULL);
+				if (st_vol_write_meta(d, &copy) == 0) {
+					v->capacity = t->size;
+					v->mtime = copy.mtime;
+					ok = true;
+				}
+			}
 			t->result = ok ? ST_TR_SUCCESS : ST_TR_CLEAN_SUCCESS;
 			t->code = ok ? 0 : rpc_err_code(RPC_E_TASK_ABORTED);
 			snprintf(t->message, sizeof(t->message), "%s", ok ? done : "aborted by restart");
