@@ -3,7 +3,8 @@
  * itself, dom_md/metadata and its .tmp, the SPM lease file and its .tmp,
  * the source volume of a copy (reading a file outside into a disk the
  * attacker can read), the task record directory, the mount root and a mount
- * point under it.  Every case checks that nothing outside the domain is
+ * point under it; and a qcow2 header whose backing file points outside.
+ * Every case checks that nothing outside the domain is
  * written (or read into the domain) and that the operation fails cleanly. */
 #include <check.h>
 #include <dirent.h>
@@ -313,6 +314,52 @@ START_TEST(copy_source_link)
 }
 END_TEST
 
+/* Not a symlink but the same escape: the qcow2 header of a volume names a
+ * backing file outside the domain.  Copies read the chain our metadata
+ * describes (st_chain_json), so the outside file's bytes never reach a
+ * destination. */
+START_TEST(copy_source_backing_outside)
+{
+	ck_assert_int_eq(create(SD1, IMG1, VOL1, ST_FMT_RAW).result, ST_TR_SUCCESS);
+	struct st_volreq r = { SD1, IMG1, VOL2, MiB, ST_FMT_COW, ST_SPARSE, "DATA", "", IMG1, VOL1,
+			       false, false, 0, 0 };
+	struct st_err e = {0};
+	char tid[37];
+	ck_assert_msg(st_volume_create(S, &r, tid, &e) == 0, "%s", e.msg);
+	ck_assert_int_eq(run(tid).result, ST_TR_SUCCESS);
+	ck_assert_int_eq(create(SD1, IMG2, VOL3, ST_FMT_RAW).result, ST_TR_SUCCESS);
+	char cmd[1024];
+	snprintf(cmd, sizeof(cmd), "qemu-img rebase -u -f qcow2 -b %s -F raw %s/%s/images/%s/%s",
+		 victim, export1, SD1, IMG1, VOL2);
+	ck_assert_int_eq(system(cmd), 0);
+	const char *src[3] = { SD1, IMG1, VOL2 }, *dst[3] = { SD1, IMG2, VOL3 };
+	ck_assert_msg(st_copy_data(S, JOB1, src, dst, &e) == 0, "%s", e.msg);
+	int status = -1;
+	for (int i = 0; i < 3000 && (status == -1 || status == ST_JOB_PENDING ||
+				     status == ST_JOB_RUNNING); i++) {
+		usleep(10000);
+		pthread_mutex_lock(&S->lock);
+		status = ((struct st_job *)map_get(&S->jobs, JOB1))->info.status;
+		pthread_mutex_unlock(&S->lock);
+	}
+	ck_assert_int_eq(status, ST_JOB_DONE);   /* from the real base */
+	char *d3 = st_pathf("%s/%s/images/%s/%s", export1, SD1, IMG2, VOL3);
+	ck_assert(!file_has(d3, "precious"));
+	struct st_imgcopy_req ic = { NULL, SD1, IMG1, SD2, ST_IC_COPY, ST_SYNC_ALL, false, false,
+				     false };
+	ck_assert_msg(st_image_copy(S, &ic, tid, &e) == 0, "%s", e.msg);
+	struct st_task_status st = run(tid);
+	ck_assert_msg(st.result == ST_TR_SUCCESS, "%s", st.message);
+	for (int k = 0; k < 2; k++) {
+		char *p = st_pathf("%s/%s/images/%s/%s", export2, SD2, IMG1, k ? VOL2 : VOL1);
+		ck_assert(!file_has(p, "precious"));
+		free(p);
+	}
+	ck_assert(file_has(victim, PRECIOUS));
+	free(d3);
+}
+END_TEST
+
 /* <storage_root>/tasks is a link outside: the storage is not opened (task
  * records would be written there). */
 START_TEST(tasks_directory_link)
@@ -404,6 +451,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, domain_metadata_links);
 	tcase_add_test(tc, spm_lease_links);
 	tcase_add_test(tc, copy_source_link);
+	tcase_add_test(tc, copy_source_backing_outside);
 	tcase_add_test(tc, tasks_directory_link);
 	tcase_add_test(tc, mount_root_links);
 	suite_add_tcase(s, tc);

@@ -595,6 +595,13 @@ int st_image_prepare2(struct storage_state *s, const char *sd, const char *sp, c
 		      const char *vol, bool allow_illegal, struct st_chain *out,
 		      struct st_err *e);
 
+/* qemu-img's view of vol and its chain taken from our metadata, not from
+ * the qcow2 headers (whoever can write a volume can point its backing file
+ * anywhere): "json:{driver, file, backing: {...} | null}", every path
+ * checked (st_vol_stat).  NULL with err filled.  Caller holds no lock. */
+char *st_chain_json(struct storage_state *s, const struct st_domain *d, const char *vol,
+		    char *err, size_t errlen);
+
 /* ---- image copy between domains (st_imgcopy.c) -------------------------- */
 
 enum { ST_IC_CLONE = 1, ST_IC_SYNC, ST_IC_COPY, ST_IC_MOVE };

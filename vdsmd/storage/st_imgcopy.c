@@ -19,7 +19,10 @@
  * stays ILLEGAL and the task's message names it.  The source is never
  * changed before the destination compared equal, so a failed or killed move
  * loses nothing.  Every path handed to qemu-img was checked with the
- * domain's directory descriptors first (st_vol_stat: no symlink). */
+ * domain's directory descriptors first (st_vol_stat: no symlink), and a
+ * source chain is given to qemu-img from our metadata (st_chain_json), never
+ * taken from the qcow2 headers, which anyone who can write a volume can
+ * point outside the domain. */
 #include "st.h"
 #include "../../common/log.h"
 
@@ -368,7 +371,8 @@ static int sync_one(struct storage_state *s, struct st_task *t, struct st_domain
 	}
 	ST_CRASH("imgcopy.sync-illegal");
 	rc = -EIO;
-	src = checked_path(sdom, sv->image, sv->uuid, err, errlen);
+	/* the source chain from our metadata, never from its qcow2 headers */
+	src = st_chain_json(s, sdom, sv->uuid, err, errlen);
 	dst = src ? checked_path(dd, dv->image, dv->uuid, err, errlen) : NULL;
 	if (!dst)
 		goto out;
@@ -377,8 +381,6 @@ static int sync_one(struct storage_state *s, struct st_task *t, struct st_domain
 	argv[a++] = (char *)"qemu-img";
 	argv[a++] = (char *)"convert";
 	argv[a++] = (char *)"-n";
-	argv[a++] = (char *)"-f";
-	argv[a++] = (char *)qfmt(sv->format);
 	argv[a++] = (char *)"-O";
 	argv[a++] = (char *)qfmt(dv->format);
 	if (strcmp(dv->parent, ST_BLANK_UUID) != 0) {
@@ -443,13 +445,11 @@ static int verify_one(struct storage_state *s, struct st_task *t, struct st_doma
 		      struct st_domain *dd, const struct st_volume *sv,
 		      const struct st_volume *dv, char *err, size_t errlen)
 {
-	char *src = checked_path(sdom, sv->image, sv->uuid, err, errlen);
-	char *dst = src ? checked_path(dd, dv->image, dv->uuid, err, errlen) : NULL;
+	char *src = st_chain_json(s, sdom, sv->uuid, err, errlen);
+	char *dst = src ? st_chain_json(s, dd, dv->uuid, err, errlen) : NULL;
 	int rc = -EIO;
 	if (dst) {
-		char *argv[] = { (char *)"qemu-img", (char *)"compare", (char *)"-f",
-				 (char *)qfmt(sv->format), (char *)"-F", (char *)qfmt(dv->format),
-				 src, dst, NULL };
+		char *argv[] = { (char *)"qemu-img", (char *)"compare", src, dst, NULL };
 		rc = st_run_qemu_img(s, t, argv, -1, err, errlen);
 		if (rc < 0 && rc != -ECANCELED) {
 			char why[200];

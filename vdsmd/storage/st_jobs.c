@@ -110,6 +110,7 @@ static void *copy_main(void *arg)
 	struct st_chain ch = { 0 };
 	struct st_err e = { 0 };
 	int ifd = -1, fd = -1;
+	char *srcspec = NULL;
 	if ((rc = dst_meta(s, dd, j->dst[2], false, false)) < 0) {
 		snprintf(err, sizeof(err), "marking the destination ILLEGAL: %s", strerror(-rc));
 		goto out;
@@ -129,10 +130,16 @@ static void *copy_main(void *arg)
 		snprintf(err, sizeof(err), "destination data file: %s", strerror(-rc));
 		goto out;
 	}
+	/* the source chain from our metadata, never from its qcow2 headers */
+	(void)sfmt;
+	srcspec = st_chain_json(s, sd, j->src[2], err, sizeof(err));
+	if (!srcspec) {
+		rc = -EIO;
+		goto out;
+	}
 	char *argv[] = { (char *)"qemu-img", (char *)"convert", (char *)"-p", (char *)"-n",
-			 (char *)"-f", (char *)(sfmt == ST_FMT_COW ? "qcow2" : "raw"),
 			 (char *)"-O", (char *)(dfmt == ST_FMT_COW ? "qcow2" : "raw"),
-			 ch.paths[0], (char *)"/proc/self/fd/3", NULL };
+			 srcspec, (char *)"/proc/self/fd/3", NULL };
 #ifdef VD_TEST_HOOKS
 	j->ctl.crash_step = "copy_data.converting";
 #endif
@@ -147,6 +154,7 @@ static void *copy_main(void *arg)
 	if (rc == 0 && (rc = dst_meta(s, dd, j->dst[2], true, true)) < 0)
 		snprintf(err, sizeof(err), "marking the destination LEGAL: %s", strerror(-rc));
 out:
+	free(srcspec);
 	if (fd >= 0)
 		close(fd);
 	if (ifd >= 0)
