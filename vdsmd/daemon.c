@@ -112,6 +112,12 @@ static int virt_prepare_image(void *ctx, const char *pool, const char *domain,
 	return rc;
 }
 
+/* virt's network interface (VM.create, VM.hotplugNic, on a worker). */
+static int virt_network_bridge(void *ctx, const char *network, char *bridge, size_t len)
+{
+	return net_network_bridge(ctx, network, bridge, len);
+}
+
 static int build_engine(struct vdsmd *d, char *why, size_t whylen)
 {
 	d->rpc = rpc_engine_new(&d->limits);
@@ -187,7 +193,9 @@ int daemon_init(struct vdsmd *d, char *why, size_t whylen)
 		snprintf(why, whylen, "net: %s", vd_strerror(rc));
 		return rc;
 	}
-	const struct virt_deps deps = { .prepare_image = virt_prepare_image, .prepare_ctx = d };
+	const struct virt_deps deps = { .prepare_image = virt_prepare_image, .prepare_ctx = d,
+					.network_bridge = virt_network_bridge, .network_ctx = d,
+					.peer_tls = d->srv ? d->srv->peer_tls : NULL };
 	virt_set_deps(d, &deps);
 	d->host_peers = xcalloc(1, sizeof(*d->host_peers));
 	*d->host_peers = (struct host_peers){

@@ -330,6 +330,12 @@ static const struct { enum rpc_err e; int code; const char *msg; } codes[] = {
 	{ RPC_E_NET_BAD_BRIDGE, 27, "Bad bridge" },
 	{ RPC_E_NET_FAILED_IFUP, 29, "Failed to bring interface up" },
 	{ RPC_E_NET_USED_BOND, 31, "Bond already in use" },
+	{ RPC_E_TICKET, 18, "Error while setting spice ticket" },
+	{ RPC_E_CHANGE_DISK, 41, "Failed to change disk image" },
+	{ RPC_E_HOTPLUG_NIC, 49, "Failed to hotplug NIC" },
+	{ RPC_E_UPDATE_DEVICE, 56, "Failed to update device" },
+	{ RPC_E_HOTPLUG_MEM, 70, "Failed to hotplug memory" },
+	{ RPC_E_HOTUNPLUG_MEM, 85, "Failed to hotunplug memory" },
 };
 
 START_TEST(every_error_code)
