@@ -32,6 +32,7 @@
 #include <sys/types.h>
 #include "../../common/vd.h"
 #include "../../rpc/rpc.h"
+#include "st_crash.h"
 
 #define ST_BLANK_UUID "00000000-0000-0000-0000-000000000000"
 #define ST_DESC_MAX 210
@@ -226,6 +227,9 @@ struct st_task {
 	int icop;                  /* ST_IC_* */
 	int sync_type;             /* ST_SYNC_* */
 	bool recovering;           /* found unfinished by st_open */
+#ifdef VD_TEST_HOOKS
+	const char *crash_step;    /* st_crash_point() once its tool is spawned */
+#endif
 	uint64_t ctime;
 	struct st_task *qnext;     /* executor queue */
 };
@@ -396,6 +400,17 @@ int st_pool_reconstruct(struct storage_state *s, const char *sp, int host_id, co
 			const int *statuses, size_t ndoms, const struct st_lease_cfg *lease,
 			struct st_err *e);
 int st_dom_load(struct st_domain *d, const char *base);
+/* Rewrite d's metadata with pool and role (memory after the disk). */
+int st_domain_restore_role(struct storage_state *s, struct st_domain *d, const char *pool,
+			   bool master);
+/* st_poolrec.c: the intent record of a pool setup (see there); entries
+ * with skip[i] (reconstructMaster's members not loaded here, NULL: none)
+ * are left out: the setup does not write them. */
+int st_pool_intent_write(struct storage_state *s, const char *sp, const char *const *doms,
+			 const char (*old_pool)[37], const bool *old_master, const bool *skip,
+			 size_t n);
+void st_pool_intent_clear(struct storage_state *s);
+void st_pool_intent_recover(struct storage_state *s);
 /* Attach (pool) or detach ("") a domain as a regular member: metadata
  * first, memory after.  Caller holds neither lock and has pinned d. */
 int st_domain_set_pool(struct storage_state *s, struct st_domain *d, const char *pool);
@@ -686,6 +701,13 @@ int st_image_prepare2(struct storage_state *s, const char *sd, const char *sp, c
 		      const char *vol, bool allow_illegal, struct st_chain *out,
 		      struct st_err *e);
 
+/* qemu-img's view of vol and its chain taken from our metadata, not from
+ * the qcow2 headers (whoever can write a volume can point its backing file
+ * anywhere): "json:{driver, file, backing: {...} | null}", every path
+ * checked (st_vol_stat).  NULL with err filled.  Caller holds no lock. */
+char *st_chain_json(struct storage_state *s, const struct st_domain *d, const char *vol,
+		    char *err, size_t errlen);
+
 /* ---- image copy between domains (st_imgcopy.c) -------------------------- */
 
 enum { ST_IC_CLONE = 1, ST_IC_SYNC, ST_IC_COPY, ST_IC_MOVE };
@@ -703,6 +725,9 @@ int st_image_copy(struct storage_state *s, const struct st_imgcopy_req *r, char 
 		  struct st_err *e);
 void st_image_run_copy(struct storage_state *s, struct st_task *t);
 void st_image_copy_release(struct storage_state *s, struct st_task *t);
+/* st_tasks_recover: decide (and finish on disk) an image copy found
+ * unfinished at startup; sets t's result, code and message. */
+void st_image_copy_recover(struct storage_state *s, struct st_task *t);
 
 /* ---- volume maintenance (st_volops.c) ------------------------------------ */
 
@@ -724,6 +749,9 @@ struct st_qinfo {
 int st_volume_extend(struct storage_state *s, const char *sd, const char *img, const char *vol,
 		     int64_t new_size, char task_id[37], struct st_err *e);
 void st_volume_run_extend(struct storage_state *s, struct st_task *t);
+/* Whether v's data already holds size bytes (RAW: file size; COW: the
+ * qcow2 header's virtual size): an extend killed before its metadata. */
+bool st_volume_grown(const struct st_domain *d, const struct st_volume *v, int64_t size);
 /* qemu-img measure -O (RAW/COW) of the volume with its backing chain. */
 int st_volume_measure(struct storage_state *s, const char *sd, const char *img, const char *vol,
 		      int dst_format, int64_t *required, struct st_err *e);

@@ -294,6 +294,21 @@ static int nfs_options(const struct st_conn_req *r, struct vd_buf *o, char *msg,
 	return 0;
 }
 
+static bool real_dir(const char *p)
+{
+	struct stat st;
+	return lstat(p, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* <storage_root>/mnt and the mount point below it are real directories. */
+static bool mount_root_ok(const struct storage_state *s, const char *mp)
+{
+	char *mnt = st_path(s->root, "mnt");
+	bool ok = real_dir(mnt) && real_dir(mp);
+	free(mnt);
+	return ok;
+}
+
 void st_mount_cmd_free(struct st_mount_cmd *m)
 {
 	free(m->spec);
@@ -374,9 +389,20 @@ int st_conn_connect(struct storage_state *s, int domtype, const struct st_conn_r
 	int status = st_conn_mount_cmd(s->root, domtype, r, &m, msg, msglen);
 	if (status)
 		return status;
-	int rc = st_mkdir_p(m.mountpoint, 0755);
+	/* the mount root is checked before anything is made in it, the mount
+	 * point after: mount(8) would follow a symlink and mount elsewhere */
+	char *mnt = st_path(s->root, "mnt");
+	int rc = st_mkdir_p(mnt, 0755);
+	bool linked = rc == 0 && !real_dir(mnt);
+	if (rc == 0 && !linked && mkdir(m.mountpoint, 0755) < 0 && errno != EEXIST)
+		rc = -errno;
+	free(mnt);
 	if (rc < 0) {
 		snprintf(msg, msglen, "cannot create mount point %s: %s", m.mountpoint, strerror(-rc));
+		status = ST_CONN_MOUNT;
+	} else if (linked || !mount_root_ok(s, m.mountpoint)) {
+		snprintf(msg, msglen, "mount point %s or the mount root is not a directory "
+			 "(symlinks refused)", m.mountpoint);
 		status = ST_CONN_MOUNT;
 	} else if (st_is_mounted(m.mountpoint)) {
 		log_info("storage: %s already mounted on %s", m.spec, m.mountpoint);
@@ -408,6 +434,11 @@ int st_conn_disconnect(struct storage_state *s, int domtype, const struct st_con
 	}
 	char *mp = st_conn_mountpoint(s, r->connection);
 	int status = 0;
+	if (!mount_root_ok(s, mp)) {
+		/* a planted symlink: nothing of ours is mounted there; leave it */
+		free(mp);
+		return 0;
+	}
 	if (st_is_mounted(mp)) {
 		/* VDSM: umount -f -l (a dead NFS server cannot hang it) */
 		char *argv[] = { (char *)"umount", (char *)"-f", (char *)"-l", mp, NULL };
@@ -455,13 +486,14 @@ struct st_domain *st_conn_find_domain(struct storage_state *s, const char *sd)
 		d = try_base(sd, dirs.data + off);
 	buf_free(&dirs);
 	char *mnt = st_path(s->root, "mnt");
-	DIR *dh = d ? NULL : opendir(mnt);
+	DIR *dh = d || !real_dir(mnt) ? NULL : opendir(mnt);
 	struct dirent *de;
 	while (dh && !d && (de = readdir(dh))) {
 		if (de->d_name[0] == '.')
 			continue;
 		char *base = st_path(mnt, de->d_name);
-		d = try_base(sd, base);
+		if (real_dir(base))   /* a symlink planted there is not a mount of ours */
+			d = try_base(sd, base);
 		free(base);
 	}
 	if (dh)

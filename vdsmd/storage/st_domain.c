@@ -169,6 +169,19 @@ int st_master_write_map(struct storage_state *s, struct st_domain *m, const char
 	return rc;
 }
 
+int st_domain_restore_role(struct storage_state *s, struct st_domain *d, const char *pool,
+			   bool master)
+{
+	int rc = write_meta_as(s, d, pool, master, d);
+	if (rc == 0) {
+		pthread_mutex_lock(&s->lock);
+		snprintf(d->pool, sizeof(d->pool), "%.36s", pool);
+		d->master = master;
+		pthread_mutex_unlock(&s->lock);
+	}
+	return rc;
+}
+
 int st_dom_load(struct st_domain *d, const char *base)
 {
 	struct st_kv kv;
@@ -561,9 +574,14 @@ int st_pool_setup(struct storage_state *s, const char *sp, const char *name, con
 				 .lease_io_ms = io_ms, .lease_retries = retries };
 	/* Domains first, then pool.meta; any failure puts back what was
 	 * written, and memory changes only when everything is on disk. */
-	int rc = 0;
-	size_t done = 0;
-	for (; done < ndoms; done++) {
+	/* (pool.intent first: a kill -9 half-way is undone at the next start,
+	 * st_poolrec.c) */
+	int rc = st_pool_intent_write(s, sp, doms, (const char (*)[37])old_pool, old_master,
+				      skipped, ndoms);
+	size_t done = 0, unrestored = 0;
+	if (rc == 0)
+		ST_CRASH("pool.intent");
+	for (; rc == 0 && done < ndoms; done++) {
 		bool is_master = strcmp(doms[done], master) == 0;
 		if (skipped[done])
 			continue;
@@ -580,16 +598,25 @@ int st_pool_setup(struct storage_state *s, const char *sp, const char *name, con
 		}
 		if (rc < 0)
 			break;
+		ST_CRASH("pool.domain-one");
+	}
+	if (rc == 0) {
+		ST_CRASH("pool.domains");
+		rc = pool_write(s, &nw);
 	}
 	if (rc == 0)
-		rc = pool_write(s, &nw);
+		ST_CRASH("pool.meta");
 	if (rc < 0) {
 		for (size_t i = 0; i < done; i++)
 			if (!skipped[i] &&
-			    write_meta_as(s, list[i], old_pool[i], old_master[i], list[i]) < 0)
+			    write_meta_as(s, list[i], old_pool[i], old_master[i], list[i]) < 0) {
 				log_error("storage: pool create: cannot restore domain %s metadata",
 					  list[i]->uuid);
+				unrestored++;
+			}
 	}
+	if (!unrestored)
+		st_pool_intent_clear(s);
 	pthread_mutex_lock(&s->lock);
 	if (rc == 0) {
 		for (size_t i = 0; i < ndoms; i++) {

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 struct storage_state *st_open(const char *root, char *why, size_t whylen)
 {
@@ -15,6 +16,9 @@ struct storage_state *st_open(const char *root, char *why, size_t whylen)
 	int rc = st_mkdir_p(root, 0755);
 	if (rc == 0)
 		rc = st_mkdir_p(tasks, 0755);
+	struct stat tsb;
+	if (rc == 0 && (lstat(tasks, &tsb) < 0 || !S_ISDIR(tsb.st_mode)))
+		rc = -ENOTDIR;   /* a symlink: task records would be written elsewhere */
 	free(tasks);
 	if (rc < 0) {
 		snprintf(why, whylen, "storage_root %s: %s", root, strerror(-rc));
@@ -62,6 +66,7 @@ struct storage_state *st_open(const char *root, char *why, size_t whylen)
 	}
 	kv_free(&reg);
 	st_pool_load(s);
+	st_pool_intent_recover(s);
 	st_pool_lease_from_master(s);
 	/* Task records first: the scan removes only what an unfinished task
 	 * claims, and the tasks' outcome is decided from what it found. */
