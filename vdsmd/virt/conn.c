@@ -8,6 +8,11 @@
  *   events   runs libvirt's default event loop (virEventRunDefaultImpl) so
  *            that domain lifecycle callbacks (events.c) are delivered.
  *
+ * and the detached background threads of the verbs that answer before their
+ * work is done (VM.shutdown's watcher, VM.migrate, VM.hibernate, VM.snapshot,
+ * VM.merge): virt_bg_spawn counts each one in bg_jobs, virt_fini waits for
+ * them (virt_bg_wait) before it frees the state.
+ *
  * Readiness: the sampler reports "virt" ready (vdsmd_subsystem_ready) after
  * its first attempt, whether or not libvirt answered, so a host without
  * libvirt still serves every other verb.  Until a first snapshot exists the
@@ -127,6 +132,69 @@ static virConnectPtr try_connect(struct virt_state *s)
 	pthread_mutex_unlock(&s->lock);
 	virt_merge_recover(s, c);   /* merges a previous vdsmd started (merge.c) */
 	return c;
+}
+
+/* ---- background threads ------------------------------------------------ */
+
+static void bg_uncount(struct virt_state *s)
+{
+	pthread_mutex_lock(&s->lock);
+	s->bg_jobs--;
+	pthread_cond_broadcast(&s->cond);
+	pthread_mutex_unlock(&s->lock);
+}
+
+int virt_bg_spawn(struct virt_state *s, void *(*fn)(void *), void *arg)
+{
+	pthread_mutex_lock(&s->lock);
+	s->bg_jobs++;
+	pthread_mutex_unlock(&s->lock);
+	pthread_attr_t at;
+	pthread_attr_init(&at);
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	pthread_t th;
+	int e = pthread_create(&th, &at, fn, arg);
+	pthread_attr_destroy(&at);
+	if (e == 0)
+		return 0;
+	bg_uncount(s);
+	return VD_EBUSY;
+}
+
+void virt_bg_done(struct virt_state *s, void *job)
+{
+	free(job);
+	bg_uncount(s);
+}
+
+virDomainPtr virt_bg_domain(struct virt_state *s, const char *id, virConnectPtr *c)
+{
+	*c = virt_conn_get(s);
+	return *c ? virDomainLookupByUUIDString(*c, id) : NULL;
+}
+
+void virt_bg_release(virConnectPtr c, virDomainPtr d)
+{
+	if (d)
+		virDomainFree(d);
+	if (c)
+		virConnectClose(c);
+}
+
+void virt_bg_wait(struct virt_state *s)
+{
+	pthread_mutex_lock(&s->lock);
+	while (s->bg_jobs > 0)
+		pthread_cond_wait(&s->cond, &s->lock);
+	pthread_mutex_unlock(&s->lock);
+}
+
+bool virt_stopping(struct virt_state *s)
+{
+	pthread_mutex_lock(&s->lock);
+	bool stop = s->stop;
+	pthread_mutex_unlock(&s->lock);
+	return stop;
 }
 
 /* ---- sampler thread ---------------------------------------------------- */

@@ -30,29 +30,20 @@
 #define MAX_SMP 4096
 #define MAX_XML (4u << 20)
 
-static struct virt_state *state_of(const struct rpc_call *c)
+void virt_write_created(struct rpc_call *c, const char *id, const char *name,
+			enum virt_status st, int64_t mem_mib, int64_t smp)
 {
-	const struct vdsmd *d = c->app;
-	return d ? d->virt : NULL;
-}
-
-static void xml_esc(struct vd_buf *b, const char *s, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		switch (s[i]) {
-		case '&': buf_puts(b, "&amp;"); break;
-		case '<': buf_puts(b, "&lt;"); break;
-		case '>': buf_puts(b, "&gt;"); break;
-		case '\'': buf_puts(b, "&apos;"); break;
-		case '"': buf_puts(b, "&quot;"); break;
-		default: buf_putc(b, s[i]); break;
-		}
-	}
-}
-
-static void xml_escz(struct vd_buf *b, const char *s)
-{
-	xml_esc(b, s, strlen(s));
+	vw_begin_object(c->w);
+	vw_kstr(c->w, "vmId", id);
+	vw_kstr(c->w, "vmName", name);
+	vw_kstr(c->w, "status", virt_status_name(st));
+	vw_kstrf(c->w, "statusTime", "%llu", (unsigned long long)rpc_event_time_ms());
+	vw_kstr(c->w, "vmType", "kvm");
+	vw_kstr(c->w, "kvmEnable", "true");
+	vw_kstr(c->w, "acpiEnable", "true");
+	vw_kint(c->w, "memSize", mem_mib);
+	vw_kstrf(c->w, "smp", "%lld", (long long)smp);
+	vw_end_object(c->w);
 }
 
 /* Integer from an int or a decimal string value; -1 when neither. */
@@ -125,11 +116,11 @@ static int add_device(struct rpc_call *c, struct vd_buf *x, const struct vd_valu
 		buf_printf(x, "<disk type='%s' device='disk'><driver name='qemu' type='%s'/>",
 			   block ? "block" : "file", cow ? "qcow2" : "raw");
 		buf_printf(x, "<source %s='", block ? "dev" : "file");
-		xml_escz(x, path);
+		virt_xml_escape(x, path);
 		buf_printf(x, "'/><target dev='vd%c' bus='virtio'/>", 'a' + (int)(*ndisk)++);
 		if (serial) {
 			buf_puts(x, "<serial>");
-			xml_escz(x, serial);
+			virt_xml_escape(x, serial);
 			buf_puts(x, "</serial>");
 		}
 		buf_puts(x, "</disk>");
@@ -144,7 +135,7 @@ static int add_device(struct rpc_call *c, struct vd_buf *x, const struct vd_valu
 		if (mac)
 			buf_printf(x, "<mac address='%s'/>", mac);
 		buf_puts(x, "<source network='");
-		xml_escz(x, net && *net ? net : "default");
+		virt_xml_escape(x, net && *net ? net : "default");
 		buf_puts(x, "'/><model type='virtio'/></interface>");
 		return 0;
 	}
@@ -183,7 +174,7 @@ static int build_flat(struct rpc_call *c, const struct vd_value *p, const char *
 	if (smp < 1 || smp > MAX_SMP)
 		return rpc_fail(c, RPC_E_PARAMS, "vmParams.smp: 1..%d", MAX_SMP);
 	buf_printf(x, "<domain type='%s'><name>", dtype);
-	xml_escz(x, name);
+	virt_xml_escape(x, name);
 	buf_printf(x, "</name><uuid>%s</uuid><memory unit='MiB'>%lld</memory>"
 		   "<currentMemory unit='MiB'>%lld</currentMemory><vcpu>%lld</vcpu>"
 		   "<os><type arch='x86_64'>hvm</type><boot dev='hd'/></os>"
@@ -363,7 +354,7 @@ static bool known_vm(struct virt_state *s, virConnectPtr conn, const char *id)
 
 int virt_verb_create(struct rpc_call *c)
 {
-	struct virt_state *s = state_of(c);
+	struct virt_state *s = virt_state_of(c);
 	const char *id = rpc_arg_str(c, "vmID", NULL);
 	const struct vd_value *p = rpc_arg(c, "vmParams");
 	struct vd_buf x = VD_BUF_INIT;
@@ -397,12 +388,10 @@ int virt_verb_create(struct rpc_call *c)
 	/* duplicate vmId: known to libvirt, or a Down VM not yet destroyed */
 	virDomainPtr old = virDomainLookupByUUIDString(conn, id);
 	pthread_mutex_lock(&s->lock);
-	struct virt_track *t = track_find(s, id);
-	bool dup = old || (t && !tomb_has(s, id));
+	struct virt_track *t = old ? NULL : track_claim(s, id, name);
+	bool dup = !t;
 	if (!dup) {
-		tomb_del(s, id);
 		/* events.c reports WaitForLaunch -> Powering up -> Up at STARTED */
-		t = track_get(s, id, name);
 		t->launching = true;
 		t->created = false;
 		t->status = VS_WAIT_FOR_LAUNCH;
@@ -439,22 +428,13 @@ int virt_verb_create(struct rpc_call *c)
 		 xv ? "the engine's XML" : "flat parameters",
 		 (double)(vd_now_ns() - t0) / 1e6);
 	virt_refresh(s);
-	vw_begin_object(c->w);
-	vw_kstr(c->w, "vmId", id);
-	vw_kstr(c->w, "vmName", name ? name : id);  /* both builders set it */
-	vw_kstr(c->w, "status", virt_status_name(VS_WAIT_FOR_LAUNCH));
-	vw_kstrf(c->w, "statusTime", "%llu", (unsigned long long)rpc_event_time_ms());
-	vw_kstr(c->w, "vmType", "kvm");
-	vw_kstr(c->w, "kvmEnable", "true");
-	vw_kstr(c->w, "acpiEnable", "true");
-	if (!xv) {
-		vw_kint(c->w, "memSize", int_or_str(vd_obj_get(p, "memSize"), 1024));
-		vw_kstrf(c->w, "smp", "%lld", (long long)int_or_str(vd_obj_get(p, "smp"), 1));
-	} else {
-		vw_kint(c->w, "memSize", (int64_t)mem_mib);
-		vw_kstrf(c->w, "smp", "%u", smp);
-	}
-	vw_end_object(c->w);
+	if (!xv)
+		virt_write_created(c, id, name ? name : id,  /* both builders set it */
+				   VS_WAIT_FOR_LAUNCH, int_or_str(vd_obj_get(p, "memSize"), 1024),
+				   int_or_str(vd_obj_get(p, "smp"), 1));
+	else
+		virt_write_created(c, id, name ? name : id, VS_WAIT_FOR_LAUNCH,
+				   (int64_t)mem_mib, smp);
 	rc = 0;
 out:
 	if (dom)

@@ -31,22 +31,14 @@
 
 #define MAX_DEV_XML (64u << 10)
 
-static struct virt_state *state_of(const struct rpc_call *c)
-{
-	const struct vdsmd *d = c->app;
-	return d ? d->virt : NULL;
-}
-
 static char *live_element(struct rpc_call *c, virDomainPtr dom, const char *kind,
 			  const char *key);
 
-/* Act on the domain, then re-read its devices; the result is written by
- * the action (or VmDefinition when want_def). */
-static int dev_verb(struct rpc_call *c, domain_action act, bool want_def)
+int virt_on_devices(struct rpc_call *c, domain_action act, bool want_def)
 {
 	if (virt_on_domain(c, act) < 0)
 		return -1;
-	struct virt_state *s = state_of(c);
+	struct virt_state *s = virt_state_of(c);
 	const char *id = rpc_arg_str(c, "vmID", NULL);
 	virt_mark_xml_stale(s, id);
 	virt_refresh(s);
@@ -251,10 +243,10 @@ static int act_unplug_nic(struct rpc_call *c, struct virt_state *s, virDomainPtr
 	return hotunplug(c, id, d, "interface");
 }
 
-int virt_verb_hotplug_disk(struct rpc_call *c) { return dev_verb(c, act_hotplug_disk, true); }
-int virt_verb_hotplug_nic(struct rpc_call *c) { return dev_verb(c, act_hotplug_nic, true); }
-int virt_verb_hotunplug_disk(struct rpc_call *c) { return dev_verb(c, act_unplug_disk, true); }
-int virt_verb_hotunplug_nic(struct rpc_call *c) { return dev_verb(c, act_unplug_nic, true); }
+int virt_verb_hotplug_disk(struct rpc_call *c) { return virt_on_devices(c, act_hotplug_disk, true); }
+int virt_verb_hotplug_nic(struct rpc_call *c) { return virt_on_devices(c, act_hotplug_nic, true); }
+int virt_verb_hotunplug_disk(struct rpc_call *c) { return virt_on_devices(c, act_unplug_disk, true); }
+int virt_verb_hotunplug_nic(struct rpc_call *c) { return virt_on_devices(c, act_unplug_nic, true); }
 
 /* The live element (an arena copy) of kind whose child/attribute text
  * contains key (an alias, a target); NULL when none. */
@@ -363,7 +355,7 @@ static int act_set_ticket(struct rpc_call *c, struct virt_state *s, virDomainPtr
 			  rpc_arg_str(c, "existingConnAction", NULL), NULL, RPC_E_TICKET);
 }
 
-int virt_verb_set_ticket(struct rpc_call *c) { return dev_verb(c, act_set_ticket, false); }
+int virt_verb_set_ticket(struct rpc_call *c) { return virt_on_devices(c, act_set_ticket, false); }
 
 /* A string member of obj as an arena copy (NULL when absent / not a string). */
 static const char *mstr(struct rpc_call *c, const struct vd_value *obj, const char *key)
@@ -441,7 +433,7 @@ static int act_update_device(struct rpc_call *c, struct virt_state *s, virDomain
 	return 0;
 }
 
-int virt_verb_update_device(struct rpc_call *c) { return dev_verb(c, act_update_device, true); }
+int virt_verb_update_device(struct rpc_call *c) { return virt_on_devices(c, act_update_device, true); }
 
 /* The medium of the VM's first drive of kind (device='cdrom' or 'floppy'):
  * driveSpec is {path} or the path itself; "" ejects (VDSM: the floppy is
@@ -501,9 +493,9 @@ static int act_change_floppy(struct rpc_call *c, struct virt_state *s, virDomain
 	return change_media(c, dom, id, "floppy");
 }
 
-int virt_verb_change_floppy(struct rpc_call *c) { return dev_verb(c, act_change_floppy, true); }
+int virt_verb_change_floppy(struct rpc_call *c) { return virt_on_devices(c, act_change_floppy, true); }
 
-int virt_verb_change_cd(struct rpc_call *c) { return dev_verb(c, act_change_cd, true); }
+int virt_verb_change_cd(struct rpc_call *c) { return virt_on_devices(c, act_change_cd, true); }
 
 static int act_balloon(struct rpc_call *c, struct virt_state *s, virDomainPtr dom, const char *id)
 {
@@ -520,7 +512,7 @@ static int act_balloon(struct rpc_call *c, struct virt_state *s, virDomainPtr do
 	return 0;
 }
 
-int virt_verb_set_balloon_target(struct rpc_call *c) { return dev_verb(c, act_balloon, false); }
+int virt_verb_set_balloon_target(struct rpc_call *c) { return virt_on_devices(c, act_balloon, false); }
 
 static int act_cpus(struct rpc_call *c, struct virt_state *s, virDomainPtr dom, const char *id)
 {
@@ -534,7 +526,7 @@ static int act_cpus(struct rpc_call *c, struct virt_state *s, virDomainPtr dom, 
 	return 0;
 }
 
-int virt_verb_set_number_of_cpus(struct rpc_call *c) { return dev_verb(c, act_cpus, true); }
+int virt_verb_set_number_of_cpus(struct rpc_call *c) { return virt_on_devices(c, act_cpus, true); }
 
 /* VDSM's ioTune keys, libvirt's typed parameter names. */
 static const char *const iotune_keys[][2] = {
@@ -581,7 +573,7 @@ static int act_set_iotune(struct rpc_call *c, struct virt_state *s, virDomainPtr
 	return 0;
 }
 
-int virt_verb_set_iotune(struct rpc_call *c) { return dev_verb(c, act_set_iotune, false); }
+int virt_verb_set_iotune(struct rpc_call *c) { return virt_on_devices(c, act_set_iotune, false); }
 
 /* [{name, path, ioTune: {...}}] for every disk with a target. */
 static int act_get_iotune(struct rpc_call *c, struct virt_state *s, virDomainPtr dom,
@@ -626,4 +618,4 @@ static int act_get_iotune(struct rpc_call *c, struct virt_state *s, virDomainPtr
 	return 0;
 }
 
-int virt_verb_get_iotune(struct rpc_call *c) { return dev_verb(c, act_get_iotune, false); }
+int virt_verb_get_iotune(struct rpc_call *c) { return virt_on_devices(c, act_get_iotune, false); }

@@ -294,6 +294,27 @@ int engxml_parse_devices(const char *xml, struct virt_engxml *x, char *why, size
 	return 0;
 }
 
+bool engxml_swap_volume(char *md, const char *dev, const char *from, const char *to)
+{
+	char n1[64], n2[64], old[64];
+	snprintf(n1, sizeof n1, "name=\"%s\"", dev);
+	snprintf(n2, sizeof n2, "name='%s'", dev);
+	snprintf(old, sizeof old, "<volumeID>%s</volumeID>", from);
+	for (char *p = strstr(md, "<device"); p; p = strstr(p + 1, "<device")) {
+		char *gt = strchr(p, '>');
+		if (!gt || (!memmem(p, (size_t)(gt - p), n1, strlen(n1)) &&
+			    !memmem(p, (size_t)(gt - p), n2, strlen(n2))))
+			continue;
+		char *end = strstr(gt, "</device>");
+		char *v = strstr(gt, old);
+		if (!v || !end || v >= end)
+			return false;
+		memcpy(v + strlen("<volumeID>"), to, 36);   /* same length: in place */
+		return true;
+	}
+	return false;
+}
+
 struct edit {
 	size_t off, len;
 	const char *text;
@@ -305,7 +326,7 @@ static int edit_cmp(const void *a, const void *b)
 	return x->off < y->off ? -1 : x->off > y->off;
 }
 
-static void put_escaped(struct vd_buf *b, const char *s)
+void virt_xml_escape(struct vd_buf *b, const char *s)
 {
 	for (; *s; s++) {
 		switch (*s) {
@@ -338,7 +359,7 @@ void engxml_rewrite(const char *xml, const struct virt_engxml *x, const char *do
 	size_t pos = 0;
 	for (unsigned i = 0; i < n; i++) {
 		buf_append(out, xml + pos, ed[i].off - pos);
-		put_escaped(out, ed[i].text);
+		virt_xml_escape(out, ed[i].text);
 		pos = ed[i].off + ed[i].len;
 	}
 	buf_puts(out, xml + pos);

@@ -40,17 +40,10 @@
 #include <libvirt/virterror.h>
 
 #include "../../common/log.h"
-#include "../../rpc/event.h"
 
 #define CONF_MAGIC "vdsmd-hibernation 1\n"
 #define CONF_BLOCK 4096
 #define MAX_HANDLE 512
-
-static struct virt_state *state_of(const struct rpc_call *c)
-{
-	const struct vdsmd *d = c->app;
-	return d ? d->virt : NULL;
-}
 
 #define pdiv virt_pdiv
 
@@ -61,6 +54,12 @@ static bool put_uuid(char out[37], const char *s, size_t n)
 	memcpy(out, s, 36);
 	out[36] = '\0';
 	return true;
+}
+
+bool virt_uuid_member(const struct vd_value *o, const char *key, char out[37])
+{
+	const struct vd_value *v = vd_obj_get(o, key);
+	return v && v->type == VD_STRING && put_uuid(out, v->v.s.ptr, v->v.s.len);
 }
 
 /* VDSM's hibernation handle: six comma-separated UUIDs. */
@@ -98,7 +97,7 @@ static bool parse_pdiv(const struct vd_value *o, struct pdiv *out)
 		const struct vd_value *v = vd_obj_get(o, keys[i]);
 		if (i == 3 && (!v || v->type == VD_NULL))
 			break;   /* the pool is optional */
-		if (!v || v->type != VD_STRING || !put_uuid(dst[i], v->v.s.ptr, v->v.s.len))
+		if (!virt_uuid_member(o, keys[i], dst[i]))
 			return false;
 	}
 	return true;
@@ -190,8 +189,8 @@ static void *hibernate_main(void *arg)
 	struct hib_job *j = arg;
 	struct virt_state *s = j->s;
 	uint64_t t0 = vd_now_ns();
-	virConnectPtr c = virt_conn_get(s);
-	virDomainPtr d = c ? virDomainLookupByUUIDString(c, j->id) : NULL;
+	virConnectPtr c;
+	virDomainPtr d = virt_bg_domain(s, j->id, &c);
 	char err[512] = "libvirt is not reachable";
 	int rc = -1;
 	if (d) {
@@ -234,21 +233,14 @@ static void *hibernate_main(void *arg)
 			virt_publish_status(s, j->id, st, NULL);
 	}
 	virt_kick(s);
-	if (d)
-		virDomainFree(d);
-	if (c)
-		virConnectClose(c);
-	pthread_mutex_lock(&s->lock);
-	s->bg_jobs--;
-	pthread_cond_broadcast(&s->cond);
-	pthread_mutex_unlock(&s->lock);
-	free(j);
+	virt_bg_release(c, d);
+	virt_bg_done(s, j);
 	return NULL;
 }
 
 int virt_verb_hibernate(struct rpc_call *c)
 {
-	struct virt_state *s = state_of(c);
+	struct virt_state *s = virt_state_of(c);
 	const char *id = rpc_arg_str(c, "vmID", NULL);
 	size_t hl = 0;
 	const char *handle = rpc_arg_str(c, "hibernationVolHandle", &hl);
@@ -304,28 +296,10 @@ int virt_verb_hibernate(struct rpc_call *c)
 	j->s = s;
 	snprintf(j->id, sizeof j->id, "%s", id);
 	j->was_paused = state == VIR_DOMAIN_PAUSED;
-	/* "Saving State" follows the events of earlier changes */
-	virt_settle_events(s, dom, id);
-	pthread_mutex_lock(&s->lock);
-	t = track_get(s, id, virDomainGetName(dom));
-	t->saving = true;
-	t->mig_code = 0;
-	t->mig_progress = 0;
-	snprintf(t->mig_message, sizeof t->mig_message, "Hibernation process starting");
-	t->status = VS_SAVING_STATE;
-	s->bg_jobs++;
-	pthread_mutex_unlock(&s->lock);
-	virt_publish_status(s, id, VS_SAVING_STATE, NULL);
-	pthread_attr_t at;
-	pthread_attr_init(&at);
-	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-	pthread_t th;
-	int e = pthread_create(&th, &at, hibernate_main, j);
-	pthread_attr_destroy(&at);
-	if (e != 0) {
+	virt_transfer_begin(s, dom, id, VS_SAVING_STATE, "Hibernation process starting");
+	if (virt_bg_spawn(s, hibernate_main, j) < 0) {
 		free(j);
 		pthread_mutex_lock(&s->lock);
-		s->bg_jobs--;
 		t = track_find(s, id);
 		if (t) {
 			t->saving = false;
@@ -356,7 +330,7 @@ bool virt_is_restore(const struct vd_value *vmparams)
 
 int virt_create_restore(struct rpc_call *c)
 {
-	struct virt_state *s = state_of(c);
+	struct virt_state *s = virt_state_of(c);
 	const char *id = rpc_arg_str(c, "vmID", NULL);
 	const struct vd_value *p = rpc_arg(c, "vmParams");
 	struct pdiv dump, conf;
@@ -432,11 +406,9 @@ int virt_create_restore(struct rpc_call *c)
 		goto out;
 	engxml_rewrite(xml, ex, NULL, &x);
 	pthread_mutex_lock(&s->lock);
-	struct virt_track *t = track_find(s, id);
-	dup = t && !tomb_has(s, id);
+	struct virt_track *t = track_claim(s, id, ex->name);
+	dup = !t;
 	if (!dup) {
-		tomb_del(s, id);
-		t = track_get(s, id, ex->name);
 		t->restoring = true;
 		t->launching = false;
 		t->created = false;
@@ -477,17 +449,8 @@ int virt_create_restore(struct rpc_call *c)
 	log_info("virt: restored VM %s (%s) from memory volume %s in %.1f ms", id, ex->name,
 		 dump.volume, (double)(vd_now_ns() - t0) / 1e6);
 	virt_refresh(s);
-	vw_begin_object(c->w);
-	vw_kstr(c->w, "vmId", id);
-	vw_kstr(c->w, "vmName", ex->name);
-	vw_kstr(c->w, "status", virt_status_name(VS_RESTORING_STATE));
-	vw_kstrf(c->w, "statusTime", "%llu", (unsigned long long)rpc_event_time_ms());
-	vw_kstr(c->w, "vmType", "kvm");
-	vw_kstr(c->w, "kvmEnable", "true");
-	vw_kstr(c->w, "acpiEnable", "true");
-	vw_kint(c->w, "memSize", (int64_t)ex->mem_mib);
-	vw_kstrf(c->w, "smp", "%u", ex->smp ? ex->smp : 1);
-	vw_end_object(c->w);
+	virt_write_created(c, id, ex->name, VS_RESTORING_STATE, (int64_t)ex->mem_mib,
+			   ex->smp ? ex->smp : 1);
 	rc = 0;
 out:
 	free(xml);

@@ -20,15 +20,9 @@
 
 #define MAX_DUMP_VMS 4096
 
-static struct virt_state *state_of(const struct rpc_call *c)
-{
-	const struct vdsmd *d = c->app;
-	return d ? d->virt : NULL;
-}
-
 int virt_verb_dumpxmls(struct rpc_call *c)
 {
-	struct virt_state *s = state_of(c);
+	struct virt_state *s = virt_state_of(c);
 	const struct vd_value *list = rpc_arg(c, "vmList");
 	size_t n = list && list->type == VD_ARRAY ? list->v.arr.n : 0;
 	if (n > MAX_DUMP_VMS)
@@ -75,7 +69,7 @@ out:
 
 int virt_verb_get_external_data(struct rpc_call *c)
 {
-	struct virt_state *s = state_of(c);
+	struct virt_state *s = virt_state_of(c);
 	const char *id = rpc_arg_str(c, "vmID", NULL);
 	const char *kind = rpc_arg_str(c, "kind", NULL);
 	virConnectPtr conn = virt_begin(c, s);

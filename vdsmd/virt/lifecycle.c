@@ -17,12 +17,6 @@
 
 #define REFRESH_WAIT_MS 5000
 
-static struct virt_state *state_of(const struct rpc_call *c)
-{
-	const struct vdsmd *d = c->app;
-	return d ? d->virt : NULL;
-}
-
 /* Checks common to every lifecycle verb; returns the connection (a
  * reference) or NULL after failing the call. */
 virConnectPtr virt_begin(struct rpc_call *c, struct virt_state *s)
@@ -79,7 +73,7 @@ int virt_fail_libvirt(struct rpc_call *c, const char *what, const char *id)
 
 int virt_on_domain(struct rpc_call *c, domain_action act)
 {
-	struct virt_state *s = state_of(c);
+	struct virt_state *s = virt_state_of(c);
 	const char *id = rpc_arg_str(c, "vmID", NULL);
 	virConnectPtr conn = virt_begin(c, s);
 	if (!conn)
@@ -94,13 +88,32 @@ int virt_on_domain(struct rpc_call *c, domain_action act)
 	return rc;
 }
 
+struct virt_engxml *virt_live_engxml(struct rpc_call *c, virDomainPtr dom, const char *id,
+				     const char *what, enum rpc_err code)
+{
+	char *xml = virDomainGetXMLDesc(dom, 0);
+	if (!xml) {
+		virt_fail_libvirt(c, what, id);
+		return NULL;
+	}
+	struct virt_engxml *ex = arena_alloc(c->arena, sizeof *ex);
+	char why[256];
+	int prc = engxml_parse(xml, ex, why, sizeof why);
+	free(xml);
+	if (prc < 0) {
+		rpc_fail(c, code, "the VM's XML: %s", why);
+		return NULL;
+	}
+	return ex;
+}
+
 /* pause / cont / shutdown: act on the domain, then wait for a fresh sample;
  * they differ only in the action. */
 static int domain_verb(struct rpc_call *c, domain_action act)
 {
 	if (virt_on_domain(c, act) < 0)
 		return -1;
-	struct virt_state *s = state_of(c);
+	struct virt_state *s = virt_state_of(c);
 	virt_expect_event(s, rpc_arg_str(c, "vmID", NULL));
 	virt_refresh(s);
 	return 0;
@@ -156,7 +169,7 @@ void virt_mark_admin(struct virt_state *s, const char *id, const char *name, boo
 
 int virt_verb_destroy(struct rpc_call *c)
 {
-	struct virt_state *s = state_of(c);
+	struct virt_state *s = virt_state_of(c);
 	const char *id = rpc_arg_str(c, "vmID", NULL);
 	virConnectPtr conn = virt_begin(c, s);
 	if (!conn)

@@ -36,12 +36,6 @@
 
 #define MAX_TIMEOUT_MIN (24 * 60)
 
-static struct virt_state *state_of(const struct rpc_call *c)
-{
-	const struct vdsmd *d = c->app;
-	return d ? d->virt : NULL;
-}
-
 struct snap_disk {
 	char dev[32];
 	struct virt_pdiv vol;      /* the new volume */
@@ -61,29 +55,6 @@ struct snap_job {
 	char mem_path[1024];
 };
 
-static const char *mstr(const struct vd_value *o, const char *key, char out[37])
-{
-	const struct vd_value *v = vd_obj_get(o, key);
-	if (!v || v->type != VD_STRING || v->v.s.len != 36 || !vd_is_uuid(v->v.s.ptr, 36))
-		return NULL;
-	memcpy(out, v->v.s.ptr, 36);
-	out[36] = '\0';
-	return out;
-}
-
-static void xml_attr(struct vd_buf *b, const char *s)
-{
-	for (; *s; s++) {
-		switch (*s) {
-		case '&': buf_puts(b, "&amp;"); break;
-		case '<': buf_puts(b, "&lt;"); break;
-		case '\'': buf_puts(b, "&apos;"); break;
-		case '"': buf_puts(b, "&quot;"); break;
-		default: buf_putc(b, *s); break;
-		}
-	}
-}
-
 /* The metadata of each snapped disk names its new volume (libvirt hands
  * the element out without the namespace prefix: <vm><device name=..>). */
 static void update_metadata(virDomainPtr dom, const struct snap_job *j)
@@ -92,31 +63,12 @@ static void update_metadata(virDomainPtr dom, const struct snap_job *j)
 					 VIR_DOMAIN_AFFECT_LIVE);
 	if (!cur)
 		return;
-	struct vd_buf b = VD_BUF_INIT;
-	buf_puts(&b, cur);
-	buf_putc(&b, '\0');
-	for (unsigned i = 0; i < j->ndisks; i++) {
-		char n1[64], n2[64], from[64];
-		snprintf(n1, sizeof n1, "name=\"%s\"", j->disks[i].dev);
-		snprintf(n2, sizeof n2, "name='%s'", j->disks[i].dev);
-		snprintf(from, sizeof from, "<volumeID>%s</volumeID>", j->disks[i].base);
-		for (char *p = strstr(b.data, "<device"); p; p = strstr(p + 1, "<device")) {
-			char *gt = strchr(p, '>');
-			if (!gt || (!memmem(p, (size_t)(gt - p), n1, strlen(n1)) &&
-				    !memmem(p, (size_t)(gt - p), n2, strlen(n2))))
-				continue;
-			char *end = strstr(gt, "</device>");
-			char *v = strstr(gt, from);
-			if (v && end && v < end)   /* same length: replaced in place */
-				memcpy(v + strlen("<volumeID>"), j->disks[i].vol.volume, 36);
-			break;
-		}
-	}
-	if (virDomainSetMetadata(dom, VIR_DOMAIN_METADATA_ELEMENT, b.data, "ovirt-vm",
+	for (unsigned i = 0; i < j->ndisks; i++)
+		engxml_swap_volume(cur, j->disks[i].dev, j->disks[i].base, j->disks[i].vol.volume);
+	if (virDomainSetMetadata(dom, VIR_DOMAIN_METADATA_ELEMENT, cur, "ovirt-vm",
 				 VIRT_OVIRT_VM_NS, VIR_DOMAIN_AFFECT_LIVE) < 0)
 		log_warn("virt: %s: the metadata of the snapshot's volumes: %s", j->vm,
 			 virt_last_error());
-	buf_free(&b);
 	free(cur);
 }
 
@@ -130,29 +82,29 @@ static void *snapshot_main(void *arg)
 	buf_puts(&x, "<domainsnapshot><disks>");
 	for (unsigned i = 0; i < j->ndisks; i++) {
 		buf_puts(&x, "<disk name='");
-		xml_attr(&x, j->disks[i].dev);
+		virt_xml_escape(&x, j->disks[i].dev);
 		buf_puts(&x, "' snapshot='external' type='file'><driver type='qcow2'/><source file='");
-		xml_attr(&x, j->disks[i].path);
+		virt_xml_escape(&x, j->disks[i].path);
 		buf_puts(&x, "'/></disk>");
 	}
 	for (unsigned i = 0; i < j->nothers; i++) {
 		buf_puts(&x, "<disk name='");
-		xml_attr(&x, j->others[i]);
+		virt_xml_escape(&x, j->others[i]);
 		buf_puts(&x, "' snapshot='no'/>");
 	}
 	buf_puts(&x, "</disks>");
 	unsigned flags = VIR_DOMAIN_SNAPSHOT_CREATE_REUSE_EXT | VIR_DOMAIN_SNAPSHOT_CREATE_NO_METADATA;
 	if (j->memory) {
 		buf_puts(&x, "<memory snapshot='external' file='");
-		xml_attr(&x, j->mem_path);
+		virt_xml_escape(&x, j->mem_path);
 		buf_puts(&x, "'/>");
 	} else {
 		flags |= VIR_DOMAIN_SNAPSHOT_CREATE_DISK_ONLY;
 	}
 	buf_puts(&x, "</domainsnapshot>");
 	buf_putc(&x, '\0');
-	virConnectPtr c = virt_conn_get(s);
-	virDomainPtr d = c ? virDomainLookupByUUIDString(c, j->vm) : NULL;
+	virConnectPtr c;
+	virDomainPtr d = virt_bg_domain(s, j->vm, &c);
 	char err[512] = "the VM is gone";
 	bool ok = false;
 	if (!c) {
@@ -180,16 +132,9 @@ static void *snapshot_main(void *arg)
 		log_warn("virt: %s: snapshot failed (job %s): %s", j->vm, j->id, err);
 		virt_job_set(s, j->id, VJ_FAILED, rpc_err_code(RPC_E_SNAPSHOT), err);
 	}
-	if (d)
-		virDomainFree(d);
-	if (c)
-		virConnectClose(c);
+	virt_bg_release(c, d);
 	buf_free(&x);
-	pthread_mutex_lock(&s->lock);
-	s->bg_jobs--;
-	pthread_cond_broadcast(&s->cond);
-	pthread_mutex_unlock(&s->lock);
-	free(j);
+	virt_bg_done(s, j);
 	return NULL;
 }
 
@@ -201,26 +146,21 @@ static int plan(struct rpc_call *c, struct virt_state *s, virDomainPtr dom, stru
 	if (!drives || drives->type != VD_ARRAY || drives->v.arr.n > VIRT_ENG_MAX_DEV)
 		return rpc_fail(c, RPC_E_PARAMS, "snapDrives: a list of up to %d drives",
 				VIRT_ENG_MAX_DEV);
-	char *xml = virDomainGetXMLDesc(dom, 0);
-	if (!xml)
-		return virt_fail_libvirt(c, "snapshot", j->vm);
-	struct virt_engxml *ex = arena_alloc(c->arena, sizeof *ex);
-	char why[256];
-	int prc = engxml_parse(xml, ex, why, sizeof why);
-	free(xml);
-	if (prc < 0)
-		return rpc_fail(c, RPC_E_SNAPSHOT, "the VM's XML: %s", why);
+	const struct virt_engxml *ex = virt_live_engxml(c, dom, j->vm, "snapshot", RPC_E_SNAPSHOT);
+	if (!ex)
+		return -1;
 	bool snapped[VIRT_ENG_MAX_DEV] = { false };
 	for (size_t i = 0; i < drives->v.arr.n; i++) {
 		const struct vd_value *dv = &drives->v.arr.items[i];
 		struct snap_disk *sd = &j->disks[j->ndisks];
 		memset(sd, 0, sizeof *sd);
-		if (dv->type != VD_OBJECT || !mstr(dv, "domainID", sd->vol.domain) ||
-		    !mstr(dv, "imageID", sd->vol.image) || !mstr(dv, "volumeID", sd->vol.volume) ||
-		    !mstr(dv, "baseVolumeID", sd->base))
+		if (dv->type != VD_OBJECT || !virt_uuid_member(dv, "domainID", sd->vol.domain) ||
+		    !virt_uuid_member(dv, "imageID", sd->vol.image) ||
+		    !virt_uuid_member(dv, "volumeID", sd->vol.volume) ||
+		    !virt_uuid_member(dv, "baseVolumeID", sd->base))
 			return rpc_fail(c, RPC_E_PARAMS, "snapDrives[%zu]: {domainID, imageID, "
 					"volumeID, baseVolumeID} (UUIDs) expected", i);
-		mstr(dv, "poolID", sd->vol.pool);
+		virt_uuid_member(dv, "poolID", sd->vol.pool);
 		int base = -1, already = -1;
 		for (unsigned k = 0; k < ex->ndisks; k++) {
 			const struct virt_engdisk *dk = &ex->disks[k];
@@ -260,7 +200,7 @@ static int plan(struct rpc_call *c, struct virt_state *s, virDomainPtr dom, stru
 
 int virt_verb_snapshot(struct rpc_call *c)
 {
-	struct virt_state *s = state_of(c);
+	struct virt_state *s = virt_state_of(c);
 	const char *id = rpc_arg_str(c, "vmID", NULL);
 	int64_t timeout = rpc_arg_int(c, "timeout", 30);
 	int64_t ftimeout = rpc_arg_int(c, "freeze_timeout", 8);
@@ -319,19 +259,7 @@ int virt_verb_snapshot(struct rpc_call *c)
 			 j->id);
 		goto out;
 	}
-	pthread_mutex_lock(&s->lock);
-	s->bg_jobs++;
-	pthread_mutex_unlock(&s->lock);
-	pthread_attr_t at;
-	pthread_attr_init(&at);
-	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-	pthread_t th;
-	int e = pthread_create(&th, &at, snapshot_main, j);
-	pthread_attr_destroy(&at);
-	if (e != 0) {
-		pthread_mutex_lock(&s->lock);
-		s->bg_jobs--;
-		pthread_mutex_unlock(&s->lock);
+	if (virt_bg_spawn(s, snapshot_main, j) < 0) {
 		virt_job_set(s, j->id, VJ_FAILED, rpc_err_code(RPC_E_SNAPSHOT), "no thread");
 		rpc_fail(c, RPC_E_SNAPSHOT, "cannot start the snapshot job");
 		goto out;

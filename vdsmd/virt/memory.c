@@ -24,12 +24,6 @@
 
 #define MAX_MEM_XML (64u << 10)
 
-static struct virt_state *state_of(const struct rpc_call *c)
-{
-	const struct vdsmd *d = c->app;
-	return d ? d->virt : NULL;
-}
-
 /* The first <memory ...> element of xml (not <memoryBacking>, ...), as an
  * arena copy; NULL when there is none. */
 static char *memory_element(struct rpc_call *c, const char *xml)
@@ -179,19 +173,5 @@ static int act_unplug(struct rpc_call *c, struct virt_state *s, virDomainPtr dom
 	return guaranteed(c, s, id);
 }
 
-/* Act, then let the next sample re-read the devices and the balloon. */
-static int mem_verb(struct rpc_call *c, domain_action act, bool want_def)
-{
-	if (virt_on_domain(c, act) < 0)
-		return -1;
-	struct virt_state *s = state_of(c);
-	const char *id = rpc_arg_str(c, "vmID", NULL);
-	virt_mark_xml_stale(s, id);
-	virt_refresh(s);
-	if (want_def)
-		virt_write_definition(c, s, id);
-	return 0;
-}
-
-int virt_verb_hotplug_memory(struct rpc_call *c) { return mem_verb(c, act_plug, true); }
-int virt_verb_hotunplug_memory(struct rpc_call *c) { return mem_verb(c, act_unplug, false); }
+int virt_verb_hotplug_memory(struct rpc_call *c) { return virt_on_devices(c, act_plug, true); }
+int virt_verb_hotunplug_memory(struct rpc_call *c) { return virt_on_devices(c, act_unplug, false); }

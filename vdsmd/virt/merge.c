@@ -38,22 +38,6 @@
 #define VIRT_JOBS_NS "http://ovirt.org/vdsmd/jobs/1.0"
 #define PIVOT_TIMEOUT_MS (10 * 60 * 1000)
 
-static struct virt_state *state_of(const struct rpc_call *c)
-{
-	const struct vdsmd *d = c->app;
-	return d ? d->virt : NULL;
-}
-
-static bool uuid_member(const struct vd_value *o, const char *key, char out[37])
-{
-	const struct vd_value *v = vd_obj_get(o, key);
-	if (!v || v->type != VD_STRING || v->v.s.len != 36 || !vd_is_uuid(v->v.s.ptr, 36))
-		return false;
-	memcpy(out, v->v.s.ptr, 36);
-	out[36] = '\0';
-	return true;
-}
-
 static struct virt_blockjob *find_job(struct virt_state *s, const char *id)
 {
 	for (unsigned i = 0; i < s->nbjobs; i++)
@@ -115,26 +99,9 @@ static void set_volume_metadata(virDomainPtr dom, const char *vm, const char *de
 					 VIR_DOMAIN_AFFECT_LIVE);
 	if (!cur)
 		return;
-	char n1[64], n2[64], old[64];
-	snprintf(n1, sizeof n1, "name=\"%s\"", dev);
-	snprintf(n2, sizeof n2, "name='%s'", dev);
-	snprintf(old, sizeof old, "<volumeID>%s</volumeID>", from);
-	bool changed = false;
-	for (char *p = strstr(cur, "<device"); p; p = strstr(p + 1, "<device")) {
-		char *gt = strchr(p, '>');
-		if (!gt || (!memmem(p, (size_t)(gt - p), n1, strlen(n1)) &&
-			    !memmem(p, (size_t)(gt - p), n2, strlen(n2))))
-			continue;
-		char *end = strstr(gt, "</device>");
-		char *v = strstr(gt, old);
-		if (v && end && v < end) {
-			memcpy(v + strlen("<volumeID>"), to, 36);
-			changed = true;
-		}
-		break;
-	}
-	if (changed && virDomainSetMetadata(dom, VIR_DOMAIN_METADATA_ELEMENT, cur, "ovirt-vm",
-					    VIRT_OVIRT_VM_NS, VIR_DOMAIN_AFFECT_LIVE) < 0)
+	if (engxml_swap_volume(cur, dev, from, to) &&
+	    virDomainSetMetadata(dom, VIR_DOMAIN_METADATA_ELEMENT, cur, "ovirt-vm",
+				 VIRT_OVIRT_VM_NS, VIR_DOMAIN_AFFECT_LIVE) < 0)
 		log_warn("virt: %s: the metadata after the merge: %s", vm, virt_last_error());
 	free(cur);
 }
@@ -172,24 +139,16 @@ static void sleep_ms(unsigned ms)
 	nanosleep(&ts, NULL);
 }
 
-static bool stopping(struct virt_state *s)
-{
-	pthread_mutex_lock(&s->lock);
-	bool stop = s->stop;
-	pthread_mutex_unlock(&s->lock);
-	return stop;
-}
-
 static void *merge_main(void *arg)
 {
 	struct virt_blockjob *job = arg;   /* a private copy */
 	struct virt_state *s = job->s;
-	virConnectPtr c = virt_conn_get(s);
-	virDomainPtr d = c ? virDomainLookupByUUIDString(c, job->vm) : NULL;
+	virConnectPtr c;
+	virDomainPtr d = virt_bg_domain(s, job->vm, &c);
 	uint64_t t0 = vd_now_ms();
 	bool pivoted = false, ok = false;
 	char err[512] = "the VM is gone";
-	while (d && !stopping(s)) {
+	while (d && !virt_stopping(s)) {
 		virDomainBlockJobInfo info;
 		int r = virDomainGetBlockJobInfo(d, job->dev, &info, 0);
 		if (r < 0) {
@@ -229,26 +188,19 @@ static void *merge_main(void *arg)
 			set_volume_metadata(d, job->vm, job->dev, job->top, job->base);
 		log_info("virt: %s: merged volume %s into %s on %s in %llu ms (job %s)", job->vm,
 			 job->top, job->base, job->dev, (unsigned long long)(vd_now_ms() - t0), job->id);
-	} else if (stopping(s)) {
+	} else if (virt_stopping(s)) {
 		log_info("virt: %s: merge job %s of %s left to libvirt (vdsmd stops; the next one "
 			 "follows it)", job->vm, job->id, job->dev);
 	} else {
 		log_warn("virt: %s: merge job %s of %s failed: %s", job->vm, job->id, job->dev, err);
 	}
 	drop_job(s, job->id);
-	if (d && !stopping(s))   /* stopping: the next vdsmd follows it */
+	if (d && !virt_stopping(s))   /* stopping: the next vdsmd follows it */
 		persist_jobs(s, d, job->vm);
 	virt_mark_xml_stale(s, job->vm);
 	virt_kick(s);
-	if (d)
-		virDomainFree(d);
-	if (c)
-		virConnectClose(c);
-	pthread_mutex_lock(&s->lock);
-	s->bg_jobs--;
-	pthread_cond_broadcast(&s->cond);
-	pthread_mutex_unlock(&s->lock);
-	free(job);
+	virt_bg_release(c, d);
+	virt_bg_done(s, job);
 	return NULL;
 }
 
@@ -259,20 +211,15 @@ static int start(struct rpc_call *c, struct virt_state *s, virDomainPtr dom,
 	const struct vd_value *drive = rpc_arg(c, "drive");
 	struct virt_pdiv dv;
 	memset(&dv, 0, sizeof dv);
-	if (!uuid_member(drive, "domainID", dv.domain) || !uuid_member(drive, "imageID", dv.image) ||
-	    !uuid_member(drive, "volumeID", dv.volume))
+	if (!virt_uuid_member(drive, "domainID", dv.domain) ||
+	    !virt_uuid_member(drive, "imageID", dv.image) ||
+	    !virt_uuid_member(drive, "volumeID", dv.volume))
 		return rpc_fail(c, RPC_E_PARAMS, "drive: {domainID, imageID, volumeID, poolID?} "
 				"(UUIDs) expected");
-	uuid_member(drive, "poolID", dv.pool);
-	char *xml = virDomainGetXMLDesc(dom, 0);
-	if (!xml)
-		return virt_fail_libvirt(c, "merge", job->vm);
-	struct virt_engxml *ex = arena_alloc(c->arena, sizeof *ex);
-	char why[256];
-	int prc = engxml_parse(xml, ex, why, sizeof why);
-	free(xml);
-	if (prc < 0)
-		return rpc_fail(c, RPC_E_MERGE, "the VM's XML: %s", why);
+	virt_uuid_member(drive, "poolID", dv.pool);
+	const struct virt_engxml *ex = virt_live_engxml(c, dom, job->vm, "merge", RPC_E_MERGE);
+	if (!ex)
+		return -1;
 	const struct virt_engdisk *dk = NULL;
 	for (unsigned k = 0; k < ex->ndisks && !dk; k++)
 		if (ex->disks[k].has_volume && strcasecmp(ex->disks[k].image, dv.image) == 0 &&
@@ -329,7 +276,7 @@ static int start(struct rpc_call *c, struct virt_state *s, virDomainPtr dom,
 
 int virt_verb_merge(struct rpc_call *c)
 {
-	struct virt_state *s = state_of(c);
+	struct virt_state *s = virt_state_of(c);
 	const char *id = rpc_arg_str(c, "vmID", NULL);
 	int64_t bw = rpc_arg_int(c, "bandwidth", 0);
 	if (bw < 0 || bw > (1 << 20))
@@ -358,26 +305,12 @@ int virt_verb_merge(struct rpc_call *c)
 	}
 	if (start(c, s, dom, job) < 0)
 		goto out;
-	pthread_mutex_lock(&s->lock);
-	s->bg_jobs++;
-	pthread_mutex_unlock(&s->lock);
-	pthread_attr_t at;
-	pthread_attr_init(&at);
-	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-	pthread_t th;
 	log_info("virt: %s: merging %s into %s on %s (%s commit, job %s)", id, job->top,
 		 job->base, job->dev, job->active ? "active" : "internal", job->id);
-	char dev[32];
-	snprintf(dev, sizeof dev, "%s", job->dev);
-	int e = pthread_create(&th, &at, merge_main, job);
-	pthread_attr_destroy(&at);
-	if (e != 0) {
+	if (virt_bg_spawn(s, merge_main, job) < 0) {
 		/* the commit runs on in libvirt; it is just not followed */
-		pthread_mutex_lock(&s->lock);
-		s->bg_jobs--;
-		pthread_mutex_unlock(&s->lock);
 		drop_job(s, job->id);
-		rpc_fail(c, RPC_E_MERGE, "cannot follow the merge of %s", dev);
+		rpc_fail(c, RPC_E_MERGE, "cannot follow the merge of %s", job->dev);
 		goto out;
 	}
 	job = NULL;   /* the thread owns it */
@@ -453,10 +386,8 @@ static void recover_domain(struct virt_state *s, virDomainPtr dom)
 		pthread_mutex_lock(&s->lock);
 		bool known = find_job(s, job->id) != NULL;
 		bool room = s->nbjobs < VIRT_MAX_BJOBS;
-		if (ok && !known && room) {
+		if (ok && !known && room)
 			s->bjobs[s->nbjobs++] = *job;
-			s->bg_jobs++;
-		}
 		pthread_mutex_unlock(&s->lock);
 		if (!ok || known || !room) {
 			if (!ok)
@@ -467,20 +398,10 @@ static void recover_domain(struct virt_state *s, virDomainPtr dom)
 		}
 		log_info("virt: %s: following again merge job %s (%s into %s on %s)", vm, job->id,
 			 job->top, job->base, job->dev);
-		pthread_attr_t at;
-		pthread_attr_init(&at);
-		pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-		pthread_t th;
-		char jid[37];
-		snprintf(jid, sizeof jid, "%s", job->id);
-		if (pthread_create(&th, &at, merge_main, job) != 0) {
-			pthread_mutex_lock(&s->lock);
-			s->bg_jobs--;
-			pthread_mutex_unlock(&s->lock);
-			drop_job(s, jid);
+		if (virt_bg_spawn(s, merge_main, job) < 0) {
+			drop_job(s, job->id);
 			free(job);
 		}
-		pthread_attr_destroy(&at);
 	}
 	free(md);
 }

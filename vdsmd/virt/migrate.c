@@ -47,12 +47,6 @@
 #define MAX_PEER_REPLY (1u << 20)
 #define PROGRESS_MS 300
 
-static struct virt_state *state_of(const struct rpc_call *c)
-{
-	const struct vdsmd *d = c->app;
-	return d ? d->virt : NULL;
-}
-
 /* host and port of "host:port" / "[v6]:port" (port default 54321). */
 static bool split_hostport(const char *hp, char *host, size_t hl, char *port, size_t pl)
 {
@@ -287,8 +281,8 @@ static void *progress_main(void *arg)
 	while (!atomic_load(&m->done)) {
 		struct timespec ts = { 0, PROGRESS_MS * 1000000L };
 		nanosleep(&ts, NULL);
-		virConnectPtr c = virt_conn_get(m->s);
-		virDomainPtr d = c ? virDomainLookupByUUIDString(c, m->id) : NULL;
+		virConnectPtr c;
+		virDomainPtr d = virt_bg_domain(m->s, m->id, &c);
 		virDomainJobInfo ji;
 		if (d && virDomainGetJobInfo(d, &ji) == 0 && ji.type != VIR_DOMAIN_JOB_NONE &&
 		    ji.dataTotal > 0) {
@@ -300,10 +294,7 @@ static void *progress_main(void *arg)
 				last = p;
 			}
 		}
-		if (d)
-			virDomainFree(d);
-		if (c)
-			virConnectClose(c);
+		virt_bg_release(c, d);
 	}
 	return NULL;
 }
@@ -314,8 +305,8 @@ static void *migrate_main(void *arg)
 	struct virt_state *s = m->s;
 	atomic_init(&m->done, false);
 	bool prog = pthread_create(&m->progress, NULL, progress_main, m) == 0;
-	virConnectPtr c = virt_conn_get(s);
-	virDomainPtr d = c ? virDomainLookupByUUIDString(c, m->id) : NULL;
+	virConnectPtr c;
+	virDomainPtr d = virt_bg_domain(s, m->id, &c);
 	int rc = -1;
 	char err[512] = "libvirt is not reachable";
 	if (d) {
@@ -353,15 +344,8 @@ static void *migrate_main(void *arg)
 		virt_publish_status(s, m->id, VS_UP, NULL);
 		virt_kick(s);
 	}
-	if (d)
-		virDomainFree(d);
-	if (c)
-		virConnectClose(c);
-	pthread_mutex_lock(&s->lock);
-	s->bg_jobs--;
-	pthread_cond_broadcast(&s->cond);
-	pthread_mutex_unlock(&s->lock);
-	free(m);
+	virt_bg_release(c, d);
+	virt_bg_done(s, m);
 	return NULL;
 }
 
@@ -377,7 +361,7 @@ static const char *mstr(struct rpc_call *c, const struct vd_value *obj, const ch
 
 int virt_verb_migrate(struct rpc_call *c)
 {
-	struct virt_state *s = state_of(c);
+	struct virt_state *s = virt_state_of(c);
 	const char *id = rpc_arg_str(c, "vmID", NULL);
 	const struct vd_value *p = rpc_arg(c, "params");
 	const char *dst = mstr(c, p, "dst", 255);
@@ -460,32 +444,13 @@ int virt_verb_migrate(struct rpc_call *c)
 	snprintf(m->listen, sizeof m->listen, "%s", qhost);
 	if (bw && bw->type == VD_INT && bw->v.i > 0)
 		m->bandwidth = (unsigned long)bw->v.i;
-	virt_settle_events(s, dom, id);
-	pthread_mutex_lock(&s->lock);
-	t = track_get(s, id, virDomainGetName(dom));
-	t->migrating = true;
-	t->mig_code = 0;
-	t->mig_progress = 0;
-	snprintf(t->mig_message, sizeof t->mig_message, "Migration in progress");
-	t->status = VS_MIGRATION_SOURCE;
-	s->bg_jobs++;
-	pthread_mutex_unlock(&s->lock);
-	virt_publish_status(s, id, VS_MIGRATION_SOURCE, NULL);
-	pthread_attr_t at;
-	pthread_attr_init(&at);
-	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-	pthread_t th;
-	if (pthread_create(&th, &at, migrate_main, m) != 0) {
-		pthread_attr_destroy(&at);
+	virt_transfer_begin(s, dom, id, VS_MIGRATION_SOURCE, "Migration in progress");
+	if (virt_bg_spawn(s, migrate_main, m) < 0) {
 		free(m);
 		set_migration(s, id, 12, "cannot start the migration thread", -1, false);
-		pthread_mutex_lock(&s->lock);
-		s->bg_jobs--;
-		pthread_mutex_unlock(&s->lock);
 		rpc_fail(c, RPC_E_MIGRATION, "cannot start the migration of %s", id);
 		goto out;
 	}
-	pthread_attr_destroy(&at);
 	log_info("virt: migrating %s to %s (VM.migrationCreate over %s: %.1f ms)", id, dst,
 		 tls ? "TLS" : "HTTP", peer_ms);
 	virt_refresh(s);
@@ -522,7 +487,7 @@ int virt_verb_migrate_cancel(struct rpc_call *c)
 
 int virt_verb_get_migration_status(struct rpc_call *c)
 {
-	struct virt_state *s = state_of(c);
+	struct virt_state *s = virt_state_of(c);
 	const char *id = rpc_arg_str(c, "vmID", NULL);
 	if (!s)
 		return rpc_fail(c, RPC_E_RECOVERING, "virt backend not started");
@@ -551,7 +516,7 @@ int virt_verb_get_migration_status(struct rpc_call *c)
 
 int virt_verb_migration_create(struct rpc_call *c)
 {
-	struct virt_state *s = state_of(c);
+	struct virt_state *s = virt_state_of(c);
 	const struct vd_value *p = rpc_arg(c, "params");
 	const char *id = mstr(c, p, "vmId", 36);
 	if (!id || !vd_is_uuid(id, strlen(id)))
@@ -565,11 +530,9 @@ int virt_verb_migration_create(struct rpc_call *c)
 	int rc = -1;
 	virDomainPtr old = virDomainLookupByUUIDString(conn, id);
 	pthread_mutex_lock(&s->lock);
-	struct virt_track *t = track_find(s, id);
-	bool dup = old || (t && !tomb_has(s, id));
+	struct virt_track *t = old ? NULL : track_claim(s, id, "");
+	bool dup = !t;
 	if (!dup) {
-		tomb_del(s, id);
-		t = track_get(s, id, "");
 		t->launching = false;
 		t->incoming = true;
 		t->status = VS_MIGRATION_DESTINATION;

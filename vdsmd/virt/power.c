@@ -13,7 +13,10 @@
  * the watchers.
  *
  * VM.setDestroyOnReboot: a reboot the guest starts later ends the VM instead
- * (libvirt's reboot event, events.c). */
+ * (libvirt's reboot event, events.c).
+ *
+ * Also the helpers of the verbs that publish a status themselves
+ * (virt_expect_event, virt_settle_events, virt_transfer_begin). */
 #include "virt_int.h"
 
 #include <stdio.h>
@@ -28,12 +31,6 @@
 #define MAX_TIMEOUT_S 86400
 #define POLL_MS 100
 
-static struct virt_state *state_of(const struct rpc_call *c)
-{
-	const struct vdsmd *d = c->app;
-	return d ? d->virt : NULL;
-}
-
 struct powerdown {
 	struct virt_state *s;
 	char id[37];
@@ -41,25 +38,15 @@ struct powerdown {
 	unsigned timeout_s;
 };
 
-static bool stopping(struct virt_state *s)
-{
-	pthread_mutex_lock(&s->lock);
-	bool stop = s->stop;
-	pthread_mutex_unlock(&s->lock);
-	return stop;
-}
-
 /* 1 active, 0 not (or gone), -1 libvirt unreachable. */
 static int domain_active(struct virt_state *s, const char *id)
 {
-	virConnectPtr c = virt_conn_get(s);
+	virConnectPtr c;
+	virDomainPtr d = virt_bg_domain(s, id, &c);
 	if (!c)
 		return -1;
-	virDomainPtr d = virDomainLookupByUUIDString(c, id);
 	int a = d ? virDomainIsActive(d) : 0;
-	if (d)
-		virDomainFree(d);
-	virConnectClose(c);
+	virt_bg_release(c, d);
 	return a == 1;
 }
 
@@ -69,7 +56,7 @@ static void *powerdown_main(void *arg)
 	struct virt_state *s = pd->s;
 	uint64_t deadline = vd_now_ms() + (uint64_t)pd->timeout_s * 1000;
 	bool done = false;
-	while (!stopping(s) && vd_now_ms() < deadline) {
+	while (!virt_stopping(s) && vd_now_ms() < deadline) {
 		if (domain_active(s, pd->id) == 0 && !pd->reboot) {
 			done = true;
 			break;
@@ -77,26 +64,19 @@ static void *powerdown_main(void *arg)
 		struct timespec ts = { 0, POLL_MS * 1000000L };
 		nanosleep(&ts, NULL);
 	}
-	if (!done && !stopping(s) && !pd->reboot && domain_active(s, pd->id) == 1) {
+	if (!done && !virt_stopping(s) && !pd->reboot && domain_active(s, pd->id) == 1) {
 		log_info("virt: %s has not shut down within %u s%s", pd->id, pd->timeout_s,
 			 pd->force ? ": destroying it (force)" : "");
 		if (pd->force) {
-			virConnectPtr c = virt_conn_get(s);
-			virDomainPtr d = c ? virDomainLookupByUUIDString(c, pd->id) : NULL;
+			virConnectPtr c;
+			virDomainPtr d = virt_bg_domain(s, pd->id, &c);
 			if (d && virDomainDestroy(d) < 0)
 				log_warn("virt: forced shutdown of %s failed: %s", pd->id,
 					 virt_last_error());
-			if (d)
-				virDomainFree(d);
-			if (c)
-				virConnectClose(c);
+			virt_bg_release(c, d);
 		}
 	}
-	pthread_mutex_lock(&s->lock);
-	s->bg_jobs--;
-	pthread_cond_broadcast(&s->cond);
-	pthread_mutex_unlock(&s->lock);
-	free(pd);
+	virt_bg_done(s, pd);
 	return NULL;
 }
 
@@ -109,29 +89,10 @@ static void start_watcher(struct virt_state *s, const char *id, bool reboot, boo
 	pd->reboot = reboot;
 	pd->force = force;
 	pd->timeout_s = timeout_s;
-	pthread_attr_t at;
-	pthread_attr_init(&at);
-	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-	pthread_mutex_lock(&s->lock);
-	s->bg_jobs++;
-	pthread_mutex_unlock(&s->lock);
-	pthread_t th;
-	if (pthread_create(&th, &at, powerdown_main, pd) != 0) {
+	if (virt_bg_spawn(s, powerdown_main, pd) < 0) {
 		log_warn("virt: cannot start the power-down watcher of %s", id);
-		pthread_mutex_lock(&s->lock);
-		s->bg_jobs--;
-		pthread_mutex_unlock(&s->lock);
 		free(pd);
 	}
-	pthread_attr_destroy(&at);
-}
-
-void virt_bg_wait(struct virt_state *s)
-{
-	pthread_mutex_lock(&s->lock);
-	while (s->bg_jobs > 0)
-		pthread_cond_wait(&s->cond, &s->lock);
-	pthread_mutex_unlock(&s->lock);
 }
 
 /* Integer seconds from an int or numeric-string parameter (dflt when
@@ -173,9 +134,27 @@ void virt_settle_events(struct virt_state *s, virDomainPtr dom, const char *id)
 	}
 }
 
+void virt_transfer_begin(struct virt_state *s, virDomainPtr dom, const char *id,
+			 enum virt_status st, const char *msg)
+{
+	virt_settle_events(s, dom, id);
+	pthread_mutex_lock(&s->lock);
+	struct virt_track *t = track_get(s, id, virDomainGetName(dom));
+	if (st == VS_SAVING_STATE)
+		t->saving = true;
+	else
+		t->migrating = true;
+	t->mig_code = 0;
+	t->mig_progress = 0;
+	snprintf(t->mig_message, sizeof t->mig_message, "%s", msg);
+	t->status = st;
+	pthread_mutex_unlock(&s->lock);
+	virt_publish_status(s, id, st, NULL);
+}
+
 int virt_verb_shutdown(struct rpc_call *c)
 {
-	struct virt_state *s = state_of(c);
+	struct virt_state *s = virt_state_of(c);
 	const char *id = rpc_arg_str(c, "vmID", NULL);
 	bool reboot = rpc_arg_bool(c, "reboot", false);
 	bool force = rpc_arg_bool(c, "force", false);

@@ -95,3 +95,12 @@ void track_set_down(struct virt_track *t, int code, int reason, const char *msg)
 	t->exit_message = xstrdup(msg);
 	t->have_prev = false;
 }
+
+struct virt_track *track_claim(struct virt_state *s, const char *uuid, const char *name)
+{
+	struct virt_track *t = track_find(s, uuid);
+	if (t && !tomb_has(s, uuid))
+		return NULL;
+	tomb_del(s, uuid);
+	return track_get(s, uuid, name);
+}

@@ -7,16 +7,10 @@
 
 #include <string.h>
 
-static struct virt_state *state_of(const struct rpc_call *c)
-{
-	const struct vdsmd *d = c->app;
-	return d ? d->virt : NULL;
-}
-
 /* The current snapshot, or NULL after failing the call with code 99. */
 static struct virt_snapshot *snap_or_fail(struct rpc_call *c)
 {
-	struct virt_state *s = state_of(c);
+	struct virt_state *s = virt_state_of(c);
 	struct virt_snapshot *snap = s ? virt_snapshot_get(s) : NULL;
 	if (!snap)
 		rpc_fail(c, RPC_E_RECOVERING, "no VM sample yet (libvirt not reached)");
@@ -28,7 +22,7 @@ static int verb_get_all_vm_stats(struct rpc_call *c)
 	struct virt_snapshot *snap = snap_or_fail(c);
 	if (!snap)
 		return -1;
-	virt_write_all_stats_cached(state_of(c), c->w, snap);
+	virt_write_all_stats_cached(virt_state_of(c), c->w, snap);
 	snapshot_put(snap);
 	return 0;
 }

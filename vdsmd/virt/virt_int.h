@@ -133,6 +133,12 @@ void engxml_rewrite(const char *xml, const struct virt_engxml *x, const char *do
  * x must be zeroed by the caller. */
 int engxml_parse_devices(const char *xml, struct virt_engxml *x, char *why, size_t whylen);
 bool virt_netname_ok(const char *s);
+/* s escaped for XML text or an attribute value in either quotes (engxml.c). */
+void virt_xml_escape(struct vd_buf *b, const char *s);
+/* In the ovirt-vm metadata md as libvirt hands it out (<vm><device
+ * name=dev>...), disk dev's volumeID from becomes to (UUIDs: replaced in
+ * place); false when dev has no such volume. */
+bool engxml_swap_volume(char *md, const char *dev, const char *from, const char *to);
 /* The prefix xml binds to http://ovirt.org/vm/1.0 ("ovirt-vm"); false if none. */
 bool engxml_prefix(const char *xml, char *out, size_t outlen);
 #define VIRT_OVIRT_VM_NS "http://ovirt.org/vm/1.0"
@@ -347,7 +353,7 @@ struct virt_state {
 	pthread_mutex_t pub_lock;    /* one VM_status publisher at a time */
 	uint64_t last_event_ms;      /* time of the last VM_status (pub_lock) */
 	unsigned ev_inflight;        /* lifecycle events being published now */
-	unsigned bg_jobs;         /* VM.shutdown watcher threads running */
+	unsigned bg_jobs;            /* background threads running (virt_bg_spawn) */
 	int reboot_cb_id;            /* reboot callback id or -1 */
 	struct virt_job jobs[VIRT_MAX_JOBS];   /* jobs.c */
 	unsigned njobs;
@@ -356,6 +362,13 @@ struct virt_state {
 	/* counters */
 	uint64_t samples, sample_failures;
 };
+
+/* The virt backend of the daemon a verb runs in (NULL when not started). */
+static inline struct virt_state *virt_state_of(const struct rpc_call *c)
+{
+	const struct vdsmd *d = c->app;
+	return d ? d->virt : NULL;
+}
 
 /* Current snapshot with a reference (NULL before the first sample). */
 struct virt_snapshot *virt_snapshot_get(struct virt_state *s);
@@ -386,6 +399,10 @@ struct virt_snapshot *virt_sample(struct virt_state *s, virConnectPtr c);
 struct virt_track *track_find(struct virt_state *s, const char *uuid);
 struct virt_track *track_get(struct virt_state *s, const char *uuid, const char *name);
 void track_remove(struct virt_state *s, const char *uuid);
+/* The tracker of a VM a verb brings here (VM.create, VM.migrationCreate):
+ * NULL when uuid is known (tracked and not destroyed), else its tracker,
+ * its tombstone dropped. */
+struct virt_track *track_claim(struct virt_state *s, const char *uuid, const char *name);
 void track_free_all(struct virt_state *s);
 #define TRACK_FOREACH(s, t) \
 	for (unsigned b_ = 0; b_ < VIRT_TRACK_BUCKETS; b_++) \
@@ -429,15 +446,43 @@ typedef int (*domain_action)(struct rpc_call *c, struct virt_state *s, virDomain
  * act on it, release domain and connection (lifecycle.c).  0, or -1 with the
  * call failed. */
 int virt_on_domain(struct rpc_call *c, domain_action act);
+/* virt_on_domain, then the next sample re-reads the VM's devices (and
+ * balloon); the result is the action's, or the VmDefinition when want_def
+ * (devices.c; memory.c too). */
+int virt_on_devices(struct rpc_call *c, domain_action act, bool want_def);
 /* Fail the call from libvirt's last error (code 1 for "no domain"). */
 int virt_fail_libvirt(struct rpc_call *c, const char *what, const char *id);
+/* dom's live XML read as the engine's (engxml_parse), in c's arena; NULL
+ * with the call failed: libvirt's error (virt_fail_libvirt with what), or
+ * code when the XML cannot be read (lifecycle.c). */
+struct virt_engxml *virt_live_engxml(struct rpc_call *c, virDomainPtr dom, const char *id,
+				     const char *what, enum rpc_err code);
 /* Wait (up to ~1 s) until the libvirt events of dom's current state have
  * been handled, so that a status a verb publishes comes after them. */
 void virt_settle_events(struct virt_state *s, virDomainPtr dom, const char *id);
 /* A verb changed id's state: libvirt will report it with one event. */
 void virt_expect_event(struct virt_state *s, const char *id);
-/* Wait until every VM.shutdown watcher has ended (s->stop set first). */
+/* VM id starts to move its state away (VM.migrate: st VS_MIGRATION_SOURCE,
+ * VM.hibernate: VS_SAVING_STATE): after the events of earlier changes
+ * (virt_settle_events) it is marked migrating (or saving), reports st, its
+ * VM.getMigrationStatus says msg (code 0, progress 0), and st is published
+ * (power.c). */
+void virt_transfer_begin(struct virt_state *s, virDomainPtr dom, const char *id,
+			 enum virt_status st, const char *msg);
+/* Background threads (conn.c).  virt_bg_spawn runs fn(arg) on a detached
+ * thread counted in s->bg_jobs: 0, or VD_EBUSY when no thread started (arg
+ * is still the caller's).  The thread ends with virt_bg_done(s, arg), which
+ * frees arg: its last use of s.  virt_bg_wait waits until every such thread
+ * has ended (s->stop set first); a thread sees that through virt_stopping.
+ * virt_bg_domain: the connection in *c (NULL when libvirt is unreachable)
+ * and domain id on it (NULL when gone); virt_bg_release drops both (either
+ * may be NULL). */
+int virt_bg_spawn(struct virt_state *s, void *(*fn)(void *), void *arg);
+void virt_bg_done(struct virt_state *s, void *job);
 void virt_bg_wait(struct virt_state *s);
+bool virt_stopping(struct virt_state *s);
+virDomainPtr virt_bg_domain(struct virt_state *s, const char *id, virConnectPtr *c);
+void virt_bg_release(virConnectPtr c, virDomainPtr d);
 int virt_verb_reset(struct rpc_call *c);
 int virt_verb_dumpxmls(struct rpc_call *c);
 int virt_verb_hotplug_disk(struct rpc_call *c);
@@ -465,6 +510,9 @@ int virt_verb_set_destroy_on_reboot(struct rpc_call *c);
 struct virt_pdiv {
 	char pool[37], domain[37], image[37], volume[37];
 };
+/* Member key of object o as a UUID string into out; false when o has no
+ * such member or it is not a UUID. */
+bool virt_uuid_member(const struct vd_value *o, const char *key, char out[37]);
 /* "domainID,poolID,dumpImageID,dumpVolumeID,confImageID,confVolumeID". */
 bool virt_parse_hiber_handle(const char *h, struct virt_pdiv *dump, struct virt_pdiv *conf);
 /* v's path through the storage interface: 0, or -1 with the call failed
@@ -476,6 +524,10 @@ int virt_write_hiber_conf(const char *path, const char *id, char *why, size_t wh
 int virt_verb_hibernate(struct rpc_call *c);
 bool virt_is_restore(const struct vd_value *vmparams);
 int virt_create_restore(struct rpc_call *c);
+
+/* VM.create's answer, VDSM's VM status object (create.c; the restore too). */
+void virt_write_created(struct rpc_call *c, const char *id, const char *name,
+			enum virt_status st, int64_t mem_mib, int64_t smp);
 
 /* Lifecycle verb handlers (lifecycle.c, create.c) and read verbs (verbs.c). */
 int virt_verb_create(struct rpc_call *c);
