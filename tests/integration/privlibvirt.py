@@ -11,6 +11,7 @@ and vdsmd) connects through that socket.  VMs run under TCG (type 'qemu').
     ... lv.uri ...
     lv.stop()                      # destroys every domain, kills every qemu
                                    # it started and the daemon, removes tmp
+    lv = start_or_skip()           # the same, for a setUpClass
 
 When libvirtd or QEMU is missing or cannot start, skip_reason says why:
 those tests are skipped with it, never passed."""
@@ -23,6 +24,7 @@ import signal
 import subprocess
 import tempfile
 import time
+import unittest
 
 LIBVIRTD = "/usr/sbin/libvirtd"
 QEMU = "/usr/bin/qemu-system-x86_64"
@@ -199,3 +201,14 @@ def start_all(n):
         for lv in lvs:
             lv.skip_reason = reason
     return lvs
+
+
+def start_or_skip():
+    """A started PrivateLibvirt; raises unittest.SkipTest with the reason
+    (everything stopped) when it cannot start."""
+    lv = PrivateLibvirt()
+    if lv.skip_reason:
+        reason = lv.skip_reason
+        lv.stop()
+        raise unittest.SkipTest("private libvirtd: " + reason)
+    return lv

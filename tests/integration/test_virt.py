@@ -46,14 +46,7 @@ def requester(d):
         time.sleep(0.05)
 
 
-def result(resp):
-    assert "result" in resp, resp
-    return resp["result"]
-
-
-def error_code(resp):
-    assert "error" in resp, resp
-    return resp["error"]["code"]
+result, error_code = vt.result, vt.error_code
 
 
 class Events:

@@ -50,14 +50,7 @@ def engine_xml(vm, src, nic_network=None, vol=None):
         % (vm, src, IMG, IMG, nic, POOL, vol or VOL, IMG, SD, nicmd))
 
 
-def result(r):
-    assert "result" in r, r
-    return r["result"]
-
-
-def error_code(r):
-    assert "error" in r, r
-    return r["error"]["code"]
+result, error_code = vt.result, vt.error_code
 
 
 def is_float_string(v):
@@ -74,42 +67,22 @@ def is_float_string(v):
         return False
 
 
-def call_ready(c, method, params=None, timeout=10.0):
-    deadline = time.monotonic() + timeout
-    while True:
-        r = c.call(method, params)
-        err = r.get("error")
-        if not err or err.get("code") != 99 or time.monotonic() > deadline:
-            return r
-        time.sleep(0.02)
-
-
 class EngineVmFlow(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.d = vt.Daemon()
-        cls.c = cls.d.stomp()
-        cls.c.connect()
-        cls.c.subscribe(vt.RESPONSES, "r", receipt="r1")
-        cls.ev = cls.d.stomp()
-        cls.ev.connect()
-        cls.ev.subscribe(vt.EVENTS, "ev", receipt="e1")
+        cls.c, cls.ev = vt.vm_connections(cls.d)
         # the engine's storage flow, short: a domain and a 1 MiB raw volume
-        root = os.path.join(cls.d.tmp, "storage")
-        assert result(call_ready(cls.c, "StorageDomain.create", [SD, 4, "", "dom", 1])) is True
-        tid = result(cls.c.call("Volume.create", [VOL, BLANK, SD, IMG, str(1 << 20), 5, 2]))
-        deadline = time.monotonic() + 20
-        while result(cls.c.call("Task.getStatus", [tid]))["taskState"] != "finished":
-            assert time.monotonic() < deadline, "Volume.create did not finish"
-            time.sleep(0.02)
-        cls.volpath = os.path.join(root, SD, "images", IMG, VOL)
+        assert result(vt.call_ready(cls.c, "StorageDomain.create",
+                                    [SD, 4, "", "dom", 1])) is True
+        vt.wait_task(cls.c, result(cls.c.call("Volume.create",
+                                              [VOL, BLANK, SD, IMG, str(1 << 20), 5, 2])))
+        cls.volpath = vt.volume_path(cls.d, SD, IMG, VOL)
         assert os.path.exists(cls.volpath), cls.volpath
         # the domain joins the data center the engine's XML names (poolID):
         # VM.create resolves the disk through storage, which checks that
         assert result(cls.c.call("StoragePool.create",
                                  [POOL, "Default", SD, 1, [SD], 5, 60, 10, 3])) is True
-        while "result" not in cls.c.call("Host.getVMList"):
-            time.sleep(0.05)
 
     @classmethod
     def tearDownClass(cls):
@@ -134,10 +107,7 @@ class EngineVmFlow(unittest.TestCase):
         return got
 
     def vm_stats(self):
-        for v in result(self.c.call("Host.getAllVmStats")):
-            if v["vmId"] == VM:
-                return v
-        return None
+        return vt.vm_stats(self.c, VM)
 
     def test_engine_vm_flow(self):
         c = self.c

@@ -29,9 +29,7 @@ def vm_xml(vm, name):
             '</ovirt-vm:clusterVersion></ovirt-vm:vm></metadata></domain>' % (name, vm))
 
 
-def result(r):
-    assert "result" in r, r
-    return r["result"]
+result = vt.result
 
 
 class Host:
@@ -50,16 +48,7 @@ class Host:
                     os.environ.pop(k, None)
                 else:
                     os.environ[k] = v
-        self.c = self.d.stomp(self.d.tls_sock() if pki else None)
-        self.c.connect()
-        self.c.subscribe(vt.RESPONSES, "r", receipt="r1")
-        self.ev = self.d.stomp(self.d.tls_sock() if pki else None)
-        self.ev.connect()
-        self.ev.subscribe(vt.EVENTS, "ev", receipt="e1")
-        deadline = time.monotonic() + vt.TIMEOUT
-        while "result" not in self.c.call("Host.getVMList"):
-            assert time.monotonic() < deadline
-            time.sleep(0.05)
+        self.c, self.ev = vt.vm_connections(self.d, self.d.tls_sock if pki else None)
 
     def close(self):
         self.c.close()

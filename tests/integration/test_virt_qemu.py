@@ -6,7 +6,6 @@ visible in Host.dumpxmls and the stats, VM.shutdown with force on a guest
 that ignores ACPI (no OS: destroyed after the timeout).  Skipped, with the
 reason, where the private libvirtd or QEMU cannot start."""
 
-import os
 import re
 import socket
 import time
@@ -54,24 +53,13 @@ def tiny_xml(vm, disk):
         % (vm, disk, IMG, IMG, POOL, SD, IMG, VOL))
 
 
-def result(r):
-    assert "result" in r, r
-    return r["result"]
-
-
-def error_code(r):
-    assert "error" in r, r
-    return r["error"]["code"]
+result, error_code = vt.result, vt.error_code
 
 
 class QemuVms(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.lv = privlibvirt.PrivateLibvirt()
-        if cls.lv.skip_reason:
-            reason = cls.lv.skip_reason
-            cls.lv.stop()
-            raise unittest.SkipTest("private libvirtd: " + reason)
+        cls.lv = privlibvirt.start_or_skip()
         cls.d = vt.Daemon(libvirt_uri=cls.lv.uri)
         cls.connect()
         cls.disks = cls.make_volumes()
@@ -87,35 +75,18 @@ class QemuVms(unittest.TestCase):
         assert "result" in c.call("StorageDomain.create", [SD, 4, "", "dom", 1])
         paths = {}
         for img, vol in ((IMG, VOL), (IMG2, VOL2)):
-            tid = result(c.call("Volume.create", [vol, BLANK, SD, img, str(1 << 20), 5, 2]))
-            deadline = time.monotonic() + 20
-            while result(c.call("Task.getStatus", [tid]))["taskState"] != "finished":
-                assert time.monotonic() < deadline, "Volume.create did not finish"
-                time.sleep(0.02)
-            paths[vol] = os.path.join(cls.d.tmp, "storage", SD, "images", img, vol)
+            vt.wait_task(c, result(c.call("Volume.create",
+                                          [vol, BLANK, SD, img, str(1 << 20), 5, 2])))
+            paths[vol] = vt.volume_path(cls.d, SD, img, vol)
         # in a pool, volume changes need the SPM: the pool comes last
         assert result(c.call("StoragePool.create",
                              [POOL, "Default", SD, 1, [SD], 5, 60, 10, 3])) is True
-        for path in paths.values():
-            d = path
-            while d != os.path.dirname(cls.d.tmp):
-                d = os.path.dirname(d)
-                os.chmod(d, os.stat(d).st_mode | 0o005)
-            os.chmod(path, 0o666)
+        vt.open_for_qemu(cls.d, paths.values())
         return paths
 
     @classmethod
     def connect(cls):
-        cls.c = cls.d.stomp()
-        cls.c.connect()
-        cls.c.subscribe(vt.RESPONSES, "r", receipt="r1")
-        cls.ev = cls.d.stomp()
-        cls.ev.connect()
-        cls.ev.subscribe(vt.EVENTS, "ev", receipt="e1")
-        deadline = time.monotonic() + vt.TIMEOUT
-        while "result" not in cls.c.call("Host.getVMList"):
-            assert time.monotonic() < deadline, "vdsmd never answered Host.getVMList"
-            time.sleep(0.05)
+        cls.c, cls.ev = vt.vm_connections(cls.d)
 
     @classmethod
     def tearDownClass(cls):
@@ -127,22 +98,10 @@ class QemuVms(unittest.TestCase):
         cls.lv.stop()
 
     def events(self, n, vm=VM, timeout=vt.TIMEOUT):
-        got = []
-        deadline = time.monotonic() + timeout
-        while len(got) < n and time.monotonic() < deadline:
-            try:
-                f = self.ev.read_frame(max(0.05, deadline - time.monotonic()))
-            except Exception:
-                break
-            if f.cmd == "MESSAGE" and f.json().get("method") == "|virt|VM_status|" + vm:
-                got.append(f.json()["params"][vm])
-        return got
+        return vt.vm_status_events(self.ev, vm, n, timeout)
 
     def stats(self, vm=VM):
-        for v in result(self.c.call("Host.getAllVmStats")):
-            if v["vmId"] == vm:
-                return v
-        return None
+        return vt.vm_stats(self.c, vm)
 
     def xml(self, vm=VM):
         return result(self.c.call("Host.dumpxmls", {"vmList": [vm]}))[vm]

@@ -58,14 +58,7 @@ def dev_xml(vm):
         '</ovirt-vm:vm></metadata></domain>' % (vm, sport, vport))
 
 
-def result(r):
-    assert "result" in r, r
-    return r["result"]
-
-
-def error_code(r):
-    assert "error" in r, r
-    return r["error"]["code"]
+result, error_code = vt.result, vt.error_code
 
 
 def recv_exact(so, n):
@@ -135,11 +128,7 @@ def vnc_login(port, password):
 class QemuDevices(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.lv = privlibvirt.PrivateLibvirt()
-        if cls.lv.skip_reason:
-            reason = cls.lv.skip_reason
-            cls.lv.stop()
-            raise unittest.SkipTest("private libvirtd: " + reason)
+        cls.lv = privlibvirt.start_or_skip()
         cls.d = vt.Daemon(libvirt_uri=cls.lv.uri)
         cls.c = cls.d.stomp()
         cls.c.connect()
@@ -170,10 +159,7 @@ class QemuDevices(unittest.TestCase):
 
     @staticmethod
     def stats_of(c):
-        for v in result(c.call("Host.getAllVmStats")):
-            if v["vmId"] == VM:
-                return v
-        return {}
+        return vt.vm_stats(c, VM) or {}
 
     def stats(self):
         return self.stats_of(self.c)

@@ -12,7 +12,6 @@ layer (active commit + pivot), after which the disk and its metadata are on
 the base again.  Skipped, with the reason, where the private libvirtd or
 QEMU cannot start."""
 
-import os
 import subprocess
 import time
 import unittest
@@ -34,14 +33,7 @@ RAW, COW, SPARSE = 5, 4, 2
 SIZE = 2 << 20   # 2 s of merge at 1 MiB/s
 
 
-def result(r):
-    assert "result" in r, r
-    return r["result"]
-
-
-def error_code(r):
-    assert "error" in r, r
-    return r["error"]["code"]
+result, error_code = vt.result, vt.error_code
 
 
 def vm_xml(path):
@@ -76,24 +68,14 @@ def source_of(xml, dev):
 class QemuSnapshot(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.lv = privlibvirt.PrivateLibvirt()
-        if cls.lv.skip_reason:
-            reason = cls.lv.skip_reason
-            cls.lv.stop()
-            raise unittest.SkipTest("private libvirtd: " + reason)
+        cls.lv = privlibvirt.start_or_skip()
         cls.d = vt.Daemon(libvirt_uri=cls.lv.uri)
         cls.connect()
         cls.make_volumes()
 
     @classmethod
     def connect(cls):
-        cls.c = cls.d.stomp()
-        cls.c.connect()
-        cls.c.subscribe(vt.RESPONSES, "r", receipt="r1")
-        cls.ev = cls.d.stomp()
-        cls.ev.connect()
-        cls.ev.subscribe(vt.EVENTS, "ev", receipt="e1")
-        vt.call_ready(cls.c, "Host.getVMList")
+        cls.c, cls.ev = vt.vm_connections(cls.d)
 
     @classmethod
     def make_volumes(cls):
@@ -112,12 +94,8 @@ class QemuSnapshot(unittest.TestCase):
                     "volFormat": fmt, "preallocate": SPARSE}
             if parent != BLANK:
                 args.update(srcImgUUID=IMG, srcVolUUID=parent)
-            tid = result(c.call("Volume.create", args))
-            deadline = time.monotonic() + 20
-            while result(c.call("Task.getStatus", [tid]))["taskState"] != "finished":
-                assert time.monotonic() < deadline, "Volume.create did not finish"
-                time.sleep(0.02)
-            cls.paths[vol] = os.path.join(cls.d.tmp, "storage", SD, "images", img, vol)
+            vt.wait_task(c, result(c.call("Volume.create", args)))
+            cls.paths[vol] = vt.volume_path(cls.d, SD, img, vol)
         assert result(c.call("StoragePool.create",
                              [POOL, "Default", SD, 1, [SD], 5, 60, 10, 3])) is True
         # data in the snapshot layer (what the guest would have written
@@ -125,12 +103,7 @@ class QemuSnapshot(unittest.TestCase):
         r = subprocess.run(["qemu-io", "-f", "qcow2", "-c", "write -P 0x5a 0 %d" % SIZE,
                             cls.paths[TOP]], capture_output=True, text=True, timeout=30)
         assert r.returncode == 0, r.stderr
-        for path in cls.paths.values():
-            d = path
-            while d != os.path.dirname(cls.d.tmp):
-                d = os.path.dirname(d)
-                os.chmod(d, os.stat(d).st_mode | 0o005)
-            os.chmod(path, 0o666)
+        vt.open_for_qemu(cls.d, cls.paths.values())
 
     @classmethod
     def tearDownClass(cls):
@@ -160,10 +133,8 @@ class QemuSnapshot(unittest.TestCase):
         return result(self.c.call("Host.dumpxmls", {"vmList": [VM]}))[VM]
 
     def vm_jobs(self):
-        for v in result(self.c.call("Host.getAllVmStats")):
-            if v["vmId"] == VM:
-                return v.get("vmJobs")
-        return None
+        v = vt.vm_stats(self.c, VM)
+        return v.get("vmJobs") if v else None
 
     def test_snapshot_then_merge(self):
         r = result(self.c.call("VM.create", {"vmID": VM, "vmParams": {

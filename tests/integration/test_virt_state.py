@@ -27,14 +27,7 @@ CONF2 = ("74b50000-d5e6-4f70-8a91-b2c3d4e5f607", "75c60000-e6f7-4081-9a2b-c3d4e5
 RAW, COW, SPARSE = 5, 4, 2
 
 
-def result(r):
-    assert "result" in r, r
-    return r["result"]
-
-
-def error_code(r):
-    assert "error" in r, r
-    return r["error"]["code"]
+result, error_code = vt.result, vt.error_code
 
 
 def vm_xml(vm, disk_path, dtype="kvm"):
@@ -81,31 +74,17 @@ class StateFlow:
         cls.paths = {}
         for (img, vol), size in ((DISK, 1 << 20), (DUMP, 256 << 20), (CONF, 1 << 20),
                                  (DUMP2, 256 << 20), (CONF2, 1 << 20)):
-            tid = result(c.call("Volume.create", [vol, BLANK, SD, img, str(size), RAW, SPARSE]))
-            deadline = time.monotonic() + 20
-            while result(c.call("Task.getStatus", [tid]))["taskState"] != "finished":
-                assert time.monotonic() < deadline, "Volume.create did not finish"
-                time.sleep(0.02)
-            cls.paths[vol] = os.path.join(cls.d.tmp, "storage", SD, "images", img, vol)
+            vt.wait_task(c, result(c.call("Volume.create",
+                                          [vol, BLANK, SD, img, str(size), RAW, SPARSE])))
+            cls.paths[vol] = vt.volume_path(cls.d, SD, img, vol)
         assert result(c.call("StoragePool.create",
                              [POOL, "Default", SD, 1, [SD], 5, 60, 10, 3])) is True
         if open_for:
-            for path in cls.paths.values():
-                d = path
-                while d != os.path.dirname(cls.d.tmp):
-                    d = os.path.dirname(d)
-                    os.chmod(d, os.stat(d).st_mode | 0o005)
-                os.chmod(path, 0o666)
+            vt.open_for_qemu(cls.d, cls.paths.values())
 
     @classmethod
     def connect(cls):
-        cls.c = cls.d.stomp()
-        cls.c.connect()
-        cls.c.subscribe(vt.RESPONSES, "r", receipt="r1")
-        cls.ev = cls.d.stomp()
-        cls.ev.connect()
-        cls.ev.subscribe(vt.EVENTS, "ev", receipt="e1")
-        vt.call_ready(cls.c, "Host.getVMList")
+        cls.c, cls.ev = vt.vm_connections(cls.d)
 
     @classmethod
     def close(cls):
@@ -116,23 +95,10 @@ class StateFlow:
             cls.d.__exit__(None, None, None)
 
     def events(self, n, timeout=vt.TIMEOUT):
-        vm = self.VM
-        got = []
-        deadline = time.monotonic() + timeout
-        while len(got) < n and time.monotonic() < deadline:
-            try:
-                f = self.ev.read_frame(max(0.05, deadline - time.monotonic()))
-            except Exception:
-                break
-            if f.cmd == "MESSAGE" and f.json().get("method") == "|virt|VM_status|" + vm:
-                got.append(f.json()["params"][vm])
-        return got
+        return vt.vm_status_events(self.ev, self.VM, n, timeout)
 
     def stats(self):
-        for v in result(self.c.call("Host.getAllVmStats")):
-            if v["vmId"] == self.VM:
-                return v
-        return None
+        return vt.vm_stats(self.c, self.VM)
 
     def wait_stats(self, pred, timeout=15):
         deadline = time.monotonic() + timeout
@@ -273,11 +239,7 @@ class QemuState(StateFlow, unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        cls.lv = privlibvirt.PrivateLibvirt()
-        if cls.lv.skip_reason:
-            reason = cls.lv.skip_reason
-            cls.lv.stop()
-            raise unittest.SkipTest("private libvirtd: " + reason)
+        cls.lv = privlibvirt.start_or_skip()
         cls.d = vt.Daemon(libvirt_uri=cls.lv.uri)
         cls.connect()
         cls.make_storage(open_for=True)

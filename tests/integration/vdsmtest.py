@@ -508,3 +508,84 @@ def call_ready(c, method, params=None, timeout=10.0, **kw):
         if not err or err.get("code") != 99 or time.monotonic() > deadline:
             return resp
         time.sleep(0.05)
+
+
+# ---- VM tests (test_virt*.py) ---------------------------------------------
+
+def result(r):
+    """r's result; fails (showing r) when r is an error."""
+    assert "result" in r, r
+    return r["result"]
+
+
+def error_code(r):
+    """r's error code; fails (showing r) when r is a result."""
+    assert "error" in r, r
+    return r["error"]["code"]
+
+
+def vm_connections(d, sock=None):
+    """Two connections to daemon d, a requests one (subscribed to RESPONSES)
+    and an events one (EVENTS), once d answers Host.getVMList (code 99 until
+    its first VM sample).  sock: a function making each socket (d.tls_sock),
+    else plain TCP.  Returns (c, ev)."""
+    conns = []
+    for dest, sub in ((RESPONSES, "r"), (EVENTS, "ev")):
+        c = d.stomp(sock() if sock else None)
+        c.connect()
+        c.subscribe(dest, sub, receipt=sub[0] + "1")
+        conns.append(c)
+    c = conns[0]
+    deadline = time.monotonic() + TIMEOUT
+    while "result" not in c.call("Host.getVMList"):
+        assert time.monotonic() < deadline, "vdsmd never answered Host.getVMList"
+        time.sleep(0.05)
+    return conns[0], conns[1]
+
+
+def vm_status_events(ev, vm, n, timeout=TIMEOUT):
+    """The params of up to n |virt|VM_status|<vm> events read from ev
+    (other frames are dropped) within timeout seconds."""
+    got = []
+    deadline = time.monotonic() + timeout
+    while len(got) < n and time.monotonic() < deadline:
+        try:
+            f = ev.read_frame(max(0.05, deadline - time.monotonic()))
+        except Exception:
+            break
+        if f.cmd == "MESSAGE" and f.json().get("method") == "|virt|VM_status|" + vm:
+            got.append(f.json()["params"][vm])
+    return got
+
+
+def vm_stats(c, vm):
+    """VM vm's entry of Host.getAllVmStats, None when it has none."""
+    for v in result(c.call("Host.getAllVmStats")):
+        if v["vmId"] == vm:
+            return v
+    return None
+
+
+def wait_task(c, tid, what="Volume.create", timeout=20):
+    """Wait until storage task tid has finished."""
+    deadline = time.monotonic() + timeout
+    while result(c.call("Task.getStatus", [tid]))["taskState"] != "finished":
+        assert time.monotonic() < deadline, what + " did not finish"
+        time.sleep(0.02)
+
+
+def volume_path(d, sd, img, vol):
+    """Where daemon d keeps volume vol of image img in file domain sd."""
+    return os.path.join(d.tmp, "storage", sd, "images", img, vol)
+
+
+def open_for_qemu(d, paths):
+    """A private libvirtd's QEMU runs as nobody: every directory from d's
+    temp dir down to each of paths is opened (o+rx), each file is made
+    readable and writable by everyone."""
+    for path in paths:
+        p = path
+        while p != os.path.dirname(d.tmp):
+            p = os.path.dirname(p)
+            os.chmod(p, os.stat(p).st_mode | 0o005)
+        os.chmod(path, 0o666)
