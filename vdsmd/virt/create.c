@@ -338,8 +338,7 @@ static const char *domain_type(virConnectPtr conn)
 	return kvm ? "kvm" : "qemu";
 }
 
-/* vmId known: to libvirt, or a Down VM not yet destroyed. */
-static bool known_vm(struct virt_state *s, virConnectPtr conn, const char *id)
+bool virt_known_vm(struct virt_state *s, virConnectPtr conn, const char *id)
 {
 	virDomainPtr old = virDomainLookupByUUIDString(conn, id);
 	if (old) {
@@ -375,7 +374,7 @@ int virt_verb_create(struct rpc_call *c)
 	const char *name = NULL;
 	/* a known id fails before any disk is prepared (checked again below,
 	 * atomically with marking the launch) */
-	if (known_vm(s, conn, id)) {
+	if (virt_known_vm(s, conn, id)) {
 		rpc_fail(c, RPC_E_VM_EXISTS, "%s", id);
 		goto out;
 	}

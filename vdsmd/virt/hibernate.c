@@ -360,13 +360,7 @@ int virt_create_restore(struct rpc_call *c)
 	char *xml = NULL;
 	struct vd_buf x = VD_BUF_INIT;
 	char dump_path[1024], conf_path[1024];
-	virDomainPtr old = virDomainLookupByUUIDString(conn, id);
-	pthread_mutex_lock(&s->lock);
-	bool dup = old || (track_find(s, id) && !tomb_has(s, id));
-	pthread_mutex_unlock(&s->lock);
-	if (old)
-		virDomainFree(old);
-	if (dup) {
+	if (virt_known_vm(s, conn, id)) {
 		rpc_fail(c, RPC_E_VM_EXISTS, "%s", id);
 		goto out;
 	}
@@ -407,7 +401,7 @@ int virt_create_restore(struct rpc_call *c)
 	engxml_rewrite(xml, ex, NULL, &x);
 	pthread_mutex_lock(&s->lock);
 	struct virt_track *t = track_claim(s, id, ex->name);
-	dup = !t;
+	bool dup = !t;
 	if (!dup) {
 		t->restoring = true;
 		t->launching = false;

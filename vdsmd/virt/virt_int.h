@@ -525,6 +525,8 @@ int virt_verb_hibernate(struct rpc_call *c);
 bool virt_is_restore(const struct vd_value *vmparams);
 int virt_create_restore(struct rpc_call *c);
 
+/* vmId known: to libvirt, or a Down VM not yet destroyed (create.c). */
+bool virt_known_vm(struct virt_state *s, virConnectPtr conn, const char *id);
 /* VM.create's answer, VDSM's VM status object (create.c; the restore too). */
 void virt_write_created(struct rpc_call *c, const char *id, const char *name,
 			enum virt_status st, int64_t mem_mib, int64_t smp);
