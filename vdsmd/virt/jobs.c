@@ -150,3 +150,12 @@ void virt_write_job_members(struct vdsmd *d, struct vd_writer *w, const char *jo
 	}
 	pthread_mutex_unlock(&s->lock);
 }
+
+void virt_job_uuid(struct rpc_call *c, char out[37])
+{
+	const char *jid = rpc_arg_str(c, "jobUUID", NULL);
+	if (jid)
+		snprintf(out, 37, "%s", jid);
+	else
+		vd_uuid_generate(out);
+}

@@ -63,6 +63,18 @@ virDomainPtr virt_lookup(struct rpc_call *c, struct virt_state *s, virConnectPtr
 	return NULL;
 }
 
+virDomainPtr virt_lookup_active(struct rpc_call *c, struct virt_state *s, virConnectPtr conn,
+				const char *id)
+{
+	virDomainPtr dom = virt_lookup(c, s, conn, id);
+	if (dom && virDomainIsActive(dom) != 1) {
+		rpc_fail(c, RPC_E_NO_VM, "%s is not running", id);
+		virDomainFree(dom);
+		return NULL;
+	}
+	return dom;
+}
+
 int virt_fail_libvirt(struct rpc_call *c, const char *what, const char *id)
 {
 	int code = virt_last_error_code();

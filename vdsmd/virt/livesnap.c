@@ -216,7 +216,6 @@ int virt_verb_snapshot(struct rpc_call *c)
 	if (mem && *mem && (ml > 512 || !virt_parse_hiber_handle(mem, &dump, &conf)))
 		return rpc_fail(c, RPC_E_PARAMS, "snapMemory: \"domainID,poolID,dumpImageID,"
 				"dumpVolumeID,confImageID,confVolumeID\" expected");
-	const char *jid = rpc_arg_str(c, "jobUUID", NULL);
 	virConnectPtr conn = virt_begin(c, s);
 	if (!conn)
 		return -1;
@@ -224,17 +223,10 @@ int virt_verb_snapshot(struct rpc_call *c)
 	struct snap_job *j = xcalloc(1, sizeof *j);
 	j->s = s;
 	snprintf(j->vm, sizeof j->vm, "%s", id);
-	if (jid)
-		snprintf(j->id, sizeof j->id, "%s", jid);
-	else
-		vd_uuid_generate(j->id);
-	virDomainPtr dom = virt_lookup(c, s, conn, id);
+	virt_job_uuid(c, j->id);
+	virDomainPtr dom = virt_lookup_active(c, s, conn, id);
 	if (!dom)
 		goto out;
-	if (virDomainIsActive(dom) != 1) {
-		rpc_fail(c, RPC_E_NO_VM, "%s is not running", id);
-		goto out;
-	}
 	if (plan(c, s, dom, j) < 0)
 		goto out;
 	if (mem && *mem) {

@@ -290,19 +290,11 @@ int virt_verb_merge(struct rpc_call *c)
 	snprintf(job->vm, sizeof job->vm, "%s", id);
 	snprintf(job->base, sizeof job->base, "%s", rpc_arg_str(c, "baseVolUUID", NULL));
 	snprintf(job->top, sizeof job->top, "%s", rpc_arg_str(c, "topVolUUID", NULL));
-	const char *jid = rpc_arg_str(c, "jobUUID", NULL);
-	if (jid)
-		snprintf(job->id, sizeof job->id, "%s", jid);
-	else
-		vd_uuid_generate(job->id);
+	virt_job_uuid(c, job->id);
 	job->bandwidth = (unsigned long)bw;
-	virDomainPtr dom = virt_lookup(c, s, conn, id);
+	virDomainPtr dom = virt_lookup_active(c, s, conn, id);
 	if (!dom)
 		goto out;
-	if (virDomainIsActive(dom) != 1) {
-		rpc_fail(c, RPC_E_NO_VM, "%s is not running", id);
-		goto out;
-	}
 	if (start(c, s, dom, job) < 0)
 		goto out;
 	log_info("virt: %s: merging %s into %s on %s (%s commit, job %s)", id, job->top,

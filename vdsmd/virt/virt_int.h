@@ -439,6 +439,10 @@ void virt_refresh(struct virt_state *s);
  * libvirt nor the tracker knows it, else 100: the VM is Down). */
 virDomainPtr virt_lookup(struct rpc_call *c, struct virt_state *s, virConnectPtr conn,
 			 const char *id);
+/* virt_lookup, for a verb that needs the domain running: NULL with the call
+ * failed also when it is not (code 1, VDSM's noVM) (lifecycle.c). */
+virDomainPtr virt_lookup_active(struct rpc_call *c, struct virt_state *s, virConnectPtr conn,
+				const char *id);
 /* The body of a verb on one existing domain: 0, or -1 with the call failed. */
 typedef int (*domain_action)(struct rpc_call *c, struct virt_state *s, virDomainPtr dom,
 			     const char *id);
@@ -547,6 +551,8 @@ int virt_job_add(struct virt_state *s, const char *id, const char *vm, const cha
 /* Its new state (published); code/msg for VJ_FAILED. */
 void virt_job_set(struct virt_state *s, const char *id, enum virt_job_status st, int code,
 		  const char *msg);
+/* The request's jobUUID, else a new UUID, into out (jobs.c). */
+void virt_job_uuid(struct rpc_call *c, char out[37]);
 int virt_verb_snapshot(struct rpc_call *c);
 /* merge.c: VM.merge; the sampler copies a VM's block jobs into its stats
  * (s->lock held), encode.c writes them as vmJobs. */
