@@ -146,9 +146,15 @@ static void bg_uncount(struct virt_state *s)
 
 int virt_bg_spawn(struct virt_state *s, void *(*fn)(void *), void *arg)
 {
+	/* none after virt_fini's stop: virt_bg_wait may have returned (the
+	 * sampler's merge recovery runs until virt_fini joins it) */
 	pthread_mutex_lock(&s->lock);
-	s->bg_jobs++;
+	bool stop = s->stop;
+	if (!stop)
+		s->bg_jobs++;
 	pthread_mutex_unlock(&s->lock);
+	if (stop)
+		return VD_EBUSY;
 	pthread_attr_t at;
 	pthread_attr_init(&at);
 	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);

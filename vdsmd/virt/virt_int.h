@@ -475,7 +475,7 @@ void virt_transfer_begin(struct virt_state *s, virDomainPtr dom, const char *id,
 			 enum virt_status st, const char *msg);
 /* Background threads (conn.c).  virt_bg_spawn runs fn(arg) on a detached
  * thread counted in s->bg_jobs: 0, or VD_EBUSY when no thread started (arg
- * is still the caller's).  The thread ends with virt_bg_done(s, arg), which
+ * is still the caller's; always once s->stop is set).  The thread ends with virt_bg_done(s, arg), which
  * frees arg: its last use of s.  virt_bg_wait waits until every such thread
  * has ended (s->stop set first); a thread sees that through virt_stopping.
  * virt_bg_domain: the connection in *c (NULL when libvirt is unreachable)
