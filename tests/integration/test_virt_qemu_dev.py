@@ -24,19 +24,11 @@ import vdsmtest as vt
 VM = "5e1f0000-1111-4222-8333-4444555566dd"
 
 
-def free_port():
-    """A loopback port nobody listens on now (the consoles get their own
-    instead of libvirt's 5900 up, which concurrent test runs contend for)."""
-    with socket.socket() as so:
-        so.bind(("127.0.0.1", 0))
-        return so.getsockname()[1]
-
-
 def dev_xml(vm):
     """The engine's form: pc machine with a floppy drive (no medium), spice
     first and VNC second (passwords that expired in 1970), maxMemory with 4
     DIMM slots and one NUMA cell."""
-    sport, vport = free_port(), free_port()
+    sport, vport = vt.free_port(), vt.free_port()
     return (
         '<?xml version="1.0" encoding="UTF-8"?><domain type="kvm" '
         'xmlns:ovirt-vm="http://ovirt.org/vm/1.0"><name>qdev1</name><uuid>%s</uuid>'

@@ -567,11 +567,23 @@ def vm_stats(c, vm):
 
 
 def wait_task(c, tid, what="Volume.create", timeout=20):
-    """Wait until storage task tid has finished."""
+    """Wait until storage task tid has finished, with code 0."""
     deadline = time.monotonic() + timeout
-    while result(c.call("Task.getStatus", [tid]))["taskState"] != "finished":
+    while True:
+        st = result(c.call("Task.getStatus", [tid]))
+        if st["taskState"] == "finished":
+            assert st["code"] == 0, st
+            return
         assert time.monotonic() < deadline, what + " did not finish"
         time.sleep(0.02)
+
+
+def free_port():
+    """A loopback port nobody listens on now (a console's own, not
+    libvirt's 5900 up, which concurrent test runs contend for)."""
+    with socket.socket() as so:
+        so.bind(("127.0.0.1", 0))
+        return so.getsockname()[1]
 
 
 def volume_path(d, sd, img, vol):
