@@ -189,5 +189,8 @@ const struct rpc_binding virt_bindings[] = {
 	{ "VM.migrateCancel", virt_verb_migrate_cancel },
 	{ "VM.getMigrationStatus", virt_verb_get_migration_status },
 	{ "VM.migrationCreate", virt_verb_migration_create },
+	{ "VM.freeze", virt_verb_freeze },
+	{ "VM.thaw", virt_verb_thaw },
+	{ "VM.screenshot", virt_verb_screenshot },
 	{ NULL, NULL },
 };

@@ -418,6 +418,10 @@ int virt_verb_get_migration_status(struct rpc_call *c);
 int virt_verb_migration_create(struct rpc_call *c);
 int virt_verb_get_external_data(struct rpc_call *c);
 int virt_verb_set_destroy_on_reboot(struct rpc_call *c);
+/* guest.c, blockops.c, policy.c */
+int virt_verb_freeze(struct rpc_call *c);
+int virt_verb_thaw(struct rpc_call *c);
+int virt_verb_screenshot(struct rpc_call *c);
 
 /* Lifecycle verb handlers (lifecycle.c, create.c) and read verbs (verbs.c). */
 int virt_verb_create(struct rpc_call *c);
