@@ -111,6 +111,7 @@ enum rpc_err {
 	RPC_E_VM_DOWN,        /* 6 VMIsDown */
 	RPC_E_AGENT_NONRESP,  /* 19 NonResponsiveGuestAgent */
 	RPC_E_NOT_IMPL,       /* 44 MethodNotImplemented */
+	RPC_E_UPDATE_DEVICE,  /* 56 UpdateDeviceFailed */
 	RPC_E_RESIZE,         /* 58 BadDiskResizeParameter */
 	RPC_E_VM_POLICY,      /* 63 UpdateVMPolicyFailed */
 	RPC_E_IOTUNE,         /* 64 UpdateIOTuneError */

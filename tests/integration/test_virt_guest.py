@@ -4,11 +4,15 @@ path: its fake agent freezes, its screen is a PNG) and on real QEMU (TCG)
 under a private libvirtd (privlibvirt.py), where a VM has no guest agent
 running: VDSM's errors (19 with the agent channel but no agent, 76 without
 a channel), and the screenshot is QEMU's picture of the VGA screen (PNG or
-PPM, decoded).  The QEMU
+PPM, decoded).  VM.diskSizeExtend on a running VM's qcow2 and raw volumes
+made through the storage verbs: the guest's disk grows (libvirt's
+blockinfo) and the volume's capacity agrees.  The QEMU
 part is skipped, with the reason, where the private libvirtd or QEMU cannot
 start."""
 
 import base64
+import os
+import re
 import struct
 import time
 import unittest
@@ -21,6 +25,14 @@ TEST_VM = "6695eb01-f6a4-8304-79aa-97f2502e193f"   # test:///default's "test"
 NO_VM = "00000000-0000-4000-8000-00000000dead"
 VM_A = "5e1f0000-1111-4222-8333-4444555566a1"      # agent channel, a disk
 VM_B = "5e1f0000-1111-4222-8333-4444555566b2"      # no channel
+VM_C = "5e1f0000-1111-4222-8333-4444555566c3"      # a qcow2 and a raw disk
+BLANK = "00000000-0000-0000-0000-000000000000"
+SD = "4b0a2c3d-2c2e-4b8a-9b1f-2a1f6b9d7c21"
+IMG_COW = "c1a2b3c4-d5e6-4f70-8a91-b2c3d4e5f621"
+VOL_COW = "d2b3c4d5-e6f7-4081-9a2b-c3d4e5f60721"
+IMG_RAW = "c1a2b3c4-d5e6-4f70-8a91-b2c3d4e5f622"
+VOL_RAW = "d2b3c4d5-e6f7-4081-9a2b-c3d4e5f60722"
+MIB = 1 << 20
 
 
 def result(r):
@@ -93,6 +105,25 @@ def vm_xml(vm, name, agent):
             '<metadata><ovirt-vm:vm/></metadata></domain>' % (name, vm, channel))
 
 
+def disks_xml(vm, name, disks):
+    """A VM with the engine's disks on volumes: [(dev, format, img, vol)]; the
+    host resolves each from the metadata (no pool: the domain is unattached)."""
+    devs = "".join(
+        '<disk type="file" device="disk"><target dev="%s" bus="virtio"/>'
+        '<source file="/rhev/placeholder/%s"/><driver name="qemu" type="%s"/>'
+        '<serial>%s</serial></disk>' % (dev, vol, fmt, img) for dev, fmt, img, vol in disks)
+    md = "".join(
+        '<ovirt-vm:device devtype="disk" name="%s"><ovirt-vm:domainID>%s</ovirt-vm:domainID>'
+        '<ovirt-vm:imageID>%s</ovirt-vm:imageID><ovirt-vm:volumeID>%s</ovirt-vm:volumeID>'
+        '</ovirt-vm:device>' % (dev, SD, img, vol) for dev, fmt, img, vol in disks)
+    return ('<?xml version="1.0" encoding="UTF-8"?><domain type="kvm" '
+            'xmlns:ovirt-vm="http://ovirt.org/vm/1.0"><name>%s</name><uuid>%s</uuid>'
+            '<memory unit="MiB">64</memory><vcpu>1</vcpu>'
+            '<os><type arch="x86_64" machine="pc">hvm</type></os>'
+            '<devices>%s<memballoon model="none"/></devices>'
+            '<metadata><ovirt-vm:vm>%s</ovirt-vm:vm></metadata></domain>' % (name, vm, devs, md))
+
+
 class TestDriver(unittest.TestCase):
     """libvirt's test driver: its domain "test" has a fake agent and screen."""
 
@@ -142,14 +173,44 @@ class Qemu(unittest.TestCase):
         cls.c.connect()
         cls.c.subscribe(vt.RESPONSES, "r", receipt="r1")
         vt.call_ready(cls.c, "Host.getVMList")
-        for vm, name, agent in ((VM_A, "gvm_a", True), (VM_B, "gvm_b", False)):
-            p = {"vmID": vm, "vmParams": {"vmId": vm, "xml": vm_xml(vm, name, agent)}}
+        cls.make_volumes()
+        xmls = ((VM_A, vm_xml(VM_A, "gvm_a", True)), (VM_B, vm_xml(VM_B, "gvm_b", False)),
+                (VM_C, disks_xml(VM_C, "gvm_c", [("vda", "qcow2", IMG_COW, VOL_COW),
+                                                 ("vdb", "raw", IMG_RAW, VOL_RAW)])))
+        for vm, xml in xmls:
+            p = {"vmID": vm, "vmParams": {"vmId": vm, "xml": xml}}
             result(cls.c.call("VM.create", p, timeout=60))
+
+    @classmethod
+    def wait_task(cls, tid):
+        deadline = time.monotonic() + 30
+        while True:
+            st = result(cls.c.call("Task.getStatus", [tid]))
+            if st["taskState"] == "finished":
+                assert st["code"] == 0, st
+                return
+            assert time.monotonic() < deadline, "task %s did not finish" % tid
+            time.sleep(0.02)
+
+    @classmethod
+    def make_volumes(cls):
+        """A qcow2 and a raw volume of 1 MiB through the storage verbs, opened
+        up for the private QEMU (it runs as nobody)."""
+        assert "result" in cls.c.call("StorageDomain.create", [SD, 4, "", "guestdom", 1])
+        for img, vol, fmt in ((IMG_COW, VOL_COW, 4), (IMG_RAW, VOL_RAW, 5)):
+            cls.wait_task(result(cls.c.call("Volume.create",
+                                            [vol, BLANK, SD, img, str(MIB), fmt, 2])))
+            path = os.path.join(cls.d.tmp, "storage", SD, "images", img, vol)
+            d = path
+            while d != os.path.dirname(cls.d.tmp):
+                d = os.path.dirname(d)
+                os.chmod(d, os.stat(d).st_mode | 0o005)
+            os.chmod(path, 0o666)
 
     @classmethod
     def tearDownClass(cls):
         if hasattr(cls, "c"):
-            for vm in (VM_A, VM_B):
+            for vm in (VM_A, VM_B, VM_C):
                 cls.c.call("VM.destroy", {"vmID": vm})
             cls.c.close()
         if hasattr(cls, "d"):
@@ -188,6 +249,52 @@ class Qemu(unittest.TestCase):
         self.assertGreaterEqual(w, 320)
         self.assertGreaterEqual(h, 200)
 
+    def capacity(self, dev):
+        """The disk's size as the guest sees it (libvirt's blockinfo)."""
+        out = self.lv.virsh("domblkinfo", "gvm_c", dev).stdout
+        return int(re.search(r"Capacity:\s+(\d+)", out).group(1))
+
+    def vol_capacity(self, img, vol):
+        info = result(self.c.call("Volume.getInfo", {
+            "volumeID": vol, "storagepoolID": BLANK, "storagedomainID": SD, "imageID": img}))
+        return int(info["capacity"])
+
+    def extend(self, img, vol, size):
+        spec = {"poolID": BLANK, "domainID": SD, "imageID": img, "volumeID": vol,
+                "device": "disk"}
+        return self.call("VM.diskSizeExtend", VM_C, driveSpecs=spec, newSize=size)
+
+    def test_disk_size_extend_cow(self):
+        self.assertEqual(self.capacity("vda"), MIB)
+        # QEMU grows the qcow2 image; the volume's capacity follows
+        self.assertEqual(result(self.extend(IMG_COW, VOL_COW, str(3 * MIB))), str(3 * MIB))
+        self.assertEqual(self.capacity("vda"), 3 * MIB)
+        self.assertEqual(self.vol_capacity(IMG_COW, VOL_COW), 3 * MIB)
+        qinfo = result(self.c.call("Volume.getQemuImageInfo", {
+            "volumeID": VOL_COW, "storagedomainID": SD, "imageID": IMG_COW}))
+        self.assertEqual((qinfo["format"], qinfo["virtualsize"]), ("qcow2", 3 * MIB))
+        # never smaller, and newSize must be a number: VDSM's resizeErr
+        self.assertEqual(error_code(self.extend(IMG_COW, VOL_COW, str(2 * MIB))), 58)
+        self.assertEqual(error_code(self.extend(IMG_COW, VOL_COW, "big")), 58)
+        self.assertEqual(self.capacity("vda"), 3 * MIB)
+        self.assertEqual(self.vol_capacity(IMG_COW, VOL_COW), 3 * MIB)
+        # a drive the VM does not have: imageErr
+        self.assertEqual(error_code(self.extend(IMG_COW, VOL_RAW, str(4 * MIB))), 13)
+        self.assertEqual(error_code(self.call("VM.diskSizeExtend", NO_VM, newSize="1",
+                                              driveSpecs={})), 1)
+
+    def test_disk_size_extend_raw(self):
+        self.assertEqual(self.capacity("vdb"), MIB)
+        # the engine grows the volume through storage, then tells the VM
+        self.wait_task(result(self.c.call("Volume.extendSize", {
+            "storagepoolID": BLANK, "storagedomainID": SD, "imageID": IMG_RAW,
+            "volumeID": VOL_RAW, "newSize": str(4 * MIB)})))
+        self.assertEqual(self.capacity("vdb"), MIB)      # the guest does not know yet
+        self.assertEqual(result(self.extend(IMG_RAW, VOL_RAW, str(4 * MIB))), str(4 * MIB))
+        self.assertEqual(self.capacity("vdb"), 4 * MIB)
+        self.assertEqual(self.vol_capacity(IMG_RAW, VOL_RAW), 4 * MIB)
+
 
 if __name__ == "__main__":
     unittest.main()
+

@@ -323,6 +323,7 @@ static const struct { enum rpc_err e; int code; const char *msg; } codes[] = {
 	{ RPC_E_VM_DOWN, 6, "Virtual machine is down" },
 	{ RPC_E_AGENT_NONRESP, 19, "Guest agent non-responsive" },
 	{ RPC_E_NOT_IMPL, 44, "Not implemented" },
+	{ RPC_E_UPDATE_DEVICE, 56, "Failed to update device" },
 	{ RPC_E_RESIZE, 58, "Wrong resize disk parameter" },
 	{ RPC_E_VM_POLICY, 63, "Failed to update VM SLA policy" },
 	{ RPC_E_IOTUNE, 64, "Failed to update ioTune values" },

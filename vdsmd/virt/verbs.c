@@ -192,5 +192,6 @@ const struct rpc_binding virt_bindings[] = {
 	{ "VM.freeze", virt_verb_freeze },
 	{ "VM.thaw", virt_verb_thaw },
 	{ "VM.screenshot", virt_verb_screenshot },
+	{ "VM.diskSizeExtend", virt_verb_disk_size_extend },
 	{ NULL, NULL },
 };

@@ -422,6 +422,7 @@ int virt_verb_set_destroy_on_reboot(struct rpc_call *c);
 int virt_verb_freeze(struct rpc_call *c);
 int virt_verb_thaw(struct rpc_call *c);
 int virt_verb_screenshot(struct rpc_call *c);
+int virt_verb_disk_size_extend(struct rpc_call *c);
 
 /* Lifecycle verb handlers (lifecycle.c, create.c) and read verbs (verbs.c). */
 int virt_verb_create(struct rpc_call *c);
