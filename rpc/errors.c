@@ -47,6 +47,7 @@ static struct err_wire err_lookup(enum rpc_err e)
 	case RPC_E_NO_RESOURCES: return (struct err_wire){ 1100, "Not enough resources" };
 	case RPC_E_VM_DOWN:      return (struct err_wire){ 6, "Virtual machine is down" };
 	case RPC_E_AGENT_NONRESP: return (struct err_wire){ 19, "Guest agent non-responsive" };
+	case RPC_E_MISSING_PARAM: return (struct err_wire){ 11, "Missing required parameter" };
 	case RPC_E_NOT_IMPL:     return (struct err_wire){ 44, "Not implemented" };
 	case RPC_E_UPDATE_DEVICE: return (struct err_wire){ 56, "Failed to update device" };
 	case RPC_E_RESIZE:       return (struct err_wire){ 58, "Wrong resize disk parameter" };

@@ -110,6 +110,7 @@ enum rpc_err {
 	/* guest and block verbs of the VM (virt/guest.c, virt/blockops.c) */
 	RPC_E_VM_DOWN,        /* 6 VMIsDown */
 	RPC_E_AGENT_NONRESP,  /* 19 NonResponsiveGuestAgent */
+	RPC_E_MISSING_PARAM,  /* 11 MissingParameter */
 	RPC_E_NOT_IMPL,       /* 44 MethodNotImplemented */
 	RPC_E_UPDATE_DEVICE,  /* 56 UpdateDeviceFailed */
 	RPC_E_RESIZE,         /* 58 BadDiskResizeParameter */

@@ -6,7 +6,11 @@ running: VDSM's errors (19 with the agent channel but no agent, 76 without
 a channel), and the screenshot is QEMU's picture of the VGA screen (PNG or
 PPM, decoded).  VM.diskSizeExtend on a running VM's qcow2 and raw volumes
 made through the storage verbs: the guest's disk grows (libvirt's
-blockinfo) and the volume's capacity agrees.  The QEMU
+blockinfo) and the volume's capacity agrees.  VM.updateVmPolicy /
+VM.getIoTunePolicy: the ioTune policy applied to the live disk and kept in
+the metadata; vcpuLimit's CPU quota needs a privileged libvirtd (skipped
+with the reason under the unprivileged private one; the formula is
+tests/unit/test_virt_policy.c).  The QEMU
 part is skipped, with the reason, where the private libvirtd or QEMU cannot
 start."""
 
@@ -293,6 +297,62 @@ class Qemu(unittest.TestCase):
         self.assertEqual(result(self.extend(IMG_RAW, VOL_RAW, str(4 * MIB))), str(4 * MIB))
         self.assertEqual(self.capacity("vdb"), 4 * MIB)
         self.assertEqual(self.vol_capacity(IMG_RAW, VOL_RAW), 4 * MIB)
+
+    def vdb_iotune(self):
+        x = result(self.c.call("Host.dumpxmls", {"vmList": [VM_C]}))[VM_C]
+        d = x[x.rindex("<disk", 0, x.index("<target dev='vdb'")):]
+        d = d[:d.index("</disk>")]
+        return dict(re.findall(r"<(\w+_sec)>(\d+)</", d)), x
+
+    def test_policy_iotune(self):
+        self.assertEqual(error_code(self.call("VM.updateVmPolicy", VM_C, params={})), 11)
+        ids = {"domainID": SD, "poolID": BLANK, "imageID": IMG_RAW, "volumeID": VOL_RAW}
+        r = result(self.call("VM.updateVmPolicy", VM_C, params={"ioTune": [dict(
+            ids, maximum={"total_bytes_sec": 2 * MIB, "write_iops_sec": 50},
+            guaranteed={"total_bytes_sec": MIB})]}))
+        self.assertEqual(r, {"code": 0, "message": "Done"})
+        # MOM's policy: the maximum becomes the disk's live limits
+        tune, x = self.vdb_iotune()
+        self.assertEqual(tune, {"total_bytes_sec": str(2 * MIB), "write_iops_sec": "50"})
+        self.assertIn("ovirt-tune:qos", x)
+        path = os.path.join(self.d.tmp, "storage", SD, "images", IMG_RAW, VOL_RAW)
+        self.assertEqual(result(self.call("VM.getIoTunePolicy", VM_C)), [{
+            "name": "vdb", "path": path,
+            "maximum": {"total_bytes_sec": 2 * MIB, "write_iops_sec": 50},
+            "guaranteed": {"total_bytes_sec": MIB}}])
+        # a change by name merges into the stored policy
+        result(self.call("VM.updateVmPolicy", VM_C, params={"ioTune": [
+            {"name": "vdb", "maximum": {"read_iops_sec": 10}}]}))
+        tune, _ = self.vdb_iotune()
+        self.assertEqual(tune, {"total_bytes_sec": str(2 * MIB), "write_iops_sec": "50",
+                                "read_iops_sec": "10"})
+        pol = result(self.call("VM.getIoTunePolicy", VM_C))
+        self.assertEqual(len(pol), 1)
+        self.assertEqual(pol[0]["maximum"], {"total_bytes_sec": 2 * MIB, "read_iops_sec": 10,
+                                             "write_iops_sec": 50})
+        # a disk the VM does not have: updateVmPolicyErr, nothing changes
+        bad = dict(ids, volumeID=VOL_COW, maximum={"total_bytes_sec": 1})
+        self.assertEqual(error_code(self.call("VM.updateVmPolicy", VM_C,
+                                              params={"ioTune": [bad]})), 63)
+        self.assertEqual(result(self.call("VM.getIoTunePolicy", VM_C)), pol)
+        self.assertEqual(result(self.call("VM.getIoTunePolicy", VM_A)), [])
+        self.assertEqual(error_code(self.call("VM.getIoTunePolicy", NO_VM)), 1)
+
+    def test_policy_vcpu_limit(self):
+        r = self.call("VM.updateVmPolicy", VM_C, params={"vcpuLimit": 50})
+        if "error" in r and "session mode" in r["error"]["message"]:
+            # the private libvirtd runs unprivileged: no cgroups to tune
+            self.assertEqual(error_code(r), 63)
+            self.assertNotIn("vcpuLimit", result(self.c.call(
+                "Host.dumpxmls", {"vmList": [VM_C]}))[VM_C])
+            self.skipTest("CPU tuning needs a privileged libvirtd: " + r["error"]["message"])
+        self.assertEqual(result(r), {"code": 0, "message": "Done"})
+        cpus = int(re.search(r"CPU\(s\):\s+(\d+)", self.lv.virsh("nodeinfo").stdout).group(1))
+        out = self.lv.virsh("schedinfo", "gvm_c", "--live").stdout
+        self.assertIn("vcpu_period    : 100000", out)
+        self.assertIn("vcpu_quota     : %d" % (50000 * cpus), out)
+        self.assertIn("<vcpuLimit>50</vcpuLimit>", result(self.c.call(
+            "Host.dumpxmls", {"vmList": [VM_C]}))[VM_C])
 
 
 if __name__ == "__main__":

@@ -322,6 +322,7 @@ static const struct { enum rpc_err e; int code; const char *msg; } codes[] = {
 	{ RPC_E_NO_RESOURCES, 1100, "Not enough resources" },
 	{ RPC_E_VM_DOWN, 6, "Virtual machine is down" },
 	{ RPC_E_AGENT_NONRESP, 19, "Guest agent non-responsive" },
+	{ RPC_E_MISSING_PARAM, 11, "Missing required parameter" },
 	{ RPC_E_NOT_IMPL, 44, "Not implemented" },
 	{ RPC_E_UPDATE_DEVICE, 56, "Failed to update device" },
 	{ RPC_E_RESIZE, 58, "Wrong resize disk parameter" },

@@ -51,9 +51,7 @@ static bool spec_uuid(const struct vd_value *spec, const char *key, char out[37]
 	return true;
 }
 
-/* The disk of ex that driveSpecs names (its metadata volume, or the volume
- * its source file is: the leaf after a snapshot); NULL if none. */
-static const struct virt_engdisk *find_drive(const struct virt_engxml *ex, const char *sd,
+const struct virt_engdisk *virt_find_vol_drive(const struct virt_engxml *ex, const char *sd,
 					     const char *img, const char *vol)
 {
 	for (unsigned i = 0; i < ex->ndisks; i++) {
@@ -97,7 +95,7 @@ static int act_extend(struct rpc_call *c, struct virt_state *s, virDomainPtr dom
 		goto out;
 	}
 	const struct virt_engdisk *d = engxml_parse(xml, ex, why, sizeof why) == 0 ?
-				       find_drive(ex, sd, img, vol) : NULL;
+				       virt_find_vol_drive(ex, sd, img, vol) : NULL;
 	if (!d) {
 		rpc_fail(c, RPC_E_NO_IMAGE_FILE, "VM %s has no drive %s/%s/%s", id, sd, img, vol);
 		goto out;

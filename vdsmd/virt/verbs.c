@@ -193,5 +193,7 @@ const struct rpc_binding virt_bindings[] = {
 	{ "VM.thaw", virt_verb_thaw },
 	{ "VM.screenshot", virt_verb_screenshot },
 	{ "VM.diskSizeExtend", virt_verb_disk_size_extend },
+	{ "VM.updateVmPolicy", virt_verb_update_vm_policy },
+	{ "VM.getIoTunePolicy", virt_verb_get_iotune_policy },
 	{ NULL, NULL },
 };
