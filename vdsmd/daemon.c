@@ -69,6 +69,27 @@ static int select_codec(struct vdsmd *d, char *why, size_t whylen)
 	return VD_EUNSUPP;
 }
 
+/* host/'s view of the other backends (host_peers); ctx is the struct vdsmd,
+ * and each backend answers empty while it is not running. */
+static void peer_vm_counts(void *ctx, struct host_vm_counts *out)
+{
+	struct virt_counts k;
+	virt_vm_counts(ctx, &k);
+	*out = (struct host_vm_counts){ .count = k.count, .active = k.active,
+		.migrating = k.migrating, .incoming = k.incoming, .outgoing = k.outgoing };
+}
+
+static void peer_domain_stats(void *ctx, struct vd_writer *w)
+{
+	storage_write_domain_stats(ctx, w);
+}
+
+static void peer_jobs(void *ctx, struct vd_writer *w, const char *job_type,
+		      const struct vd_value *job_ids)
+{
+	storage_write_jobs(ctx, w, job_type, job_ids);
+}
+
 /* virt's disk interface (VM.create, on a worker): the leaf path of the
  * volume chain storage prepares. */
 static int virt_prepare_image(void *ctx, const char *pool, const char *domain,
@@ -195,10 +216,15 @@ int daemon_init(struct vdsmd *d, char *why, size_t whylen)
 					.volume_size = virt_volume_size,
 					.set_capacity = virt_set_capacity };
 	virt_set_deps(d, &deps);
-	d->net_provider = xcalloc(1, sizeof(*d->net_provider));
-	d->net_provider->ctx = d;
-	d->net_provider->write_caps = net_caps_write;
-	host_set_net_provider(d, d->net_provider);
+	d->host_peers = xcalloc(1, sizeof(*d->host_peers));
+	*d->host_peers = (struct host_peers){
+		.ctx = d,
+		.write_net_caps = net_caps_write,
+		.vm_counts = peer_vm_counts,
+		.write_domain_stats = peer_domain_stats,
+		.write_jobs = peer_jobs,
+	};
+	host_set_peers(d, d->host_peers);
 	if (d->broker)
 		broker_connect(d->broker);
 	return 0;
@@ -220,10 +246,10 @@ void daemon_fini(struct vdsmd *d)
 	}
 	broker_free(d->broker);
 	/* Only what started (init may have stopped early). */
-	if (d->net_provider) {
-		host_set_net_provider(d, NULL);
-		free(d->net_provider);
-		d->net_provider = NULL;
+	if (d->host_peers) {
+		host_set_peers(d, NULL);
+		free(d->host_peers);
+		d->host_peers = NULL;
 	}
 	if (d->net)
 		net_fini(d);

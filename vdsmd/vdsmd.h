@@ -16,7 +16,7 @@ struct host_state;
 struct virt_state;
 struct storage_state;
 struct net_state;
-struct host_net_provider;
+struct host_peers;
 struct vd_broker;
 
 struct vdsmd {
@@ -38,9 +38,9 @@ struct vdsmd {
 	/* Small interfaces between backends, set by the one that provides them
 	 * (NULL: not provided).  Set by net_init, used by host/: */
 	void (*confirm_connectivity)(struct vdsmd *d);  /* Host.confirmConnectivity */
-	/* net/'s writer of getCapabilities' network sections, handed to host/
-	 * by the daemon (host_set_net_provider) */
-	struct host_net_provider *net_provider;
+	/* what host/ reports of net/, virt/ and storage/, handed to it by the
+	 * daemon (host_set_peers) */
+	struct host_peers *host_peers;
 };
 
 /* Called by subsystems when their first sample exists; the engine becomes

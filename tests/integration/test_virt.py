@@ -98,7 +98,12 @@ class FleetReads(unittest.TestCase):
             self.assertTrue(vm["statusTime"].isdigit())
         stats = result(self.c.call("Host.getStats"))
         self.assertEqual(int(stats["vmCount"]), 20)
-        self.assertEqual(int(stats["vmActive"]), 18)
+        # VDSM's count: the Up VMs only (16 running; 2 paused, 2 shut off)
+        ups = sum(1 for vm in vms if vm["status"] == "Up")
+        self.assertEqual(ups, 16)
+        self.assertEqual(int(stats["vmActive"]), ups)
+        for k in ("vmMigrating", "incomingVmMigrations", "outgoingVmMigrations"):
+            self.assertEqual(int(stats[k]), 0)
 
     def test_all_vm_stats_fields(self):
         vms = result(self.c.call("Host.getAllVmStats"))

@@ -603,13 +603,13 @@ static void fake_net_write(void *ctx, struct vd_writer *w)
 	vw_end_array(w);
 }
 
-START_TEST(net_provider)
+START_TEST(net_peer)
 {
 	struct host_topo t;
 	host_topo_read(BARE, &t);
 	struct host_caps *c = host_caps_new(BARE, &t, NULL);
 	struct fake_net f = { 0 };
-	struct host_net_provider np = { .ctx = &f, .write_caps = fake_net_write };
+	struct host_peers np = { .ctx = &f, .write_net_caps = fake_net_write };
 	struct vd_arena a;
 	arena_init(&a, 1 << 16);
 	for (int round = 1; round <= 2; round++) {
@@ -617,7 +617,7 @@ START_TEST(net_provider)
 		struct vd_writer w;
 		codec_find("yajl")->writer_init(&w, &b);
 		if (round == 2)
-			atomic_store(&c->net, &np);
+			atomic_store(&c->peers, &np);
 		host_caps_write(c, &w);
 		const struct vd_value *v = decode(&a, &b);
 		const struct vd_value *n = get(v, "networks", VD_OBJECT);
@@ -743,7 +743,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, caps_full_tree);
 	tcase_add_test(tc, caps_bare_tree);
 	tcase_add_test(tc, spec_ctrl_from_ibrs);
-	tcase_add_test(tc, net_provider);
+	tcase_add_test(tc, net_peer);
 	tcase_add_test(tc, stats_full_tree);
 	tcase_add_test(tc, stats_bare_tree);
 	suite_add_tcase(s, tc);

@@ -560,6 +560,12 @@ START_TEST(device_and_migration_verb_checks)
 	const struct vd_value *mv = vfx_find_vm(r, "b7b8c9d0-e1f2-4a3b-8c4d-5e6f7a8b9c0d");
 	ck_assert_ptr_nonnull(mv);
 	ck_assert_str_eq(vfx_str(&F, mv, "status"), "Migration Destination");
+	/* Host.getStats counts it as an incoming migration (VDSM's _countVms) */
+	struct virt_counts k;
+	virt_vm_counts(&F.d, &k);
+	ck_assert_uint_eq(k.incoming, 1);
+	ck_assert_uint_eq(k.outgoing, 0);
+	ck_assert_uint_eq(k.migrating, 1);
 	vfx_ok(&F, "VM.destroy", "{\"vmID\":\"b7b8c9d0-e1f2-4a3b-8c4d-5e6f7a8b9c0d\"}");
 	ck_assert_int_eq(vfx_err(&F, "VM.migrationCreate", "{\"params\":{\"vmId\":\"x\"}}"), -32602);
 }

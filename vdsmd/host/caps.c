@@ -434,9 +434,9 @@ void host_caps_encode(const struct host_caps *c, struct vd_writer *w)
 		vw_uint(w, c->huge_kb[i]);
 	vw_end_array(w);
 	host_caps_ext_encode(c, w);
-	const struct host_net_provider *np = atomic_load(&c->net);
-	if (np && np->write_caps) {
-		np->write_caps(np->ctx, w);
+	const struct host_peers *np = atomic_load(&c->peers);
+	if (np && np->write_net_caps) {
+		np->write_net_caps(np->ctx, w);
 	} else {
 		/* no network provider: the keys exist, empty (README) */
 		static const char *const net_keys[] = { "networks", "nics", "bridges",

@@ -26,8 +26,11 @@ void host_fini(struct vdsmd *d)
 	d->host = NULL;
 }
 
-void host_set_net_provider(struct vdsmd *d, const struct host_net_provider *p)
+void host_set_peers(struct vdsmd *d, const struct host_peers *p)
 {
-	if (d && d->host && d->host->caps)
-		atomic_store(&d->host->caps->net, p);
+	if (!d || !d->host)
+		return;
+	atomic_store(&d->host->peers, p);
+	if (d->host->caps)
+		atomic_store(&d->host->caps->peers, p);
 }

@@ -13,22 +13,37 @@
 int host_init(struct vdsmd *d);
 /* Stops and joins the sampler, frees d->host. */
 void host_fini(struct vdsmd *d);
-/* The network sections of Host.getCapabilities come from vdsmd/net (which
- * reads links over netlink); the host backend does not read networks.
- * write_caps writes, into the open capabilities object, the keys
- * "networks", "nics", "bridges", "vlans", "bondings" (objects, VDSM's
- * shapes: engine-flows.json "connect" step 4) and "nameservers" (array).
- * It is called on the loop thread for every Host.getCapabilities (the rest
- * of the capabilities is encoded once), so it must not block.  Without a
- * provider those keys are written empty. */
-struct host_net_provider {
+/* What the Host verbs report of the other backends, which host/ does not
+ * include (DESIGN.md): the daemon plugs these in.  Every function is called
+ * on the loop thread and must not block; any of them may be NULL, and then
+ * its keys are written empty (README).
+ *
+ * write_net_caps (vdsmd/net, which reads links over netlink) writes, into the
+ * open capabilities object, the keys "networks", "nics", "bridges", "vlans",
+ * "bondings" (objects, VDSM's shapes: engine-flows.json "connect" step 4) and
+ * "nameservers" (array); it runs for every Host.getCapabilities (the rest of
+ * the capabilities is encoded once).
+ * vm_counts (vdsmd/virt) gives Host.getStats' vmCount, vmActive,
+ * vmMigrating, incomingVmMigrations and outgoingVmMigrations.
+ * write_domain_stats (vdsmd/storage) writes the value of getStats'
+ * "storageDomains" (an object).
+ * write_jobs (vdsmd/storage) writes Host.getJobs' result (an object), with
+ * the verb's job_type filter (NULL: all) and job_ids array (NULL: all). */
+struct host_vm_counts {
+	unsigned count, active, migrating, incoming, outgoing;
+};
+struct host_peers {
 	void *ctx;
-	void (*write_caps)(void *ctx, struct vd_writer *w);
+	void (*write_net_caps)(void *ctx, struct vd_writer *w);
+	void (*vm_counts)(void *ctx, struct host_vm_counts *out);
+	void (*write_domain_stats)(void *ctx, struct vd_writer *w);
+	void (*write_jobs)(void *ctx, struct vd_writer *w, const char *job_type,
+			   const struct vd_value *job_ids);
 };
 
-/* Plug the network provider in (the daemon, after host_init(); p must stay
- * valid until host_fini()).  NULL removes it. */
-void host_set_net_provider(struct vdsmd *d, const struct host_net_provider *p);
+/* Plug the peers in (the daemon, after host_init(); p must stay valid until
+ * host_fini()).  NULL removes them. */
+void host_set_peers(struct vdsmd *d, const struct host_peers *p);
 
 /* Handlers for Host.ping2, Host.confirmConnectivity, Host.getStats and
  * Host.getCapabilities; bind with app = the struct vdsmd.  They never block. */

@@ -270,8 +270,9 @@ struct host_caps {
 	size_t nhuge;
 	uint64_t huge_kb[16];              /* huge page sizes, ascending */
 	struct host_caps_ext ext;
-	/* network sections (host.h); set at startup, read by the loop */
-	const struct host_net_provider *_Atomic net;
+	/* network sections come from peers->write_net_caps (host.h); set at
+	 * startup, read by the loop */
+	const struct host_peers *_Atomic peers;
 	/* encodings, published by an atomic count; writers hold enc_lock */
 	pthread_mutex_t enc_lock;
 	atomic_uint nenc;
@@ -341,6 +342,7 @@ struct host_state {
 	struct host_caps *caps;
 	uint64_t start_ms;                    /* vd_now_ms() at creation */
 	struct host_mom mom;                  /* Host.setMOMPolicyParameters */
+	const struct host_peers *_Atomic peers; /* host.h; NULL until plugged */
 };
 
 struct host_opts {

@@ -13,8 +13,6 @@
 #include <stdio.h>
 #include <time.h>
 #include <unistd.h>
-#include "../virt/virt.h"
-#include "../storage/storage.h"
 
 static struct host_state *state_of(struct rpc_call *c)
 {
@@ -205,10 +203,11 @@ static int host_get_stats(struct rpc_call *c)
 		return rpc_fail(c, RPC_E_RECOVERING, "host statistics not sampled yet");
 	struct vdsmd *d = h->d;
 	struct vd_writer *w = c->w;
+	const struct host_peers *peers = atomic_load(&h->peers);
 
-	unsigned vm_count = 0, vm_active = 0;
-	if (d && d->virt)
-		virt_vm_counts(d, &vm_count, &vm_active);
+	struct host_vm_counts vms = { 0 };
+	if (peers && peers->vm_counts)
+		peers->vm_counts(peers->ctx, &vms);
 	uint64_t start = d && d->start_ms ? d->start_ms : h->start_ms;
 	uint64_t now_ms = vd_now_ms();
 	uint64_t elapsed = now_ms > start ? (now_ms - start) / 1000 : 0;
@@ -229,11 +228,11 @@ static int host_get_stats(struct rpc_call *c)
 	vw_kint(w, "swapFree", (int64_t)s->swap_free_mib);
 	vw_kstr_u64(w, "anonHugePages", s->anon_huge_mib);
 	vw_kstr(w, "thpState", s->thp_state);
-	vw_kint(w, "vmCount", vm_count);
-	vw_kint(w, "vmActive", vm_active);
-	vw_kint(w, "vmMigrating", 0);
-	vw_kint(w, "incomingVmMigrations", 0);
-	vw_kint(w, "outgoingVmMigrations", 0);
+	vw_kint(w, "vmCount", vms.count);
+	vw_kint(w, "vmActive", vms.active);
+	vw_kint(w, "vmMigrating", vms.migrating);
+	vw_kint(w, "incomingVmMigrations", vms.incoming);
+	vw_kint(w, "outgoingVmMigrations", vms.outgoing);
 	vw_kstr_u64(w, "elapsedTime", elapsed);
 	if (s->boot_time)
 		vw_kstr_u64(w, "bootTime", s->boot_time);
@@ -244,8 +243,8 @@ static int host_get_stats(struct rpc_call *c)
 	write_network(w, s);
 	write_cpu_numa(w, s);
 	vw_keyz(w, "storageDomains");
-	if (d && d->storage) {
-		storage_write_domain_stats(d, w);
+	if (peers && peers->write_domain_stats) {
+		peers->write_domain_stats(peers->ctx, w);
 	} else {
 		vw_begin_object(w);
 		vw_end_object(w);
@@ -280,7 +279,7 @@ static const struct vd_codec *codec_of(const struct vd_writer_ops *ops)
 
 void host_caps_write(struct host_caps *c, struct vd_writer *w)
 {
-	if (atomic_load(&c->net)) {
+	if (atomic_load(&c->peers)) {
 		/* the network sections change: encode everything each time */
 		host_caps_encode(c, w);
 		return;

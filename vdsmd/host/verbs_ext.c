@@ -3,7 +3,6 @@
  * Host.setMOMPolicyParameters (stored, reported back in Host.getStats as
  * "momPolicy"), Host.getJobs and Host.hostdevListByCaps. */
 #include "host_int.h"
-#include "../storage/storage.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -147,12 +146,18 @@ int host_set_mom_policy_parameters(struct rpc_call *c)
 }
 
 /* Host.getJobs: the storage backend's jobs (SDM.copy_data), through the
- * interface storage.h offers (memory only). */
+ * peer the daemon plugged in (memory only); none: no jobs. */
 int host_get_jobs(struct rpc_call *c)
 {
 	struct host_state *h = state_of(c);
-	storage_write_jobs(h ? h->d : NULL, c->w, rpc_arg_str(c, "job_type", NULL),
-			   rpc_arg(c, "job_ids"));
+	const struct host_peers *peers = h ? atomic_load(&h->peers) : NULL;
+	if (peers && peers->write_jobs) {
+		peers->write_jobs(peers->ctx, c->w, rpc_arg_str(c, "job_type", NULL),
+				  rpc_arg(c, "job_ids"));
+	} else {
+		vw_begin_object(c->w);
+		vw_end_object(c->w);
+	}
 	return 0;
 }
 

@@ -31,8 +31,8 @@
 
 /* Loads the persisted confs, restores/rolls back (see above), starts the
  * link monitor (|net|host_conn|no_id events); sets d->net and the hook
- * d->confirm_connectivity.  The daemon plugs net_caps_write into host/ as
- * its network provider.  0 or vd_err. */
+ * d->confirm_connectivity.  The daemon plugs net_caps_write into host/
+ * (host_peers).  0 or vd_err. */
 int net_init(struct vdsmd *d);
 void net_fini(struct vdsmd *d);
 /* Daemon shutdown, before the worker pool stops: a setupNetworks waiting for
@@ -42,7 +42,7 @@ void net_stop(struct vdsmd *d);
 /* Writes "networks", "bridges", "nics", "vlans", "bondings" and
  * "nameservers" (keys and values) into the object w is inside of:
  * Host.getCapabilities' network sections.  vdsmd is the struct vdsmd (the
- * signature of a host network provider's write_caps).  One netlink dump
+ * signature of host_peers' write_net_caps).  One netlink dump
  * (~0.2 ms); thread-safe. */
 void net_caps_write(void *vdsmd, struct vd_writer *w);
 /* Host.confirmConnectivity: wakes a setupNetworks waiting for it. */

@@ -50,10 +50,17 @@ void snapshot_sort(struct virt_snapshot *s)
 {
 	if (s->nvms > 1)
 		qsort(s->vms, s->nvms, sizeof *s->vms, vm_cmp);
-	s->nactive = 0;
-	for (unsigned i = 0; i < s->nvms; i++)
-		if (s->vms[i].status != VS_DOWN)
-			s->nactive++;
+	struct virt_counts *k = &s->counts;
+	*k = (struct virt_counts){ .count = s->nvms };
+	for (unsigned i = 0; i < s->nvms; i++) {
+		if (s->vms[i].status == VS_UP)
+			k->active++;
+		else if (s->vms[i].status == VS_MIGRATION_DESTINATION)
+			k->incoming++;
+		else if (s->vms[i].status == VS_MIGRATION_SOURCE)
+			k->outgoing++;
+	}
+	k->migrating = k->incoming + k->outgoing;
 }
 
 const struct virt_vm *snapshot_find(const struct virt_snapshot *s, const char *uuid)
@@ -93,17 +100,15 @@ void virt_snapshot_publish(struct virt_state *s, struct virt_snapshot *snap)
 	snapshot_put(old);
 }
 
-void virt_vm_counts(struct vdsmd *d, unsigned *count, unsigned *active)
+void virt_vm_counts(struct vdsmd *d, struct virt_counts *out)
 {
-	*count = 0;
-	*active = 0;
+	*out = (struct virt_counts){ 0 };
 	if (!d || !d->virt)
 		return;
 	struct virt_snapshot *snap = virt_snapshot_get(d->virt);
 	if (!snap)
 		return;
-	*count = snap->nvms;
-	*active = snap->nactive;
+	*out = snap->counts;
 	snapshot_put(snap);
 }
 

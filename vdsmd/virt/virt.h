@@ -72,9 +72,14 @@ void virt_set_deps(struct vdsmd *d, const struct virt_deps *deps);
 int virt_init(struct vdsmd *d);
 /* Stop the threads, close the connection, free everything; d->virt = NULL. */
 void virt_fini(struct vdsmd *d);
-/* VM counts from the latest snapshot (0/0 before the first one); any thread.
- * active counts every VM that is not Down. */
-void virt_vm_counts(struct vdsmd *d, unsigned *count, unsigned *active);
+/* Host.getStats' VM counts, from the latest snapshot (all 0 before the first
+ * one); any thread.  As VDSM counts them: active is the VMs that are Up,
+ * incoming those in Migration Destination, outgoing those in Migration
+ * Source, migrating both. */
+struct virt_counts {
+	unsigned count, active, migrating, incoming, outgoing;
+};
+void virt_vm_counts(struct vdsmd *d, struct virt_counts *out);
 extern const struct rpc_binding virt_bindings[];
 
 #endif

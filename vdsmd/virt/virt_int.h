@@ -212,7 +212,7 @@ struct virt_snapshot {
 	bool connected;        /* false: libvirt unreachable, VMs are the last known */
 	struct virt_vm *vms;   /* sorted by uuid */
 	unsigned nvms;
-	unsigned nactive;
+	struct virt_counts counts;   /* virt.h; set by snapshot_sort */
 	double sample_ms;      /* how long the sample took */
 	pthread_mutex_t cache_lock;
 	struct virt_enc_cache cache[VIRT_MAX_CODECS];
