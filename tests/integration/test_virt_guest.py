@@ -17,6 +17,7 @@ start."""
 import base64
 import os
 import re
+import shutil
 import struct
 import time
 import unittest
@@ -150,6 +151,32 @@ class TestDriver(unittest.TestCase):
         for verb in ("VM.freeze", "VM.thaw", "VM.screenshot"):
             self.assertEqual(error_code(self.c.call(verb, {"vmID": NO_VM})), 1, verb)
             self.assertEqual(error_code(self.c.call(verb, {"vmID": "nope"})), -32602, verb)
+
+    def test_desktop_verbs_without_ovirt_agent(self):
+        # vdsmd speaks no oVirt guest agent: VDSM's answer without one
+        calls = (("VM.desktopLock", {}),
+                 ("VM.desktopLogin", {"domain": "", "username": "u", "password": "pw0rd"}),
+                 ("VM.desktopLogoff", {"force": True}))
+        for verb, p in calls:
+            r = self.c.call(verb, dict(p, vmID=TEST_VM))
+            self.assertEqual(error_code(r), 19, verb)
+            self.assertEqual(r["error"]["message"].split(":")[0], "Guest agent non-responsive")
+            self.assertEqual(error_code(self.c.call(verb, dict(p, vmID=NO_VM))), 1, verb)
+        self.assertTrue(any("no oVirt guest agent" in x for x in self.d.log_lines()))
+        self.assertFalse([x for x in self.d.log_lines() if "pw0rd" in x])
+
+    def test_seal(self):
+        img = {"sd_id": NO_VM, "img_id": NO_VM, "vol_id": NO_VM}
+        r = self.c.call("VM.seal", {"vmID": TEST_VM, "job_id": NO_VM, "sp_id": BLANK,
+                                    "images": [img]})
+        if shutil.which("virt-sysprep") is None:
+            self.assertEqual(error_code(r), 100, r)
+            self.assertIn("virt-sysprep", r["error"]["message"])
+        else:
+            self.assertEqual(error_code(r), 44, r)
+        self.assertEqual(error_code(self.c.call("VM.seal", {
+            "vmID": TEST_VM, "job_id": NO_VM, "sp_id": BLANK, "images": [{"sd_id": 1}]})),
+            -32602)
 
     def test_screenshot(self):
         r = result(self.c.call("VM.screenshot", {"vmID": TEST_VM}))

@@ -6,7 +6,8 @@
  * answer is code 19 (nonresp), an operation the driver cannot do is 75
  * (unsupportedOperationErr), anything else - a VM without an agent channel
  * among them - 76 (freezeErr) or 77 (thawErr), with libvirt's text.
- * VM.screenshot of a VM that is not running is 6 (VMIsDown). */
+ * VM.screenshot of a VM that is not running is 6 (VMIsDown).  The desktop
+ * verbs of the oVirt guest agent: see virt_verb_desktop. */
 #include "virt_int.h"
 
 #include <stdlib.h>
@@ -156,4 +157,23 @@ out:
 int virt_verb_screenshot(struct rpc_call *c)
 {
 	return virt_on_domain(c, act_screenshot);
+}
+
+/* VM.desktopLock / desktopLogin / desktopLogoff go to the oVirt guest agent
+ * (its ovirt-guest-agent.0 channel), which vdsmd does not speak: for a VM
+ * that exists the answer is VDSM's for an agent that does not respond
+ * (code 19), as VDSM answers for every guest without that agent (the QEMU
+ * guest agent has no such commands). */
+static int act_desktop(struct rpc_call *c, struct virt_state *s, virDomainPtr dom,
+		       const char *id)
+{
+	(void)s;
+	(void)dom;
+	log_info("virt: %s: no oVirt guest agent to send the desktop command to", id);
+	return rpc_fail(c, RPC_E_AGENT_NONRESP, "no oVirt guest agent channel");
+}
+
+int virt_verb_desktop(struct rpc_call *c)
+{
+	return virt_on_domain(c, act_desktop);
 }

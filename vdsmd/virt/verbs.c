@@ -195,5 +195,9 @@ const struct rpc_binding virt_bindings[] = {
 	{ "VM.diskSizeExtend", virt_verb_disk_size_extend },
 	{ "VM.updateVmPolicy", virt_verb_update_vm_policy },
 	{ "VM.getIoTunePolicy", virt_verb_get_iotune_policy },
+	{ "VM.desktopLock", virt_verb_desktop },
+	{ "VM.desktopLogin", virt_verb_desktop },
+	{ "VM.desktopLogoff", virt_verb_desktop },
+	{ "VM.seal", virt_verb_seal },
 	{ NULL, NULL },
 };

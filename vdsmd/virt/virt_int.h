@@ -422,6 +422,8 @@ int virt_verb_set_destroy_on_reboot(struct rpc_call *c);
 int virt_verb_freeze(struct rpc_call *c);
 int virt_verb_thaw(struct rpc_call *c);
 int virt_verb_screenshot(struct rpc_call *c);
+int virt_verb_desktop(struct rpc_call *c);
+int virt_verb_seal(struct rpc_call *c);
 int virt_verb_disk_size_extend(struct rpc_call *c);
 int virt_verb_update_vm_policy(struct rpc_call *c);
 int virt_verb_get_iotune_policy(struct rpc_call *c);
