@@ -52,12 +52,9 @@ static struct err_wire err_lookup(enum rpc_err e)
 	case RPC_E_UPDATE_DEVICE: return (struct err_wire){ 56, "Failed to update device" };
 	case RPC_E_RESIZE:       return (struct err_wire){ 58, "Wrong resize disk parameter" };
 	case RPC_E_VM_POLICY:    return (struct err_wire){ 63, "Failed to update VM SLA policy" };
-	case RPC_E_IOTUNE:       return (struct err_wire){ 64, "Failed to update ioTune values" };
 	case RPC_E_UNSUPPORTED:  return (struct err_wire){ 75, "Operation not supported" };
 	case RPC_E_FREEZE:       return (struct err_wire){ 76, "Unable to freeze guest filesystems" };
 	case RPC_E_THAW:         return (struct err_wire){ 77, "Unable to thaw guest filesystems" };
-	case RPC_E_LEASE_PLUG:   return (struct err_wire){ 86, "Failed to hotplug lease" };
-	case RPC_E_LEASE_UNPLUG: return (struct err_wire){ 87, "Failed to hotunplug lease" };
 	case RPC_E_NET_LOST_CONN:   return (struct err_wire){ 10, "Connection to the engine lost" };
 	case RPC_E_NET_BAD_PARAMS:  return (struct err_wire){ 21, "Bad network parameters" };
 	case RPC_E_NET_BAD_ADDR:    return (struct err_wire){ 22, "Bad network address" };

@@ -115,12 +115,9 @@ enum rpc_err {
 	RPC_E_UPDATE_DEVICE,  /* 56 UpdateDeviceFailed */
 	RPC_E_RESIZE,         /* 58 BadDiskResizeParameter */
 	RPC_E_VM_POLICY,      /* 63 UpdateVMPolicyFailed */
-	RPC_E_IOTUNE,         /* 64 UpdateIOTuneError */
 	RPC_E_UNSUPPORTED,    /* 75 UnsupportedOperation */
 	RPC_E_FREEZE,         /* 76 FreezeGuestFSFailed */
 	RPC_E_THAW,           /* 77 ThawGuestFSFailed */
-	RPC_E_LEASE_PLUG,     /* 86 HotplugLeaseFailed */
-	RPC_E_LEASE_UNPLUG,   /* 87 HotunplugLeaseFailed */
 	/* host networking (VDSM lib/vdsm/network/errors.py) */
 	RPC_E_NET_LOST_CONN,    /* 10 ERR_LOST_CONNECTION (connectivity check failed) */
 	RPC_E_NET_BAD_PARAMS,   /* 21 ERR_BAD_PARAMS */
