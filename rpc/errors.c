@@ -49,7 +49,6 @@ static struct err_wire err_lookup(enum rpc_err e)
 	case RPC_E_AGENT_NONRESP: return (struct err_wire){ 19, "Guest agent non-responsive" };
 	case RPC_E_MISSING_PARAM: return (struct err_wire){ 11, "Missing required parameter" };
 	case RPC_E_NOT_IMPL:     return (struct err_wire){ 44, "Not implemented" };
-	case RPC_E_UPDATE_DEVICE: return (struct err_wire){ 56, "Failed to update device" };
 	case RPC_E_RESIZE:       return (struct err_wire){ 58, "Wrong resize disk parameter" };
 	case RPC_E_VM_POLICY:    return (struct err_wire){ 63, "Failed to update VM SLA policy" };
 	case RPC_E_UNSUPPORTED:  return (struct err_wire){ 75, "Operation not supported" };
@@ -65,6 +64,12 @@ static struct err_wire err_lookup(enum rpc_err e)
 	case RPC_E_NET_BAD_BRIDGE:  return (struct err_wire){ 27, "Bad bridge" };
 	case RPC_E_NET_FAILED_IFUP: return (struct err_wire){ 29, "Failed to bring interface up" };
 	case RPC_E_NET_USED_BOND:   return (struct err_wire){ 31, "Bond already in use" };
+	case RPC_E_TICKET:          return (struct err_wire){ 18, "Error while setting spice ticket" };
+	case RPC_E_CHANGE_DISK:     return (struct err_wire){ 41, "Failed to change disk image" };
+	case RPC_E_HOTPLUG_NIC:     return (struct err_wire){ 49, "Failed to hotplug NIC" };
+	case RPC_E_UPDATE_DEVICE:   return (struct err_wire){ 56, "Failed to update device" };
+	case RPC_E_HOTPLUG_MEM:     return (struct err_wire){ 70, "Failed to hotplug memory" };
+	case RPC_E_HOTUNPLUG_MEM:   return (struct err_wire){ 85, "Failed to hotunplug memory" };
 	case RPC_E__COUNT:       break;
 	}
 	return (struct err_wire){ -32603, "Internal JSON-RPC error" };

@@ -112,7 +112,6 @@ enum rpc_err {
 	RPC_E_AGENT_NONRESP,  /* 19 NonResponsiveGuestAgent */
 	RPC_E_MISSING_PARAM,  /* 11 MissingParameter */
 	RPC_E_NOT_IMPL,       /* 44 MethodNotImplemented */
-	RPC_E_UPDATE_DEVICE,  /* 56 UpdateDeviceFailed */
 	RPC_E_RESIZE,         /* 58 BadDiskResizeParameter */
 	RPC_E_VM_POLICY,      /* 63 UpdateVMPolicyFailed */
 	RPC_E_UNSUPPORTED,    /* 75 UnsupportedOperation */
@@ -129,6 +128,13 @@ enum rpc_err {
 	RPC_E_NET_BAD_BRIDGE,   /* 27 ERR_BAD_BRIDGE */
 	RPC_E_NET_FAILED_IFUP,  /* 29 ERR_FAILED_IFUP */
 	RPC_E_NET_USED_BOND,    /* 31 ERR_USED_BOND */
+	/* live device changes of a VM (virt/devices.c, virt/memory.c) */
+	RPC_E_TICKET,           /* 18 SpiceTicketError */
+	RPC_E_CHANGE_DISK,      /* 41 ChangeDiskFailed */
+	RPC_E_HOTPLUG_NIC,      /* 49 HotplugNicFailed */
+	RPC_E_UPDATE_DEVICE,    /* 56 UpdateDeviceFailed */
+	RPC_E_HOTPLUG_MEM,      /* 70 HotplugMemFailed */
+	RPC_E_HOTUNPLUG_MEM,    /* 85 HotunplugMemFailed */
 	RPC_E__COUNT
 };
 

@@ -137,6 +137,12 @@ static int virt_set_capacity(void *ctx, const char *domain, const char *image,
 	return 0;
 }
 
+/* virt's network interface (VM.create, VM.hotplugNic, on a worker). */
+static int virt_network_bridge(void *ctx, const char *network, char *bridge, size_t len)
+{
+	return net_network_bridge(ctx, network, bridge, len);
+}
+
 static int build_engine(struct vdsmd *d, char *why, size_t whylen)
 {
 	d->rpc = rpc_engine_new(&d->limits);
@@ -214,7 +220,9 @@ int daemon_init(struct vdsmd *d, char *why, size_t whylen)
 	}
 	const struct virt_deps deps = { .prepare_image = virt_prepare_image, .prepare_ctx = d,
 					.volume_size = virt_volume_size,
-					.set_capacity = virt_set_capacity };
+					.set_capacity = virt_set_capacity,
+					.network_bridge = virt_network_bridge, .network_ctx = d,
+					.peer_tls = d->srv ? d->srv->peer_tls : NULL };
 	virt_set_deps(d, &deps);
 	d->host_peers = xcalloc(1, sizeof(*d->host_peers));
 	*d->host_peers = (struct host_peers){

@@ -486,6 +486,8 @@ int server_listen(struct vdsmd *d, char *why, size_t whylen)
 	ev_signal_start(loop, &s->sighup);
 	if (d->cfg.tls) {
 		int rc = tls_ctx_new(&d->cfg, &s->tls, why, whylen);
+		if (!rc)
+			rc = tls_peer_ctx_new(&d->cfg, &s->peer_tls, why, whylen);
 		if (rc)
 			return rc;
 	}
@@ -581,6 +583,8 @@ void server_free(struct vd_server *s)
 		stomp_broker_free(s->broker);
 	if (s->tls)
 		tls_ctx_free(s->tls);
+	if (s->peer_tls)
+		tls_ctx_free(s->peer_tls);
 	free(s->rbuf);
 	s->d->srv = NULL;
 	free(s);

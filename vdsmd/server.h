@@ -95,6 +95,7 @@ struct vd_server {
 	ev_timer stop_timer;
 	struct stomp_broker *broker;
 	struct ssl_ctx_st *tls;
+	struct ssl_ctx_st *peer_tls;   /* client side, for peer hosts (tls on) */
 	struct vd_conn *conns;      /* doubly-linked list of live connections */
 	struct vd_conn *dead;       /* closed, waiting to be freed */
 	unsigned nconns;
@@ -273,6 +274,11 @@ void guard_pause_accept(struct vd_server *s, int err);
 /* Build the server context from cfg (key, cert, CA); names a missing or
  * unreadable file in why. */
 int tls_ctx_new(const struct vd_config *cfg, struct ssl_ctx_st **out, char *why, size_t whylen);
+/* The client context for calls to peer hosts (VM.migrationCreate on the
+ * destination): this host's certificate and key, the peer's certificate
+ * must chain to ca_file (no host name check, as VDSM). */
+int tls_peer_ctx_new(const struct vd_config *cfg, struct ssl_ctx_st **out, char *why,
+		     size_t whylen);
 void tls_ctx_free(struct ssl_ctx_st *ctx);
 void tls_conn_start(struct vd_conn *c);
 /* Drive the handshake; returns 1 done, 0 in progress, < 0 failed (closed). */

@@ -89,6 +89,34 @@ int tls_ctx_new(const struct vd_config *cfg, struct ssl_ctx_st **out, char *why,
 	return 0;
 }
 
+int tls_peer_ctx_new(const struct vd_config *cfg, struct ssl_ctx_st **out, char *why,
+		     size_t whylen)
+{
+	SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+	char r[256];
+	if (!ctx) {
+		ssl_reason(r, sizeof(r));
+		snprintf(why, whylen, "tls: cannot create the peer context: %s", r);
+		return VD_EIO;
+	}
+	SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+	if (SSL_CTX_use_certificate_chain_file(ctx, cfg->cert_file) != 1 ||
+	    SSL_CTX_use_PrivateKey_file(ctx, cfg->key_file, SSL_FILETYPE_PEM) != 1 ||
+	    SSL_CTX_load_verify_locations(ctx, cfg->ca_file, NULL) != 1) {
+		ssl_reason(r, sizeof(r));
+		snprintf(why, whylen, "tls: peer context from %s, %s, %s: %s", cfg->cert_file,
+			 cfg->key_file, cfg->ca_file, r);
+		SSL_CTX_free(ctx);
+		return VD_EINVAL;
+	}
+	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+	/* a peer that closes after its HTTP reply without close_notify: the
+	 * caller checks the reply's Content-Length instead */
+	SSL_CTX_set_options(ctx, SSL_OP_IGNORE_UNEXPECTED_EOF);
+	*out = ctx;
+	return 0;
+}
+
 void tls_ctx_free(struct ssl_ctx_st *ctx)
 {
 	SSL_CTX_free(ctx);

@@ -487,6 +487,63 @@ class HostNet(unittest.TestCase):
         self.assertEqual(self.addrs("eth0"), [])
         self.assertEqual(self.addrs("ovirtmgmt"), ["192.0.2.1/26"])
 
+    def vm_with_nic(self, vm, network):
+        """VM.create with the engine's XML: one NIC on network (the engine
+        names it as the source bridge and in the metadata)."""
+        xml = ('<?xml version="1.0" encoding="UTF-8"?><domain type="kvm" '
+               'xmlns:ovirt-vm="http://ovirt.org/vm/1.0"><name>n%s</name><uuid>%s</uuid>'
+               '<memory>65536</memory><vcpu>1</vcpu><os><type arch="x86_64">hvm</type></os>'
+               '<devices><interface type="bridge"><model type="virtio"/>'
+               '<source bridge="%s"/><mac address="00:1a:4a:16:01:61"/>'
+               '<alias name="ua-nic"/></interface></devices><metadata><ovirt-vm:vm>'
+               '<ovirt-vm:device mac_address="00:1a:4a:16:01:61"><ovirt-vm:network>%s'
+               '</ovirt-vm:network></ovirt-vm:device></ovirt-vm:vm></metadata></domain>'
+               % (vm[-6:], vm, network, network))
+        return self.call("VM.create", {"vmID": vm, "vmParams": {"vmId": vm, "xml": xml}})
+
+    def test_vm_nic_network_is_asked_of_net(self):
+        """virt asks net/ (through the daemon's interface) for a VM NIC's
+        bridge: a bridged network gives its bridge, a bridgeless one or an
+        unknown name is VDSM's code 9 (VM.create) / 49 (VM.hotplugNic); a
+        Linux bridge net/ does not manage is used under its own name, as
+        VDSM hands the engine's bridge to libvirt unchanged."""
+        red = {"nic": "eth2", "bridged": False, "switch": "legacy"}
+        self.assertIs(self.ok("Host.setupNetworks", {"networks": {"blue": self.BLUE, "red": red},
+                                                     "bondings": {}, "options": {}}), True)
+        caps = self.netcaps()
+        self.assertIs(caps["networks"]["blue"]["bridged"], True)
+        self.assertIs(caps["networks"]["red"]["bridged"], False)
+        vm1 = "0e000000-0000-4000-8000-000000000001"
+        self.assertIn("result", self.vm_with_nic(vm1, "blue"))
+        x = self.ok("Host.dumpxmls", {"vmList": [vm1]})[vm1]
+        self.assertIn("<source bridge='blue'/>", x)
+        vm2 = "0e000000-0000-4000-8000-000000000002"
+        for net in ("red", "ghost"):
+            r = self.vm_with_nic(vm2, net)
+            self.assertEqual(r.get("error", {}).get("code"), 9, r)
+            self.assertIn(net, r["error"]["message"])
+        # net/ decides, not the links: a bridge named like the bridgeless
+        # network does not make it a VM network
+        ip("link", "add", "red", "type", "bridge", ns=self.hns)
+        r = self.vm_with_nic(vm2, "red")
+        self.assertEqual(r.get("error", {}).get("code"), 9, r)
+        self.assertIn("not a bridged", r["error"]["message"])
+        ip("link", "del", "red", ns=self.hns)
+        nic = ('<hotplug><devices><interface type="bridge"><source bridge="ghost"/>'
+               '<mac address="00:1a:4a:16:01:62"/></interface></devices></hotplug>')
+        r = self.call("VM.hotplugNic", {"vmID": vm1, "params": {"vmId": vm1, "xml": nic}})
+        self.assertEqual(r.get("error", {}).get("code"), 49, r)
+        # a bridge of the host that is no VDSM network
+        ip("link", "add", "extbr", "type", "bridge", ns=self.hns)
+        self.assertIn("result", self.vm_with_nic(vm2, "extbr"))
+        x = self.ok("Host.dumpxmls", {"vmList": [vm2]})[vm2]
+        self.assertIn("<source bridge='extbr'/>", x)
+        for vm in (vm1, vm2):
+            self.ok("VM.destroy", {"vmID": vm})
+        self.assertIs(self.ok("Host.setupNetworks", {"networks": {"blue": {"remove": True},
+                                                                  "red": {"remove": True}},
+                                                     "bondings": {}, "options": {}}), True)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -18,6 +18,7 @@ import base64
 import os
 import re
 import shutil
+import socket
 import struct
 import time
 import unittest
@@ -105,9 +106,17 @@ def vm_xml(vm, name, agent):
             'xmlns:ovirt-vm="http://ovirt.org/vm/1.0"><name>%s</name><uuid>%s</uuid>'
             '<memory unit="MiB">64</memory><vcpu>1</vcpu>'
             '<os><type arch="x86_64" machine="pc">hvm</type></os>'
-            '<devices>%s<graphics type="vnc" port="-1" autoport="yes" listen="127.0.0.1"/>'
+            '<devices>%s<graphics type="vnc" port="%d" autoport="no" listen="127.0.0.1"/>'
             '<video><model type="vga"/></video><memballoon model="none"/></devices>'
-            '<metadata><ovirt-vm:vm/></metadata></domain>' % (name, vm, channel))
+            '<metadata><ovirt-vm:vm/></metadata></domain>' % (name, vm, channel, free_port()))
+
+
+def free_port():
+    """A loopback port nobody listens on now: the console's own, not
+    libvirt's 5900 up, which concurrent test runs contend for."""
+    with socket.socket() as so:
+        so.bind(("127.0.0.1", 0))
+        return so.getsockname()[1]
 
 
 def disks_xml(vm, name, disks):

@@ -8,6 +8,9 @@ the source and leaves nothing on the destination.  Skipped, with the
 reason, where the private daemons or QEMU cannot start."""
 
 import os
+import shutil
+import subprocess
+import tempfile
 import time
 import unittest
 
@@ -35,21 +38,22 @@ class Host:
     """One vdsmd on its own private libvirtd, with a requests and an events
     connection."""
 
-    def __init__(self, lv, env=None):
+    def __init__(self, lv, env=None, pki=None):
         old = {k: os.environ.get(k) for k in (env or {})}
         os.environ.update(env or {})
         try:
-            self.d = vt.Daemon(libvirt_uri=lv.uri)
+            self.d = vt.Daemon(libvirt_uri=lv.uri if lv else "test:///default",
+                               tls=pki is not None, pki=pki)
         finally:
             for k, v in old.items():
                 if v is None:
                     os.environ.pop(k, None)
                 else:
                     os.environ[k] = v
-        self.c = self.d.stomp()
+        self.c = self.d.stomp(self.d.tls_sock() if pki else None)
         self.c.connect()
         self.c.subscribe(vt.RESPONSES, "r", receipt="r1")
-        self.ev = self.d.stomp()
+        self.ev = self.d.stomp(self.d.tls_sock() if pki else None)
         self.ev.connect()
         self.ev.subscribe(vt.EVENTS, "ev", receipt="e1")
         deadline = time.monotonic() + vt.TIMEOUT
@@ -102,6 +106,30 @@ class Host:
                 if until(got[-1]):
                     break
         return got
+
+
+def host_pki(pki, name, signer):
+    """A host's TLS files as vdsmd and the tests read them (pki/name/:
+    server.crt/.key, ca.crt, client.crt/.key): a certificate for both TLS
+    roles, as a host's is (it serves the engine and calls its peers), signed
+    by signer ("ca" or "wrong-ca"); every host trusts the test CA."""
+    d = os.path.join(pki, name)
+    os.makedirs(d)
+    key, csr, ext, crt = (os.path.join(d, f) for f in ("server.key", "h.csr", "h.ext", "server.crt"))
+    subprocess.run(["openssl", "genpkey", "-algorithm", "EC", "-pkeyopt",
+                    "ec_paramgen_curve:P-256", "-out", key], check=True, capture_output=True)
+    subprocess.run(["openssl", "req", "-new", "-key", key, "-subj", "/CN=" + name, "-out", csr],
+                   check=True, capture_output=True)
+    with open(ext, "w") as f:
+        f.write("basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\n"
+                "extendedKeyUsage=serverAuth,clientAuth\n"
+                "subjectAltName=DNS:localhost,IP:127.0.0.1\n")
+    subprocess.run(["openssl", "x509", "-req", "-in", csr, "-CA", os.path.join(pki, signer + ".crt"),
+                    "-CAkey", os.path.join(pki, signer + ".key"), "-CAcreateserial",
+                    "-days", "2", "-extfile", ext, "-out", crt], check=True, capture_output=True)
+    for f in ("ca.crt", "client.crt", "client.key", "wrong-ca.crt"):
+        shutil.copy(os.path.join(pki, f), d)
+    return d
 
 
 class Migration(unittest.TestCase):
@@ -162,6 +190,8 @@ class Migration(unittest.TestCase):
         t0 = time.monotonic()
         self.assertIs(result(self.src.c.call("VM.migrate", {"vmID": VM, "params": {
             "dst": dst}})), True)
+        print("\nVM.migrate answered (migrationCreate over HTTP included): %.1f ms"
+              % ((time.monotonic() - t0) * 1000))
         def finished(got):
             return (any(k == "VM_status" and e["status"] == "Down" for k, e in got) and
                     any(k == "VM_migration_status" and e["progress"] == 100 for k, e in got))
@@ -182,6 +212,49 @@ class Migration(unittest.TestCase):
         self.assertIsNone(self.src.status())
         self.assertIn("ovirt-vm:clusterVersion", result(self.dst.c.call(
             "Host.dumpxmls", {"vmList": [VM]}))[VM])
+        result(self.dst.c.call("VM.destroy", {"vmID": VM}))
+
+    def test_3_migrate_over_tls(self):
+        """vdsmd serving TLS calls the destination vdsmd over TLS with its own
+        certificate and checks the destination's against its CA: the whole
+        migration between two TLS hosts, and a refusal (code 10, the VM
+        stays Up here) when the destination's certificate is not trusted."""
+        for h in ("src", "dst"):
+            getattr(self, h).close()
+            delattr(type(self), h)
+        pki = vt.make_pki(tempfile.mkdtemp(prefix="vdsmpki-"))
+        self.addCleanup(shutil.rmtree, pki, True)
+        type(self).src = Host(self.lvs[0], {"VDSMD_MIGRATION_URI": self.lvs[1].uri},
+                              pki=host_pki(pki, "hosta", "ca"))
+        type(self).dst = Host(self.lvs[1], pki=host_pki(pki, "hostb", "ca"))
+        rogue = vt.Daemon(tls=True, pki=host_pki(pki, "rogue", "wrong-ca"))
+        self.addCleanup(rogue.__exit__, None, None, None)
+        self.create()
+        r = self.src.c.call("VM.migrate", {"vmID": VM, "params": {
+            "dst": "127.0.0.1:%d" % rogue.port}})
+        self.assertEqual(r.get("error", {}).get("code"), 10, r)
+        self.assertIn("certificate verify failed", r["error"]["message"])
+        self.assertEqual(self.src.status(), "Up")
+        # the rogue host never got the request (talked to with its own CA)
+        rc = rogue.stomp(rogue.tls_sock(ca=os.path.join(pki, "wrong-ca.crt")))
+        self.addCleanup(rc.close)
+        rc.connect()
+        rc.subscribe(vt.RESPONSES, "r", receipt="r1")
+        self.assertNotIn(VM, [v["vmId"] for v in result(rc.call("Host.getVMList"))])
+        # the trusted TLS destination: migrationCreate over TLS, then libvirt
+        t0 = time.monotonic()
+        self.assertIs(result(self.src.c.call("VM.migrate", {"vmID": VM, "params": {
+            "dst": "127.0.0.1:%d" % self.dst.d.port}})), True)
+        print("\nVM.migrate answered (migrationCreate over TLS included): %.1f ms"
+              % ((time.monotonic() - t0) * 1000))
+        got = self.src.events_any(lambda g: any(k == "VM_status" and e["status"] == "Down"
+                                                for k, e in g))
+        self.assertEqual([e for k, e in got if k == "VM_status"][-1]["exitReason"], 4, got)
+        self.dst.events("VM_status", lambda e: e["status"] == "Up")
+        self.assertEqual(self.dst.status(), "Up")
+        self.assertEqual(self.lvs[0].qemu_pids(), [])
+        self.assertEqual(len(self.lvs[1].qemu_pids()), 1)
+        result(self.src.c.call("VM.destroy", {"vmID": VM}))
         result(self.dst.c.call("VM.destroy", {"vmID": VM}))
 
 

@@ -279,6 +279,9 @@ class QemuVms(unittest.TestCase):
         until = time.mktime(time.strptime(m.group(1), "%Y-%m-%dT%H:%M:%S")) - time.timezone
         self.assertAlmostEqual(until, time.time() + 120, delta=10)
         self.assertNotIn("s3cret", x)
+        # a console type this VM has not (VDSM's UpdateDeviceFailed)
+        self.assertEqual(error_code(self.c.call("VM.updateDevice", {"vmID": VM, "params": {
+            "deviceType": "graphics", "graphicsType": "spice", "password": "x", "ttl": 5}})), 56)
 
         # balloon target, vCPUs, I/O limits, CD
         self.assertIs(self.call("VM.setBalloonTarget", {"target": 49152}), True)
@@ -302,6 +305,9 @@ class QemuVms(unittest.TestCase):
         self.assertEqual(error_code(self.c.call("VM.changeCD", {"vmID": VM,
                                                                 "driveSpec": {"path": "rel"}})),
                          -32602)
+        # a floppy drive this VM has not: ChangeDiskFailed
+        self.assertEqual(error_code(self.c.call("VM.changeFloppy", {"vmID": VM,
+                                                                    "driveSpec": iso})), 41)
         # the status events of the device changes: none (the VM stays Up)
         self.assertEqual(self.stats()["status"], "Up")
 

@@ -324,7 +324,6 @@ static const struct { enum rpc_err e; int code; const char *msg; } codes[] = {
 	{ RPC_E_AGENT_NONRESP, 19, "Guest agent non-responsive" },
 	{ RPC_E_MISSING_PARAM, 11, "Missing required parameter" },
 	{ RPC_E_NOT_IMPL, 44, "Not implemented" },
-	{ RPC_E_UPDATE_DEVICE, 56, "Failed to update device" },
 	{ RPC_E_RESIZE, 58, "Wrong resize disk parameter" },
 	{ RPC_E_VM_POLICY, 63, "Failed to update VM SLA policy" },
 	{ RPC_E_UNSUPPORTED, 75, "Operation not supported" },
@@ -340,6 +339,12 @@ static const struct { enum rpc_err e; int code; const char *msg; } codes[] = {
 	{ RPC_E_NET_BAD_BRIDGE, 27, "Bad bridge" },
 	{ RPC_E_NET_FAILED_IFUP, 29, "Failed to bring interface up" },
 	{ RPC_E_NET_USED_BOND, 31, "Bond already in use" },
+	{ RPC_E_TICKET, 18, "Error while setting spice ticket" },
+	{ RPC_E_CHANGE_DISK, 41, "Failed to change disk image" },
+	{ RPC_E_HOTPLUG_NIC, 49, "Failed to hotplug NIC" },
+	{ RPC_E_UPDATE_DEVICE, 56, "Failed to update device" },
+	{ RPC_E_HOTPLUG_MEM, 70, "Failed to hotplug memory" },
+	{ RPC_E_HOTUNPLUG_MEM, 85, "Failed to hotunplug memory" },
 };
 
 START_TEST(every_error_code)

@@ -110,6 +110,8 @@ static int test_prepare(void *ctx, const char *pool, const char *domain, const c
 static int test_bridge(void *ctx, const char *network, char *bridge, size_t len)
 {
 	(void)ctx;
+	if (strcmp(network, "bridgeless") == 0)
+		return VD_EINVAL;
 	if (strcmp(network, "ovirtmgmt") != 0)
 		return VD_ENOENT;
 	snprintf(bridge, len, "br-mgmt");
@@ -241,6 +243,7 @@ START_TEST(engine_xml_errors)
 	struct { const char *vol, *net; int64_t code; } cases[] = {
 		{ "e0000000-0000-4000-8000-000000000001", "ovirtmgmt", 13 },  /* unknown volume */
 		{ VOL, "nosuchnet", 9 },                                       /* unknown network */
+		{ VOL, "bridgeless", 9 },                                      /* not a VM network */
 		{ "not-a-uuid", "ovirtmgmt", -32602 },
 		{ VOL, "bad name!", -32602 },
 	};
@@ -516,7 +519,12 @@ START_TEST(device_and_migration_verb_checks)
 	snprintf(p, sizeof p, "{\"vmID\":\"" VMID "\",\"params\":{\"xml\":\"<hotplug><devices>"
 		 "<interface type='bridge'><source bridge='nosuchnet'/><mac address='" MAC "'/>"
 		 "</interface></devices></hotplug>\"}}");
-	ck_assert_int_eq(vfx_err(&F, "VM.hotplugNic", p), 9);
+	ck_assert_int_eq(vfx_err(&F, "VM.hotplugNic", p), 49);
+	/* one net/ runs without a bridge */
+	snprintf(p, sizeof p, "{\"vmID\":\"" VMID "\",\"params\":{\"xml\":\"<hotplug><devices>"
+		 "<interface type='bridge'><source bridge='bridgeless'/><mac address='" MAC "'/>"
+		 "</interface></devices></hotplug>\"}}");
+	ck_assert_int_eq(vfx_err(&F, "VM.hotplugNic", p), 49);
 
 	ck_assert_int_eq(vfx_err(&F, "VM.setTicket", "{\"vmID\":\"" VMID "\",\"password\":\"a'b\","
 				 "\"ttl\":10}"), -32602);
@@ -536,6 +544,30 @@ START_TEST(device_and_migration_verb_checks)
 			 -32602);
 	ck_assert_int_eq(vfx_err(&F, "VM.updateDevice", "{\"vmID\":\"" VMID "\",\"params\":{"
 				 "\"deviceType\":\"interface\",\"alias\":\"ua-none\"}}"), 100);
+	/* this VM has no console, no floppy drive: VDSM's 18, 56, 41 */
+	ck_assert_int_eq(vfx_err(&F, "VM.setTicket", "{\"vmID\":\"" VMID "\",\"password\":\"ab\","
+				 "\"ttl\":10}"), 18);
+	ck_assert_int_eq(vfx_err(&F, "VM.updateDevice", "{\"vmID\":\"" VMID "\",\"params\":{"
+				 "\"deviceType\":\"graphics\",\"graphicsType\":\"spice\","
+				 "\"password\":\"ab\",\"ttl\":10}}"), 56);
+	ck_assert_int_eq(vfx_err(&F, "VM.updateDevice", "{\"vmID\":\"" VMID "\",\"params\":{"
+				 "\"deviceType\":\"graphics\",\"graphicsType\":\"rdp\","
+				 "\"password\":\"ab\",\"ttl\":10}}"), -32602);
+	ck_assert_int_eq(vfx_err(&F, "VM.changeFloppy", "{\"vmID\":\"" VMID "\",\"driveSpec\":"
+				 "\"/tmp/fd.img\"}"), 41);
+	ck_assert_int_eq(vfx_err(&F, "VM.changeFloppy", "{\"vmID\":\"" VMID "\",\"driveSpec\":"
+				 "{\"path\":\"fd.img\"}}"), -32602);
+	/* memory: params checked before libvirt; an unknown VM is code 1 */
+	ck_assert_int_eq(vfx_err(&F, "VM.hotplugMemory", "{\"vmID\":\"" VMID "\",\"params\":{}}"),
+			 -32602);
+	ck_assert_int_eq(vfx_err(&F, "VM.hotplugMemory", "{\"vmID\":\"" VMID "\",\"params\":"
+				 "{\"xml\":\"<devices><disk/></devices>\"}}"), -32602);
+	ck_assert_int_eq(vfx_err(&F, "VM.hotplugMemory", "{\"vmID\":\"" VMID "\",\"params\":"
+				 "{\"memory\":{\"size\":0,\"node\":0}}}"), -32602);
+	ck_assert_int_eq(vfx_err(&F, "VM.hotunplugMemory", "{\"vmID\":\"" VMID "\",\"params\":"
+				 "{\"memory\":{\"size\":128,\"node\":0,\"alias\":\"a'b\"}}}"), -32602);
+	ck_assert_int_eq(vfx_err(&F, "VM.hotplugMemory", "{\"vmID\":\"00000000-0000-4000-8000-"
+				 "00000000dead\",\"params\":{\"memory\":{\"size\":128,\"node\":0}}}"), 1);
 
 	/* migration: no destination, an unreachable one (a closed loopback
 	 * port), not migrating */

@@ -45,6 +45,11 @@ void net_stop(struct vdsmd *d);
  * signature of host_peers' write_net_caps).  One netlink dump
  * (~0.2 ms); thread-safe. */
 void net_caps_write(void *vdsmd, struct vd_writer *w);
+/* The bridge a VM NIC on VDSM network joins (the daemon hands it to virt/):
+ * 0 with bridge[len] filled when net/ runs it as a bridged network (the
+ * bridge has the network's name, as in VDSM), VD_EINVAL when the network
+ * is bridgeless, VD_ENOENT when net/ has no such network.  Thread-safe. */
+int net_network_bridge(struct vdsmd *d, const char *network, char *bridge, size_t len);
 /* Host.confirmConnectivity: wakes a setupNetworks waiting for it. */
 void net_confirm(struct vdsmd *d);
 

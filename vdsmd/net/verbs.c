@@ -282,6 +282,27 @@ static int net_set_safe(struct rpc_call *c)
 	return 0;
 }
 
+int net_network_bridge(struct vdsmd *d, const char *network, char *bridge, size_t len)
+{
+	struct net_state *ns = d ? d->net : NULL;
+	if (!ns || !network)
+		return VD_ENOENT;
+	int rc = VD_ENOENT;
+	pthread_mutex_lock(&ns->lock);
+	const struct net_net *n = net_conf_net(ns->running, network);
+	if (n && !n->bridged) {
+		rc = VD_EINVAL;
+	} else if (n) {
+		char top[NET_IFNAME];
+		net_net_top(n, top);
+		rc = strlen(top) < len ? 0 : VD_ETOOBIG;
+		if (rc == 0)
+			memcpy(bridge, top, strlen(top) + 1);
+	}
+	pthread_mutex_unlock(&ns->lock);
+	return rc;
+}
+
 void net_caps_write(void *vdsmd, struct vd_writer *w)
 {
 	struct vdsmd *d = vdsmd;

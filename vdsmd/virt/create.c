@@ -241,30 +241,46 @@ static int resolve_disks(struct rpc_call *c, const struct virt_deps *deps,
 	return 0;
 }
 
-/* NIC networks to bridges (VDSM: a bridged network's bridge has its name). */
+/* A Linux bridge of that name exists on the host. */
+static bool host_bridge(const char *name)
+{
+	char p[128];
+	struct stat st;
+	snprintf(p, sizeof p, "/sys/class/net/%s/bridge", name);
+	return stat(p, &st) == 0;
+}
+
+/* NIC networks to bridges.  The network interface (net/, handed over by the
+ * daemon) knows the host's VDSM networks: a bridged one gives its bridge, a
+ * bridgeless one cannot take a VM NIC.  A network net/ does not know is
+ * used as the bridge of the same name when the host has such a bridge: VDSM
+ * hands the engine's <source bridge=...> to libvirt as it is, so a bridge
+ * made outside VDSM works there too.  Otherwise the call fails with code
+ * (VM.create: 9, VM.hotplugNic: 49, VDSM's answers when libvirt cannot
+ * find the bridge). */
 static int resolve_nics(struct rpc_call *c, const struct virt_deps *deps,
-			struct virt_engxml *ex)
+			struct virt_engxml *ex, enum rpc_err code)
 {
 	for (unsigned i = 0; i < ex->nnics; i++) {
 		struct virt_engnic *n = &ex->nics[i];
 		if (!n->has_src || !n->network[0])
 			continue;   /* not a bridged NIC (network, user, direct...) */
-		int rc;
+		int rc = VD_ENOENT;
 		if (deps->network_bridge) {
 			rc = deps->network_bridge(deps->network_ctx, n->network, n->bridge,
 						  sizeof n->bridge);
 			if (rc == 0 && !virt_netname_ok(n->bridge))
-				rc = VD_EINVAL;
-		} else {
-			char p[128];
-			struct stat st;
-			snprintf(p, sizeof p, "/sys/class/net/%s/bridge", n->network);
-			rc = stat(p, &st) == 0 ? 0 : VD_ENOENT;
-			if (rc == 0)
-				copy_str(n->bridge, sizeof n->bridge, n->network);
+				rc = VD_ETOOBIG;
+			if (rc == VD_EINVAL)
+				return rpc_fail(c, code, "NIC %s: network %s is not a bridged (VM) "
+						"network", n->mac[0] ? n->mac : "?", n->network);
+		}
+		if (rc == VD_ENOENT && host_bridge(n->network)) {
+			copy_str(n->bridge, sizeof n->bridge, n->network);
+			rc = 0;
 		}
 		if (rc < 0)
-			return rpc_fail(c, RPC_E_CREATE_VM, "NIC %s: network %s does not exist "
+			return rpc_fail(c, code, "NIC %s: network %s does not exist "
 					"on this host", n->mac[0] ? n->mac : "?", n->network);
 	}
 	return 0;
@@ -284,10 +300,11 @@ int virt_resolve_disks(struct rpc_call *c, struct virt_state *s, struct virt_eng
 	return resolve_disks(c, &deps, ex);
 }
 
-int virt_resolve_nics(struct rpc_call *c, struct virt_state *s, struct virt_engxml *ex)
+int virt_resolve_nics(struct rpc_call *c, struct virt_state *s, struct virt_engxml *ex,
+		      enum rpc_err code)
 {
 	struct virt_deps deps = deps_of(s);
-	return resolve_nics(c, &deps, ex);
+	return resolve_nics(c, &deps, ex, code);
 }
 
 /* The engine's XML: parse, resolve, rewrite into x. */
@@ -307,7 +324,7 @@ static int build_engine(struct rpc_call *c, struct virt_state *s, const struct v
 	if (strcasecmp(ex->uuid, id) != 0)
 		return rpc_fail(c, RPC_E_PARAMS, "vmParams.xml: <uuid> %s differs from vmID", ex->uuid);
 	struct virt_deps deps = deps_of(s);
-	if (resolve_disks(c, &deps, ex) < 0 || resolve_nics(c, &deps, ex) < 0)
+	if (resolve_disks(c, &deps, ex) < 0 || resolve_nics(c, &deps, ex, RPC_E_CREATE_VM) < 0)
 		return -1;
 	engxml_rewrite(xml, ex, dtype, x);
 	*name_out = arena_strndup(c->arena, ex->name, strlen(ex->name));

@@ -7,9 +7,11 @@
  *   VM.hotunplugDisk / VM.hotunplugNic {vmID, params: {vmId, xml}}   the
  *       device named by its alias (ua-...) in <hotunplug> XML is detached
  *       (QEMU finishes when the guest lets go of a PCI device).
- *   VM.changeCD {vmID, driveSpec: {path} or a volume}: the cdrom's medium.
+ *   VM.changeCD / VM.changeFloppy {vmID, driveSpec: {path} or the path}:
+ *       the medium of the cdrom / floppy drive ("" ejects).
  *   VM.updateDevice {vmID, params: {deviceType: interface, alias,
- *       linkActive} or {deviceType: graphics, password, ttl, ...}}.
+ *       linkActive} or {deviceType: graphics, graphicsType: vnc|spice,
+ *       password, ttl, existingConnAction, disconnectAction}}.
  *   VM.setTicket {vmID, password, ttl, existingConnAction}: the console
  *       password, valid for ttl seconds.
  *   VM.setBalloonTarget {vmID, target KiB}, VM.setNumberOfCpus {vmID,
@@ -169,7 +171,9 @@ static int hotplug(struct rpc_call *c, struct virt_state *s, virDomainPtr dom, c
 		return rpc_fail(c, RPC_E_PARAMS, "params.%s", why);
 	if ((strcmp(kind, "disk") == 0 ? ex->ndisks : ex->nnics) != 1)
 		return rpc_fail(c, RPC_E_PARAMS, "params.xml: one <%s> in <devices> expected", kind);
-	if (virt_resolve_disks(c, s, ex) < 0 || virt_resolve_nics(c, s, ex) < 0)
+	bool nic = strcmp(kind, "interface") == 0;
+	if (virt_resolve_disks(c, s, ex) < 0 ||
+	    virt_resolve_nics(c, s, ex, nic ? RPC_E_HOTPLUG_NIC : RPC_E_CREATE_VM) < 0)
 		return -1;
 	struct vd_buf out = VD_BUF_INIT;
 	engxml_rewrite(xml, ex, NULL, &out);
@@ -177,8 +181,11 @@ static int hotplug(struct rpc_call *c, struct virt_state *s, virDomainPtr dom, c
 	buf_free(&out);
 	if (!dev)
 		return rpc_fail(c, RPC_E_PARAMS, "params.xml: no <%s> element", kind);
-	if (virDomainAttachDeviceFlags(dom, dev, VIR_DOMAIN_AFFECT_LIVE) < 0)
+	if (virDomainAttachDeviceFlags(dom, dev, VIR_DOMAIN_AFFECT_LIVE) < 0) {
+		if (nic && virt_last_error_code() != VIR_ERR_NO_DOMAIN)
+			return rpc_fail(c, RPC_E_HOTPLUG_NIC, "%s: %s", id, virt_last_error());
 		return virt_fail_libvirt(c, "hotplug", id);
+	}
 	if (ex->has_metadata)
 		edit_device_metadata(dom, id, xml, NULL);
 	log_info("virt: %s hot-plugged into %s", kind, id);
@@ -307,18 +314,26 @@ static bool plain_value(const char *v)
 	return v && !strpbrk(v, "<>&'\"");
 }
 
-/* The console password (VDSM: VNC takes 8 characters), valid ttl seconds
- * (0: no expiry); existing connections kept, disconnected or refused. */
+/* The console password of the graphics device of type gtype (NULL: the
+ * first one), valid ttl seconds (0: no expiry; libvirt's passwdValidTo, in
+ * UTC, after which QEMU refuses the password); existing connections kept,
+ * disconnected or refused (spice's connected=; libvirt's VNC keeps them).
+ * missing: the error when the VM has no such console. */
 static int set_ticket(struct rpc_call *c, virDomainPtr dom, const char *id, const char *pw,
-		      int64_t ttl, const char *conn_action)
+		      int64_t ttl, const char *conn_action, const char *gtype,
+		      enum rpc_err missing)
 {
 	if (!plain_value(pw) || strlen(pw) > 255)
 		return rpc_fail(c, RPC_E_PARAMS, "password: up to 255 characters, no XML specials");
 	if (ttl < 0 || ttl > 10 * 365 * 86400L)
 		return rpc_fail(c, RPC_E_PARAMS, "ttl: seconds, 0..10 years");
-	char *g = live_element(c, dom, "graphics", NULL);
+	if (gtype && strcmp(gtype, "vnc") && strcmp(gtype, "spice"))
+		return rpc_fail(c, RPC_E_PARAMS, "graphicsType: vnc or spice");
+	char key[32];
+	snprintf(key, sizeof key, "type='%s'", gtype ? gtype : "");
+	char *g = live_element(c, dom, "graphics", gtype ? key : NULL);
 	if (!g)
-		return rpc_fail(c, RPC_E_GENERAL, "VM %s has no console", id);
+		return rpc_fail(c, missing, "VM %s has no %s console", id, gtype ? gtype : "graphics");
 	g = set_attr(c, g, "passwd", pw);
 	if (ttl > 0) {
 		time_t until = time(NULL) + (time_t)ttl;
@@ -332,7 +347,6 @@ static int set_ticket(struct rpc_call *c, virDomainPtr dom, const char *id, cons
 		if (strcmp(conn_action, "disconnect") && strcmp(conn_action, "keep") &&
 		    strcmp(conn_action, "fail"))
 			return rpc_fail(c, RPC_E_PARAMS, "existingConnAction: disconnect, keep or fail");
-		/* libvirt: VNC keeps its connections; spice honours the action */
 		if (strstr(g, "type='spice'"))
 			g = set_attr(c, g, "connected", conn_action);
 	}
@@ -346,7 +360,7 @@ static int act_set_ticket(struct rpc_call *c, struct virt_state *s, virDomainPtr
 {
 	(void)s;
 	return set_ticket(c, d, id, rpc_arg_str(c, "password", NULL), rpc_arg_int(c, "ttl", 0),
-			  rpc_arg_str(c, "existingConnAction", NULL));
+			  rpc_arg_str(c, "existingConnAction", NULL), NULL, RPC_E_TICKET);
 }
 
 int virt_verb_set_ticket(struct rpc_call *c) { return dev_verb(c, act_set_ticket, false); }
@@ -379,10 +393,19 @@ static int act_update_device(struct rpc_call *c, struct virt_state *s, virDomain
 	if (!type)
 		return rpc_fail(c, RPC_E_PARAMS, "params.deviceType: interface or graphics");
 	if (strcmp(type, "graphics") == 0) {
+		/* VDSM: graphicsType picks the console; disconnectAction is what
+		 * the guest agent does when the client leaves (accepted, no agent
+		 * acts on it here) */
 		const struct vd_value *ttl = vd_obj_get(p, "ttl");
+		const char *da = mstr(c, p, "disconnectAction");
+		if (da && strcmp(da, "LOCK_SCREEN") && strcmp(da, "LOGOUT") && strcmp(da, "REBOOT") &&
+		    strcmp(da, "SHUTDOWN") && strcmp(da, "NONE"))
+			return rpc_fail(c, RPC_E_PARAMS, "params.disconnectAction: LOCK_SCREEN, LOGOUT, "
+					"REBOOT, SHUTDOWN or NONE");
 		return set_ticket(c, dom, id, mstr(c, p, "password"),
 				  ttl && ttl->type == VD_INT ? ttl->v.i : 0,
-				  mstr(c, p, "existingConnAction"));
+				  mstr(c, p, "existingConnAction"), mstr(c, p, "graphicsType"),
+				  RPC_E_UPDATE_DEVICE);
 	}
 	if (strcmp(type, "interface") != 0)
 		return rpc_fail(c, RPC_E_PARAMS, "params.deviceType: %s is not supported", type);
@@ -420,17 +443,21 @@ static int act_update_device(struct rpc_call *c, struct virt_state *s, virDomain
 
 int virt_verb_update_device(struct rpc_call *c) { return dev_verb(c, act_update_device, true); }
 
-static int act_change_cd(struct rpc_call *c, struct virt_state *s, virDomainPtr dom, const char *id)
+/* The medium of the VM's first drive of kind (device='cdrom' or 'floppy'):
+ * driveSpec is {path} or the path itself; "" ejects (VDSM: the floppy is
+ * always fda). */
+static int change_media(struct rpc_call *c, virDomainPtr dom, const char *id, const char *kind)
 {
-	(void)s;
 	const struct vd_value *spec = rpc_arg(c, "driveSpec");
 	const char *path = spec && spec->type == VD_STRING ?
 		arena_strndup(c->arena, spec->v.s.ptr, spec->v.s.len) : mstr(c, spec, "path");
 	if (!path || (*path && (!plain_value(path) || *path != '/')))
 		return rpc_fail(c, RPC_E_PARAMS, "driveSpec.path: an absolute path, or \"\" to eject");
-	char *cd = live_element(c, dom, "disk", "device='cdrom'");
+	char key[32];
+	snprintf(key, sizeof key, "device='%s'", kind);
+	char *cd = live_element(c, dom, "disk", key);
 	if (!cd)
-		return rpc_fail(c, RPC_E_GENERAL, "VM %s has no CD drive", id);
+		return rpc_fail(c, RPC_E_CHANGE_DISK, "VM %s has no %s drive", id, kind);
 	/* the drive without its medium, then the new one (if any) */
 	struct vd_buf b = VD_BUF_INIT;
 	const char *src = strstr(cd, "<source ");
@@ -449,13 +476,32 @@ static int act_change_cd(struct rpc_call *c, struct virt_state *s, virDomainPtr 
 		buf_puts(&b, body);
 	}
 	buf_putc(&b, '\0');
-	int r = virDomainUpdateDeviceFlags(dom, b.data, VIR_DOMAIN_AFFECT_LIVE);
+	int r = virDomainUpdateDeviceFlags(dom, b.data, VIR_DOMAIN_AFFECT_LIVE |
+					   VIR_DOMAIN_DEVICE_MODIFY_FORCE);
 	buf_free(&b);
-	if (r < 0)
-		return virt_fail_libvirt(c, "changeCD", id);
-	log_info("virt: CD of %s is now %s", id, *path ? path : "(ejected)");
+	if (r < 0) {
+		if (virt_last_error_code() == VIR_ERR_NO_DOMAIN)
+			return rpc_fail(c, RPC_E_NO_VM, "%s", id);
+		return rpc_fail(c, RPC_E_CHANGE_DISK, "%s of %s: %s", kind, id, virt_last_error());
+	}
+	log_info("virt: %s of %s is now %s", kind, id, *path ? path : "(ejected)");
 	return 0;
 }
+
+static int act_change_cd(struct rpc_call *c, struct virt_state *s, virDomainPtr dom, const char *id)
+{
+	(void)s;
+	return change_media(c, dom, id, "cdrom");
+}
+
+static int act_change_floppy(struct rpc_call *c, struct virt_state *s, virDomainPtr dom,
+			     const char *id)
+{
+	(void)s;
+	return change_media(c, dom, id, "floppy");
+}
+
+int virt_verb_change_floppy(struct rpc_call *c) { return dev_verb(c, act_change_floppy, true); }
 
 int virt_verb_change_cd(struct rpc_call *c) { return dev_verb(c, act_change_cd, true); }
 

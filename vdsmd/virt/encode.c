@@ -161,7 +161,7 @@ static void encode_memory(struct vd_writer *w, const struct virt_vm *vm)
 	vw_keyz(w, "balloonInfo");
 	vw_begin_object(w);
 	kstr_u64(w, "balloon_max", vm->max_mem_kib);
-	vw_kstr(w, "balloon_min", "0");
+	kstr_u64(w, "balloon_min", vm->balloon_min_kib);
 	kstr_u64(w, "balloon_cur", vm->balloon_cur_kib);
 	kstr_u64(w, "balloon_target", vm->balloon_target_kib ? vm->balloon_target_kib : vm->mem_kib);
 	vw_kbool(w, "ballooning_enabled", true);

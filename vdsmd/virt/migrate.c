@@ -18,12 +18,16 @@
  * the VDSMD_MIGRATION_URI environment variable (a URI with an optional %s
  * for the host; the tests point it at a private libvirtd).  The QEMU
  * migration stream goes to tcp://<dstqemu or dst host>, and the destination
- * QEMU listens on that address.  Plain HTTP only: a vdsmd that serves TLS
- * only cannot be a destination yet. */
+ * QEMU listens on that address.  The call to the destination vdsmd is
+ * HTTPS when this vdsmd serves TLS (its own certificate and key, the
+ * destination's certificate checked against ca_file, as VDSM's ssl
+ * setting), plain HTTP when it serves plaintext. */
 #include "virt_int.h"
 
 #include <errno.h>
 #include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +36,9 @@
 #include <time.h>
 #include <unistd.h>
 #include <libvirt/virterror.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
 
 #include "../../common/log.h"
 #include "../../rpc/event.h"
@@ -67,9 +74,53 @@ static bool split_hostport(const char *hp, char *host, size_t hl, char *port, si
 	return strspn(port, "0123456789") == strlen(port);
 }
 
-/* One JSON-RPC call over HTTP to host:port; the response body in out. */
-static int peer_call(const char *hostport, const char *body, size_t blen, struct vd_buf *out,
-		     char *why, size_t whylen)
+/* The peer connection: a socket, TLS on it when tls is set. */
+struct peer {
+	int fd;
+	SSL *ssl;
+};
+
+static long peer_send(struct peer *p, const char *b, size_t n)
+{
+	if (p->ssl) {
+		size_t done = 0;
+		return SSL_write_ex(p->ssl, b, n, &done) == 1 ? (long)done : -1;
+	}
+	return send(p->fd, b, n, MSG_NOSIGNAL);
+}
+
+/* > 0 bytes, 0 at the end, < 0 on an error. */
+static long peer_recv(struct peer *p, char *b, size_t n)
+{
+	if (p->ssl) {
+		size_t got = 0;
+		if (SSL_read_ex(p->ssl, b, n, &got) == 1)
+			return (long)got;
+		int e = SSL_get_error(p->ssl, 0);
+		return e == SSL_ERROR_ZERO_RETURN ? 0 : -1;
+	}
+	return recv(p->fd, b, n, 0);
+}
+
+/* The reason of the last OpenSSL failure (or errno's). */
+static void tls_reason(SSL *ssl, char *out, size_t n)
+{
+	unsigned long e = ERR_get_error();
+	long vr = ssl ? SSL_get_verify_result(ssl) : X509_V_OK;
+	if (vr != X509_V_OK)
+		snprintf(out, n, "certificate verify failed: %s", X509_verify_cert_error_string(vr));
+	else if (e)
+		ERR_error_string_n(e, out, n);
+	else
+		snprintf(out, n, "%s", errno ? strerror(errno) : "connection closed");
+	ERR_clear_error();
+}
+
+/* One JSON-RPC call over HTTP to host:port (over TLS with tls: this host's
+ * certificate, the peer's checked against the CA, as VDSM's ssl setting);
+ * the response body in out. */
+static int peer_call(const char *hostport, struct ssl_ctx_st *tls, const char *body,
+		     size_t blen, struct vd_buf *out, char *why, size_t whylen)
 {
 	char host[256], port[16];
 	if (!split_hostport(hostport, host, sizeof host, port, sizeof port)) {
@@ -82,31 +133,52 @@ static int peer_call(const char *hostport, const char *body, size_t blen, struct
 		snprintf(why, whylen, "%s: %s", host, gai_strerror(g));
 		return VD_EIO;
 	}
-	int fd = -1, rc = VD_EIO;
+	struct peer p = { -1, NULL };
+	int rc = VD_EIO;
 	for (struct addrinfo *a = ai; a; a = a->ai_next) {
-		fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
-		if (fd < 0)
+		p.fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+		if (p.fd < 0)
 			continue;
 		struct timeval tv = { PEER_TIMEOUT_S, 0 };
-		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-		setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-		if (connect(fd, a->ai_addr, a->ai_addrlen) == 0)
+		setsockopt(p.fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+		setsockopt(p.fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+		/* the request follows the TLS handshake's last flight: it must
+		 * not wait behind Nagle for that flight's ACK */
+		int one = 1;
+		setsockopt(p.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+		if (connect(p.fd, a->ai_addr, a->ai_addrlen) == 0)
 			break;
-		close(fd);
-		fd = -1;
+		close(p.fd);
+		p.fd = -1;
 	}
 	freeaddrinfo(ai);
-	if (fd < 0) {
+	if (p.fd < 0) {
 		snprintf(why, whylen, "cannot connect to %s: %s", hostport, strerror(errno));
 		return VD_EIO;
 	}
 	struct vd_buf req = VD_BUF_INIT;
+	if (tls) {
+		ERR_clear_error();
+		p.ssl = SSL_new(tls);
+		if (!p.ssl || SSL_set_fd(p.ssl, p.fd) != 1) {
+			snprintf(why, whylen, "TLS to %s: cannot set up", hostport);
+			goto out;
+		}
+		SSL_set_tlsext_host_name(p.ssl, host);
+		errno = 0;
+		if (SSL_connect(p.ssl) != 1) {
+			char r[256];
+			tls_reason(p.ssl, r, sizeof r);
+			snprintf(why, whylen, "TLS handshake with %s failed: %s", hostport, r);
+			goto out;
+		}
+	}
 	buf_printf(&req, "POST /jsonrpc HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\n"
 		   "Content-Length: %zu\r\nConnection: close\r\n\r\n", host, blen);
 	buf_append(&req, body, blen);
 	size_t off = 0;
 	while (off < req.len) {
-		ssize_t n = send(fd, req.data + off, req.len - off, MSG_NOSIGNAL);
+		long n = peer_send(&p, req.data + off, req.len - off);
 		if (n <= 0) {
 			snprintf(why, whylen, "sending to %s: %s", hostport, strerror(errno));
 			goto out;
@@ -121,7 +193,7 @@ static int peer_call(const char *hostport, const char *body, size_t blen, struct
 			goto out;
 		}
 		buf_reserve(&in, 16384);
-		ssize_t n = recv(fd, in.data + in.len, 16384, 0);
+		long n = peer_recv(&p, in.data + in.len, 16384);
 		if (n < 0) {
 			snprintf(why, whylen, "reading from %s: %s", hostport, strerror(errno));
 			buf_free(&in);
@@ -138,12 +210,30 @@ static int peer_call(const char *hostport, const char *body, size_t blen, struct
 		buf_free(&in);
 		goto out;
 	}
-	buf_append(out, hb + 4, in.len - 1 - (size_t)(hb + 4 - in.data));
+	/* the whole body: no less than its Content-Length (a cut TLS stream) */
+	size_t blen_in = in.len - 1 - (size_t)(hb + 4 - in.data);
+	const char *cl = strcasestr(in.data, "\r\nContent-Length:");
+	if (cl && cl < hb) {
+		unsigned long long want = strtoull(cl + 17, NULL, 10);
+		if (want > blen_in) {
+			snprintf(why, whylen, "%s: reply cut at %zu of %llu bytes", hostport,
+				 blen_in, want);
+			buf_free(&in);
+			goto out;
+		}
+		blen_in = (size_t)want;
+	}
+	buf_append(out, hb + 4, blen_in);
 	buf_free(&in);
 	rc = 0;
 out:
 	buf_free(&req);
-	close(fd);
+	if (p.ssl) {
+		if (rc == 0)
+			SSL_shutdown(p.ssl);
+		SSL_free(p.ssl);
+	}
+	close(p.fd);
 	return rc;
 }
 
@@ -340,10 +430,15 @@ int virt_verb_migrate(struct rpc_call *c)
 	vw_end_object(&w);
 	vw_end_object(&w);
 	char why[512] = "";
-	if (peer_call(dst, body.data, body.len, &reply, why, sizeof why) < 0) {
+	pthread_mutex_lock(&s->lock);
+	struct ssl_ctx_st *tls = s->deps.peer_tls;
+	pthread_mutex_unlock(&s->lock);
+	uint64_t t0 = vd_now_ns();
+	if (peer_call(dst, tls, body.data, body.len, &reply, why, sizeof why) < 0) {
 		rpc_fail(c, RPC_E_NO_PEER, "%s", why);
 		goto out;
 	}
+	double peer_ms = (double)(vd_now_ns() - t0) / 1e6;
 	buf_putc(&reply, '\0');
 	if (strstr(reply.data, "\"error\"")) {
 		rpc_fail(c, RPC_E_MIGRATION, "destination %s refused the VM: %.200s", dst, reply.data);
@@ -391,7 +486,8 @@ int virt_verb_migrate(struct rpc_call *c)
 		goto out;
 	}
 	pthread_attr_destroy(&at);
-	log_info("virt: migrating %s to %s", id, dst);
+	log_info("virt: migrating %s to %s (VM.migrationCreate over %s: %.1f ms)", id, dst,
+		 tls ? "TLS" : "HTTP", peer_ms);
 	virt_refresh(s);
 	rc = 0;
 out:

@@ -558,6 +558,7 @@ static void merge(struct virt_state *s, struct virt_snapshot *snap, struct raw *
 		snapshot_add_vm(snap, &cap, &vm);
 		vm_from_raw(vm, r, t, now_ms, is_qemu);
 		vm->balloon_target_kib = t->balloon_target_kib;
+		vm->balloon_min_kib = t->balloon_min_kib;
 		/* A lifecycle event handled after this raw state was read is
 		 * newer: a stale "running" must not undo its Down (and its exit
 		 * reason), nor a stale "off" its start. */

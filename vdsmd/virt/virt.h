@@ -39,15 +39,19 @@
  *   negative vd_err (VD_ENOENT: no such domain, image or volume); why gets a
  *   human reason.
  * network_bridge: the bridge a VM NIC on network joins: 0 with bridge[]
- *   filled, VD_ENOENT when the host has no such network.
+ *   filled, VD_EINVAL when the network exists but is bridgeless, VD_ENOENT
+ *   when the provider has no such network.
  * Unset functions: the disk path the XML names is used as it is when it
- * exists (code 13 otherwise), and a network is the bridge of the same name
- * when /sys/class/net/<name>/bridge exists (VDSM's bridged networks). */
+ * exists (code 13 otherwise).  A network the provider does not know (or any
+ * network without a provider) is the bridge of the same name when
+ * /sys/class/net/<name>/bridge exists: VDSM hands the engine's bridge name
+ * to libvirt unchanged, so a bridge made outside VDSM works there too. */
 struct virt_volsize {
 	bool cow;               /* qcow2, else raw */
 	int64_t capacity;       /* virtual size in the volume's metadata */
 	int64_t apparent;       /* size of the data file */
 };
+struct ssl_ctx_st;
 struct virt_deps {
 	int (*prepare_image)(void *ctx, const char *pool, const char *domain, const char *image,
 			     const char *volume, char *path, size_t pathlen,
@@ -55,6 +59,10 @@ struct virt_deps {
 	void *prepare_ctx;
 	int (*network_bridge)(void *ctx, const char *network, char *bridge, size_t len);
 	void *network_ctx;
+	/* TLS client context (an SSL_CTX: this host's certificate, key and CA)
+	 * for the calls to a migration's destination vdsmd; NULL: plain HTTP.
+	 * The daemon keeps it until after virt_fini. */
+	struct ssl_ctx_st *peer_tls;
 	/* VM.diskSizeExtend (blockops.c), ctx = prepare_ctx.  volume_size: the
 	 * volume's format and sizes (its file re-read first); set_capacity:
 	 * record the virtual size a running VM's disk was resized to.  0, or a

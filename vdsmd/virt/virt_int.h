@@ -137,9 +137,11 @@ bool engxml_prefix(const char *xml, char *out, size_t outlen);
 #define VIRT_OVIRT_VM_NS "http://ovirt.org/vm/1.0"
 /* VM.create's resolution steps, shared with the hotplug verbs (create.c):
  * disks with volume metadata through the storage interface, NIC networks
- * to bridges; 0, or -1 with the call failed. */
+ * to bridges (a network that cannot take the NIC fails with code); 0, or
+ * -1 with the call failed. */
 int virt_resolve_disks(struct rpc_call *c, struct virt_state *s, struct virt_engxml *ex);
-int virt_resolve_nics(struct rpc_call *c, struct virt_state *s, struct virt_engxml *ex);
+int virt_resolve_nics(struct rpc_call *c, struct virt_state *s, struct virt_engxml *ex,
+		      enum rpc_err code);
 /* Write VM id's VmDefinition (Host.getVMFullList entry) from the latest
  * snapshot, {vmId} alone when it is not in it (verbs.c). */
 void virt_write_definition(struct rpc_call *c, struct virt_state *s, const char *id);
@@ -180,6 +182,7 @@ struct virt_vm {
 	uint64_t mem_kib, max_mem_kib;   /* current / max (balloon) */
 	uint64_t balloon_cur_kib;
 	uint64_t balloon_target_kib;     /* VM.setBalloonTarget, else the current size */
+	uint64_t balloon_min_kib;        /* memGuaranteedSize of VM.hot(un)plugMemory */
 	unsigned mem_usage;              /* percent */
 	bool have_memstats;
 	uint64_t ms_swap_in, ms_swap_out, ms_majflt, ms_minflt, ms_unused,
@@ -258,6 +261,7 @@ struct virt_track {
 	bool powering_down;          /* VM.shutdown: "Powering down" until Down */
 	bool destroy_on_reboot;      /* VM.setDestroyOnReboot */
 	uint64_t balloon_target_kib; /* VM.setBalloonTarget (0: none set) */
+	uint64_t balloon_min_kib;    /* memGuaranteedSize (VM.hot(un)plugMemory) */
 	bool migrating;              /* VM.migrate in progress (source) */
 	bool incoming;               /* VM.migrationCreate: expected here */
 	int mig_code, mig_progress;  /* VM.getMigrationStatus */
@@ -408,6 +412,9 @@ int virt_verb_hotunplug_nic(struct rpc_call *c);
 int virt_verb_set_ticket(struct rpc_call *c);
 int virt_verb_update_device(struct rpc_call *c);
 int virt_verb_change_cd(struct rpc_call *c);
+int virt_verb_change_floppy(struct rpc_call *c);
+int virt_verb_hotplug_memory(struct rpc_call *c);
+int virt_verb_hotunplug_memory(struct rpc_call *c);
 int virt_verb_set_balloon_target(struct rpc_call *c);
 int virt_verb_set_number_of_cpus(struct rpc_call *c);
 int virt_verb_set_iotune(struct rpc_call *c);
