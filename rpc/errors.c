@@ -26,6 +26,8 @@ static struct err_wire err_lookup(enum rpc_err e)
 	case RPC_E_NO_PEER:      return (struct err_wire){ 10, "Could not connect to peer host" };
 	case RPC_E_MIGRATION:    return (struct err_wire){ 12, "Fatal error during migration" };
 	case RPC_E_NO_IMAGE_FILE: return (struct err_wire){ 13, "Drive image file could not be found" };
+	case RPC_E_SNAPSHOT:     return (struct err_wire){ 48, "Snapshot failed" };
+	case RPC_E_MERGE:        return (struct err_wire){ 52, "Merge failed" };
 	case RPC_E_EXTERNAL_DATA: return (struct err_wire){ 89, "Failed to handle external VM data" };
 	case RPC_E_RECOVERING:   return (struct err_wire){ 99, "Recovering from crash or Initializing" };
 	case RPC_E_GENERAL:      return (struct err_wire){ 100, "General Exception" };
@@ -36,6 +38,12 @@ static struct err_wire err_lookup(enum rpc_err e)
 	case RPC_E_WRONG_MASTER: return (struct err_wire){ 324, "Wrong Master domain or its version" };
 	case RPC_E_POOL_CONNECTED: return (struct err_wire){ 325, "Cannot perform action while storage pool is connected" };
 	case RPC_E_NOT_IN_POOL:  return (struct err_wire){ 353, "Storage domain not in pool" };
+	case RPC_E_DOM_STATE:    return (struct err_wire){ 347, "Storage domain is in illegal state" };
+	case RPC_E_NOT_MEMBER:   return (struct err_wire){ 375, "Domain is not member in pool" };
+	case RPC_E_DOM_STATUS:   return (struct err_wire){ 376, "Unsupported Storage Domain status" };
+	case RPC_E_DETACH_MASTER: return (struct err_wire){ 383, "Illegal action" };
+	case RPC_E_DOM_VERSION:  return (struct err_wire){ 394, "Domain version is unsupported" };
+	case RPC_E_VERSION_ADVANCED: return (struct err_wire){ 395, "Current domain version is too advanced" };
 	case RPC_E_SPM_ACQUIRE:  return (struct err_wire){ 651, "Cannot obtain lock" };
 	case RPC_E_SPM_TASKS:    return (struct err_wire){ 653, "Error stopping SPM, SPM has unfinished task(s)" };
 	case RPC_E_NOT_SPM:      return (struct err_wire){ 654, "Not SPM" };

@@ -88,6 +88,8 @@ enum rpc_err {
 	RPC_E_NO_PEER,        /* 10 noConPeer (migration destination unreachable) */
 	RPC_E_MIGRATION,      /* 12 MigrationError */
 	RPC_E_NO_IMAGE_FILE,  /* 13 ImageFileNotFound (a VM's drive) */
+	RPC_E_SNAPSHOT,       /* 48 SnapshotFailed (VM.snapshot) */
+	RPC_E_MERGE,          /* 52 MergeFailed (VM.merge) */
 	RPC_E_EXTERNAL_DATA,  /* 89 ExternalDataFailed (VM.getExternalData) */
 	RPC_E_RECOVERING,     /* 99 */
 	RPC_E_GENERAL,        /* 100 */
@@ -98,6 +100,12 @@ enum rpc_err {
 	RPC_E_WRONG_MASTER,   /* 324 StoragePoolWrongMaster */
 	RPC_E_POOL_CONNECTED, /* 325 StoragePoolConnected */
 	RPC_E_NOT_IN_POOL,    /* 353 StorageDomainNotInPool */
+	RPC_E_DOM_STATE,      /* 347 StorageDomainIllegalStateError */
+	RPC_E_NOT_MEMBER,     /* 375 StorageDomainNotMemberOfPool */
+	RPC_E_DOM_STATUS,     /* 376 StorageDomainStatusError */
+	RPC_E_DETACH_MASTER,  /* 383 CannotDetachMasterStorageDomain */
+	RPC_E_DOM_VERSION,    /* 394 UnsupportedDomainVersion */
+	RPC_E_VERSION_ADVANCED, /* 395 CurrentVersionTooAdvancedError */
 	RPC_E_SPM_ACQUIRE,    /* 651 AcquireLockFailure */
 	RPC_E_SPM_TASKS,      /* 653 SpmStopError (unfinished tasks) */
 	RPC_E_NOT_SPM,        /* 654 SpmStatusError */

@@ -192,7 +192,7 @@ class EngineStorageFlow(unittest.TestCase):
         self.assertEqual(sorted(result(self.c.call("Host.getStorageDomains", [SP]))),
                          sorted([SD, sd3]))
         r = self.c.call("StorageDomain.detach", [SD, SP, SD, 1])
-        self.assertEqual(r["error"]["code"], 100)           # the master stays
+        self.assertEqual(r["error"]["code"], 347)   # the master stays (Active: VDSM's 347)
         self.assertIs(result(self.c.call("StorageDomain.detach", [sd3, SP, SD, 1])), True)
         self.assertEqual(result(self.c.call("StorageDomain.getInfo", [sd3]))["pool"], [])
         self.assertIs(result(self.c.call("StoragePool.refresh", [SP, SD, 1])), True)
@@ -302,6 +302,46 @@ class CopyData(unittest.TestCase):
                      (self.SIZE >> 20) / secs))
             ev.close()
             c.close()
+
+
+class NfsMount(unittest.TestCase):
+    """connectStorageServer for NFS tries a real mount(8) of a 127.0.0.1
+    export.  There is no NFS server in the test environment, and where the
+    kernel has no nfs filesystem no client either: the test checks that the
+    failure is reported as VDSM reports it (status 477, mount point
+    removed) and then reports itself SKIPPED with the reason - it never
+    passes without a real NFS mount.  The argv and mount point naming are
+    unit-tested (tests/unit/test_storage_conn.c)."""
+
+    def test_nfs_mount(self):
+        if os.geteuid() != 0:
+            self.skipTest("needs root to mount")
+        with open("/proc/filesystems") as f:
+            kernel_nfs = any(l.split()[-1] in ("nfs", "nfs4") for l in f if l.strip())
+        with vt.Daemon() as d:
+            c = connect(d)
+            conns = conn_params("127.0.0.1:/vdsmtest_export/", protocol_version="3",
+                                mnt_options="retry=0")
+            st = result(call_ready(c, "StoragePool.connectStorageServer", [BLANK, 1, conns]))
+            mp = os.path.join(d.tmp, "storage", "mnt", "127.0.0.1:_vdsmtest__export")
+            try:
+                if st[0]["status"] == 0:   # a real server answered: exercise it
+                    self.assertTrue(os.path.ismount(mp))
+                    st = result(c.call("StoragePool.disconnectStorageServer", [BLANK, 1, conns]))
+                    self.assertEqual(st[0]["status"], 0, st)
+                    self.assertFalse(os.path.exists(mp))
+                    return
+                self.assertEqual(st[0]["status"], 477, st)
+                self.assertEqual(st[0]["id"], CONN)
+                self.assertFalse(os.path.exists(mp), "mount point left behind")
+            finally:
+                if os.path.ismount(mp):
+                    subprocess.run(["umount", "-l", mp], capture_output=True)
+                c.close()
+        if not kernel_nfs:
+            self.skipTest("kernel has no nfs filesystem (/proc/filesystems): mount failed "
+                          "with 477 as expected, no NFS mount could be tested")
+        self.skipTest("no NFS server on 127.0.0.1: mount failed with 477, nothing mounted")
 
 
 class SpmTwoHosts(unittest.TestCase):

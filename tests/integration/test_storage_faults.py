@@ -8,7 +8,10 @@
 - kill -9 while deletes are queued behind a slow preallocation: after the
   restart every task's outcome agrees with what is listed and on disk;
 - SIGTERM while tasks are queued: they are rolled back and reported aborted
-  (411), nothing half-made remains.
+  (411), nothing half-made remains;
+- a file size limit (RLIMIT_FSIZE, vdsmd started under prlimit --fsize): a
+  volume or a copy that would grow past it fails with "File too large",
+  nothing half-made remains, and the daemon (SIGXFSZ ignored) keeps serving.
 Every mount is undone in tearDown."""
 
 import os
@@ -284,6 +287,76 @@ class CopyCrash(FakeQemuImg):
         self.c = connect(self.d)
         vi = result(call_ready(self.c, "Volume.getInfo", [dst, BLANK, SD, img]))
         self.assertEqual(vi["legality"], "ILLEGAL")
+
+
+class FsizeDaemon(vt.Daemon):
+    """vdsmd started under prlimit --fsize (RLIMIT_FSIZE, inherited by its
+    qemu-img children)."""
+    LIMIT = 4 * MiB
+
+    def command(self):
+        return ["prlimit", "--fsize=%d:%d" % (self.LIMIT, self.LIMIT), "--"] + super().command()
+
+
+class FileSizeLimit(unittest.TestCase):
+    def setUp(self):
+        if not shutil.which("prlimit") or not shutil.which("qemu-io"):
+            self.skipTest("needs prlimit (util-linux) and qemu-io (qemu-utils)")
+        self.d = FsizeDaemon()
+        self.c = connect(self.d)
+        self.root = os.path.join(self.d.tmp, "storage")
+        self.assertIs(result(call_ready(self.c, "StorageDomain.create", [SD, 4, "", "d", 1])), True)
+
+    def tearDown(self):
+        self.c.close()
+        self.d.__exit__(None, None, None)
+
+    def images(self):
+        return os.path.join(self.root, SD, "images")
+
+    listed = MountedDomain.listed
+    on_disk = MountedDomain.on_disk
+
+    def create(self, vol, img, size, fmt, alloc):
+        tid = result(self.c.call("Volume.create", [vol, BLANK, SD, img, str(size), fmt, alloc]))
+        return wait_task(self.c, tid)
+
+    def test_file_size_limit(self):
+        img = uuid_n("aaaaaaaa", 1)
+        small, pre, sparse, cow, dst = (uuid_n("bbbbbbbb", i) for i in range(1, 6))
+        self.assertEqual(self.create(small, img, MiB, 5, 2)["taskResult"], "success")
+        # past the limit: preallocated (fallocate) and sparse (ftruncate) RAW
+        for vol, alloc in ((pre, 1), (sparse, 2)):
+            st = self.create(vol, img, 8 * MiB, 5, alloc)
+            self.assertEqual(st["taskResult"], "cleanSuccess", st)
+            self.assertIn("File too large", st["message"])
+        # a qcow2 file starts small: fine under the limit
+        self.assertEqual(self.create(cow, img, 64 * MiB, 4, 2)["taskResult"], "success")
+        self.assertEqual(self.create(dst, img, 64 * MiB, 4, 2)["taskResult"], "success")
+        # 6 MiB of data written into cow by the test (no limit here); copying it
+        # makes qemu-img convert (under the limit) write past it
+        path = os.path.join(self.images(), img, cow)
+        subprocess.run(["qemu-io", "-f", "qcow2", "-c", "write -P 0x33 0 6M", path],
+                       check=True, capture_output=True)
+        ep = lambda v: {"endpoint_type": "div", "sd_id": SD, "img_id": img, "vol_id": v}
+        job = "e0e1e2e3-e4e5-4e6e-8e7e-8e9eaebecef0"
+        self.assertIs(result(self.c.call("SDM.copy_data", [job, ep(cow), ep(dst)])), True)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            j = result(self.c.call("Host.getJobs", ["storage", [job]]))[job]
+            if j["status"] not in ("pending", "running"):
+                break
+            time.sleep(0.02)
+        self.assertEqual(j["status"], "failed", j)
+        self.assertIn("File too large", j["error"]["message"], j)
+        self.assertNotIn("%)", j["error"]["message"])   # no progress lines in it
+        vi = result(self.c.call("Volume.getInfo", [dst, BLANK, SD, img]))
+        self.assertEqual(vi["legality"], "ILLEGAL")   # a half copy is not served as good
+        # still alive and serving; nothing half-made on disk
+        self.assertIsNone(self.d.proc.poll())
+        self.assertEqual(set(self.listed()), {small, cow, dst})
+        self.assertEqual(self.on_disk(), {(img, v + m) for v in (small, cow, dst)
+                                          for m in ("", ".meta")})
 
 
 if __name__ == "__main__":

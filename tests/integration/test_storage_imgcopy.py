@@ -5,7 +5,12 @@ synced to a second LOCALFS domain and every layer compared with `qemu-img
 compare`; a move removes the source only after the destination compares
 equal; a move onto a full destination (a small tmpfs this test mounts, as
 root; skipped where it cannot mount) fails, removes what it created there
-and leaves the source intact.  Prints the move throughput (informative)."""
+and leaves the source intact.  Prints the move throughput (informative).
+CrashAtStep: vdsmd killed (SIGKILL, VDSMD_TEST_CRASH_AT of a test build) in
+the middle of Image.move; after the restart the task is reported over the
+API as VDSM reports a task that died with it, and the move is rolled back
+(partial destination removed) or completed (source removed).  Skipped,
+with the reason, against a vdsmd built without the test hooks."""
 
 import os
 import shutil
@@ -207,9 +212,97 @@ class ImageCopy(unittest.TestCase):
         self.assertFalse(os.path.exists(os.path.join(self.dirs[SD2], SD2, "images", IMG)))
         tid = result(self.c.call("StoragePool.spmStart", [sp, -1, "-1", "false", 250, "5"]))
         self.task_ok(tid, timeout=30)
+        self.assertIs(result(self.c.call("StorageDomain.activate", [SD2, sp])), True)
         self.task_ok(result(self.c.call("Image.move", [IMG, sp, SD1, SD2, 1, False, False])))
         for vol in (BASE, TOP):
             rc, out = self.compare(self.vpath(SD1, vol), self.vpath(SD2, vol))
+            self.assertEqual(rc, 0, out)
+
+
+def hooks_build():
+    """True when VDSMD_BIN has the crash points (-DVD_TEST_HOOKS)."""
+    with open(vt.VDSMD_BIN, "rb") as f:
+        return b"VDSMD_TEST_CRASH_AT" in f.read()
+
+
+class CrashAtStep(unittest.TestCase):
+    def setUp(self):
+        if not hooks_build():
+            self.skipTest("kill -9 at a named step needs a VD_TEST_HOOKS build of vdsmd "
+                          "(make memcheck runs this file against one)")
+        ImageCopy.setUp(self)
+
+    tearDown = ImageCopy.tearDown
+    domain = ImageCopy.domain
+    vpath = ImageCopy.vpath
+    task_ok = ImageCopy.task_ok
+    make_chain = ImageCopy.make_chain
+    compare = ImageCopy.compare
+    info = ImageCopy.info
+
+    def crash_move(self, step):
+        """Image.move with vdsmd set to die at step; returns the task id
+        after the restart (without the variable)."""
+        self.domain(SD1)
+        self.domain(SD2)
+        self.make_chain()
+        self.ref = os.path.join(self.d.tmp, "ref")
+        os.mkdir(self.ref)
+        for vol in (BASE, TOP):
+            shutil.copy(self.vpath(SD1, vol), os.path.join(self.ref, vol))
+        self.c.close()
+        self.d.stop()
+        os.environ["VDSMD_TEST_CRASH_AT"] = step
+        try:
+            with self.d._lock:
+                self.d._lines = []
+            self.d.start()
+        finally:
+            del os.environ["VDSMD_TEST_CRASH_AT"]
+        self.c = connect(self.d)
+        tid = result(call_ready(self.c, "Image.move", [IMG, BLANK, SD1, SD2, 2, False, False]))
+        try:
+            self.d.proc.wait(30)
+        except subprocess.TimeoutExpired:
+            self.fail("vdsmd did not die at step %s" % step)
+        self.assertEqual(self.d.proc.returncode, -9, "killed by SIGKILL at %s" % step)
+        self.c.close()
+        vt.restart(self.d)
+        self.c = connect(self.d)
+        return tid
+
+    def images_on_disk(self, sd):
+        p = os.path.join(self.dirs[sd], sd, "images")
+        return {(i, f) for i in os.listdir(p) for f in os.listdir(os.path.join(p, i))}
+
+    def test_kill_during_convert_rolls_back(self):
+        tid = self.crash_move("imgcopy.converted")
+        st = result(call_ready(self.c, "Task.getStatus", [tid]))
+        self.assertEqual((st["taskState"], st["taskResult"], st["code"]),
+                         ("finished", "cleanSuccess", 411), st)
+        self.assertIn(tid, result(self.c.call("Host.getAllTasksStatuses")))
+        # the source is whole and LEGAL, the partial destination is gone
+        for vol in (BASE, TOP):
+            self.assertEqual(self.info(SD1, vol)["legality"], "LEGAL")
+            rc, out = self.compare(os.path.join(self.ref, vol), self.vpath(SD1, vol))
+            self.assertEqual(rc, 0, out)
+        self.assertEqual(result(self.c.call("StorageDomain.getImages", [SD2])), [])
+        self.assertEqual(self.images_on_disk(SD2), set())
+        # the engine retries: it works
+        self.task_ok(result(self.c.call("Image.move", [IMG, BLANK, SD1, SD2, 2, False, False])))
+        rc, out = self.compare(os.path.join(self.ref, TOP), self.vpath(SD2, TOP))
+        self.assertEqual(rc, 0, out)
+
+    def test_kill_during_source_removal_completes(self):
+        tid = self.crash_move("imgcopy.src-data-unlinked")
+        st = result(call_ready(self.c, "Task.getStatus", [tid]))
+        self.assertEqual((st["taskState"], st["taskResult"], st["code"]),
+                         ("finished", "success", 0), st)
+        self.assertEqual(result(self.c.call("StorageDomain.getImages", [SD1])), [])
+        self.assertEqual(self.images_on_disk(SD1), set())
+        for vol in (BASE, TOP):
+            self.assertEqual(self.info(SD2, vol)["legality"], "LEGAL")
+            rc, out = self.compare(os.path.join(self.ref, vol), self.vpath(SD2, vol))
             self.assertEqual(rc, 0, out)
 
 

@@ -143,6 +143,114 @@ START_TEST(posixfs_tmpfs_connect_create_disconnect)
 }
 END_TEST
 
+/* VDSM's fileUtils.normalize_path + transformPath (the mount point name). */
+START_TEST(normalize_and_mountpoint_like_vdsm)
+{
+	static const struct { const char *in, *norm, *mp; } cases[] = {
+		{ "nfs.example.com:/exports/data", "nfs.example.com:/exports/data",
+		  "nfs.example.com:_exports_data" },
+		{ "nfs.example.com:/exports//data/", "nfs.example.com:/exports/data",
+		  "nfs.example.com:_exports_data" },
+		{ "srv:/a/./b/../c", "srv:/a/c", "srv:_a_c" },
+		{ "srv://exp", "srv:/exp", "srv:_exp" },
+		{ "srv:2049:/exp/", "srv:2049:/exp", "srv:2049:_exp" },
+		{ "srv:0123:/exp", "srv:0123:/exp", "srv:0123:_exp" },   /* not a port */
+		{ "[2001:db8::1]:/exp/x_y", "[2001:db8::1]:/exp/x_y", "[2001:db8::1]:_exp_x__y" },
+		{ "/dev/vdb1/", "/dev/vdb1", "_dev_vdb1" },
+		{ "//dev//sdb", "/dev/sdb", "_dev_sdb" },
+		{ "my_server:/my_export", "my_server:/my_export", "my__server:_my__export" },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *n = st_conn_normalize(cases[i].in);
+		ck_assert_msg(n && strcmp(n, cases[i].norm) == 0, "%s -> %s", cases[i].in,
+			      n ? n : "(null)");
+		char *mp = st_conn_mountpoint_at("/rhev/data-center", cases[i].in);
+		char *want = st_pathf("/rhev/data-center/mnt/%s", cases[i].mp);
+		ck_assert_str_eq(mp, want);
+		free(n);
+		free(mp);
+		free(want);
+	}
+	ck_assert_ptr_null(st_conn_normalize("srv:"));       /* empty tail */
+	ck_assert_ptr_null(st_conn_normalize(":/exp"));      /* empty host */
+	ck_assert_ptr_null(st_conn_normalize("[::1/exp"));   /* no "]:" */
+}
+END_TEST
+
+static void check_cmd(int type, const struct st_conn_req *r, const char *const want[])
+{
+	struct st_mount_cmd m;
+	char msg[256];
+	ck_assert_msg(st_conn_mount_cmd("/r", type, r, &m, msg, sizeof(msg)) == 0, "%s", msg);
+	size_t i = 0;
+	for (; want[i]; i++)
+		ck_assert_msg(m.argv[i] && strcmp(m.argv[i], want[i]) == 0, "argv[%zu] %s, want %s", i,
+			      m.argv[i] ? m.argv[i] : "(null)", want[i]);
+	ck_assert_ptr_null(m.argv[i]);
+	st_mount_cmd_free(&m);
+}
+
+/* The mount(8) argv VDSM's NFSConnection / MountConnection build. */
+START_TEST(mount_argv_like_vdsm)
+{
+	/* what the engine sends: protocol_version auto, no timeout/retrans */
+	struct st_conn_req r = { .id = SD1, .connection = "nfs.example.com:/exports/data/",
+				 .protocol_version = "auto" };
+	check_cmd(ST_DT_NFS, &r, (const char *const[]){ "mount", "-t", "nfs", "-o",
+		"soft,nosharecache,timeo=100,retrans=3,nolock", "nfs.example.com:/exports/data",
+		"/r/mnt/nfs.example.com:_exports_data", NULL });
+	/* no protocol_version: VDSM's default is NFSv3 */
+	r.protocol_version = NULL;
+	r.timeo = 600;
+	r.retrans = 6;
+	check_cmd(ST_DT_NFS, &r, (const char *const[]){ "mount", "-t", "nfs", "-o",
+		"soft,nosharecache,timeo=600,retrans=6,nfsvers=3,nolock",
+		"nfs.example.com:/exports/data", "/r/mnt/nfs.example.com:_exports_data", NULL });
+	/* 4.1: nfsvers + minorversion, no nolock; extra options after ours */
+	r.protocol_version = "4.1";
+	r.timeo = r.retrans = 0;
+	r.mnt_options = "rsize=65536,,sec=sys";
+	check_cmd(ST_DT_NFS, &r, (const char *const[]){ "mount", "-t", "nfs", "-o",
+		"soft,nosharecache,timeo=100,retrans=3,nfsvers=4,minorversion=1,rsize=65536,sec=sys",
+		"nfs.example.com:/exports/data", "/r/mnt/nfs.example.com:_exports_data", NULL });
+	/* v3 with "lock": remote locks kept, as the engine asked */
+	r.protocol_version = "3";
+	r.mnt_options = "lock";
+	check_cmd(ST_DT_NFS, &r, (const char *const[]){ "mount", "-t", "nfs", "-o",
+		"soft,nosharecache,timeo=100,retrans=3,nfsvers=3,lock",
+		"nfs.example.com:/exports/data", "/r/mnt/nfs.example.com:_exports_data", NULL });
+	r.mnt_options = "nolocking";   /* not "lock": nolock still added */
+	check_cmd(ST_DT_NFS, &r, (const char *const[]){ "mount", "-t", "nfs", "-o",
+		"soft,nosharecache,timeo=100,retrans=3,nfsvers=3,nolocking,nolock",
+		"nfs.example.com:/exports/data", "/r/mnt/nfs.example.com:_exports_data", NULL });
+	/* POSIXFS: -t vfs_type, the options as given, no -o without them */
+	struct st_conn_req p = { .id = SD1, .connection = "/dev/vdb1/", .vfs_type = "ext4" };
+	check_cmd(ST_DT_POSIXFS, &p, (const char *const[]){ "mount", "-t", "ext4", "/dev/vdb1",
+		"/r/mnt/_dev_vdb1", NULL });
+	p.mnt_options = "noatime";
+	check_cmd(ST_DT_POSIXFS, &p, (const char *const[]){ "mount", "-t", "ext4", "-o", "noatime",
+		"/dev/vdb1", "/r/mnt/_dev_vdb1", NULL });
+	/* refused before anything runs */
+	struct st_mount_cmd m;
+	char msg[256];
+	r.mnt_options = NULL;
+	static const char *const bad_versions[] = { "9", "4.1.1", "x", "4.", "", "-3" };
+	for (size_t i = 0; i < sizeof(bad_versions) / sizeof(bad_versions[0]); i++) {
+		r.protocol_version = bad_versions[i];
+		int want = bad_versions[i][0] ? 451 : 0;   /* "" is absent: v3 */
+		ck_assert_msg(st_conn_mount_cmd("/r", ST_DT_NFS, &r, &m, msg, sizeof(msg)) == want,
+			      "version %s", bad_versions[i]);
+		if (want == 0)
+			st_mount_cmd_free(&m);
+	}
+	r.protocol_version = "auto";
+	r.connection = "srv:";
+	ck_assert_int_eq(st_conn_mount_cmd("/r", ST_DT_NFS, &r, &m, msg, sizeof(msg)), 451);
+	r.connection = "srv:/x";
+	ck_assert_int_eq(st_conn_mount_cmd("/r", ST_DT_LOCALFS, &r, &m, msg, sizeof(msg)), 470);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("storage_conn");
@@ -150,6 +258,8 @@ static Suite *suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, mountpoint_is_vdsm_layout);
+	tcase_add_test(tc, normalize_and_mountpoint_like_vdsm);
+	tcase_add_test(tc, mount_argv_like_vdsm);
 	tcase_add_test(tc, localfs_checks_the_directory);
 	tcase_add_test(tc, bad_parameters_refused_before_mount);
 	tcase_add_test(tc, posixfs_tmpfs_connect_create_disconnect);

@@ -3,7 +3,12 @@
  * Layers (each file owns one responsibility):
  *   st_meta.c     key=value metadata with checksum, atomic writes, paths
  *   st_index.c    the in-memory index (domains, images, volumes, tasks)
- *   st_domain.c   storage domains, the registry, the single-host pool
+ *   st_domain.c   storage domains, the registry, the pool (create/connect)
+ *   st_open.c     st_open / st_close
+ *   st_pool_doms.c each domain's status in the pool (POOL_DOMAINS)
+ *   st_pool_ops.c attach/detach, destroy, refresh, reconstructMaster
+ *   st_spm.c      the SPM lease
+ *   st_conn.c     connectStorageServer (mount(8) argv, mount points)
  *   st_volume.c   volume data files (raw sparse/preallocated, qcow2) + .meta
  *   st_ops.c      mutating operations: reserve in the index, queue a task
  *   st_task.c     task records, persistence, executor threads, stop/clear
@@ -27,6 +32,7 @@
 #include <sys/types.h>
 #include "../../common/vd.h"
 #include "../../rpc/rpc.h"
+#include "st_crash.h"
 
 #define ST_BLANK_UUID "00000000-0000-0000-0000-000000000000"
 #define ST_DESC_MAX 210
@@ -158,6 +164,7 @@ struct st_domain {
 	/* the pool as the master domain keeps it (shared by every host) */
 	int master_ver;
 	char *pool_desc;
+	char *pool_doms;   /* master: POOL_DOMAINS "sdUUID:Active,sdUUID:Attached" */
 	unsigned lease_renew_ms, lease_time_ms, lease_io_ms, lease_retries;
 	bool formatting;
 	unsigned busy;     /* operations in flight on this domain */
@@ -220,6 +227,9 @@ struct st_task {
 	int icop;                  /* ST_IC_* */
 	int sync_type;             /* ST_SYNC_* */
 	bool recovering;           /* found unfinished by st_open */
+#ifdef VD_TEST_HOOKS
+	const char *crash_step;    /* st_crash_point() once its tool is spawned */
+#endif
 	uint64_t ctime;
 	struct st_task *qnext;     /* executor queue */
 };
@@ -270,6 +280,7 @@ struct storage_state {
 	int spm_holder;            /* hostID holding the lease as last seen, -1 none */
 	int64_t spm_lver;          /* lease version as last seen, -1 none */
 	uint64_t spm_seq;          /* our renewal counter while SPM */
+	uint64_t spm_ok_ms;        /* vd_now_ms() of the last write of our lease */
 	pthread_t spm_thread;
 	bool spm_thread_started, spm_quit;
 	pthread_cond_t spm_cond;
@@ -369,28 +380,53 @@ struct st_lease_cfg {
 int st_pool_create(struct storage_state *s, const char *sp, const char *name, const char *master,
 		   int master_ver, const char *const *doms, size_t ndoms,
 		   const struct st_lease_cfg *lease, struct st_err *e);
-/* The work of both: reconstruct_host > 0 is StoragePool.reconstructMaster
+/* The work of both: statuses (NULL: the master Active, the others
+ * Attached; ST_DS_NONE: written as a member but left out of the map) make
+ * POOL_DOMAINS; reconstruct_host > 0 is StoragePool.reconstructMaster
  * (refused while this host is connected to sp: RPC_E_POOL_CONNECTED; every
  * domain must be free or already in sp; the pool is left disconnected with
  * that hostID). */
 int st_pool_setup(struct storage_state *s, const char *sp, const char *name, const char *master,
-		  int master_ver, const char *const *doms, size_t ndoms,
+		  int master_ver, const char *const *doms, const int *statuses, size_t ndoms,
 		  const struct st_lease_cfg *lease, int reconstruct_host, struct st_err *e);
 /* st_pool_ops.c: StoragePool.reconstructMaster - master becomes the pool's
- * master domain at master_ver, the listed domains its members, and any
- * other domain recorded as the pool's master is demoted. */
+ * master domain at master_ver, the listed domains its members with their
+ * statuses (POOL_DOMAINS), and any other domain recorded as the pool's
+ * master is demoted.  Refused while the pool is connected here (325); the
+ * new master's SPM lease is held for host_id during the rebuild (651 while
+ * a live host holds it, or the old master's). */
 int st_pool_reconstruct(struct storage_state *s, const char *sp, int host_id, const char *name,
 			const char *master, int master_ver, const char *const *doms,
-			size_t ndoms, const struct st_lease_cfg *lease, struct st_err *e);
+			const int *statuses, size_t ndoms, const struct st_lease_cfg *lease,
+			struct st_err *e);
 int st_dom_load(struct st_domain *d, const char *base);
+/* Rewrite d's metadata with pool and role (memory after the disk). */
+int st_domain_restore_role(struct storage_state *s, struct st_domain *d, const char *pool,
+			   bool master);
+/* st_poolrec.c: the intent record of a pool setup (see there); entries
+ * with skip[i] (reconstructMaster's members not loaded here, NULL: none)
+ * are left out: the setup does not write them. */
+int st_pool_intent_write(struct storage_state *s, const char *sp, const char *const *doms,
+			 const char (*old_pool)[37], const bool *old_master, const bool *skip,
+			 size_t n);
+void st_pool_intent_clear(struct storage_state *s);
+void st_pool_intent_recover(struct storage_state *s);
 /* Attach (pool) or detach ("") a domain as a regular member: metadata
  * first, memory after.  Caller holds neither lock and has pinned d. */
 int st_domain_set_pool(struct storage_state *s, struct st_domain *d, const char *pool);
+/* Read <storage_root>/pool.meta into s (st_open). */
+void st_pool_load(struct storage_state *s);
 /* Forget the pool (pool.meta emptied first, then memory). */
 int st_pool_forget(struct storage_state *s);
 /* st_pool_ops.c: StorageDomain.attach/detach, StoragePool.destroy/refresh. */
 int st_domain_attach(struct storage_state *s, const char *sd, const char *sp, bool attach,
 		     struct st_err *e);
+/* StorageDomain.detach force=true, as VDSM: sp blank clears the domain's
+ * own pool (metadata, under the domain's lease: 651 while a live host
+ * holds it); a connected pool (SPM) drops the domain from its map only.
+ * Never the connected pool's master (383). */
+int st_domain_force_detach(struct storage_state *s, const char *sd, const char *sp,
+			   struct st_err *e);
 int st_pool_destroy(struct storage_state *s, const char *sp, struct st_err *e);
 int st_pool_refresh(struct storage_state *s, const char *sp, const char *master,
 		    int master_ver, struct st_err *e);
@@ -493,15 +529,36 @@ struct st_conn_req {
 	const char *protocol_version;  /* NFS: "auto", "3", "4", "4.1", "4.2" */
 	int timeo, retrans;       /* NFS, 0 = VDSM's defaults (100, 3) */
 };
-/* <storage_root>/mnt/<spec with '_' doubled and '/' as '_'> (VDSM's
- * transformPath), fresh string. */
+/* VDSM's fileUtils.normalize_path of a connection: "host:/a//b/" is
+ * "host:/a/b", "[v6]:/x" keeps its brackets, "host:port:/p" keeps the port,
+ * a local path is normpath'ed.  NULL when a host:tail has an empty part. */
+char *st_conn_normalize(const char *spec);
+/* <root>/mnt/<normalized spec, '_' doubled, '/' as '_'> (VDSM's
+ * transformPath under its mount root), fresh string. */
+char *st_conn_mountpoint_at(const char *root, const char *spec);
 char *st_conn_mountpoint(const struct storage_state *s, const char *spec);
+/* The mount(8) command for an NFS or POSIXFS connection, as VDSM runs it:
+ *   mount -t nfs -o soft,nosharecache,timeo=T,retrans=R[,nfsvers=N
+ *         [,minorversion=M]][,<mnt_options>][,nolock] <spec> <mount point>
+ * (T/R default 100/3; protocol_version absent is "3", "auto" adds no
+ * nfsvers; nolock for v3/auto unless mnt_options says lock or nolock);
+ *   mount -t <vfs_type> [-o <mnt_options>] <spec> <mount point>.
+ * A pure function (nothing is run or created); 0 or a status as
+ * st_conn_connect's.  argv points into m (st_mount_cmd_free). */
+struct st_mount_cmd {
+	char *argv[10];
+	char *spec, *mountpoint, *opts;
+};
+int st_conn_mount_cmd(const char *root, int domtype, const struct st_conn_req *r,
+		      struct st_mount_cmd *m, char *msg, size_t msglen);
+void st_mount_cmd_free(struct st_mount_cmd *m);
 /* The per-connection status VDSM reports: 0 connected (already mounted is
  * success), 477 mount failed, 469 LOCALFS directory unusable, 451 bad
  * connection, 470 unknown type; msg says why. */
 int st_conn_connect(struct storage_state *s, int domtype, const struct st_conn_req *r,
 		    char *msg, size_t msglen);
-/* Unmounts (NFS/POSIXFS) and removes the mount point: 0 or 452. */
+/* Unmounts (NFS/POSIXFS: umount -f -l, as VDSM) and removes the mount
+ * point: 0 or 452. */
 int st_conn_disconnect(struct storage_state *s, int domtype, const struct st_conn_req *r,
 		       char *msg, size_t msglen);
 /* Remember a connected LOCALFS directory (searched by st_conn_find_domain). */
@@ -509,8 +566,55 @@ void st_conn_note_localfs(struct storage_state *s, const char *dir);
 /* Look for domain sd on connected storage (LOCALFS directories, mounts
  * under <storage_root>/mnt); a loaded, unregistered domain or NULL. */
 struct st_domain *st_conn_find_domain(struct storage_state *s, const char *sd);
+/* Load every domain found on connected storage (LOCALFS directories,
+ * mounts under <storage_root>/mnt) that this host does not know yet, as
+ * VDSM's sdCache finds them (Host.getStorageDomains; blocking I/O). */
+void st_conn_discover(struct storage_state *s);
 /* Whether dir is a mount point (from /proc/self/mountinfo). */
 bool st_is_mounted(const char *dir);
+
+/* ---- the pool's domain map (st_pool_doms.c) ------------------------------
+ *
+ * As VDSM keeps it: POOL_DOMAINS in the master domain's metadata lists
+ * every member with its status.  StoragePool.create makes the master
+ * Active and the other domains Attached; StorageDomain.attach adds a domain
+ * as Attached, activate makes it Active, deactivate Attached again, detach
+ * removes it.  The master's metadata is written first, memory (the master's
+ * pool_doms) follows; hosts that are not SPM re-read it on connect, refresh
+ * and every monitor pass. */
+enum { ST_DS_NONE = 0, ST_DS_UNKNOWN, ST_DS_ATTACHED, ST_DS_UNATTACHED, ST_DS_ACTIVE };
+const char *st_dom_status_name(int st);
+/* VDSM's validateSDStatus: case-insensitive, the deprecated "Inactive" is
+ * Attached; 0 for anything else. */
+int st_dom_status_parse(const char *s);
+/* The status of sd in an encoded map, or ST_DS_NONE. */
+int st_dommap_get(const char *map, const char *sd);
+/* A new encoded map with sd set to status (ST_DS_NONE removes it). */
+char *st_dommap_put(const char *map, const char *sd, int status);
+/* Caller holds the lock: sd's status in the connected pool (ST_DS_NONE
+ * when not a member or no pool is connected). */
+int st_pool_dom_status(struct storage_state *s, const char *sd);
+/* Caller holds the lock: the connected pool's encoded map ("" none). */
+const char *st_pool_dommap(struct storage_state *s);
+/* Set sd's status in the master's metadata, then in memory; caller holds
+ * neither lock.  0 or -errno (-ENOENT: no master here). */
+int st_pool_set_dom_status(struct storage_state *s, const char *sd, int status);
+/* Re-read the master's POOL_DOMAINS and MASTER_VERSION (another host may
+ * have changed them); caller holds neither lock. */
+void st_pool_reload(struct storage_state *s);
+/* Write master m's metadata with map as its POOL_DOMAINS, then set it in
+ * memory (st_domain.c); caller holds neither lock, m pinned. */
+int st_master_write_map(struct storage_state *s, struct st_domain *m, const char *map);
+/* A domain another host made, found on connected storage (LOCALFS
+ * directories, mounts): scanned and registered here; 0 when already known,
+ * -1 with e (RPC_E_NO_DOMAIN when not found).  Caller holds neither lock. */
+int st_domain_adopt(struct storage_state *s, const char *sd, struct st_err *e);
+/* Adopt every member of the connected pool's map not loaded here yet (so a
+ * host that is not SPM serves the domains the SPM attached). */
+void st_pool_adopt_members(struct storage_state *s);
+/* StorageDomain.activate / deactivate (st_pool_doms.c). */
+int st_domain_activate(struct storage_state *s, const char *sd, const char *sp, bool activate,
+		       const char *new_master, struct st_err *e);
 
 /* ---- SPM (st_spm.c) -------------------------------------------------------- */
 
@@ -519,12 +623,26 @@ void st_pool_lease_from_master(struct storage_state *s);
 /* Contend for the pool's SPM lease (may wait up to the lease time); 0,
  * -EBUSY held by a live host, -ECANCELED task stopped, -errno. */
 int st_spm_acquire(struct storage_state *s, struct st_task *t, char *err, size_t errlen);
+/* StoragePool.reconstructMaster: hold the lease in dirs[0] (a domain
+ * directory) for host me, by the spmStart protocol, while no live host
+ * holds dirs[1..n-1] (n <= 4) either; 0 (*lver the version taken), -EBUSY
+ * (err names the holder), -errno.  Blocks up to ltime + renew ms. */
+int st_lease_hold(struct storage_state *s, const char *const *dirs, size_t n, int me,
+		  unsigned renew, unsigned ltime, int64_t *lver, char *err, size_t errlen);
+/* Free it again if it is still ours (holder me, version lver). */
+int st_lease_drop(const char *dir, int me, int64_t lver);
 /* Give the role up and free the lease (clean stop). */
 int st_spm_release(struct storage_state *s);
 /* Non-SPM hosts: refresh the holder / version seen in the lease (monitor). */
 void st_spm_observe(struct storage_state *s);
+/* Caller holds the lock: this host holds the SPM lease and its last
+ * renewal began less than lease time - renewal interval / 2 ago (a renewer
+ * stuck in storage I/O stops counting as SPM before a contender may take
+ * over). */
+bool st_spm_valid(const struct storage_state *s);
 /* Caller holds the lock: a domain attached to a pool is changed only by
- * its SPM (RPC_E_NOT_SPM otherwise). */
+ * its SPM (RPC_E_NOT_SPM otherwise), and only while it is a member of the
+ * connected pool, Active or Attached (RPC_E_NOT_MEMBER otherwise). */
 int st_spm_require(struct storage_state *s, const struct st_domain *d, struct st_err *e);
 /* spmStart's task body. */
 void st_spm_run_start(struct storage_state *s, struct st_task *t);
@@ -583,6 +701,13 @@ int st_image_prepare2(struct storage_state *s, const char *sd, const char *sp, c
 		      const char *vol, bool allow_illegal, struct st_chain *out,
 		      struct st_err *e);
 
+/* qemu-img's view of vol and its chain taken from our metadata, not from
+ * the qcow2 headers (whoever can write a volume can point its backing file
+ * anywhere): "json:{driver, file, backing: {...} | null}", every path
+ * checked (st_vol_stat).  NULL with err filled.  Caller holds no lock. */
+char *st_chain_json(struct storage_state *s, const struct st_domain *d, const char *vol,
+		    char *err, size_t errlen);
+
 /* ---- image copy between domains (st_imgcopy.c) -------------------------- */
 
 enum { ST_IC_CLONE = 1, ST_IC_SYNC, ST_IC_COPY, ST_IC_MOVE };
@@ -600,6 +725,9 @@ int st_image_copy(struct storage_state *s, const struct st_imgcopy_req *r, char 
 		  struct st_err *e);
 void st_image_run_copy(struct storage_state *s, struct st_task *t);
 void st_image_copy_release(struct storage_state *s, struct st_task *t);
+/* st_tasks_recover: decide (and finish on disk) an image copy found
+ * unfinished at startup; sets t's result, code and message. */
+void st_image_copy_recover(struct storage_state *s, struct st_task *t);
 
 /* ---- volume maintenance (st_volops.c) ------------------------------------ */
 
@@ -621,6 +749,9 @@ struct st_qinfo {
 int st_volume_extend(struct storage_state *s, const char *sd, const char *img, const char *vol,
 		     int64_t new_size, char task_id[37], struct st_err *e);
 void st_volume_run_extend(struct storage_state *s, struct st_task *t);
+/* Whether v's data already holds size bytes (RAW: file size; COW: the
+ * qcow2 header's virtual size): an extend killed before its metadata. */
+bool st_volume_grown(const struct st_domain *d, const struct st_volume *v, int64_t size);
 /* qemu-img measure -O (RAW/COW) of the volume with its backing chain. */
 int st_volume_measure(struct storage_state *s, const char *sd, const char *img, const char *vol,
 		      int dst_format, int64_t *required, struct st_err *e);

@@ -4,13 +4,15 @@
  *   LOCALFS  the connection is an existing local directory (owned by vdsm,
  *            uid 36, or by the user vdsmd runs as; not world-writable);
  *            nothing is mounted.
- *   NFS      mount -t nfs -o soft,nosharecache,timeo=T,retrans=R[,vers=V]
- *            [,<mnt_options>] server:/export <mount point>
+ *   NFS      mount -t nfs -o soft,nosharecache,timeo=T,retrans=R[,nfsvers=N
+ *            [,minorversion=M]][,<mnt_options>][,nolock] server:/export <mp>
  *   POSIXFS  mount -t <vfs_type> [-o <mnt_options>] <spec> <mount point>
- * The mount point is VDSM's: <storage_root>/mnt/<spec, '_' doubled, '/'
- * turned into '_'>, which is also where StorageDomain.create looks for a
- * "server:/export" typeArgs.  mount(8)/umount(8) run through posix_spawn
- * (st_run_tool); connecting what is already mounted is success, as in VDSM.
+ * (st_conn_mount_cmd, a pure function: see st.h for VDSM's rules).  The
+ * mount point is VDSM's: <storage_root>/mnt/<normalized spec, '_' doubled,
+ * '/' turned into '_'>, which is also where StorageDomain.create looks for
+ * a "server:/export" typeArgs; disconnect runs umount -f -l.  mount(8) and
+ * umount(8) run through posix_spawn (st_run_tool); connecting what is
+ * already mounted is success, as in VDSM.
  * Statuses are VDSM's per-connection codes. */
 #include "st.h"
 #include "../../common/log.h"
@@ -29,11 +31,118 @@
 #define ST_CONN_TYPE 470       /* MountTypeError */
 #define ST_CONN_MOUNT 477      /* MountError */
 
-char *st_conn_mountpoint(const struct storage_state *s, const char *spec)
+/* os.path.normpath (POSIX) as VDSM's fileUtils.normpath uses it: "//"
+ * collapses, "." and "dir/.." go, no trailing '/', a leading "//" is one
+ * '/', "" is ".". */
+static void normpath(const char *in, size_t n, struct vd_buf *out)
 {
+	bool abs = n > 0 && in[0] == '/';
+	size_t start = out->len;
+	size_t depth = 0;   /* components written that ".." may remove */
+	if (abs)
+		buf_append(out, "/", 1);
+	for (size_t i = 0; i < n;) {
+		while (i < n && in[i] == '/')
+			i++;
+		size_t j = i;
+		while (j < n && in[j] != '/')
+			j++;
+		size_t len = j - i;
+		const char *c = in + i;
+		i = j;
+		if (len == 0 || (len == 1 && c[0] == '.'))
+			continue;
+		if (len == 2 && c[0] == '.' && c[1] == '.') {
+			if (depth > 0) {   /* drop the last component */
+				while (out->len > start + abs && out->data[out->len - 1] != '/')
+					out->len--;
+				if (out->len > start + abs)
+					out->len--;   /* its separator */
+				depth--;
+				continue;
+			}
+			if (abs)
+				continue;     /* "/.." is "/" */
+		} else {
+			depth++;
+		}
+		if (out->len > start + abs)
+			buf_append(out, "/", 1);
+		buf_append(out, c, len);
+	}
+	if (out->len == start)
+		buf_append(out, ".", 1);
+	buf_append(out, "", 1);   /* NUL, not counted */
+	out->len--;
+}
+
+static bool is_port(const char *s, size_t n)
+{
+	if (n == 0 || n > 5 || s[0] == '0')
+		return false;
+	unsigned v = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return false;
+		v = v * 10 + (unsigned)(s[i] - '0');
+	}
+	return v >= 1 && v <= 65535;
+}
+
+char *st_conn_normalize(const char *spec)
+{
+	struct vd_buf whole = VD_BUF_INIT, b = VD_BUF_INIT;
+	/* NFSConnection normalizes the whole export first, then
+	 * MountConnection the host:tail form. */
+	normpath(spec, strlen(spec), &whole);
+	const char *p = whole.data;
+	char *out = NULL;
+	if (p[0] == '/' || !strchr(p, ':')) {
+		out = xstrdup(p);
+		goto out;
+	}
+	const char *host, *tail;
+	size_t hlen;
+	if (p[0] == '[') {   /* "[v6 address]:tail" */
+		const char *e = strstr(p, "]:");
+		if (!e)
+			goto out;
+		host = p + 1;
+		hlen = (size_t)(e - host);
+		tail = e + 2;
+	} else {
+		const char *c = strchr(p, ':');
+		host = p;
+		hlen = (size_t)(c - p);
+		tail = c + 1;
+	}
+	if (hlen == 0 || !*tail)
+		goto out;
+	if (memchr(host, ':', hlen))
+		buf_printf(&b, "[%.*s]:", (int)hlen, host);
+	else
+		buf_printf(&b, "%.*s:", (int)hlen, host);
+	const char *c = strchr(tail, ':');
+	if (c && is_port(tail, (size_t)(c - tail))) {   /* "host:port:/path" */
+		buf_append(&b, tail, (size_t)(c - tail) + 1);
+		normpath(c + 1, strlen(c + 1), &b);
+	} else {
+		normpath(tail, strlen(tail), &b);
+	}
+	out = xstrndup(b.data, b.len);
+out:
+	buf_free(&whole);
+	buf_free(&b);
+	return out;
+}
+
+char *st_conn_mountpoint_at(const char *root, const char *spec)
+{
+	char *norm = st_conn_normalize(spec);
+	const char *src = norm ? norm : spec;
 	struct vd_buf b = VD_BUF_INIT;
-	buf_printf(&b, "%s/mnt/", s->root);
-	for (const char *p = spec; *p; p++) {
+	buf_printf(&b, "%s/mnt/", root);
+	for (const char *p = src; *p; p++) {
 		if (*p == '_')
 			buf_append(&b, "__", 2);
 		else if (*p == '/')
@@ -43,7 +152,13 @@ char *st_conn_mountpoint(const struct storage_state *s, const char *spec)
 	}
 	char *out = xstrndup(b.data, b.len);
 	buf_free(&b);
+	free(norm);
 	return out;
+}
+
+char *st_conn_mountpoint(const struct storage_state *s, const char *spec)
+{
+	return st_conn_mountpoint_at(s->root, spec);
 }
 
 /* mountinfo escapes ' ', '\t', '\n', '\\' as \ooo. */
@@ -111,28 +226,101 @@ static int check_localfs(const char *dir, char *msg, size_t msglen)
 	return 0;
 }
 
-static int nfs_options(const struct st_conn_req *r, char *out, size_t len, char *msg,
-		       size_t msglen)
+/* "3" -> 3/-1, "4.1" -> 4/1; false when it is not a version VDSM's
+ * NFSConnection would turn into nfsvers/minorversion (we also bound it). */
+static bool nfs_version(const char *v, int *major, int *minor)
 {
-	int n = snprintf(out, len, "soft,nosharecache,timeo=%d,retrans=%d",
-			 r->timeo > 0 ? r->timeo : 100, r->retrans > 0 ? r->retrans : 3);
-	const char *v = r->protocol_version;
-	if (v && *v && strcmp(v, "auto") != 0) {
-		if (strcmp(v, "3") && strcmp(v, "4") && strcmp(v, "4.0") && strcmp(v, "4.1") &&
-		    strcmp(v, "4.2")) {
-			snprintf(msg, msglen, "protocol_version %s: expected auto, 3, 4, 4.1 or 4.2", v);
-			return ST_CONN_BAD;
-		}
-		n += snprintf(out + n, len - (size_t)n, ",vers=%s", v);
+	char *end;
+	if (!(v[0] >= '0' && v[0] <= '9'))
+		return false;
+	long ma = strtol(v, &end, 10), mi = -1;
+	if (*end == '.') {
+		if (!(end[1] >= '0' && end[1] <= '9'))
+			return false;
+		mi = strtol(end + 1, &end, 10);
 	}
-	if (r->mnt_options && *r->mnt_options)
-		n += snprintf(out + n, len - (size_t)n, ",%s", r->mnt_options);
-	return n >= (int)len ? ST_CONN_BAD : 0;
+	if (*end || ma < 2 || ma > 4 || mi > 2)
+		return false;
+	*major = (int)ma;
+	*minor = (int)mi;
+	return true;
 }
 
-int st_conn_connect(struct storage_state *s, int domtype, const struct st_conn_req *r,
-		    char *msg, size_t msglen)
+/* Whether the comma-separated list has exactly this option. */
+static bool has_option(const char *list, const char *opt)
 {
+	size_t n = strlen(opt);
+	for (const char *p = list; p && *p;) {
+		const char *c = strchr(p, ',');
+		size_t len = c ? (size_t)(c - p) : strlen(p);
+		if (len == n && memcmp(p, opt, n) == 0)
+			return true;
+		p = c ? c + 1 : NULL;
+	}
+	return false;
+}
+
+/* NFS: VDSM's NFSConnection options, in its order. */
+static int nfs_options(const struct st_conn_req *r, struct vd_buf *o, char *msg, size_t msglen)
+{
+	buf_printf(o, "soft,nosharecache,timeo=%d,retrans=%d", r->timeo > 0 ? r->timeo : 100,
+		   r->retrans > 0 ? r->retrans : 3);
+	/* absent: NFSv3 (VDSM's default); "auto": let mount negotiate */
+	const char *v = r->protocol_version && *r->protocol_version ? r->protocol_version : "3";
+	bool v3_or_auto = strcmp(v, "auto") == 0 || strcmp(v, "3") == 0;
+	if (strcmp(v, "auto") != 0) {
+		int ma, mi;
+		if (!nfs_version(v, &ma, &mi)) {
+			snprintf(msg, msglen, "protocol_version %s: expected auto, 3, 4, 4.0, 4.1 or 4.2",
+				 v);
+			return ST_CONN_BAD;
+		}
+		buf_printf(o, ",nfsvers=%d", ma);
+		if (mi >= 0)
+			buf_printf(o, ",minorversion=%d", mi);
+	}
+	const char *extra = r->mnt_options ? r->mnt_options : "";
+	for (const char *p = extra; *p;) {   /* empty items dropped */
+		const char *c = strchr(p, ',');
+		size_t len = c ? (size_t)(c - p) : strlen(p);
+		if (len)
+			buf_printf(o, ",%.*s", (int)len, p);
+		p = c ? c + 1 : p + len;
+	}
+	/* NFSv3 remote locks break HA VM failover: local locks unless the
+	 * engine asked for "lock" (VDSM, bz 1550127). */
+	if (v3_or_auto && !has_option(extra, "lock") && !has_option(extra, "nolock"))
+		buf_printf(o, ",nolock");
+	return 0;
+}
+
+static bool real_dir(const char *p)
+{
+	struct stat st;
+	return lstat(p, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* <storage_root>/mnt and the mount point below it are real directories. */
+static bool mount_root_ok(const struct storage_state *s, const char *mp)
+{
+	char *mnt = st_path(s->root, "mnt");
+	bool ok = real_dir(mnt) && real_dir(mp);
+	free(mnt);
+	return ok;
+}
+
+void st_mount_cmd_free(struct st_mount_cmd *m)
+{
+	free(m->spec);
+	free(m->mountpoint);
+	free(m->opts);
+	memset(m, 0, sizeof(*m));
+}
+
+int st_conn_mount_cmd(const char *root, int domtype, const struct st_conn_req *r,
+		      struct st_mount_cmd *m, char *msg, size_t msglen)
+{
+	memset(m, 0, sizeof(*m));
 	msg[0] = '\0';
 	const char *spec = r->connection;
 	if (!spec || !*spec || spec[0] == '-' || !text_ok(spec, 1024) ||
@@ -141,60 +329,96 @@ int st_conn_connect(struct storage_state *s, int domtype, const struct st_conn_r
 		snprintf(msg, msglen, "invalid connection parameters");
 		return ST_CONN_BAD;
 	}
-	if (domtype == ST_DT_LOCALFS) {
-		int st = check_localfs(spec, msg, msglen);
-		if (st == 0)
-			st_conn_note_localfs(s, spec);
-		return st;
-	}
 	if (domtype != ST_DT_NFS && domtype != ST_DT_POSIXFS) {
-		snprintf(msg, msglen, "storage type %d cannot be connected here", domtype);
+		snprintf(msg, msglen, "storage type %d cannot be mounted", domtype);
 		return ST_CONN_TYPE;
 	}
 	if (domtype == ST_DT_POSIXFS && (!r->vfs_type || !*r->vfs_type)) {
 		snprintf(msg, msglen, "POSIXFS needs vfs_type");
 		return ST_CONN_BAD;
 	}
-	char opts[2200] = "";
-	if (domtype == ST_DT_NFS) {
-		int rc = nfs_options(r, opts, sizeof(opts), msg, msglen);
-		if (rc)
-			return rc;
-	} else if (r->mnt_options) {
-		snprintf(opts, sizeof(opts), "%s", r->mnt_options);
+	m->spec = st_conn_normalize(spec);
+	if (!m->spec || m->spec[0] == '-') {
+		snprintf(msg, msglen, "%s is not a valid host:path", spec);
+		st_mount_cmd_free(m);
+		return ST_CONN_BAD;
 	}
-	char *mp = st_conn_mountpoint(s, spec);
-	int status = 0;
-	int rc = st_mkdir_p(mp, 0755);
-	if (rc < 0) {
-		snprintf(msg, msglen, "cannot create mount point %s: %s", mp, strerror(-rc));
-		status = ST_CONN_MOUNT;
-	} else if (st_is_mounted(mp)) {
-		log_info("storage: %s already mounted on %s", spec, mp);
-	} else {
-		char *argv[10];
-		int n = 0;
-		argv[n++] = (char *)"mount";
-		argv[n++] = (char *)"-t";
-		argv[n++] = (char *)(domtype == ST_DT_NFS ? "nfs" : r->vfs_type);
-		if (opts[0]) {
-			argv[n++] = (char *)"-o";
-			argv[n++] = opts;
+	struct vd_buf o = VD_BUF_INIT;
+	if (domtype == ST_DT_NFS) {
+		int rc = nfs_options(r, &o, msg, msglen);
+		if (rc) {
+			buf_free(&o);
+			st_mount_cmd_free(m);
+			return rc;
 		}
-		argv[n++] = (char *)spec;
-		argv[n++] = mp;
-		argv[n] = NULL;
+	} else if (r->mnt_options && *r->mnt_options) {
+		buf_puts(&o, r->mnt_options);
+	}
+	m->opts = o.len ? xstrndup(o.data, o.len) : NULL;
+	buf_free(&o);
+	m->mountpoint = st_conn_mountpoint_at(root, m->spec);
+	int n = 0;
+	m->argv[n++] = (char *)"mount";
+	m->argv[n++] = (char *)"-t";
+	m->argv[n++] = (char *)(domtype == ST_DT_NFS ? "nfs" : r->vfs_type);
+	if (m->opts) {
+		m->argv[n++] = (char *)"-o";
+		m->argv[n++] = m->opts;
+	}
+	m->argv[n++] = m->spec;
+	m->argv[n++] = m->mountpoint;
+	m->argv[n] = NULL;
+	return 0;
+}
+
+int st_conn_connect(struct storage_state *s, int domtype, const struct st_conn_req *r,
+		    char *msg, size_t msglen)
+{
+	msg[0] = '\0';
+	if (domtype == ST_DT_LOCALFS) {
+		if (!r->connection || !*r->connection || !text_ok(r->connection, 1024)) {
+			snprintf(msg, msglen, "invalid connection parameters");
+			return ST_CONN_BAD;
+		}
+		int st = check_localfs(r->connection, msg, msglen);
+		if (st == 0)
+			st_conn_note_localfs(s, r->connection);
+		return st;
+	}
+	struct st_mount_cmd m;
+	int status = st_conn_mount_cmd(s->root, domtype, r, &m, msg, msglen);
+	if (status)
+		return status;
+	/* the mount root is checked before anything is made in it, the mount
+	 * point after: mount(8) would follow a symlink and mount elsewhere */
+	char *mnt = st_path(s->root, "mnt");
+	int rc = st_mkdir_p(mnt, 0755);
+	bool linked = rc == 0 && !real_dir(mnt);
+	if (rc == 0 && !linked && mkdir(m.mountpoint, 0755) < 0 && errno != EEXIST)
+		rc = -errno;
+	free(mnt);
+	if (rc < 0) {
+		snprintf(msg, msglen, "cannot create mount point %s: %s", m.mountpoint, strerror(-rc));
+		status = ST_CONN_MOUNT;
+	} else if (linked || !mount_root_ok(s, m.mountpoint)) {
+		snprintf(msg, msglen, "mount point %s or the mount root is not a directory "
+			 "(symlinks refused)", m.mountpoint);
+		status = ST_CONN_MOUNT;
+	} else if (st_is_mounted(m.mountpoint)) {
+		log_info("storage: %s already mounted on %s", m.spec, m.mountpoint);
+	} else {
 		char err[512];
-		rc = st_run_tool(s, NULL, "mount", "mount", argv, -1, err, sizeof(err));
+		rc = st_run_tool(s, NULL, "mount", "mount", m.argv, -1, err, sizeof(err));
 		if (rc < 0) {
 			snprintf(msg, msglen, "%s", err);
 			status = ST_CONN_MOUNT;
-			rmdir(mp);
+			rmdir(m.mountpoint);
 		} else {
-			log_info("storage: mounted %s on %s", spec, mp);
+			log_info("storage: mounted %s on %s (%s)", m.spec, m.mountpoint,
+				 m.opts ? m.opts : "defaults");
 		}
 	}
-	free(mp);
+	st_mount_cmd_free(&m);
 	return status;
 }
 
@@ -210,8 +434,14 @@ int st_conn_disconnect(struct storage_state *s, int domtype, const struct st_con
 	}
 	char *mp = st_conn_mountpoint(s, r->connection);
 	int status = 0;
+	if (!mount_root_ok(s, mp)) {
+		/* a planted symlink: nothing of ours is mounted there; leave it */
+		free(mp);
+		return 0;
+	}
 	if (st_is_mounted(mp)) {
-		char *argv[] = { (char *)"umount", mp, NULL };
+		/* VDSM: umount -f -l (a dead NFS server cannot hang it) */
+		char *argv[] = { (char *)"umount", (char *)"-f", (char *)"-l", mp, NULL };
 		char err[512];
 		if (st_run_tool(s, NULL, "umount", "mount", argv, -1, err, sizeof(err)) < 0) {
 			snprintf(msg, msglen, "%s", err);
@@ -256,17 +486,70 @@ struct st_domain *st_conn_find_domain(struct storage_state *s, const char *sd)
 		d = try_base(sd, dirs.data + off);
 	buf_free(&dirs);
 	char *mnt = st_path(s->root, "mnt");
-	DIR *dh = d ? NULL : opendir(mnt);
+	DIR *dh = d || !real_dir(mnt) ? NULL : opendir(mnt);
 	struct dirent *de;
 	while (dh && !d && (de = readdir(dh))) {
 		if (de->d_name[0] == '.')
 			continue;
 		char *base = st_path(mnt, de->d_name);
-		d = try_base(sd, base);
+		if (real_dir(base))   /* a symlink planted there is not a mount of ours */
+			d = try_base(sd, base);
 		free(base);
 	}
 	if (dh)
 		closedir(dh);
 	free(mnt);
 	return d;
+}
+
+/* The domain UUIDs directly under dir that this host has not loaded. */
+static void discover_in(struct storage_state *s, const char *dir, struct vd_buf *found)
+{
+	DIR *dh = opendir(dir);
+	struct dirent *de;
+	while (dh && (de = readdir(dh))) {
+		if (!st_is_uuid(de->d_name))
+			continue;
+		pthread_mutex_lock(&s->lock);
+		bool known = map_get(&s->domains, de->d_name) != NULL;
+		pthread_mutex_unlock(&s->lock);
+		if (!known)
+			buf_append(found, de->d_name, 37);
+	}
+	if (dh)
+		closedir(dh);
+}
+
+void st_conn_discover(struct storage_state *s)
+{
+	struct vd_buf dirs = VD_BUF_INIT, found = VD_BUF_INIT;
+	pthread_mutex_lock(&s->lock);
+	buf_append(&dirs, s->localfs.data ? s->localfs.data : "", s->localfs.len);
+	pthread_mutex_unlock(&s->lock);
+	for (size_t off = 0; off < dirs.len; off += strlen(dirs.data + off) + 1)
+		discover_in(s, dirs.data + off, &found);
+	char *mnt = st_path(s->root, "mnt");
+	struct stat mst;
+	/* only a real mount root, and only what is mounted below it (a
+	 * symlink planted there is no mount point in mountinfo) */
+	DIR *dh = lstat(mnt, &mst) == 0 && S_ISDIR(mst.st_mode) ? opendir(mnt) : NULL;
+	struct dirent *de;
+	while (dh && (de = readdir(dh))) {
+		if (de->d_name[0] == '.')
+			continue;
+		char *base = st_path(mnt, de->d_name);
+		if (st_is_mounted(base))
+			discover_in(s, base, &found);
+		free(base);
+	}
+	if (dh)
+		closedir(dh);
+	free(mnt);
+	for (size_t off = 0; off + 37 <= found.len; off += 37) {
+		struct st_err e = { 0 };
+		if (st_domain_adopt(s, found.data + off, &e) < 0)
+			log_warn("storage: %s", e.msg);
+	}
+	buf_free(&dirs);
+	buf_free(&found);
 }

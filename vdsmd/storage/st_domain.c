@@ -1,5 +1,5 @@
 /* vdsmd/storage/st_domain.c - storage domains, the registry of known domains
- * under storage_root, the single-host storage pool, and st_open/st_close.
+ * under storage_root and the storage pool (st_open/st_close: st_open.c).
  *
  * On disk:
  *   <storage_root>/domains.reg       key=value: sdUUID=<base directory>
@@ -87,6 +87,7 @@ static void dom_to_kv(const struct st_domain *d, struct st_kv *kv)
 	if (d->master) {
 		kv_setf(kv, "MASTER_VERSION", "%d", d->master_ver);
 		kv_set(kv, "POOL_DESCRIPTION", d->pool_desc ? d->pool_desc : "");
+		kv_set(kv, "POOL_DOMAINS", d->pool_doms ? d->pool_doms : "");
 		kv_setf(kv, "LEASE_RENEW_MS", "%u", d->lease_renew_ms);
 		kv_setf(kv, "LEASE_TIME_MS", "%u", d->lease_time_ms);
 		kv_setf(kv, "LEASE_IO_TIMEOUT_MS", "%u", d->lease_io_ms);
@@ -132,6 +133,7 @@ static int write_meta_as(struct storage_state *s, struct st_domain *d, const cha
 	if (pool_md) {
 		tmp.master_ver = pool_md->master_ver;
 		tmp.pool_desc = pool_md->pool_desc;
+		tmp.pool_doms = pool_md->pool_doms;
 		tmp.lease_renew_ms = pool_md->lease_renew_ms;
 		tmp.lease_time_ms = pool_md->lease_time_ms;
 		tmp.lease_io_ms = pool_md->lease_io_ms;
@@ -143,6 +145,40 @@ static int write_meta_as(struct storage_state *s, struct st_domain *d, const cha
 	int rc = write_dom_kv(dir, &kv);
 	kv_free(&kv);
 	free(dir);
+	return rc;
+}
+
+int st_master_write_map(struct storage_state *s, struct st_domain *m, const char *map)
+{
+	struct st_kv kv;
+	pthread_mutex_lock(&s->lock);
+	struct st_domain tmp = *m;
+	tmp.pool_doms = (char *)map;
+	dom_to_kv(&tmp, &kv);
+	char *dir = xstrdup(m->dir);
+	pthread_mutex_unlock(&s->lock);
+	int rc = write_dom_kv(dir, &kv);
+	kv_free(&kv);
+	free(dir);
+	if (rc == 0) {
+		pthread_mutex_lock(&s->lock);
+		free(m->pool_doms);
+		m->pool_doms = xstrdup(map);
+		pthread_mutex_unlock(&s->lock);
+	}
+	return rc;
+}
+
+int st_domain_restore_role(struct storage_state *s, struct st_domain *d, const char *pool,
+			   bool master)
+{
+	int rc = write_meta_as(s, d, pool, master, d);
+	if (rc == 0) {
+		pthread_mutex_lock(&s->lock);
+		snprintf(d->pool, sizeof(d->pool), "%.36s", pool);
+		d->master = master;
+		pthread_mutex_unlock(&s->lock);
+	}
 	return rc;
 }
 
@@ -173,6 +209,8 @@ int st_dom_load(struct st_domain *d, const char *base)
 	d->master = kv_get(&kv, "ROLE") && strcmp(kv_get(&kv, "ROLE"), "Master") == 0;
 	d->master_ver = (int)kv_get_int(&kv, "MASTER_VERSION", 0);
 	d->pool_desc = xstrdup(kv_get(&kv, "POOL_DESCRIPTION") ? kv_get(&kv, "POOL_DESCRIPTION") : "");
+	/* NULL: metadata written before POOL_DOMAINS was kept (st_pool_doms.c) */
+	d->pool_doms = kv_get(&kv, "POOL_DOMAINS") ? xstrdup(kv_get(&kv, "POOL_DOMAINS")) : NULL;
 	d->lease_renew_ms = (unsigned)kv_get_int(&kv, "LEASE_RENEW_MS", 5000);
 	d->lease_time_ms = (unsigned)kv_get_int(&kv, "LEASE_TIME_MS", 60000);
 	d->lease_io_ms = (unsigned)kv_get_int(&kv, "LEASE_IO_TIMEOUT_MS", 10000);
@@ -419,7 +457,7 @@ static int pool_write(struct storage_state *s, const struct pool_snap *p)
 	return rc;
 }
 
-static void pool_load(struct storage_state *s)
+void st_pool_load(struct storage_state *s)
 {
 	struct st_kv kv;
 	char *path = st_path(s->root, "pool.meta");
@@ -442,11 +480,11 @@ int st_pool_create(struct storage_state *s, const char *sp, const char *name, co
 		   int master_ver, const char *const *doms, size_t ndoms,
 		   const struct st_lease_cfg *lease, struct st_err *e)
 {
-	return st_pool_setup(s, sp, name, master, master_ver, doms, ndoms, lease, 0, e);
+	return st_pool_setup(s, sp, name, master, master_ver, doms, NULL, ndoms, lease, 0, e);
 }
 
 int st_pool_setup(struct storage_state *s, const char *sp, const char *name, const char *master,
-		  int master_ver, const char *const *doms, size_t ndoms,
+		  int master_ver, const char *const *doms, const int *statuses, size_t ndoms,
 		  const struct st_lease_cfg *lease, int reconstruct_host, struct st_err *e)
 {
 	unsigned renew = lease && lease->renew_ms ? lease->renew_ms : 5000;
@@ -470,6 +508,12 @@ int st_pool_setup(struct storage_state *s, const char *sp, const char *name, con
 		goto fail;
 	}
 	for (size_t i = 0; i < ndoms; i++) {
+		bool is_master = strcmp(doms[i], master) == 0;
+		/* reconstruct: a member not found here goes into the map only */
+		if (reconstruct_host && !is_master && st_is_uuid(doms[i]) &&
+		    !map_get(&s->domains, doms[i])) {
+			continue;
+		}
 		const struct st_domain *d = st_domain_get(s, doms[i], e);
 		if (!d)
 			goto fail;
@@ -487,8 +531,14 @@ int st_pool_setup(struct storage_state *s, const char *sp, const char *name, con
 	struct st_domain **list = xcalloc(ndoms, sizeof(*list));
 	char (*old_pool)[37] = xcalloc(ndoms, sizeof(*old_pool));
 	bool *old_master = xcalloc(ndoms, sizeof(*old_master));
+	bool *skipped = xcalloc(ndoms ? ndoms : 1, sizeof(*skipped));
 	for (size_t i = 0; i < ndoms; i++) {
 		list[i] = map_get(&s->domains, doms[i]);
+		if (!list[i] || list[i]->formatting) {   /* only possible for reconstruct */
+			list[i] = NULL;
+			skipped[i] = true;
+			continue;
+		}
 		snprintf(old_pool[i], 37, "%s", list[i]->pool);
 		old_master[i] = list[i]->master;
 		list[i]->busy++;
@@ -508,34 +558,78 @@ int st_pool_setup(struct storage_state *s, const char *sp, const char *name, con
 	if (nw.host_id <= 0)
 		nw.host_id = 1;
 
-	struct st_domain pmd = { .master_ver = master_ver, .pool_desc = nw.name,
+	/* POOL_DOMAINS: as given (reconstructMaster's domDict), else VDSM's
+	 * create: the master Active, every other domain Attached */
+	char *dommap = xstrdup("");
+	for (size_t i = 0; i < ndoms; i++) {
+		int st = statuses ? statuses[i] : strcmp(doms[i], master) == 0 ? ST_DS_ACTIVE
+									   : ST_DS_ATTACHED;
+		char *m2 = st ? st_dommap_put(dommap, doms[i], st) : dommap;
+		if (m2 != dommap)
+			free(dommap);
+		dommap = m2;
+	}
+	struct st_domain pmd = { .master_ver = master_ver, .pool_desc = nw.name, .pool_doms = dommap,
 				 .lease_renew_ms = renew, .lease_time_ms = ltime,
 				 .lease_io_ms = io_ms, .lease_retries = retries };
 	/* Domains first, then pool.meta; any failure puts back what was
 	 * written, and memory changes only when everything is on disk. */
-	int rc = 0;
-	size_t done = 0;
-	for (; done < ndoms; done++)
-		if ((rc = write_meta_as(s, list[done], sp, strcmp(doms[done], master) == 0,
-					&pmd)) < 0)
-			break;
+	/* (pool.intent first: a kill -9 half-way is undone at the next start,
+	 * st_poolrec.c) */
+	int rc = st_pool_intent_write(s, sp, doms, (const char (*)[37])old_pool, old_master,
+				      skipped, ndoms);
+	size_t done = 0, unrestored = 0;
 	if (rc == 0)
+		ST_CRASH("pool.intent");
+	for (; rc == 0 && done < ndoms; done++) {
+		bool is_master = strcmp(doms[done], master) == 0;
+		if (skipped[done])
+			continue;
+		if ((rc = write_meta_as(s, list[done], sp, is_master, &pmd)) < 0 &&
+		    reconstruct_host && !is_master) {
+			/* reconstruct: a member that cannot be written (often the
+			 * old master, whose storage is why the engine rebuilds)
+			 * keeps its metadata; the new master's map is what counts */
+			log_warn("storage: reconstructMaster: domain %s not updated: %s",
+				 list[done]->uuid, strerror(-rc));
+			skipped[done] = true;
+			rc = 0;
+			continue;
+		}
+		if (rc < 0)
+			break;
+		ST_CRASH("pool.domain-one");
+	}
+	if (rc == 0) {
+		ST_CRASH("pool.domains");
 		rc = pool_write(s, &nw);
+	}
+	if (rc == 0)
+		ST_CRASH("pool.meta");
 	if (rc < 0) {
 		for (size_t i = 0; i < done; i++)
-			if (write_meta_as(s, list[i], old_pool[i], old_master[i], list[i]) < 0)
+			if (!skipped[i] &&
+			    write_meta_as(s, list[i], old_pool[i], old_master[i], list[i]) < 0) {
 				log_error("storage: pool create: cannot restore domain %s metadata",
 					  list[i]->uuid);
+				unrestored++;
+			}
 	}
+	if (!unrestored)
+		st_pool_intent_clear(s);
 	pthread_mutex_lock(&s->lock);
 	if (rc == 0) {
 		for (size_t i = 0; i < ndoms; i++) {
+			if (skipped[i])
+				continue;
 			snprintf(list[i]->pool, sizeof(list[i]->pool), "%.36s", sp);
 			list[i]->master = strcmp(doms[i], master) == 0;
 			if (list[i]->master) {
 				list[i]->master_ver = master_ver;
 				free(list[i]->pool_desc);
 				list[i]->pool_desc = xstrdup(nw.name);
+				free(list[i]->pool_doms);
+				list[i]->pool_doms = xstrdup(dommap);
 				list[i]->lease_renew_ms = renew;
 				list[i]->lease_time_ms = ltime;
 				list[i]->lease_io_ms = io_ms;
@@ -549,11 +643,14 @@ int st_pool_setup(struct storage_state *s, const char *sp, const char *name, con
 		pool_snap_apply(s, &nw);
 	}
 	for (size_t i = 0; i < ndoms; i++)
-		list[i]->busy--;
+		if (list[i])
+			list[i]->busy--;
 	pthread_mutex_unlock(&s->lock);
 	pthread_mutex_unlock(&s->reg_lock);
 	free(old.name);
 	free(nw.name);
+	free(dommap);
+	free(skipped);
 	free(list);
 	free(old_pool);
 	free(old_master);
@@ -670,8 +767,11 @@ int st_pool_connect(struct storage_state *s, const char *sp, bool connect, int h
 	free(nw.name);
 	if (rc < 0)
 		return st_fail(e, RPC_E_GENERAL, "cannot write pool metadata: %s", strerror(-rc));
-	if (connect)
+	if (connect) {
+		st_pool_reload(s);   /* the domain map as the SPM last wrote it */
+		st_pool_adopt_members(s);
 		st_spm_observe(s);   /* who holds the lease, for getSpmStatus */
+	}
 	return 0;
 }
 
@@ -699,97 +799,4 @@ int st_pool_forget(struct storage_state *s)
 	}
 	pthread_mutex_unlock(&s->reg_lock);
 	return rc;
-}
-
-/* ---- open / close -------------------------------------------------------- */
-
-struct storage_state *st_open(const char *root, char *why, size_t whylen)
-{
-	char *tasks = st_path(root, "tasks");
-	int rc = st_mkdir_p(root, 0755);
-	if (rc == 0)
-		rc = st_mkdir_p(tasks, 0755);
-	free(tasks);
-	if (rc < 0) {
-		snprintf(why, whylen, "storage_root %s: %s", root, strerror(-rc));
-		return NULL;
-	}
-	struct storage_state *s = xcalloc(1, sizeof(*s));
-	s->root = xstrdup(root);
-	pthread_mutex_init(&s->lock, NULL);
-	pthread_mutex_init(&s->reg_lock, NULL);
-	pthread_cond_init(&s->task_cond, NULL);
-	pthread_cond_init(&s->monitor_cond, NULL);
-	pthread_cond_init(&s->spm_cond, NULL);
-	s->spm_holder = -1;
-	s->spm_lver = -1;
-	map_init(&s->domains);
-	map_init(&s->tasks);
-	map_init(&s->jobs);
-	s->monitor_interval_ms = 10000;
-
-	struct st_kv reg;
-	char *path = st_path(root, "domains.reg");
-	rc = kv_read_file(&reg, path);
-	free(path);
-	if (rc == VD_ENOENT) {
-		kv_init(&reg);
-	} else if (rc) {
-		snprintf(why, whylen, "storage_root %s: domain registry is unreadable or corrupt", root);
-		st_close(s);
-		return NULL;
-	}
-	for (size_t i = 0; i < reg.n; i++) {
-		if (!st_is_uuid(reg.keys[i]) || reg.vals[i][0] != '/') {
-			log_warn("storage: registry: ignoring bad entry %s", reg.keys[i]);
-			continue;
-		}
-		struct st_domain *d = dom_new(reg.keys[i]);
-		rc = st_dom_load(d, reg.vals[i]);
-		if (rc) {
-			log_error("storage: domain %s at %s: metadata %s; not served", d->uuid,
-				  d->dir, rc == VD_ENOENT ? "missing" : "invalid");
-			dom_free(d);
-			continue;
-		}
-		map_put(&s->domains, d->uuid, d);
-	}
-	kv_free(&reg);
-	pool_load(s);
-	st_pool_lease_from_master(s);
-	/* Task records first: the scan removes only what an unfinished task
-	 * claims, and the tasks' outcome is decided from what it found. */
-	st_tasks_load(s);
-	for (struct st_map_ent *e = map_first(&s->domains); e; e = map_next(&s->domains, e))
-		st_scan_domain(s, map_val(e));
-	st_tasks_recover(s);
-	return s;
-}
-
-void st_close(struct storage_state *s)
-{
-	if (!s)
-		return;
-	st_stop_monitor(s);
-	st_stop_workers(s);
-	st_jobs_stop(s);
-	st_spm_release(s);
-	for (struct st_map_ent *e = map_first(&s->domains); e; e = map_next(&s->domains, e))
-		dom_free(map_val(e));
-	map_free(&s->domains);
-	for (struct st_map_ent *e = map_first(&s->tasks); e; e = map_next(&s->tasks, e))
-		st_task_free(map_val(e));
-	for (struct st_map_ent *e = map_first(&s->jobs); e; e = map_next(&s->jobs, e))
-		free(map_val(e));
-	map_free(&s->jobs);
-	map_free(&s->tasks);
-	pthread_mutex_destroy(&s->lock);
-	pthread_mutex_destroy(&s->reg_lock);
-	pthread_cond_destroy(&s->task_cond);
-	pthread_cond_destroy(&s->monitor_cond);
-	pthread_cond_destroy(&s->spm_cond);
-	buf_free(&s->localfs);
-	free(s->pool_name);
-	free(s->root);
-	free(s);
 }

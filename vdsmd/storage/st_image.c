@@ -7,6 +7,7 @@
  * volume of the chain must be LEGAL and not busy with a create/delete. */
 #include "st.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,4 +107,78 @@ fail:
 	pthread_mutex_unlock(&s->lock);
 	free(ids);
 	return -1;
+}
+
+/* ---- the chain for qemu-img, from our metadata ---------------------------- */
+
+static void json_str(struct vd_buf *b, const char *s)
+{
+	buf_append(b, "\"", 1);
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c == '"' || c == '\\')
+			buf_printf(b, "\\%c", c);
+		else if (c < 0x20)
+			buf_printf(b, "\\u%04x", c);
+		else
+			buf_append(b, s, 1);
+	}
+	buf_append(b, "\"", 1);
+}
+
+char *st_chain_json(struct storage_state *s, const struct st_domain *d, const char *vol,
+		    char *err, size_t errlen)
+{
+	enum { MAXDEPTH = 256 };
+	struct lvl {
+		char img[37], vol[37];
+		int fmt;
+	} *lv = xcalloc(MAXDEPTH, sizeof(*lv));
+	size_t n = 0;
+	bool broken = false;
+	pthread_mutex_lock(&s->lock);
+	const struct st_volume *v = map_get(&d->volumes, vol);
+	broken = !v;
+	while (v && n < MAXDEPTH) {
+		snprintf(lv[n].img, 37, "%s", v->image);
+		snprintf(lv[n].vol, 37, "%s", v->uuid);
+		lv[n++].fmt = v->format;
+		if (v->format != ST_FMT_COW || strcmp(v->parent, ST_BLANK_UUID) == 0)
+			break;
+		v = map_get(&d->volumes, v->parent);
+		broken = !v;
+	}
+	pthread_mutex_unlock(&s->lock);
+	char *out = NULL;
+	if (broken || n == MAXDEPTH) {
+		snprintf(err, errlen, "volume %s: its chain is incomplete or too deep", vol);
+		goto done;
+	}
+	struct vd_buf b = VD_BUF_INIT;
+	buf_printf(&b, "json:");
+	for (size_t i = 0; i < n; i++) {
+		int64_t app, tru;
+		int rc = st_vol_stat(d, lv[i].img, lv[i].vol, &app, &tru);
+		if (rc < 0) {
+			snprintf(err, errlen, "volume %s/%s: data file unusable: %s", lv[i].img,
+				 lv[i].vol, strerror(-rc));
+			buf_free(&b);
+			goto done;
+		}
+		char *p = st_pathf("%s/images/%s/%s", d->dir, lv[i].img, lv[i].vol);
+		buf_printf(&b, "{\"driver\":\"%s\",\"file\":{\"driver\":\"file\",\"filename\":",
+			   lv[i].fmt == ST_FMT_COW ? "qcow2" : "raw");
+		json_str(&b, p);
+		free(p);
+		buf_printf(&b, "}");
+		if (lv[i].fmt == ST_FMT_COW)
+			buf_printf(&b, ",\"backing\":%s", i + 1 < n ? "" : "null");
+	}
+	for (size_t i = 0; i < n; i++)
+		buf_printf(&b, "}");
+	out = xstrndup(b.data, b.len);
+	buf_free(&b);
+done:
+	free(lv);
+	return out;
 }

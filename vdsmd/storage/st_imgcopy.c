@@ -19,7 +19,10 @@
  * stays ILLEGAL and the task's message names it.  The source is never
  * changed before the destination compared equal, so a failed or killed move
  * loses nothing.  Every path handed to qemu-img was checked with the
- * domain's directory descriptors first (st_vol_stat: no symlink). */
+ * domain's directory descriptors first (st_vol_stat: no symlink), and a
+ * source chain is given to qemu-img from our metadata (st_chain_json), never
+ * taken from the qcow2 headers, which anyone who can write a volume can
+ * point outside the domain. */
 #include "st.h"
 #include "../../common/log.h"
 
@@ -155,9 +158,16 @@ int st_image_copy(struct storage_state *s, const struct st_imgcopy_req *r, char 
 	}
 	sd->busy++;
 	dd->busy++;
+	struct st_task *t = st_task_alloc(ST_TK_IMAGE_COPY);
+	/* The record names the chain (base first) before anything is made:
+	 * what a killed task created on the destination is claimed by it
+	 * (st_task_claim) and rolled back at the next start. */
+	t->vols = xcalloc(n, sizeof(*t->vols));
+	t->nvols = n;
+	for (size_t i = 0; i < n; i++)
+		snprintf(t->vols[i], 37, "%.36s", ch[i]->uuid);
 	pthread_mutex_unlock(&s->lock);
 	free(ch);
-	struct st_task *t = st_task_alloc(ST_TK_IMAGE_COPY);
 	snprintf(t->sd, sizeof(t->sd), "%.36s", r->sd);
 	snprintf(t->img, sizeof(t->img), "%.36s", r->img);
 	snprintf(t->dst_sd, sizeof(t->dst_sd), "%.36s", r->dst_sd);
@@ -173,6 +183,7 @@ int st_image_copy(struct storage_state *s, const struct st_imgcopy_req *r, char 
 		st_task_free(t);
 		return st_fail(e, RPC_E_GENERAL, "cannot record the task: %s", strerror(-rc));
 	}
+	ST_CRASH("imgcopy.record");
 	snprintf(task_id, 37, "%.36s", t->id);
 	st_task_submit(s, t);
 	return 0;
@@ -251,12 +262,17 @@ static int remove_volume(struct storage_state *s, struct st_domain *d, struct st
 	/* (a volume already ILLEGAL needs no metadata write: a rollback on a
 	 * full domain still works) */
 	int rc = legal ? set_legal(s, d, v, false) : 0;
+	if (rc == 0 && legal)
+		ST_CRASH("imgcopy.src-illegal");
 	if (rc == 0 && (zero || discard))
 		rc = st_vol_scrub(d, v->image, v->uuid, zero, discard);
 	if (rc == 0)
 		rc = st_vol_unlink(d, v->image, v->uuid, false);
-	if (rc == 0)
+	if (rc == 0) {
+		if (legal)
+			ST_CRASH("imgcopy.src-data-unlinked");
 		rc = st_vol_unlink(d, v->image, v->uuid, true);
+	}
 	if (rc == 0) {
 		char img[37];
 		snprintf(img, sizeof(img), "%s", v->image);
@@ -286,6 +302,7 @@ static int clone_one(struct storage_state *s, struct st_task *t, struct st_domai
 		return ifd;
 	}
 	close(ifd);
+	ST_CRASH("imgcopy.image-dir");
 	struct st_task ct;
 	memset(&ct, 0, sizeof(ct));
 	snprintf(ct.sd, sizeof(ct.sd), "%s", dd->uuid);
@@ -306,6 +323,7 @@ static int clone_one(struct storage_state *s, struct st_task *t, struct st_domai
 	int rc = st_vol_create_data(s, &ct, dd, err, errlen);
 	if (rc < 0)
 		return rc;
+	ST_CRASH("imgcopy.clone-data");
 	struct st_volume *v = vol_new();
 	*v = *src;
 	v->description = xstrdup(src->description ? src->description : "");
@@ -330,6 +348,7 @@ static int clone_one(struct storage_state *s, struct st_task *t, struct st_domai
 	pthread_mutex_lock(&s->lock);
 	index_add_volume(dd, v);
 	pthread_mutex_unlock(&s->lock);
+	ST_CRASH("imgcopy.clone-meta");
 	return 0;
 }
 
@@ -350,8 +369,10 @@ static int sync_one(struct storage_state *s, struct st_task *t, struct st_domain
 		snprintf(err, errlen, "marking %s ILLEGAL: %s", dv->uuid, strerror(-rc));
 		return rc;
 	}
+	ST_CRASH("imgcopy.sync-illegal");
 	rc = -EIO;
-	src = checked_path(sdom, sv->image, sv->uuid, err, errlen);
+	/* the source chain from our metadata, never from its qcow2 headers */
+	src = st_chain_json(s, sdom, sv->uuid, err, errlen);
 	dst = src ? checked_path(dd, dv->image, dv->uuid, err, errlen) : NULL;
 	if (!dst)
 		goto out;
@@ -360,8 +381,6 @@ static int sync_one(struct storage_state *s, struct st_task *t, struct st_domain
 	argv[a++] = (char *)"qemu-img";
 	argv[a++] = (char *)"convert";
 	argv[a++] = (char *)"-n";
-	argv[a++] = (char *)"-f";
-	argv[a++] = (char *)qfmt(sv->format);
 	argv[a++] = (char *)"-O";
 	argv[a++] = (char *)qfmt(dv->format);
 	if (strcmp(dv->parent, ST_BLANK_UUID) != 0) {
@@ -382,7 +401,13 @@ static int sync_one(struct storage_state *s, struct st_task *t, struct st_domain
 	argv[a++] = src;
 	argv[a++] = dst;
 	argv[a] = NULL;
+#ifdef VD_TEST_HOOKS
+	t->crash_step = "imgcopy.converting";
+#endif
 	rc = st_run_qemu_img(s, t, argv, -1, err, errlen);
+#ifdef VD_TEST_HOOKS
+	t->crash_step = NULL;
+#endif
 	if (rc < 0)
 		goto out;
 	int ifd = st_img_open(dd, dv->image, false);
@@ -395,8 +420,12 @@ static int sync_one(struct storage_state *s, struct st_task *t, struct st_domain
 		close(fd);
 	if (ifd >= 0)
 		close(ifd);
+	if (rc == 0)
+		ST_CRASH("imgcopy.converted");
 	if (rc == 0 && (rc = set_legal(s, dd, dv, true)) < 0)
 		snprintf(err, errlen, "marking %s LEGAL: %s", dv->uuid, strerror(-rc));
+	if (rc == 0)
+		ST_CRASH("imgcopy.synced-one");
 	int64_t app = 0, tru = 0;
 	if (st_vol_stat(dd, dv->image, dv->uuid, &app, &tru) == 0) {
 		pthread_mutex_lock(&s->lock);
@@ -416,13 +445,11 @@ static int verify_one(struct storage_state *s, struct st_task *t, struct st_doma
 		      struct st_domain *dd, const struct st_volume *sv,
 		      const struct st_volume *dv, char *err, size_t errlen)
 {
-	char *src = checked_path(sdom, sv->image, sv->uuid, err, errlen);
-	char *dst = src ? checked_path(dd, dv->image, dv->uuid, err, errlen) : NULL;
+	char *src = st_chain_json(s, sdom, sv->uuid, err, errlen);
+	char *dst = src ? st_chain_json(s, dd, dv->uuid, err, errlen) : NULL;
 	int rc = -EIO;
 	if (dst) {
-		char *argv[] = { (char *)"qemu-img", (char *)"compare", (char *)"-f",
-				 (char *)qfmt(sv->format), (char *)"-F", (char *)qfmt(dv->format),
-				 src, dst, NULL };
+		char *argv[] = { (char *)"qemu-img", (char *)"compare", src, dst, NULL };
 		rc = st_run_qemu_img(s, t, argv, -1, err, errlen);
 		if (rc < 0 && rc != -ECANCELED) {
 			char why[200];
@@ -469,6 +496,8 @@ void st_image_run_copy(struct storage_state *s, struct st_task *t)
 		if (rc == 0)
 			ncreated++;
 	}
+	if (t->icop != ST_IC_SYNC && rc == 0)
+		ST_CRASH("imgcopy.cloned");
 	for (size_t i = 0; i < n; i++) {
 		pthread_mutex_lock(&s->lock);
 		dst[i] = map_get(&dd->volumes, ch[i]->uuid);
@@ -498,6 +527,8 @@ void st_image_run_copy(struct storage_state *s, struct st_task *t)
 			rc = verify_one(s, t, sdom, dd, ch[i], dst[i], err, sizeof(err));
 		if (rc == 0 && aborted(s, t, err, sizeof(err)))
 			rc = -ECANCELED;
+		if (rc == 0)
+			ST_CRASH("imgcopy.verified");
 		for (size_t i = n; rc == 0 && i-- > 0;) {
 			src_touched = true;
 			rc = remove_volume(s, sdom, ch[i], t->postzero, t->discard);
@@ -507,6 +538,8 @@ void st_image_run_copy(struct storage_state *s, struct st_task *t)
 					 "ILLEGAL)", t->dst_sd, ch[i]->uuid, strerror(-rc));
 			else
 				ch[i] = NULL;
+			if (rc == 0)
+				ST_CRASH("imgcopy.src-removed-one");
 		}
 	}
 out:;
@@ -530,6 +563,7 @@ out:;
 	free(ch);
 	free(dst);
 	if (rc == 0) {
+		ST_CRASH("imgcopy.done");
 		log_info("storage: task %s: %s of image %s from %s to %s done", t->id, t->verb,
 			 t->img, t->sd, t->dst_sd);
 		st_task_finish(s, t, ST_TR_SUCCESS, 0, "1 jobs completed successfully");
@@ -539,5 +573,108 @@ out:;
 		st_task_finish(s, t, was_aborted && !src_touched ? ST_TR_CLEAN_SUCCESS
 				     : ST_TR_CLEAN_FAILURE,
 			       was_aborted ? ABORTED_CODE : 100, err);
+	}
+}
+
+/* ---- after a kill -9 (st_tasks_recover, at startup, no other thread) ----- */
+
+static void recovered(struct st_task *t, enum st_task_result r, int code, const char *msg)
+{
+	t->result = r;
+	t->code = code;
+	snprintf(t->message, sizeof(t->message), "%s", msg);
+}
+
+/* Which of t->vols (base first) are on d in t's image, LEGAL or not. */
+static struct st_volume *vol_of(struct st_domain *d, const struct st_task *t, size_t i)
+{
+	struct st_volume *v = d ? map_get(&d->volumes, t->vols[i]) : NULL;
+	return v && strcmp(v->image, t->img) == 0 ? v : NULL;
+}
+
+/* The scan has already removed the destination volumes this task claimed
+ * that were ILLEGAL or half-made (never a source volume, never a volume of
+ * a syncData, which existed before).  Decide the rest:
+ *   move whose source removal had begun (a source volume gone or ILLEGAL:
+ *     that happens only after every layer compared equal) -> finish it:
+ *     remove what is left of the source; success;
+ *   copy whose every destination layer is LEGAL (synced) -> success;
+ *   clone / copy / move otherwise -> remove what the task made on the
+ *     destination, the source is untouched; aborted (411);
+ *   syncData -> success when every synced layer is LEGAL, else the
+ *     destination layers stay ILLEGAL (VDSM) and the task failed. */
+void st_image_copy_recover(struct storage_state *s, struct st_task *t)
+{
+	struct st_domain *sdom = map_get(&s->domains, t->sd);
+	struct st_domain *dd = map_get(&s->domains, t->dst_sd);
+	const char *done = "1 jobs completed successfully";
+	char msg[256];
+	size_t n = t->nvols;
+	if (!dd || !sdom || !n) {
+		snprintf(msg, sizeof(msg), "interrupted by restart; storage domain %s is not "
+			 "available", !dd ? t->dst_sd : t->sd);
+		recovered(t, ST_TR_CLEAN_FAILURE, 100, msg);
+		return;
+	}
+	size_t dst_legal = 0, src_left = 0;
+	bool src_started = false;
+	for (size_t i = 0; i < n; i++) {
+		struct st_volume *dv = vol_of(dd, t, i), *sv = vol_of(sdom, t, i);
+		dst_legal += dv && dv->legal;
+		src_left += sv != NULL;
+		src_started |= !sv || !sv->legal;
+	}
+	if (t->icop == ST_IC_SYNC) {
+		size_t first = 0, last = n, ok = 0;
+		if (t->sync_type == ST_SYNC_INTERNAL)
+			last = n - 1;
+		else if (t->sync_type == ST_SYNC_LEAF)
+			first = n - 1;
+		for (size_t i = first; i < last; i++) {
+			struct st_volume *dv = vol_of(dd, t, i);
+			ok += dv && dv->legal;
+		}
+		if (ok == last - first)
+			recovered(t, ST_TR_SUCCESS, 0, done);
+		else
+			recovered(t, ST_TR_CLEAN_FAILURE, 100, "interrupted by restart; the source "
+				  "is kept, destination volumes not synced are ILLEGAL");
+		return;
+	}
+	if (t->icop == ST_IC_MOVE && src_started && dst_legal == n) {
+		size_t kept = 0;
+		for (size_t i = n; i-- > 0;) {
+			struct st_volume *sv = vol_of(sdom, t, i);
+			if (sv && remove_volume(s, sdom, sv, t->postzero, t->discard) < 0)
+				kept++;
+		}
+		if (kept) {
+			snprintf(msg, sizeof(msg), "interrupted by restart; the image was moved to %s "
+				 "but %zu source volume(s) could not be removed (kept ILLEGAL)",
+				 t->dst_sd, kept);
+			recovered(t, ST_TR_CLEAN_FAILURE, 100, msg);
+		} else {
+			log_info("storage: task %s: move of image %s completed at startup (%zu source "
+				 "volume(s) removed)", t->id, t->img, src_left);
+			recovered(t, ST_TR_SUCCESS, 0, done);
+		}
+		return;
+	}
+	if (t->icop == ST_IC_COPY && dst_legal == n) {
+		recovered(t, ST_TR_SUCCESS, 0, done);
+		return;
+	}
+	size_t kept = 0;
+	for (size_t i = n; i-- > 0;) {
+		struct st_volume *dv = vol_of(dd, t, i);
+		if (dv && remove_volume(s, dd, dv, false, false) < 0)
+			kept++;
+	}
+	if (kept) {
+		snprintf(msg, sizeof(msg), "interrupted by restart; the source is kept, %zu "
+			 "volume(s) on %s could not be removed (kept ILLEGAL)", kept, t->dst_sd);
+		recovered(t, ST_TR_CLEAN_FAILURE, 100, msg);
+	} else {
+		recovered(t, ST_TR_CLEAN_SUCCESS, ABORTED_CODE, "aborted by restart");
 	}
 }

@@ -171,6 +171,7 @@ void dom_free(struct st_domain *d)
 	map_free(&d->volumes);
 	free(d->name);
 	free(d->pool_desc);
+	free(d->pool_doms);
 	free(d->remote);
 	free(d->base);
 	free(d->dir);

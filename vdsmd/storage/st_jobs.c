@@ -110,10 +110,12 @@ static void *copy_main(void *arg)
 	struct st_chain ch = { 0 };
 	struct st_err e = { 0 };
 	int ifd = -1, fd = -1;
+	char *srcspec = NULL;
 	if ((rc = dst_meta(s, dd, j->dst[2], false, false)) < 0) {
 		snprintf(err, sizeof(err), "marking the destination ILLEGAL: %s", strerror(-rc));
 		goto out;
 	}
+	ST_CRASH("copy_data.dst-illegal");
 	/* the source is busy-free but LEGAL (checked when the job started) */
 	if (st_image_prepare2(s, j->src[0], NULL, j->src[1], j->src[2], false, &ch, &e) < 0) {
 		snprintf(err, sizeof(err), "source: %s", e.msg);
@@ -128,19 +130,31 @@ static void *copy_main(void *arg)
 		snprintf(err, sizeof(err), "destination data file: %s", strerror(-rc));
 		goto out;
 	}
+	/* the source chain from our metadata, never from its qcow2 headers */
+	(void)sfmt;
+	srcspec = st_chain_json(s, sd, j->src[2], err, sizeof(err));
+	if (!srcspec) {
+		rc = -EIO;
+		goto out;
+	}
 	char *argv[] = { (char *)"qemu-img", (char *)"convert", (char *)"-p", (char *)"-n",
-			 (char *)"-f", (char *)(sfmt == ST_FMT_COW ? "qcow2" : "raw"),
 			 (char *)"-O", (char *)(dfmt == ST_FMT_COW ? "qcow2" : "raw"),
-			 ch.paths[0], (char *)"/proc/self/fd/3", NULL };
+			 srcspec, (char *)"/proc/self/fd/3", NULL };
+#ifdef VD_TEST_HOOKS
+	j->ctl.crash_step = "copy_data.converting";
+#endif
 	rc = st_run_tool_cb(s, &j->ctl, "qemu-img", "qemu-utils", argv, fd, NULL, on_output, j,
 			    err, sizeof(err));
 	if (rc == 0 && fsync(fd) < 0) {
 		rc = -errno;
 		snprintf(err, sizeof(err), "syncing the destination: %s", strerror(-rc));
 	}
+	if (rc == 0)
+		ST_CRASH("copy_data.converted");
 	if (rc == 0 && (rc = dst_meta(s, dd, j->dst[2], true, true)) < 0)
 		snprintf(err, sizeof(err), "marking the destination LEGAL: %s", strerror(-rc));
 out:
+	free(srcspec);
 	if (fd >= 0)
 		close(fd);
 	if (ifd >= 0)

@@ -91,6 +91,7 @@ void st_monitor_once(struct storage_state *s)
 	pthread_mutex_unlock(&s->lock);
 	free(pr);
 	refresh_sizes(s);
+	st_pool_reload(s);   /* domain statuses another host (the SPM) wrote */
 	st_spm_observe(s);
 	pthread_mutex_lock(&s->lock);
 	s->monitor_rounds++;

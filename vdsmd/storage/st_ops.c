@@ -194,13 +194,18 @@ int st_volume_create(struct storage_state *s, const struct st_volreq *r, char ta
 	/* The record first: from here a crash is rolled back at restart. */
 	int rc = st_task_persist(s, t);
 	if (rc == 0) {
+		ST_CRASH("create.record");
 		int ifd = st_img_open(d, r->img, true);
 		rc = ifd < 0 ? ifd : 0;
 		if (ifd >= 0)
 			close(ifd);
 	}
-	if (rc == 0)
+	if (rc == 0) {
+		ST_CRASH("create.image-dir");
 		rc = st_vol_write_meta(d, v);   /* ILLEGAL until the task completes */
+	}
+	if (rc == 0)
+		ST_CRASH("create.meta-illegal");
 	if (rc < 0) {
 		st_fail(e, RPC_E_GENERAL, "cannot prepare volume %s: %s", r->vol, strerror(-rc));
 		/* The record goes only with the metadata: a .meta that stays
@@ -251,6 +256,8 @@ static void run_create(struct storage_state *s, struct st_task *t)
 		rc = st_vol_write_meta(d, &copy);
 		if (rc < 0)
 			snprintf(err, sizeof(err), "writing volume metadata: %s", strerror(-rc));
+		else
+			ST_CRASH("create.meta-legal");
 	}
 	if (rc == 0) {
 		int64_t app = 0, tru = 0;
@@ -349,6 +356,8 @@ static int queue_delete(struct storage_state *s, struct st_domain *d, struct st_
 	/* The record first (it claims the volumes), then ILLEGAL on disk,
 	 * then in memory: what is served is never ahead of the disk. */
 	int rc = st_task_persist(s, t);
+	if (rc == 0)
+		ST_CRASH("delete.record");
 	size_t marked = 0;
 	for (; rc == 0 && marked < n; marked++) {
 		rc = st_vol_write_meta(d, &copies[marked]);
@@ -357,8 +366,11 @@ static int queue_delete(struct storage_state *s, struct st_domain *d, struct st_
 		pthread_mutex_lock(&s->lock);
 		vols[marked]->legal = false;
 		pthread_mutex_unlock(&s->lock);
+		ST_CRASH("delete.marked-one");
 	}
 	free(copies);
+	if (rc == 0)
+		ST_CRASH("delete.marked-all");
 	if (rc < 0) {
 		/* Only those written ILLEGAL need their LEGAL metadata back;
 		 * the others were never changed, on disk or in memory. */
@@ -486,13 +498,36 @@ int st_image_delete(struct storage_state *s, const char *sd, const char *img,
 	snprintf(t->img, sizeof(t->img), "%.36s", img);
 	t->postzero = o->postzero;
 	t->discard = o->discard;
-	/* Newest first: a child is marked ILLEGAL (and removed) before its
+	/* Children first: a child is marked ILLEGAL (and removed) before its
 	 * parent, so a crash midway never leaves a LEGAL child without its
-	 * backing file. */
-	size_t n = im->n;
+	 * backing file.  (im->vols is in creation order only until a restart:
+	 * the scan adds volumes in directory order; so order by the chain.) */
+	size_t n = im->n, placed = 0;
 	struct st_volume **vols = xcalloc(n, sizeof(*vols));
-	for (size_t i = 0; i < n; i++)
-		vols[i] = im->vols[n - 1 - i];
+	bool *in = xcalloc(n, sizeof(*in));
+	while (placed < n) {
+		size_t before = placed;
+		for (size_t i = 0; i < n; i++) {
+			if (in[i])
+				continue;
+			bool leaf = true;   /* every child in this image already placed */
+			for (size_t k = 0; k < n && leaf; k++)
+				if (!in[k] && k != i &&
+				    strcmp(im->vols[k]->parent, im->vols[i]->uuid) == 0)
+					leaf = false;
+			if (leaf) {
+				in[i] = true;
+				vols[placed++] = im->vols[i];
+			}
+		}
+		if (placed == before)   /* a cycle: cannot happen, keep any order */
+			for (size_t i = 0; i < n; i++)
+				if (!in[i]) {
+					in[i] = true;
+					vols[placed++] = im->vols[i];
+				}
+	}
+	free(in);
 	int rc = queue_delete(s, d, t, vols, n, task_id, e);
 	free(vols);
 	return rc;
@@ -601,8 +636,12 @@ static void run_delete(struct storage_state *s, struct st_task *t)
 				rc = st_vol_scrub(d, t->img, id, t->postzero, t->discard);
 			if (rc == 0)
 				rc = st_vol_unlink(d, t->img, id, false);
-			if (rc == 0)
+			if (rc == 0) {
+				ST_CRASH("delete.data-unlinked");
 				rc = st_vol_unlink(d, t->img, id, true);
+			}
+			if (rc == 0)
+				ST_CRASH("delete.removed-one");
 			pthread_mutex_lock(&s->lock);
 			if (rc == 0) {
 				index_del_volume(d, id);
@@ -624,6 +663,8 @@ static void run_delete(struct storage_state *s, struct st_task *t)
 	bool empty = !im;
 	pthread_mutex_unlock(&s->lock);
 	job_release(s, d, t->img, empty);
+	if (!failed && !aborted)
+		ST_CRASH("delete.removed-all");
 	if (failed)
 		st_task_finish(s, t, ST_TR_CLEAN_FAILURE, aborted ? TASK_ABORTED_CODE : 100, err);
 	else if (aborted)

@@ -9,7 +9,13 @@
  * RESOLVE_NO_SYMLINKS) (or, on kernels without openat2, component by
  * component with O_NOFOLLOW).  A symlink anywhere fails with ELOOP/EXDEV;
  * nothing is ever read or written outside the domain.  Removal uses
- * unlinkat() on the entry itself, which never follows a link. */
+ * unlinkat() on the entry itself, which never follows a link.
+ * Outside the domains, under storage_root (local, not shared), tasks/ and
+ * the mount root mnt/ (and each mount point in it) must be real directories
+ * (st_open, st_conn.c): a link there is refused, never followed.  Tests:
+ * test_storage_safety.c (names inside images/ and dom_md/) and
+ * test_storage_links.c (the domain directory, dom_md/metadata[.tmp],
+ * dom_md/spm_lease[.tmp], a copy's source, tasks/, mnt/ and a mount point). */
 #include "st.h"
 
 #include <errno.h>

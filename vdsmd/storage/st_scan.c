@@ -91,6 +91,11 @@ static void scan_image(struct storage_state *s, struct st_domain *d, const char 
 			vol_free(v);
 		} else if (claim && (rc || !v->legal || !have_data)) {
 			const char *why = "leftover of an interrupted task";
+			/* a delete asked for postZero / discard: done before the
+			 * data goes, as the task would have */
+			if (have_data && (claim->postzero || claim->discard) &&
+			    st_vol_scrub(d, img, vol, claim->postzero, claim->discard) < 0)
+				log_error("storage: scan: %s/%s: postZero/discard failed", idir, vol);
 			if (have_data)
 				remove_at(s, ifd, idir, vol, why);
 			remove_at(s, ifd, idir, n, why);

@@ -10,11 +10,14 @@
  *
  * Timing (StoragePool.create's lockRenewalIntervalSec = R, leaseTimeSec = L,
  * kept in the master domain's metadata; defaults 5 s / 60 s):
- *   - the holder rewrites the lease (SEQ+1) every R; a renewal that fails or
- *     takes longer than ioOpTimeoutSec counts as failed, and after
- *     leaseRetries failures in a row the holder steps down (no longer SPM);
- *     if it reads another holder or LVER it has lost the lease and steps
- *     down at once;
+ *   - the holder rewrites the lease (SEQ+1) right after acquiring, then
+ *     every R; a renewal that fails or takes longer than ioOpTimeoutSec
+ *     counts as failed, and after leaseRetries failures in a row the holder
+ *     steps down (no longer SPM); if it reads another holder or LVER it has
+ *     lost the lease and steps down at once; and it stops acting as SPM
+ *     (st_spm_valid: verbs answer "not SPM") once its last renewal began
+ *     L - R/2 ago, even while its renewer is stuck in storage I/O, so it
+ *     never acts after a contender may have taken over;
  *   - a contender that finds a holder watches the lease with its own
  *     monotonic clock (no clock agreement between hosts is needed): any
  *     change of HOST_ID/LVER/SEQ within L means the holder is alive and
@@ -22,7 +25,9 @@
  *     writes itself with LVER+1, waits R and reads again: still its own
  *     record means acquired (two contenders writing at once: the later
  *     write wins, the earlier one sees it and fails).
- *   So a killed SPM is replaced after at most L + R (+ the engine's polling).
+ *   So a contender whose spmStart begins right after the SPM was killed
+ *   holds the lease after L (+ up to R/2 polling) + R; measured 4.0 s with
+ *   R = 1 s, L = 3 s (test_storage_engine.py); L + R = 65 s with the defaults.
  *   A clean stop (spmStop, pool disconnect, vdsmd shutdown) writes HOST_ID=0
  *   and the next contender acquires at once. */
 #include "st.h"
@@ -117,9 +122,14 @@ static void *renewer(void *arg)
 {
 	struct storage_state *s = arg;
 	unsigned failures = 0;
+	bool first = true;
 	pthread_mutex_lock(&s->lock);
 	while (!s->spm_quit && s->spm_state == ST_SPM_SPM) {
-		nap(s, s->lease_renew_ms);
+		/* the first renewal right away: acquiring ended one interval
+		 * after our record was written */
+		if (!first)
+			nap(s, s->lease_renew_ms);
+		first = false;
 		if (s->spm_quit || s->spm_state != ST_SPM_SPM)
 			break;
 		char *mdir = master_dir(s);
@@ -156,6 +166,13 @@ static void *renewer(void *arg)
 		} else {
 			failures = 0;
 			s->spm_seq = mine.seq;
+			s->spm_ok_ms = t0;   /* the write began no earlier than this */
+		}
+		if (s->spm_state == ST_SPM_SPM && !st_spm_valid(s)) {
+			log_error("storage: SPM lease of pool %s not renewed for %llu ms: stepping down",
+				  s->pool_uuid, (unsigned long long)(vd_now_ms() - s->spm_ok_ms));
+			s->spm_state = ST_SPM_FREE;
+			break;
 		}
 	}
 	pthread_mutex_unlock(&s->lock);
@@ -196,6 +213,122 @@ static bool wait_ms(struct st_task *t, unsigned ms)
 	return !aborted(t);
 }
 
+/* The lease protocol of the header comment: take the lease in dirs[0]
+ * for host me.  dirs[1..n-1] are other leases that must not be held by a
+ * live host either (watched the same way, never written).  A lease held
+ * by another host is watched for ltime: any change means that host is
+ * alive (-EBUSY, *busy says who); no change means it expired.  Then our
+ * record is written with the version + 1, and read back after renew ms.
+ * t (may be NULL) is polled for Task.stop (-ECANCELED). */
+static int lease_take(struct storage_state *s, const char *const *dirs, size_t n, int me,
+		      unsigned renew, unsigned ltime, struct st_task *t, struct lease *mine,
+		      struct lease *busy, char *err, size_t errlen)
+{
+	struct lease cur[4], seen[4];
+	bool held[4];
+	size_t nheld = 0;
+	int rc;
+	if (n > 4)
+		n = 4;
+	for (size_t i = 0; i < n; i++) {
+		if ((rc = lease_read(dirs[i], &cur[i])) < 0 && i > 0) {
+			/* a watched lease that cannot be read (the old master's
+			 * storage is gone: why the engine reconstructs) holds
+			 * nothing back */
+			log_warn("storage: SPM lease of %s unreadable (%s): not watched", dirs[i],
+				 strerror(-rc));
+			held[i] = false;
+			continue;
+		}
+		if (rc < 0) {
+			snprintf(err, errlen, "reading the SPM lease of %s: %s", dirs[i], strerror(-rc));
+			return rc;
+		}
+		seen[i] = cur[i];
+		held[i] = cur[i].holder != 0 && cur[i].holder != me;
+		nheld += held[i];
+	}
+	uint64_t end = vd_now_ms() + ltime;
+	while (nheld && vd_now_ms() < end) {
+		if (!wait_ms(t, renew / 2 ? renew / 2 : 1)) {
+			st_task_abort_msg(s, t, err, errlen);
+			return -ECANCELED;
+		}
+		for (size_t i = 0; i < n; i++) {
+			if (!held[i])
+				continue;
+			if ((rc = lease_read(dirs[i], &cur[i])) < 0 && i > 0) {
+				held[i] = false;   /* became unreadable: as above */
+				nheld--;
+				continue;
+			}
+			if (rc < 0) {
+				snprintf(err, errlen, "reading the SPM lease of %s: %s", dirs[i],
+					 strerror(-rc));
+				return rc;
+			}
+			if (cur[i].holder == 0) {   /* released meanwhile */
+				held[i] = false;
+				nheld--;
+			} else if (!lease_eq(&cur[i], &seen[i])) {
+				snprintf(err, errlen, "the SPM lease%s%s is held by host %d (version %lld)",
+					 i ? " of " : "", i ? dirs[i] : "", cur[i].holder,
+					 (long long)cur[i].lver);
+				*busy = cur[i];
+				return -EBUSY;
+			}
+		}
+	}
+	for (size_t i = 0; i < n; i++)
+		if (held[i])
+			log_warn("storage: SPM lease of host %d in %s unchanged for %u ms: expired",
+				 cur[i].holder, dirs[i], ltime);
+	*mine = (struct lease){ me, cur[0].lver + 1,
+				((uint64_t)vd_now_ns() << 8) ^ (uint64_t)getpid() };
+	if ((rc = lease_write(dirs[0], mine)) < 0) {
+		snprintf(err, errlen, "writing the SPM lease: %s", strerror(-rc));
+		return rc;
+	}
+	if (!wait_ms(t, renew)) {
+		st_task_abort_msg(s, t, err, errlen);
+		return -ECANCELED;
+	}
+	struct lease back;
+	if ((rc = lease_read(dirs[0], &back)) < 0) {
+		snprintf(err, errlen, "reading the SPM lease: %s", strerror(-rc));
+		return rc;
+	}
+	if (!lease_eq(&back, mine)) {
+		snprintf(err, errlen, "lost the SPM lease to host %d", back.holder);
+		*busy = back;
+		return -EBUSY;
+	}
+	return 0;
+}
+
+int st_lease_hold(struct storage_state *s, const char *const *dirs, size_t n, int me,
+		  unsigned renew, unsigned ltime, int64_t *lver, char *err, size_t errlen)
+{
+	struct lease mine, busy;
+	int rc = lease_take(s, dirs, n, me, renew ? renew : 5000, ltime ? ltime : 60000, NULL,
+			    &mine, &busy, err, errlen);
+	if (rc == 0) {
+		*lver = mine.lver;
+		log_info("storage: host %d holds the lease of %s (version %lld)", me, dirs[0],
+			 (long long)mine.lver);
+	}
+	return rc;
+}
+
+int st_lease_drop(const char *dir, int me, int64_t lver)
+{
+	struct lease cur;
+	int rc = lease_read(dir, &cur);
+	if (rc == 0 && cur.holder == me && cur.lver == lver)
+		rc = lease_write(dir, &(struct lease){ 0, lver, cur.seq + 1 });
+	return rc;
+}
+
 int st_spm_acquire(struct storage_state *s, struct st_task *t, char *err, size_t errlen)
 {
 	pthread_mutex_lock(&s->lock);
@@ -214,71 +347,31 @@ int st_spm_acquire(struct storage_state *s, struct st_task *t, char *err, size_t
 	s->spm_state = ST_SPM_CONTEND;
 	pthread_mutex_unlock(&s->lock);
 	int rc = 0;
-	struct lease cur, seen;
+	struct lease mine, busy;
 	if (!mdir) {
 		snprintf(err, errlen, "the master domain is not available");
 		rc = -ENOENT;
 		goto out;
 	}
-	if ((rc = lease_read(mdir, &cur)) < 0) {
-		snprintf(err, errlen, "reading the SPM lease: %s", strerror(-rc));
+	const char *dirs[1] = { mdir };
+	rc = lease_take(s, dirs, 1, me, renew, ltime, t, &mine, &busy, err, errlen);
+	/* our record went out at least one renewal interval ago (it was read
+	 * back after waiting renew ms) */
+	uint64_t now = vd_now_ms(), written = now > renew ? now - renew : 0;
+	if (rc == -EBUSY) {
+		pthread_mutex_lock(&s->lock);
+		s->spm_holder = busy.holder;
+		s->spm_lver = busy.lver;
+		pthread_mutex_unlock(&s->lock);
+	}
+	if (rc < 0)
 		goto out;
-	}
-	if (cur.holder != 0 && cur.holder != me) {
-		/* Alive if the lease changes within the lease time. */
-		seen = cur;
-		uint64_t end = vd_now_ms() + ltime;
-		while (vd_now_ms() < end) {
-			if (!wait_ms(t, renew / 2 ? renew / 2 : 1)) {
-				rc = -ECANCELED;
-				st_task_abort_msg(s, t, err, errlen);
-				goto out;
-			}
-			if ((rc = lease_read(mdir, &cur)) < 0) {
-				snprintf(err, errlen, "reading the SPM lease: %s", strerror(-rc));
-				goto out;
-			}
-			if (cur.holder == 0)
-				break;   /* released meanwhile */
-			if (!lease_eq(&cur, &seen)) {
-				snprintf(err, errlen, "the SPM lease is held by host %d (version %lld)",
-					 cur.holder, (long long)cur.lver);
-				pthread_mutex_lock(&s->lock);
-				s->spm_holder = cur.holder;
-				s->spm_lver = cur.lver;
-				pthread_mutex_unlock(&s->lock);
-				rc = -EBUSY;
-				goto out;
-			}
-		}
-		if (cur.holder != 0)
-			log_warn("storage: SPM lease of host %d unchanged for %u ms: expired",
-				 cur.holder, ltime);
-	}
-	struct lease mine = { me, cur.lver + 1, ((uint64_t)vd_now_ns() << 8) ^ (uint64_t)getpid() };
-	if ((rc = lease_write(mdir, &mine)) < 0) {
-		snprintf(err, errlen, "writing the SPM lease: %s", strerror(-rc));
-		goto out;
-	}
-	if (!wait_ms(t, renew)) {
-		rc = -ECANCELED;
-		st_task_abort_msg(s, t, err, errlen);
-		goto out;
-	}
-	if ((rc = lease_read(mdir, &cur)) < 0 || !lease_eq(&cur, &mine)) {
-		if (rc == 0) {
-			rc = -EBUSY;
-			snprintf(err, errlen, "lost the SPM lease to host %d", cur.holder);
-		} else {
-			snprintf(err, errlen, "reading the SPM lease: %s", strerror(-rc));
-		}
-		goto out;
-	}
 	pthread_mutex_lock(&s->lock);
 	s->spm_state = ST_SPM_SPM;
 	s->spm_holder = me;
 	s->spm_lver = mine.lver;
 	s->spm_seq = mine.seq;
+	s->spm_ok_ms = written;
 	s->spm_quit = false;
 	s->spm_thread_started = pthread_create(&s->spm_thread, NULL, renewer, s) == 0;
 	if (!s->spm_thread_started) {
@@ -343,12 +436,32 @@ void st_spm_observe(struct storage_state *s)
 	free(mdir);
 }
 
+bool st_spm_valid(const struct storage_state *s)
+{
+	if (s->spm_state != ST_SPM_SPM)
+		return false;
+	/* a contender declares us dead lease_time after it first read our
+	 * last record (it polls every renew / 2): stop half an interval
+	 * before that could happen */
+	uint64_t limit = s->lease_time_ms - s->lease_renew_ms / 2;
+	return vd_now_ms() - s->spm_ok_ms < limit;
+}
+
 int st_spm_require(struct storage_state *s, const struct st_domain *d, struct st_err *e)
 {
-	if (!d->pool[0] || s->spm_state == ST_SPM_SPM)
+	if (!d->pool[0])
 		return 0;
-	return st_fail(e, RPC_E_NOT_SPM, "host %d is not the SPM of pool %s", s->pool_host_id,
-		       d->pool);
+	if (!st_spm_valid(s))
+		return st_fail(e, RPC_E_NOT_SPM, "host %d is not the SPM of pool %s",
+			       s->pool_host_id, d->pool);
+	/* volumes and images change on the pool's member domains, Active or
+	 * Attached: VDSM's createVolume/deleteVolume check membership only
+	 * (the engine itself keeps writes off domains in maintenance) */
+	int st = strcmp(d->pool, s->pool_uuid) == 0 ? st_pool_dom_status(s, d->uuid) : ST_DS_NONE;
+	if (st == ST_DS_NONE)
+		return st_fail(e, RPC_E_NOT_MEMBER, "%s is not a member of pool %s", d->uuid,
+			       s->pool_uuid);
+	return 0;
 }
 
 void st_spm_run_start(struct storage_state *s, struct st_task *t)

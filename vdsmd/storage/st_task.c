@@ -30,6 +30,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -152,6 +153,10 @@ int st_task_persist(const struct storage_state *s, const struct st_task *t)
 		kv_setf(&kv, "OP", "%d", t->icop);
 		kv_setf(&kv, "SYNCTYPE", "%d", t->sync_type);
 	}
+	if (t->postzero)
+		kv_set(&kv, "POSTZERO", "1");
+	if (t->discard)
+		kv_set(&kv, "DISCARD", "1");
 	kv_setf(&kv, "CTIME", "%llu", (unsigned long long)t->ctime);
 	char *path = st_task_path(s, t->id);
 	int rc = kv_write_file(&kv, path);
@@ -456,6 +461,8 @@ static void load_one(struct storage_state *s, const char *dir, const char *name)
 		 kv_get(&kv, "DSTSDUUID") ? kv_get(&kv, "DSTSDUUID") : "");
 	t->icop = (int)kv_get_int(&kv, "OP", 0);
 	t->sync_type = (int)kv_get_int(&kv, "SYNCTYPE", 0);
+	t->postzero = kv_get_int(&kv, "POSTZERO", 0) == 1;
+	t->discard = kv_get_int(&kv, "DISCARD", 0) == 1;
 	if (t->kind == ST_TK_IMAGE_COPY)
 		t->verb = t->icop == ST_IC_CLONE ? "cloneImageStructure"
 			  : t->icop == ST_IC_SYNC ? "syncImageData" : "moveImage";
@@ -483,13 +490,60 @@ struct st_task *st_task_claim(struct storage_state *s, const char *sd, const cha
 		return NULL;   /* after startup: nothing is claimed */
 	for (struct st_map_ent *e = map_first(&s->tasks); e; e = map_next(&s->tasks, e)) {
 		struct st_task *t = map_val(e);
-		if (!t->recovering || strcmp(t->sd, sd) != 0)
+		/* an image copy claims what it may have made on the destination
+		 * (never the source; syncData makes nothing) */
+		const char *on = t->kind == ST_TK_EXTEND ? ""   /* makes nothing */
+				 : t->kind != ST_TK_IMAGE_COPY ? t->sd
+				 : t->icop != ST_IC_SYNC ? t->dst_sd : "";
+		if (!t->recovering || strcmp(on, sd) != 0)
 			continue;
 		for (size_t i = 0; i < t->nvols; i++)
 			if (strcmp(t->vols[i], vol) == 0)
 				return t;
 	}
 	return NULL;
+}
+
+/* Remove the volumes of an interrupted delete the scan kept (LEGAL: not
+ * yet marked when vdsmd died), children first as listed: ILLEGAL on disk,
+ * data, metadata, index.  Returns how many could not be removed. */
+static size_t delete_rest(struct storage_state *s, struct st_domain *d, struct st_task *t)
+{
+	size_t kept = 0;
+	for (size_t i = 0; i < t->nvols; i++) {
+		struct st_volume *v = map_get(&d->volumes, t->vols[i]);
+		if (!v)
+			continue;
+		struct st_volume copy = *v;
+		copy.legal = false;
+		int rc = st_vol_write_meta(d, &copy);
+		if (rc == 0)
+			v->legal = false;
+		if (rc == 0 && (t->postzero || t->discard))
+			rc = st_vol_scrub(d, v->image, v->uuid, t->postzero, t->discard);
+		if (rc == 0)
+			rc = st_vol_unlink(d, v->image, v->uuid, false);
+		if (rc == 0)
+			rc = st_vol_unlink(d, v->image, v->uuid, true);
+		if (rc < 0) {
+			log_error("storage: task %s: cannot finish removing volume %s: %s", t->id,
+				  v->uuid, strerror(-rc));
+			kept++;
+			continue;
+		}
+		char img[37];
+		snprintf(img, sizeof(img), "%s", v->image);
+		index_del_volume(d, t->vols[i]);
+		if (!map_get(&d->images, img)) {
+			int images = st_dir_at(d->dir, "images");
+			if (images >= 0) {
+				if (unlinkat(images, img, AT_REMOVEDIR) == 0)
+					fsync(images);
+				close(images);
+			}
+		}
+	}
+	return kept;
 }
 
 void st_tasks_recover(struct storage_state *s)
@@ -512,18 +566,22 @@ void st_tasks_recover(struct storage_state *s)
 			snprintf(t->message, sizeof(t->message),
 				 "interrupted by restart; storage domain %s is not available", t->sd);
 		} else if (t->kind == ST_TK_IMAGE_COPY) {
-			/* the source is removed only after a verified copy: a
-			 * move whose source is gone is complete; otherwise what
-			 * the destination holds is ILLEGAL and the source kept */
-			bool moved = t->icop == ST_IC_MOVE && !map_get(&d->images, t->img);
-			t->result = moved ? ST_TR_SUCCESS : ST_TR_CLEAN_FAILURE;
-			t->code = moved ? 0 : 100;
-			snprintf(t->message, sizeof(t->message), "%s", moved ? done :
-				 "interrupted by restart; the source image is kept, volumes "
-				 "written on the destination are ILLEGAL");
+			st_image_copy_recover(s, t);
 		} else if (t->kind == ST_TK_EXTEND) {
 			struct st_volume *v = map_get(&d->volumes, t->vol);
 			bool ok = v && v->capacity >= t->size;
+			if (v && !ok && st_volume_grown(d, v, t->size)) {
+				/* the data was grown and synced, the metadata not
+				 * yet: finish it (a volume never shrinks) */
+				struct st_volume copy = *v;
+				copy.capacity = t->size;
+				copy.mtime = (int64_t)time(NULL);
+				if (st_vol_write_meta(d, &copy) == 0) {
+					v->capacity = t->size;
+					v->mtime = copy.mtime;
+					ok = true;
+				}
+			}
 			t->result = ok ? ST_TR_SUCCESS : ST_TR_CLEAN_SUCCESS;
 			t->code = ok ? 0 : rpc_err_code(RPC_E_TASK_ABORTED);
 			snprintf(t->message, sizeof(t->message), "%s", ok ? done : "aborted by restart");
@@ -544,11 +602,17 @@ void st_tasks_recover(struct storage_state *s)
 			t->code = 0;
 			snprintf(t->message, sizeof(t->message), "%s", done);
 		} else {
-			t->result = ST_TR_CLEAN_FAILURE;
-			t->code = 100;
-			snprintf(t->message, sizeof(t->message),
-				 "interrupted by restart: %zu of %zu volumes removed, %zu kept",
-				 t->nvols - left, t->nvols, left);
+			/* some volumes were marked ILLEGAL (and the scan removed
+			 * them): the delete had begun; finish it */
+			size_t kept = delete_rest(s, d, t);
+			t->result = kept ? ST_TR_CLEAN_FAILURE : ST_TR_SUCCESS;
+			t->code = kept ? 100 : 0;
+			if (kept)
+				snprintf(t->message, sizeof(t->message),
+					 "interrupted by restart: %zu of %zu volumes removed, %zu "
+					 "kept", t->nvols - kept, t->nvols, kept);
+			else
+				snprintf(t->message, sizeof(t->message), "%s", done);
 		}
 		t->progress = t->result == ST_TR_SUCCESS ? 100 : 0;
 		s->tasks_aborted++;

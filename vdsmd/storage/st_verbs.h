@@ -60,7 +60,7 @@ int vh_img_move(struct rpc_call *c);
 
 /* st_verbs_jobs.c */
 int vh_sdm_copy_data(struct rpc_call *c);
-/* Host.getJobs' map (storage jobs), for storage_write_jobs. */
+/* The storage jobs as members of Host.getJobs' map (storage_write_job_members). */
 void st_write_jobs(struct storage_state *s, struct vd_writer *w, const char *type,
 		   const struct vd_value *ids);
 void verb_write_job(struct vd_writer *w, const struct st_job_info *j);

@@ -3,6 +3,7 @@
  * the lock (memory only); create/format/pool changes are RPC_F_BLOCKING. */
 #include "st_verbs.h"
 #include "../vdsmd.h"
+#include "../../common/log.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -119,20 +120,55 @@ int vh_host_get_storage_domains(struct rpc_call *c)
 		return rpc_fail(c, RPC_E_PARAMS, "storageType: unknown type");
 	if (!is_null(rp) && rp->type != VD_STRING)
 		return rpc_fail(c, RPC_E_PARAMS, "remotePath: not a string");
+	/* domains another host made on storage connected here (VDSM's
+	 * sdCache.refreshStorage) */
+	st_conn_discover(s);
+	/* remotePath as VDSM compares it: both sides normalized (host:/a//b/
+	 * is host:/a/b) */
+	char *want_rp = NULL;
+	if (!is_null(rp)) {
+		char *raw = arena_strndup(c->arena, rp->v.s.ptr, rp->v.s.len);
+		want_rp = st_conn_normalize(raw);
+		if (!want_rp)
+			want_rp = xstrdup(raw);
+	}
 	vw_begin_array(c->w);
 	pthread_mutex_lock(&s->lock);
+	/* our connected pool: its members are the pool's map (VDSM's
+	 * pool.getDomains()), including domains this host has not loaded */
+	const char *map = spid[0] && s->pool_connected && strcmp(s->pool_uuid, spid) == 0
+			  ? st_pool_dommap(s) : NULL;
+	for (const char *p = map; p && *p;) {
+		const char *end = strchr(p, ',');
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+		char sd[37];
+		snprintf(sd, sizeof(sd), "%.*s", (int)(len < 36 ? len : 36), p);
+		p = end ? end + 1 : p + len;
+		if (!st_is_uuid(sd) || map_get(&s->domains, sd))
+			continue;   /* known ones are filtered below */
+		if (!want_class && !want_type && !want_rp)
+			vw_strz(c->w, sd);
+	}
 	for (struct st_map_ent *e = map_first(&s->domains); e; e = map_next(&s->domains, e)) {
 		const struct st_domain *d = map_val(e);
-		if (d->formatting || (spid[0] && strcmp(d->pool, spid) != 0) ||
-		    (want_class && d->dclass != want_class) || (want_type && d->type != want_type))
+		if (d->formatting || (want_class && d->dclass != want_class) ||
+		    (want_type && d->type != want_type))
 			continue;
-		if (!is_null(rp) && (strlen(d->remote) != rp->v.s.len ||
-				     memcmp(d->remote, rp->v.s.ptr, rp->v.s.len) != 0))
+		if (map ? st_dommap_get(map, d->uuid) == ST_DS_NONE
+			: spid[0] && strcmp(d->pool, spid) != 0)
 			continue;
+		if (want_rp) {
+			char *have = st_conn_normalize(d->remote);
+			bool same = strcmp(have ? have : d->remote, want_rp) == 0;
+			free(have);
+			if (!same)
+				continue;
+		}
 		vw_strz(c->w, d->uuid);
 	}
 	pthread_mutex_unlock(&s->lock);
 	vw_end_array(c->w);
+	free(want_rp);
 	return 0;
 }
 
@@ -304,11 +340,18 @@ int vh_sp_reconstruct_master(struct rpc_call *c)
 	if (n == 0 || n > 256)
 		return rpc_fail(c, RPC_E_PARAMS, "domainDict: 1 to 256 domains expected");
 	const char **doms = arena_alloc(c->arena, n * sizeof(*doms));
+	int *sts = arena_alloc(c->arena, n * sizeof(*sts));
 	for (size_t i = 0; i < n; i++) {
 		const struct vd_member *m = &dict->v.obj.members[i];
 		if (!vd_is_uuid(m->key, m->klen) || m->val.type != VD_STRING)
 			return rpc_fail(c, RPC_E_PARAMS, "domainDict: sdUUID -> status expected");
 		doms[i] = arena_strndup(c->arena, m->key, m->klen);
+		const char *st = arena_strndup(c->arena, m->val.v.s.ptr,
+					       m->val.v.s.len > 32 ? 32 : m->val.v.s.len);
+		/* VDSM's validateSDStatus: Unknown, Attached, Unattached, Active
+		 * (any case), the deprecated Inactive as Attached; else 376 */
+		if (!(sts[i] = st_dom_status_parse(st)))
+			return rpc_fail(c, RPC_E_DOM_STATUS, "%s: %s", doms[i], st);
 	}
 	int64_t renew = rpc_arg_int(c, "lockRenewalIntervalSec", 0);
 	int64_t ltime = rpc_arg_int(c, "leaseTimeSec", 0);
@@ -324,8 +367,8 @@ int vh_sp_reconstruct_master(struct rpc_call *c)
 	struct st_err e = { 0 };
 	if (st_pool_reconstruct(s, rpc_arg_str(c, "storagepoolID", NULL),
 				host < 1 || host > 2000 ? 0 : (int)host, rpc_arg_str(c, "name", NULL),
-				rpc_arg_str(c, "masterSdUUID", NULL), (int)mver, doms, n, &lease,
-				&e) < 0)
+				rpc_arg_str(c, "masterSdUUID", NULL), (int)mver, doms, sts, n,
+				&lease, &e) < 0)
 		return verb_fail(c, &e);
 	vw_bool(c->w, true);
 	return 0;
@@ -352,9 +395,46 @@ int vh_sp_spm_start(struct rpc_call *c)
 	struct storage_state *s = verb_state(c);
 	if (!s)
 		return -1;
+	const char *sp = rpc_arg_str(c, "storagepoolID", NULL);
+	int64_t max_host = rpc_arg_int(c, "maxHostID", 2000);
+	const struct vd_value *dv = rpc_arg(c, "domVersion");
+	int64_t dom_version = -1;   /* absent: the master's own version */
+	if (!is_null(dv) && dv->type == VD_INT)
+		dom_version = dv->v.i;
+	else if (!is_null(dv) && dv->v.s.len > 0 && dv->v.s.len < 4 &&
+		 strspn(dv->v.s.ptr, "0123456789") == dv->v.s.len)
+		dom_version = atoi(arena_strndup(c->arena, dv->v.s.ptr, dv->v.s.len));
+	else if (!is_null(dv))
+		dom_version = -2;
+	if (!is_null(dv) && (dom_version < 0 || dom_version > 5))
+		return rpc_fail(c, RPC_E_DOM_VERSION, "domVersion: not a supported version (0-5)");
+	if (max_host < 1 || max_host > 2000)
+		return rpc_fail(c, RPC_E_PARAMS, "maxHostID: 1 to 2000");
+	pthread_mutex_lock(&s->lock);
+	const struct st_domain *m = s->pool_connected && strcmp(s->pool_uuid, sp) == 0
+				    ? map_get(&s->domains, s->pool_master) : NULL;
+	int mver = m ? m->version : -1, me = s->pool_host_id, holder = s->spm_holder;
+	int64_t lver = s->spm_lver;
+	char mid[37];
+	snprintf(mid, sizeof(mid), "%s", s->pool_master);
+	pthread_mutex_unlock(&s->lock);
+	/* VDSM: a master domain newer than the engine's domVersion refuses */
+	if (m && dom_version >= 0 && mver > dom_version)
+		return rpc_fail(c, RPC_E_VERSION_ADVANCED, "%s: expected %lld, found %d",
+				mid, (long long)dom_version, mver);
+	if (m && me > max_host)
+		return rpc_fail(c, RPC_E_PARAMS, "maxHostID %lld: this host's id is %d",
+				(long long)max_host, me);
+	/* prevID / prevLver: what the engine last saw; VDSM logs a difference */
+	const char *plv = rpc_arg_str(c, "prevLver", NULL);
+	int64_t prev = rpc_arg_int(c, "prevID", -1);
+	if (m && (prev != holder || (plv && strtoll(plv, NULL, 10) != lver)))
+		log_info("storage: spmStart: the engine expected SPM %lld version %s, the lease "
+			 "says %d version %lld", (long long)prev, plv ? plv : "?", holder,
+			 (long long)lver);
 	struct st_err e = { 0 };
 	char tid[37];
-	if (st_spm_start(s, rpc_arg_str(c, "storagepoolID", NULL), tid, &e) < 0)
+	if (st_spm_start(s, sp, tid, &e) < 0)
 		return verb_fail(c, &e);
 	vw_strz(c->w, tid);
 	return 0;
@@ -409,12 +489,8 @@ int vh_sp_get_info(struct rpc_call *c)
 		return -1;
 	}
 	const struct st_domain *master = map_get(&s->domains, s->pool_master);
-	struct vd_buf doms = VD_BUF_INIT;
-	for (struct st_map_ent *it = map_first(&s->domains); it; it = map_next(&s->domains, it)) {
-		const struct st_domain *d = map_val(it);
-		if (strcmp(d->pool, s->pool_uuid) == 0 && !d->formatting)
-			buf_printf(&doms, "%s%s:Active", doms.len ? "," : "", d->uuid);
-	}
+	/* the pool's domain map (POOL_DOMAINS), as VDSM reports it */
+	const char *map = st_pool_dommap(s);
 	vw_begin_object(w);
 	vw_keyz(w, "info");
 	vw_begin_object(w);
@@ -422,36 +498,44 @@ int vh_sp_get_info(struct rpc_call *c)
 	vw_kstr(w, "master_uuid", s->pool_master);
 	vw_kstr(w, "name", s->pool_name ? s->pool_name : "");
 	vw_kstrf(w, "version", "%d", master ? master->version : 5);
-	vw_keyz(w, "domains");
-	vw_string(w, doms.data ? doms.data : "", doms.len);
+	vw_kstr(w, "domains", map);
 	vw_kstr(w, "pool_status", "connected");
 	vw_kstr(w, "isoprefix", "");
 	vw_kstr(w, "type", master ? st_domtype_name(master->type) : "LOCALFS");
-	vw_kint(w, "master_ver", s->pool_master_ver);
+	vw_kint(w, "master_ver", master ? master->master_ver : s->pool_master_ver);
 	vw_kint(w, "lver", s->spm_lver);
 	vw_end_object(w);
 	vw_keyz(w, "dominfo");
 	vw_begin_object(w);
-	for (struct st_map_ent *it = map_first(&s->domains); it; it = map_next(&s->domains, it)) {
-		const struct st_domain *d = map_val(it);
-		if (strcmp(d->pool, s->pool_uuid) != 0 || d->formatting)
-			continue;
-		vw_keyz(w, d->uuid);
-		vw_begin_object(w);
-		vw_kstr(w, "status", "Active");
-		vw_keyz(w, "alerts");
-		vw_begin_array(w);
-		vw_end_array(w);
-		vw_kstr(w, "isoprefix", "");
-		vw_kint(w, "version", d->version);
-		vw_kstrf(w, "disktotal", "%lld", (long long)d->disktotal);
-		vw_kstrf(w, "diskfree", "%lld", (long long)d->diskfree);
-		vw_end_object(w);
+	for (const char *p = map; *p;) {
+		const char *end = strchr(p, ',');
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+		char sd[37];
+		if (len > 37 && p[36] == ':') {
+			memcpy(sd, p, 36);
+			sd[36] = '\0';
+			int st = st_dommap_get(map, sd);
+			const struct st_domain *d = map_get(&s->domains, sd);
+			vw_keyz(w, sd);
+			vw_begin_object(w);
+			vw_kstr(w, "status", st_dom_status_name(st));
+			vw_keyz(w, "alerts");
+			vw_begin_array(w);
+			vw_end_array(w);
+			vw_kstr(w, "isoprefix", "");
+			/* VDSM: version and sizes for Active domains only */
+			if (st == ST_DS_ACTIVE && d && !d->formatting) {
+				vw_kint(w, "version", d->version);
+				vw_kstrf(w, "disktotal", "%lld", (long long)d->disktotal);
+				vw_kstrf(w, "diskfree", "%lld", (long long)d->diskfree);
+			}
+			vw_end_object(w);
+		}
+		p = end ? end + 1 : p + len;
 	}
 	vw_end_object(w);
 	vw_end_object(w);
 	pthread_mutex_unlock(&s->lock);
-	buf_free(&doms);
 	return 0;
 }
 
@@ -479,31 +563,17 @@ int vh_sp_get_spm_status(struct rpc_call *c)
 	return 0;
 }
 
-/* StorageDomain.activate / deactivate: the domain must be attached to the
- * connected pool, and only its SPM changes it.  Domains of a pool are
- * served (Active) while it is connected; the master cannot be deactivated
- * (no reconstructMaster here). */
+/* StorageDomain.activate / deactivate: the domain's status in the pool
+ * (st_domain_activate), changed by the SPM only. */
 static int sd_pool_op(struct rpc_call *c, bool activate)
 {
 	struct storage_state *s = verb_state(c);
 	if (!s)
 		return -1;
-	const char *sd = rpc_arg_str(c, "storagedomainID", NULL);
-	const char *sp = rpc_arg_str(c, "storagepoolID", NULL);
 	struct st_err e = { 0 };
-	pthread_mutex_lock(&s->lock);
-	struct st_domain *d = st_domain_get(s, sd, &e);
-	int rc = d ? 0 : -1;
-	if (rc == 0 && (!s->pool_connected || strcmp(s->pool_uuid, sp) != 0))
-		rc = st_fail(&e, RPC_E_NO_POOL, "%s", sp);
-	if (rc == 0 && strcmp(d->pool, sp) != 0)
-		rc = st_fail(&e, RPC_E_NOT_IN_POOL, "domain=%s, pool=%s", sd, sp);
-	if (rc == 0)
-		rc = st_spm_require(s, d, &e);
-	if (rc == 0 && !activate && d->master)
-		rc = st_fail(&e, RPC_E_GENERAL, "%s is the master domain of pool %s", sd, sp);
-	pthread_mutex_unlock(&s->lock);
-	if (rc < 0)
+	if (st_domain_activate(s, rpc_arg_str(c, "storagedomainID", NULL),
+			       rpc_arg_str(c, "storagepoolID", NULL), activate,
+			       activate ? NULL : rpc_arg_str(c, "masterSdUUID", NULL), &e) < 0)
 		return verb_fail(c, &e);
 	vw_bool(c->w, true);
 	return 0;
@@ -524,9 +594,14 @@ static int sd_attach(struct rpc_call *c, bool attach)
 	struct storage_state *s = verb_state(c);
 	if (!s)
 		return -1;
-	if (!attach && rpc_arg_bool(c, "force", false))
-		return rpc_fail(c, RPC_E_PARAMS, "force: not supported");
 	struct st_err e = { 0 };
+	if (!attach && rpc_arg_bool(c, "force", false)) {
+		if (st_domain_force_detach(s, rpc_arg_str(c, "storagedomainID", NULL),
+					   rpc_arg_str(c, "storagepoolID", NULL), &e) < 0)
+			return verb_fail(c, &e);
+		vw_bool(c->w, true);
+		return 0;
+	}
 	if (st_domain_attach(s, rpc_arg_str(c, "storagedomainID", NULL),
 			     rpc_arg_str(c, "storagepoolID", NULL), attach, &e) < 0)
 		return verb_fail(c, &e);

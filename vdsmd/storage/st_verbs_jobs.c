@@ -92,7 +92,6 @@ void st_write_jobs(struct storage_state *s, struct vd_writer *w, const char *typ
 		   const struct vd_value *ids)
 {
 	bool storage = !type || !*type || strcmp(type, "storage") == 0;
-	vw_begin_object(w);
 	pthread_mutex_lock(&s->lock);
 	for (struct st_map_ent *it = map_first(&s->jobs); storage && it; it = map_next(&s->jobs, it)) {
 		const struct st_job *j = map_val(it);
@@ -105,5 +104,4 @@ void st_write_jobs(struct storage_state *s, struct vd_writer *w, const char *typ
 		verb_write_job(w, &j->info);
 	}
 	pthread_mutex_unlock(&s->lock);
-	vw_end_object(w);
 }

@@ -211,6 +211,34 @@ int st_volume_extend(struct storage_state *s, const char *sd, const char *img, c
 /* Data first (RAW: ftruncate, preallocated: fallocate the new part; COW:
  * qemu-img resize), synced, then the metadata's CAP, then memory.  A failed
  * data step puts a RAW file back to its old size. */
+bool st_volume_grown(const struct st_domain *d, const struct st_volume *v, int64_t size)
+{
+	int ifd = st_img_open(d, v->image, false);
+	int fd = ifd < 0 ? -1 : openat(ifd, v->uuid, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (ifd >= 0)
+		close(ifd);
+	if (fd < 0)
+		return false;
+	struct stat st;
+	int64_t have = -1;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+		if (v->format != ST_FMT_COW) {
+			have = st.st_size;
+		} else {   /* qcow2 header: magic, version, ..., size at 24 (BE) */
+			unsigned char h[32];
+			if (pread(fd, h, sizeof(h), 0) == (ssize_t)sizeof(h) &&
+			    memcmp(h, "QFI\xfb", 4) == 0) {
+				uint64_t vs = 0;
+				for (int i = 0; i < 8; i++)
+					vs = vs << 8 | h[24 + i];
+				have = vs > INT64_MAX ? -1 : (int64_t)vs;
+			}
+		}
+	}
+	close(fd);
+	return have >= size;
+}
+
 void st_volume_run_extend(struct storage_state *s, struct st_task *t)
 {
 	char err[256] = "";
@@ -263,10 +291,13 @@ void st_volume_run_extend(struct storage_state *s, struct st_task *t)
 		snprintf(err, sizeof(err), "syncing: %s", strerror(-rc));
 	}
 	if (rc == 0) {
+		ST_CRASH("extend.grown");
 		copy.capacity = t->size;
 		copy.mtime = (int64_t)time(NULL);
 		if ((rc = st_vol_write_meta(d, &copy)) < 0)
 			snprintf(err, sizeof(err), "writing volume metadata: %s", strerror(-rc));
+		else
+			ST_CRASH("extend.meta");
 	}
 out:
 	if (fd >= 0)

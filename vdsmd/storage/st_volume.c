@@ -241,6 +241,7 @@ static int preallocate(struct storage_state *s, struct st_task *t, int fd, int64
 		}
 		off += len;
 		task_progress(s, t, off, size);
+		ST_CRASH("create.prealloc-chunk");
 #ifdef VD_TEST_HOOKS
 		if (s->prealloc_chunk_delay_us)
 			usleep(s->prealloc_chunk_delay_us);
@@ -352,6 +353,10 @@ int st_run_tool_cb(struct storage_state *s, struct st_task *t, const char *tool,
 		return -serr;
 	}
 	set_child(s, t, pid);
+#ifdef VD_TEST_HOOKS
+	if (t && t->crash_step)
+		st_crash_point(t->crash_step);
+#endif
 	char out[512];
 	size_t got = 0;
 	for (;;) {
@@ -393,12 +398,19 @@ int st_run_tool_cb(struct storage_state *s, struct st_task *t, const char *tool,
 		st_task_abort_msg(s, t, err, errlen);
 		return -ECANCELED;
 	}
+	/* "-p" progress lines end in '\r': the message is what follows */
+	const char *msg = strrchr(out, '\r') ? strrchr(out, '\r') + 1 : out;
+	if (WIFSIGNALED(status) && WTERMSIG(status) == SIGXFSZ) {
+		/* past RLIMIT_FSIZE (a tool that does not ignore SIGXFSZ) */
+		snprintf(err, errlen, "%s %s: file size limit exceeded: File too large", tool, what);
+		return -EFBIG;
+	}
 	if (WIFSIGNALED(status))
 		snprintf(err, errlen, "%s %s killed by signal %d: %s", tool, what, WTERMSIG(status),
-			 got ? out : "(no output)");
+			 *msg ? msg : "(no output)");
 	else
 		snprintf(err, errlen, "%s %s failed (exit %d): %s", tool, what, WEXITSTATUS(status),
-			 got ? out : "(no output)");
+			 *msg ? msg : "(no output)");
 	if (strstr(out, "No space left"))
 		return -ENOSPC;
 	if (strstr(out, "too large"))
@@ -481,8 +493,11 @@ int st_vol_create_data(struct storage_state *s, struct st_task *t, const struct 
 		close(ifd);
 		return rc;   /* not ours: nothing to remove */
 	}
+	ST_CRASH("create.data-file");
 	if (t->format == ST_FMT_COW) {
 		rc = create_cow(s, t, fd, err, errlen);
+		if (rc == 0)
+			ST_CRASH("create.cow-written");
 		if (rc == 0)
 			rc = check_qcow2(fd, t->size, err, errlen);
 	} else if (t->alloc == ST_PREALLOCATED) {
@@ -501,6 +516,8 @@ int st_vol_create_data(struct storage_state *s, struct st_task *t, const struct 
 		rc = -errno;
 		snprintf(err, errlen, "syncing volume %s: %s", t->vol, strerror(-rc));
 	}
+	if (rc == 0)
+		ST_CRASH("create.data-synced");
 	close(fd);
 	if (rc < 0) {
 		unlinkat(ifd, t->vol, 0);

@@ -119,12 +119,16 @@ void storage_write_domain_stats(struct vdsmd *d, struct vd_writer *w)
 void storage_write_jobs(struct vdsmd *d, struct vd_writer *w, const char *job_type,
 			const struct vd_value *job_ids)
 {
-	if (d && d->storage) {
+	vw_begin_object(w);
+	storage_write_job_members(d, w, job_type, job_ids);
+	vw_end_object(w);
+}
+
+void storage_write_job_members(struct vdsmd *d, struct vd_writer *w, const char *job_type,
+			       const struct vd_value *job_ids)
+{
+	if (d && d->storage)
 		st_write_jobs(d->storage, w, job_type, job_ids);
-	} else {
-		vw_begin_object(w);
-		vw_end_object(w);
-	}
 }
 
 static int no_storage(enum rpc_err *err, char *msg, size_t msglen)

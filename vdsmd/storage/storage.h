@@ -19,6 +19,10 @@ extern const struct rpc_binding storage_bindings[];
  * empty object without storage.  Memory only, any thread. */
 void storage_write_jobs(struct vdsmd *d, struct vd_writer *w, const char *job_type,
 			const struct vd_value *job_ids);
+/* The same jobs as members of an object the caller writes (Host.getJobs
+ * adds the virt backend's). */
+void storage_write_job_members(struct vdsmd *d, struct vd_writer *w, const char *job_type,
+			       const struct vd_value *job_ids);
 
 /* Image.prepare for another backend (the virt helper gets these through the
  * interface the daemon hands it; backends do not include each other).

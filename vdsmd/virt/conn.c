@@ -125,6 +125,7 @@ static virConnectPtr try_connect(struct virt_state *s)
 	pthread_mutex_lock(&s->lock);
 	s->conn = c;
 	pthread_mutex_unlock(&s->lock);
+	virt_merge_recover(s, c);   /* merges a previous vdsmd started (merge.c) */
 	return c;
 }
 

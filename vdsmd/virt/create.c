@@ -370,6 +370,8 @@ int virt_verb_create(struct rpc_call *c)
 	virDomainPtr dom = NULL;
 	int rc = -1;
 
+	if (virt_is_restore(p))   /* from hibernation (hibernate.c) */
+		return virt_create_restore(c);
 	const struct vd_value *vid = vd_obj_get(p, "vmId");
 	if (vid && !vd_str_eq(vid, id))
 		return rpc_fail(c, RPC_E_PARAMS, "vmParams.vmId differs from vmID");

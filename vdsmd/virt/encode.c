@@ -221,9 +221,7 @@ void virt_encode_vm_stats(struct vd_writer *w, const struct virt_snapshot *snap,
 	encode_display(w, vm);
 	encode_guest(w);
 	kstr_u64(w, "hash", vm->hash & 0x7fffffffffffffffull);
-	vw_keyz(w, "vmJobs");
-	vw_begin_object(w);
-	vw_end_object(w);
+	virt_encode_vm_jobs(w, vm);
 	vw_kstr(w, "vmType", "kvm");
 	vw_kstr(w, "kvmEnable", "true");
 	vw_kstr(w, "acpiEnable", "true");

@@ -135,13 +135,14 @@ static int lifecycle_cb(virConnectPtr conn, virDomainPtr dom, int event, int det
 	if (t->expect_ev)
 		t->expect_ev--;
 	/* a VM.create we run: VDSM's launch sequence before Up */
-	bool launch = t->launching && st == VS_UP;   /* STARTED, or RESUMED first (QEMU) */
+	bool launch = (t->launching || t->restoring) && st == VS_UP;   /* STARTED, or RESUMED first (QEMU) */
+	bool restored = launch && t->restoring;   /* VM.create from memory volumes */
 	/* QEMU reports a start twice (RESUMED, STARTED): one Up after launch */
 	bool repeat = !launch && t->just_launched && st == VS_UP;
 	/* migration: the source stays "Migration Source" while libvirt pauses
 	 * or resumes it; the destination is "Migration Destination" until
 	 * libvirt resumes it here */
-	if (t->migrating && st != VS_DOWN)
+	if ((t->migrating || t->saving) && st != VS_DOWN)   /* VM.hibernate: Saving State */
 		repeat = true;
 	if (t->incoming && st != VS_DOWN) {
 		if (event == VIR_DOMAIN_EVENT_RESUMED)
@@ -155,6 +156,7 @@ static int lifecycle_cb(virConnectPtr conn, virDomainPtr dom, int event, int det
 		repeat = true;
 	t->just_launched = launch;
 	t->launching = false;
+	t->restoring = false;
 	if (st == VS_DOWN) {
 		if (event == VIR_DOMAIN_EVENT_CRASHED)
 			track_set_down(t, VIRT_EXIT_ERROR, VIRT_REASON_GENERIC_ERROR, "VM crashed");
@@ -185,7 +187,9 @@ static int lifecycle_cb(virConnectPtr conn, virDomainPtr dom, int event, int det
 		virt_kick(s);
 		return 0;
 	}
-	if (launch) {
+	if (restored) {
+		virt_publish_status(s, uuid, VS_RESTORING_STATE, NULL);
+	} else if (launch) {
 		virt_publish_status(s, uuid, VS_WAIT_FOR_LAUNCH, NULL);
 		virt_publish_status(s, uuid, VS_POWERING_UP, NULL);
 	}

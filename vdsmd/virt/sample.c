@@ -557,6 +557,7 @@ static void merge(struct virt_state *s, struct virt_snapshot *snap, struct raw *
 		struct virt_vm *vm;
 		snapshot_add_vm(snap, &cap, &vm);
 		vm_from_raw(vm, r, t, now_ms, is_qemu);
+		virt_blockjobs_copy(s, vm);
 		vm->balloon_target_kib = t->balloon_target_kib;
 		vm->balloon_min_kib = t->balloon_min_kib;
 		/* A lifecycle event handled after this raw state was read is
@@ -602,6 +603,8 @@ static void merge(struct virt_state *s, struct virt_snapshot *snap, struct raw *
 			/* migrating away (paused at the end too), or arriving */
 			if (t->migrating && (vm->status == VS_UP || vm->status == VS_PAUSED))
 				vm->status = VS_MIGRATION_SOURCE;
+			if (t->saving)   /* VM.hibernate until the domain stops */
+				vm->status = VS_SAVING_STATE;
 			if (t->incoming) {
 				if (vm->status == VS_UP && r->state == VIR_DOMAIN_RUNNING)
 					t->incoming = false;
@@ -617,19 +620,21 @@ static void merge(struct virt_state *s, struct virt_snapshot *snap, struct raw *
 	TRACK_FOREACH(s, t) {
 		if (t->seen)
 			continue;
-		if ((t->launching && !t->created) || t->incoming) {
+		if (((t->launching || t->restoring) && !t->created) || t->incoming) {
 			/* VM.create still in libvirt, or a migration not arrived
 			 * yet: WaitForLaunch / Migration Destination, not gone */
 			struct virt_vm *vm;
 			snapshot_add_vm(snap, &cap, &vm);
 			snprintf(vm->uuid, sizeof vm->uuid, "%s", t->uuid);
 			vm->name = xstrdup(t->name ? t->name : "");
-			vm->status = t->launching ? VS_WAIT_FOR_LAUNCH : VS_MIGRATION_DESTINATION;
+			vm->status = t->launching ? VS_WAIT_FOR_LAUNCH
+				   : t->restoring ? VS_RESTORING_STATE : VS_MIGRATION_DESTINATION;
 			continue;
 		}
 		t->gone = true;
-		if (!t->down_reported)   /* admin shut down, else lost the qemu process */
-			track_stopped(t, VIR_DOMAIN_EVENT_STOPPED_DESTROYED);
+		if (!t->down_reported)   /* saved (VM.hibernate), admin shut down, else lost qemu */
+			track_stopped(t, t->saving ? VIR_DOMAIN_EVENT_STOPPED_SAVED
+					     : VIR_DOMAIN_EVENT_STOPPED_DESTROYED);
 		struct virt_vm *vm;
 		snapshot_add_vm(snap, &cap, &vm);
 		snprintf(vm->uuid, sizeof vm->uuid, "%s", t->uuid);

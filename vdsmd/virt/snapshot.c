@@ -24,6 +24,7 @@ static void vm_free(struct virt_vm *vm)
 		free((char *)vm->disks[i].path);
 	free(vm->disks);
 	free(vm->nics);
+	free(vm->bjobs);
 }
 
 void snapshot_put(struct virt_snapshot *s)
@@ -124,6 +125,7 @@ const char *virt_status_name(enum virt_status st)
 	case VS_MIGRATION_SOURCE: return "Migration Source";
 	case VS_MIGRATION_DESTINATION: return "Migration Destination";
 	case VS_WAIT_FOR_LAUNCH: return "WaitForLaunch";
+	case VS_RESTORING_STATE: return "Restoring state";
 	case VS_UNKNOWN: break;
 	}
 	return "Unknown";

@@ -87,6 +87,8 @@ void track_set_down(struct virt_track *t, int code, int reason, const char *msg)
 	t->launching = false;
 	t->migrating = false;
 	t->incoming = false;
+	t->saving = false;
+	t->restoring = false;
 	t->exit_code = code;
 	t->exit_reason = reason;
 	free(t->exit_message);

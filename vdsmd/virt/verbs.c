@@ -202,5 +202,8 @@ const struct rpc_binding virt_bindings[] = {
 	{ "VM.desktopLogin", virt_verb_desktop },
 	{ "VM.desktopLogoff", virt_verb_desktop },
 	{ "VM.seal", virt_verb_seal },
+	{ "VM.hibernate", virt_verb_hibernate },
+	{ "VM.snapshot", virt_verb_snapshot },
+	{ "VM.merge", virt_verb_merge },
 	{ NULL, NULL },
 };

@@ -88,6 +88,11 @@ struct virt_counts {
 	unsigned count, active, migrating, incoming, outgoing;
 };
 void virt_vm_counts(struct vdsmd *d, struct virt_counts *out);
+/* Host.getJobs: the virt jobs (VM.snapshot) as members "<jobId>": {id,
+ * status, description, job_type: "virt", error?} of the object the caller
+ * writes; none unless job_type is NULL, "" or "virt".  Any thread. */
+void virt_write_job_members(struct vdsmd *d, struct vd_writer *w, const char *job_type,
+			    const struct vd_value *job_ids);
 extern const struct rpc_binding virt_bindings[];
 
 #endif

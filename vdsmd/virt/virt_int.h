@@ -37,6 +37,7 @@ enum virt_status {
 	VS_WAIT_FOR_LAUNCH,
 	VS_MIGRATION_SOURCE,
 	VS_MIGRATION_DESTINATION,
+	VS_RESTORING_STATE,
 	VS_UNKNOWN,
 };
 const char *virt_status_name(enum virt_status st);
@@ -197,6 +198,8 @@ struct virt_vm {
 	/* Down only */
 	int exit_code, exit_reason;
 	char *exit_message;
+	struct virt_blockjob *bjobs;     /* VM.merge jobs (vmJobs) */
+	unsigned nbjobs;
 };
 
 /* Per-codec encoded Host.getAllVmStats result (the list value only). */
@@ -264,6 +267,8 @@ struct virt_track {
 	uint64_t balloon_min_kib;    /* memGuaranteedSize (VM.hot(un)plugMemory) */
 	bool migrating;              /* VM.migrate in progress (source) */
 	bool incoming;               /* VM.migrationCreate: expected here */
+	bool saving;                 /* VM.hibernate: saving its state (hibernate.c) */
+	bool restoring;              /* VM.create from memory volumes, until it is Up */
 	int mig_code, mig_progress;  /* VM.getMigrationStatus */
 	char mig_message[256];
 	struct virt_domxml xml;
@@ -271,6 +276,32 @@ struct virt_track {
 };
 
 #define VIRT_TRACK_BUCKETS 4096
+
+/* A VM.merge block commit (merge.c), reported in its VM's vmJobs. */
+struct virt_state;
+struct virt_blockjob {
+	struct virt_state *s;
+	char id[37], vm[37], dev[32], image[37], base[37], top[37];
+	char domain[37], pool[37];  /* of the volumes (recovery prepares them again) */
+	char base_path[1024], top_path[1024];
+	bool active;                 /* top is the active layer: pivot at the end */
+	unsigned long bandwidth;     /* MiB/s, 0: no limit */
+	uint64_t cur, end;           /* libvirt's progress */
+};
+#define VIRT_MAX_BJOBS 32
+
+/* A host job of the virt backend (jobs.c). */
+enum virt_job_status { VJ_PENDING, VJ_RUNNING, VJ_DONE, VJ_FAILED };
+struct virt_job {
+	char id[37];
+	char vm[37];
+	char description[24];
+	enum virt_job_status status;
+	int err_code;
+	char err_msg[256];
+	uint64_t ended_ms;
+};
+#define VIRT_MAX_JOBS 64
 
 struct virt_state {
 	struct vdsmd *d;
@@ -318,6 +349,10 @@ struct virt_state {
 	unsigned ev_inflight;        /* lifecycle events being published now */
 	unsigned bg_jobs;         /* VM.shutdown watcher threads running */
 	int reboot_cb_id;            /* reboot callback id or -1 */
+	struct virt_job jobs[VIRT_MAX_JOBS];   /* jobs.c */
+	unsigned njobs;
+	struct virt_blockjob bjobs[VIRT_MAX_BJOBS];   /* merge.c */
+	unsigned nbjobs;
 	/* counters */
 	uint64_t samples, sample_failures;
 };
@@ -443,6 +478,22 @@ void virt_cpu_quota(double limit, unsigned host_cpus, unsigned vcpus, long long 
  * its source file is: the leaf after a snapshot); NULL if none (blockops.c). */
 const struct virt_engdisk *virt_find_vol_drive(const struct virt_engxml *ex, const char *sd,
 					       const char *img, const char *vol);
+/* hibernate.c: VM.hibernate, and VM.create with memory volumes (restore) */
+/* One volume as VDSM names it (pool may be blank). */
+struct virt_pdiv {
+	char pool[37], domain[37], image[37], volume[37];
+};
+/* "domainID,poolID,dumpImageID,dumpVolumeID,confImageID,confVolumeID". */
+bool virt_parse_hiber_handle(const char *h, struct virt_pdiv *dump, struct virt_pdiv *conf);
+/* v's path through the storage interface: 0, or -1 with the call failed
+ * with code (what names the volume in the message). */
+int virt_prepare_volume(struct rpc_call *c, struct virt_state *s, const struct virt_pdiv *v,
+			const char *what, enum rpc_err code, char *path, size_t pathlen);
+/* The memory conf volume's record of VM id (written in place). */
+int virt_write_hiber_conf(const char *path, const char *id, char *why, size_t whylen);
+int virt_verb_hibernate(struct rpc_call *c);
+bool virt_is_restore(const struct vd_value *vmparams);
+int virt_create_restore(struct rpc_call *c);
 
 /* Lifecycle verb handlers (lifecycle.c, create.c) and read verbs (verbs.c). */
 int virt_verb_create(struct rpc_call *c);
@@ -453,6 +504,22 @@ int virt_verb_shutdown(struct rpc_call *c);
  * its STOPPED event then reports admin shutdown. Takes s->lock. */
 void virt_mark_admin(struct virt_state *s, const char *id, const char *name, bool on);
 int virt_verb_destroy(struct rpc_call *c);
+
+/* ---- host jobs (jobs.c): VM.snapshot; Host.getJobs job_type "virt" ---- */
+/* A new pending job (published): 0, VD_EEXIST, or VD_EBUSY (no room). */
+int virt_job_add(struct virt_state *s, const char *id, const char *vm, const char *desc);
+/* Its new state (published); code/msg for VJ_FAILED. */
+void virt_job_set(struct virt_state *s, const char *id, enum virt_job_status st, int code,
+		  const char *msg);
+int virt_verb_snapshot(struct rpc_call *c);
+/* merge.c: VM.merge; the sampler copies a VM's block jobs into its stats
+ * (s->lock held), encode.c writes them as vmJobs. */
+int virt_verb_merge(struct rpc_call *c);
+void virt_blockjobs_copy(struct virt_state *s, struct virt_vm *vm);
+void virt_encode_vm_jobs(struct vd_writer *w, const struct virt_vm *vm);
+/* After (re)connecting: follow again the merges a previous vdsmd started
+ * (kept in each domain's metadata). */
+void virt_merge_recover(struct virt_state *s, virConnectPtr c);
 
 /* Human text of the last libvirt error (thread-local in libvirt). */
 const char *virt_last_error(void);
