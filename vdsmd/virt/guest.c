@@ -75,23 +75,14 @@ static void base64_append(struct vd_buf *out, const unsigned char *p, size_t n)
 	static const char tab[] =
 		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 	buf_reserve(out, (n + 2) / 3 * 4);
-	char *o = out->data + out->len;
-	size_t i = 0;
-	for (; i + 3 <= n; i += 3) {
-		uint32_t v = (uint32_t)p[i] << 16 | (uint32_t)p[i + 1] << 8 | p[i + 2];
-		*o++ = tab[v >> 18];
-		*o++ = tab[(v >> 12) & 63];
-		*o++ = tab[(v >> 6) & 63];
-		*o++ = tab[v & 63];
+	for (size_t i = 0; i < n; i += 3) {
+		size_t left = n - i;
+		uint32_t v = (uint32_t)p[i] << 16 | (left > 1 ? (uint32_t)p[i + 1] << 8 : 0) |
+			     (left > 2 ? p[i + 2] : 0);
+		char q[4] = { tab[v >> 18], tab[(v >> 12) & 63],
+			      left > 1 ? tab[(v >> 6) & 63] : '=', left > 2 ? tab[v & 63] : '=' };
+		buf_append(out, q, sizeof q);
 	}
-	if (i < n) {
-		uint32_t v = (uint32_t)p[i] << 16 | (i + 1 < n ? (uint32_t)p[i + 1] << 8 : 0);
-		*o++ = tab[v >> 18];
-		*o++ = tab[(v >> 12) & 63];
-		*o++ = i + 1 < n ? tab[(v >> 6) & 63] : '=';
-		*o++ = '=';
-	}
-	out->len = (size_t)(o - out->data);
 }
 
 static int act_screenshot(struct rpc_call *c, struct virt_state *s, virDomainPtr dom,
