@@ -53,6 +53,15 @@ static struct err_wire err_lookup(enum rpc_err e)
 	case RPC_E_TASK_STATE:   return (struct err_wire){ 410, "Operation is not allowed in this task state" };
 	case RPC_E_TASK_ABORTED: return (struct err_wire){ 411, "Task is aborted" };
 	case RPC_E_NO_RESOURCES: return (struct err_wire){ 1100, "Not enough resources" };
+	case RPC_E_VM_DOWN:      return (struct err_wire){ 6, "Virtual machine is down" };
+	case RPC_E_AGENT_NONRESP: return (struct err_wire){ 19, "Guest agent non-responsive" };
+	case RPC_E_MISSING_PARAM: return (struct err_wire){ 11, "Missing required parameter" };
+	case RPC_E_NOT_IMPL:     return (struct err_wire){ 44, "Not implemented" };
+	case RPC_E_RESIZE:       return (struct err_wire){ 58, "Wrong resize disk parameter" };
+	case RPC_E_VM_POLICY:    return (struct err_wire){ 63, "Failed to update VM SLA policy" };
+	case RPC_E_UNSUPPORTED:  return (struct err_wire){ 75, "Operation not supported" };
+	case RPC_E_FREEZE:       return (struct err_wire){ 76, "Unable to freeze guest filesystems" };
+	case RPC_E_THAW:         return (struct err_wire){ 77, "Unable to thaw guest filesystems" };
 	case RPC_E_NET_LOST_CONN:   return (struct err_wire){ 10, "Connection to the engine lost" };
 	case RPC_E_NET_BAD_PARAMS:  return (struct err_wire){ 21, "Bad network parameters" };
 	case RPC_E_NET_BAD_ADDR:    return (struct err_wire){ 22, "Bad network address" };

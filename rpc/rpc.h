@@ -115,6 +115,16 @@ enum rpc_err {
 	RPC_E_TASK_STATE,     /* 410 TaskStateError (task not in a state for the operation) */
 	RPC_E_TASK_ABORTED,   /* 411 TaskAborted (the code an aborted task's result carries) */
 	RPC_E_NO_RESOURCES,   /* 1100 */
+	/* guest and block verbs of the VM (virt/guest.c, virt/blockops.c) */
+	RPC_E_VM_DOWN,        /* 6 VMIsDown */
+	RPC_E_AGENT_NONRESP,  /* 19 NonResponsiveGuestAgent */
+	RPC_E_MISSING_PARAM,  /* 11 MissingParameter */
+	RPC_E_NOT_IMPL,       /* 44 MethodNotImplemented */
+	RPC_E_RESIZE,         /* 58 BadDiskResizeParameter */
+	RPC_E_VM_POLICY,      /* 63 UpdateVMPolicyFailed */
+	RPC_E_UNSUPPORTED,    /* 75 UnsupportedOperation */
+	RPC_E_FREEZE,         /* 76 FreezeGuestFSFailed */
+	RPC_E_THAW,           /* 77 ThawGuestFSFailed */
 	/* host networking (VDSM lib/vdsm/network/errors.py) */
 	RPC_E_NET_LOST_CONN,    /* 10 ERR_LOST_CONNECTION (connectivity check failed) */
 	RPC_E_NET_BAD_PARAMS,   /* 21 ERR_BAD_PARAMS */

@@ -116,6 +116,31 @@ static int virt_prepare_image(void *ctx, const char *pool, const char *domain,
 	return rc;
 }
 
+/* virt's VM.diskSizeExtend interface (a worker): a volume's sizes, and the
+ * capacity a running VM's disk was resized to. */
+static int virt_volume_size(void *ctx, const char *domain, const char *image,
+			    const char *volume, struct virt_volsize *out, char *why, size_t whylen)
+{
+	struct storage_volsize vs;
+	enum rpc_err err;
+	if (storage_volume_size(ctx, domain, image, volume, &vs, &err, why, whylen) < 0)
+		return err == RPC_E_GENERAL ? VD_EIO : VD_ENOENT;
+	out->cow = vs.cow;
+	out->capacity = vs.capacity;
+	out->apparent = vs.apparent;
+	return 0;
+}
+
+static int virt_set_capacity(void *ctx, const char *domain, const char *image,
+			     const char *volume, int64_t capacity, char *why, size_t whylen)
+{
+	enum rpc_err err;
+	if (storage_set_volume_capacity(ctx, domain, image, volume, capacity, &err, why,
+					whylen) < 0)
+		return err == RPC_E_GENERAL ? VD_EIO : VD_ENOENT;
+	return 0;
+}
+
 /* virt's network interface (VM.create, VM.hotplugNic, on a worker). */
 static int virt_network_bridge(void *ctx, const char *network, char *bridge, size_t len)
 {
@@ -198,6 +223,8 @@ int daemon_init(struct vdsmd *d, char *why, size_t whylen)
 		return rc;
 	}
 	const struct virt_deps deps = { .prepare_image = virt_prepare_image, .prepare_ctx = d,
+					.volume_size = virt_volume_size,
+					.set_capacity = virt_set_capacity,
 					.network_bridge = virt_network_bridge, .network_ctx = d,
 					.peer_tls = d->srv ? d->srv->peer_tls : NULL };
 	virt_set_deps(d, &deps);

@@ -120,7 +120,7 @@ static int test_bridge(void *ctx, const char *network, char *bridge, size_t len)
 
 static void wire_deps(void)
 {
-	struct virt_deps deps = { test_prepare, NULL, test_bridge, NULL, NULL };
+	struct virt_deps deps = { .prepare_image = test_prepare, .network_bridge = test_bridge };
 	virt_set_deps(&F.d, &deps);
 }
 

@@ -583,7 +583,7 @@ int st_pool_setup(struct storage_state *s, const char *sp, const char *name, con
 		ST_CRASH("pool.intent");
 	for (; rc == 0 && done < ndoms; done++) {
 		bool is_master = strcmp(doms[done], master) == 0;
-		if (skipped[done])
+		if (skipped[done] || !list[done])
 			continue;
 		if ((rc = write_meta_as(s, list[done], sp, is_master, &pmd)) < 0 &&
 		    reconstruct_host && !is_master) {
@@ -608,7 +608,7 @@ int st_pool_setup(struct storage_state *s, const char *sp, const char *name, con
 		ST_CRASH("pool.meta");
 	if (rc < 0) {
 		for (size_t i = 0; i < done; i++)
-			if (!skipped[i] &&
+			if (!skipped[i] && list[i] &&
 			    write_meta_as(s, list[i], old_pool[i], old_master[i], list[i]) < 0) {
 				log_error("storage: pool create: cannot restore domain %s metadata",
 					  list[i]->uuid);

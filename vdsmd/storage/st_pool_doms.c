@@ -249,11 +249,13 @@ void st_pool_adopt_members(struct storage_state *s)
 int st_domain_activate(struct storage_state *s, const char *sd, const char *sp, bool activate,
 		       const char *new_master, struct st_err *e)
 {
+	if (!sp)
+		return st_fail(e, RPC_E_NO_POOL, "no storage pool given");
 	pthread_mutex_lock(&s->lock);
 	struct st_domain *d = st_domain_get(s, sd, e);
 	int rc = d ? 0 : -1, cur = ST_DS_NONE;
-	if (rc == 0 && (!sp || !s->pool_connected || strcmp(s->pool_uuid, sp) != 0))
-		rc = st_fail(e, RPC_E_NO_POOL, "%s", sp ? sp : "");
+	if (rc == 0 && (!s->pool_connected || strcmp(s->pool_uuid, sp) != 0))
+		rc = st_fail(e, RPC_E_NO_POOL, "%s", sp);
 	if (rc == 0 && !st_spm_valid(s))
 		rc = st_fail(e, RPC_E_NOT_SPM, "host %d is not the SPM of pool %s", s->pool_host_id,
 			     sp);

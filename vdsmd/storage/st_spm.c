@@ -347,7 +347,7 @@ int st_spm_acquire(struct storage_state *s, struct st_task *t, char *err, size_t
 	s->spm_state = ST_SPM_CONTEND;
 	pthread_mutex_unlock(&s->lock);
 	int rc = 0;
-	struct lease mine, busy;
+	struct lease mine = { 0 }, busy = { .holder = -1, .lver = -1 };
 	if (!mdir) {
 		snprintf(err, errlen, "the master domain is not available");
 		rc = -ENOENT;

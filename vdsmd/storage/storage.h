@@ -52,4 +52,21 @@ int storage_teardown_image(struct vdsmd *d, const char *sd_uuid, const char *sp_
 			   char *msg, size_t msglen);
 void storage_image_free(struct storage_image *im);
 
+/* For virt's VM.diskSizeExtend (st_virtif.c; a worker thread, may block).
+ * storage_volume_size: the volume's format and sizes in bytes, the data
+ * file's re-read first.  storage_set_volume_capacity: record the virtual
+ * size a running VM's disk now has (its metadata, then memory).  Both 0,
+ * or -1 with *err (RPC_E_NO_DOMAIN, RPC_E_NO_IMAGE, RPC_E_NO_VOLUME,
+ * RPC_E_GENERAL) and a message. */
+struct storage_volsize {
+	bool cow;                 /* qcow2 (else raw) */
+	int64_t capacity;         /* virtual size (metadata) */
+	int64_t apparent, truesize;
+};
+int storage_volume_size(struct vdsmd *d, const char *sd, const char *img, const char *vol,
+			struct storage_volsize *out, enum rpc_err *err, char *msg, size_t msglen);
+int storage_set_volume_capacity(struct vdsmd *d, const char *sd, const char *img,
+				const char *vol, int64_t capacity, enum rpc_err *err, char *msg,
+				size_t msglen);
+
 #endif

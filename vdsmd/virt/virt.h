@@ -26,7 +26,9 @@
 
 #include "../vdsmd.h"
 #include "../../rpc/rpc.h"
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* What VM.create needs from the other backends, handed over by the daemon
  * (virt never includes storage or net).  Each function runs on a worker
@@ -44,6 +46,11 @@
  * network without a provider) is the bridge of the same name when
  * /sys/class/net/<name>/bridge exists: VDSM hands the engine's bridge name
  * to libvirt unchanged, so a bridge made outside VDSM works there too. */
+struct virt_volsize {
+	bool cow;               /* qcow2, else raw */
+	int64_t capacity;       /* virtual size in the volume's metadata */
+	int64_t apparent;       /* size of the data file */
+};
 struct ssl_ctx_st;
 struct virt_deps {
 	int (*prepare_image)(void *ctx, const char *pool, const char *domain, const char *image,
@@ -56,6 +63,14 @@ struct virt_deps {
 	 * for the calls to a migration's destination vdsmd; NULL: plain HTTP.
 	 * The daemon keeps it until after virt_fini. */
 	struct ssl_ctx_st *peer_tls;
+	/* VM.diskSizeExtend (blockops.c), ctx = prepare_ctx.  volume_size: the
+	 * volume's format and sizes (its file re-read first); set_capacity:
+	 * record the virtual size a running VM's disk was resized to.  0, or a
+	 * negative vd_err (VD_ENOENT: no such domain, image or volume) with why. */
+	int (*volume_size)(void *ctx, const char *domain, const char *image, const char *volume,
+			   struct virt_volsize *out, char *why, size_t whylen);
+	int (*set_capacity)(void *ctx, const char *domain, const char *image, const char *volume,
+			    int64_t capacity, char *why, size_t whylen);
 };
 
 /* Install the interfaces (after virt_init, before requests are served). */

@@ -509,6 +509,24 @@ int virt_verb_get_migration_status(struct rpc_call *c);
 int virt_verb_migration_create(struct rpc_call *c);
 int virt_verb_get_external_data(struct rpc_call *c);
 int virt_verb_set_destroy_on_reboot(struct rpc_call *c);
+/* guest.c, blockops.c, policy.c */
+int virt_verb_freeze(struct rpc_call *c);
+int virt_verb_thaw(struct rpc_call *c);
+int virt_verb_screenshot(struct rpc_call *c);
+int virt_verb_desktop(struct rpc_call *c);
+int virt_verb_seal(struct rpc_call *c);
+int virt_verb_disk_size_extend(struct rpc_call *c);
+int virt_verb_update_vm_policy(struct rpc_call *c);
+int virt_verb_get_iotune_policy(struct rpc_call *c);
+/* MOM's CPU limit (policy.c): vcpu_quota and vcpu_period for a VM of vcpus
+ * vCPUs limited to limit percent of a host of host_cpus CPUs (quota -1: no
+ * limit, from 100 % up). */
+void virt_cpu_quota(double limit, unsigned host_cpus, unsigned vcpus, long long *quota,
+		    unsigned long long *period);
+/* The disk of ex on volume sd/img/vol (its metadata volume, or the volume
+ * its source file is: the leaf after a snapshot); NULL if none (blockops.c). */
+const struct virt_engdisk *virt_find_vol_drive(const struct virt_engxml *ex, const char *sd,
+					       const char *img, const char *vol);
 /* hibernate.c: VM.hibernate, and VM.create with memory volumes (restore) */
 /* One volume as VDSM names it (pool may be blank). */
 struct virt_pdiv {

@@ -1,0 +1,83 @@
+/* vdsmd/storage/st_virtif.c - what virt's VM.diskSizeExtend needs of a
+ * volume (storage.h): its sizes after a refresh, and recording the capacity
+ * a running VM's disk was resized to (VDSM's setVolumeSize).  Metadata
+ * first, memory after, as the volume verbs do. */
+#include "st.h"
+#include "storage.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+static int fail_out(const struct st_err *e, enum rpc_err *err, char *msg, size_t msglen)
+{
+	*err = e->code ? e->code : RPC_E_GENERAL;
+	snprintf(msg, msglen, "%s", e->msg);
+	return -1;
+}
+
+int storage_volume_size(struct vdsmd *d, const char *sd, const char *img, const char *vol,
+			struct storage_volsize *out, enum rpc_err *err, char *msg, size_t msglen)
+{
+	memset(out, 0, sizeof(*out));
+	struct st_err e = { 0 };
+	if (!d || !d->storage) {
+		st_fail(&e, RPC_E_GENERAL, "storage is not available");
+		return fail_out(&e, err, msg, msglen);
+	}
+	struct storage_state *s = d->storage;
+	if (st_volume_refresh(s, sd, img, vol, &e) < 0)
+		return fail_out(&e, err, msg, msglen);
+	struct st_domain *dom = NULL;
+	pthread_mutex_lock(&s->lock);
+	struct st_volume *v = st_find_volume(s, sd, img, vol, &dom, &e);
+	if (v) {
+		out->cow = v->format == ST_FMT_COW;
+		out->capacity = v->capacity;
+		out->apparent = v->apparent;
+		out->truesize = v->truesize;
+	}
+	pthread_mutex_unlock(&s->lock);
+	return v ? 0 : fail_out(&e, err, msg, msglen);
+}
+
+int storage_set_volume_capacity(struct vdsmd *d, const char *sd, const char *img,
+				const char *vol, int64_t capacity, enum rpc_err *err, char *msg,
+				size_t msglen)
+{
+	struct st_err e = { 0 };
+	if (!d || !d->storage) {
+		st_fail(&e, RPC_E_GENERAL, "storage is not available");
+		return fail_out(&e, err, msg, msglen);
+	}
+	struct storage_state *s = d->storage;
+	struct st_domain *dom = NULL;
+	pthread_mutex_lock(&s->lock);
+	struct st_volume *v = st_find_volume(s, sd, img, vol, &dom, &e);
+	if (v && v->busy)
+		v = NULL, st_fail(&e, RPC_E_GENERAL, "volume %s is busy with another operation", vol);
+	if (!v) {
+		pthread_mutex_unlock(&s->lock);
+		return fail_out(&e, err, msg, msglen);
+	}
+	v->busy = true;
+	dom->busy++;
+	struct st_volume copy = *v;
+	pthread_mutex_unlock(&s->lock);
+	copy.capacity = capacity;
+	copy.mtime = (int64_t)time(NULL);
+	int rc = st_vol_write_meta(dom, &copy);
+	pthread_mutex_lock(&s->lock);
+	if (rc == 0) {
+		v->capacity = capacity;
+		v->mtime = copy.mtime;
+	}
+	v->busy = false;
+	dom->busy--;
+	pthread_mutex_unlock(&s->lock);
+	if (rc < 0) {
+		st_fail(&e, RPC_E_GENERAL, "writing volume metadata: %s", strerror(-rc));
+		return fail_out(&e, err, msg, msglen);
+	}
+	return 0;
+}
