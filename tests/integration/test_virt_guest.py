@@ -15,10 +15,8 @@ part is skipped, with the reason, where the private libvirtd or QEMU cannot
 start."""
 
 import base64
-import os
 import re
 import shutil
-import socket
 import struct
 import time
 import unittest
@@ -41,14 +39,7 @@ VOL_RAW = "d2b3c4d5-e6f7-4081-9a2b-c3d4e5f60722"
 MIB = 1 << 20
 
 
-def result(r):
-    assert "result" in r, r
-    return r["result"]
-
-
-def error_code(r):
-    assert "error" in r, r
-    return r["error"]["code"]
+result, error_code = vt.result, vt.error_code
 
 
 def png_size(data):
@@ -108,15 +99,7 @@ def vm_xml(vm, name, agent):
             '<os><type arch="x86_64" machine="pc">hvm</type></os>'
             '<devices>%s<graphics type="vnc" port="%d" autoport="no" listen="127.0.0.1"/>'
             '<video><model type="vga"/></video><memballoon model="none"/></devices>'
-            '<metadata><ovirt-vm:vm/></metadata></domain>' % (name, vm, channel, free_port()))
-
-
-def free_port():
-    """A loopback port nobody listens on now: the console's own, not
-    libvirt's 5900 up, which concurrent test runs contend for."""
-    with socket.socket() as so:
-        so.bind(("127.0.0.1", 0))
-        return so.getsockname()[1]
+            '<metadata><ovirt-vm:vm/></metadata></domain>' % (name, vm, channel, vt.free_port()))
 
 
 def disks_xml(vm, name, disks):
@@ -203,11 +186,7 @@ class TestDriver(unittest.TestCase):
 class Qemu(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.lv = privlibvirt.PrivateLibvirt()
-        if cls.lv.skip_reason:
-            reason = cls.lv.skip_reason
-            cls.lv.stop()
-            raise unittest.SkipTest("private libvirtd: " + reason)
+        cls.lv = privlibvirt.start_or_skip()
         cls.d = vt.Daemon(libvirt_uri=cls.lv.uri)
         cls.c = cls.d.stomp()
         cls.c.connect()
@@ -222,30 +201,15 @@ class Qemu(unittest.TestCase):
             result(cls.c.call("VM.create", p, timeout=60))
 
     @classmethod
-    def wait_task(cls, tid):
-        deadline = time.monotonic() + 30
-        while True:
-            st = result(cls.c.call("Task.getStatus", [tid]))
-            if st["taskState"] == "finished":
-                assert st["code"] == 0, st
-                return
-            assert time.monotonic() < deadline, "task %s did not finish" % tid
-            time.sleep(0.02)
-
-    @classmethod
     def make_volumes(cls):
         """A qcow2 and a raw volume of 1 MiB through the storage verbs, opened
         up for the private QEMU (it runs as nobody)."""
         assert "result" in cls.c.call("StorageDomain.create", [SD, 4, "", "guestdom", 1])
         for img, vol, fmt in ((IMG_COW, VOL_COW, 4), (IMG_RAW, VOL_RAW, 5)):
-            cls.wait_task(result(cls.c.call("Volume.create",
-                                            [vol, BLANK, SD, img, str(MIB), fmt, 2])))
-            path = os.path.join(cls.d.tmp, "storage", SD, "images", img, vol)
-            d = path
-            while d != os.path.dirname(cls.d.tmp):
-                d = os.path.dirname(d)
-                os.chmod(d, os.stat(d).st_mode | 0o005)
-            os.chmod(path, 0o666)
+            vt.wait_task(cls.c, result(cls.c.call("Volume.create",
+                                                  [vol, BLANK, SD, img, str(MIB), fmt, 2])),
+                         timeout=30)
+            vt.open_for_qemu(cls.d, [vt.volume_path(cls.d, SD, img, vol)])
 
     @classmethod
     def tearDownClass(cls):
@@ -326,9 +290,9 @@ class Qemu(unittest.TestCase):
     def test_disk_size_extend_raw(self):
         self.assertEqual(self.capacity("vdb"), MIB)
         # the engine grows the volume through storage, then tells the VM
-        self.wait_task(result(self.c.call("Volume.extendSize", {
+        vt.wait_task(self.c, result(self.c.call("Volume.extendSize", {
             "storagepoolID": BLANK, "storagedomainID": SD, "imageID": IMG_RAW,
-            "volumeID": VOL_RAW, "newSize": str(4 * MIB)})))
+            "volumeID": VOL_RAW, "newSize": str(4 * MIB)})), "Volume.extendSize", timeout=30)
         self.assertEqual(self.capacity("vdb"), MIB)      # the guest does not know yet
         self.assertEqual(result(self.extend(IMG_RAW, VOL_RAW, str(4 * MIB))), str(4 * MIB))
         self.assertEqual(self.capacity("vdb"), 4 * MIB)
@@ -351,7 +315,7 @@ class Qemu(unittest.TestCase):
         tune, x = self.vdb_iotune()
         self.assertEqual(tune, {"total_bytes_sec": str(2 * MIB), "write_iops_sec": "50"})
         self.assertIn("ovirt-tune:qos", x)
-        path = os.path.join(self.d.tmp, "storage", SD, "images", IMG_RAW, VOL_RAW)
+        path = vt.volume_path(self.d, SD, IMG_RAW, VOL_RAW)
         self.assertEqual(result(self.call("VM.getIoTunePolicy", VM_C)), [{
             "name": "vdb", "path": path,
             "maximum": {"total_bytes_sec": 2 * MIB, "write_iops_sec": 50},

@@ -203,19 +203,6 @@ static void qos_parse(const char *xml, struct qos *q)
 	}
 }
 
-static void put_escaped(struct vd_buf *b, const char *s)
-{
-	for (; *s; s++) {
-		switch (*s) {
-		case '&': buf_puts(b, "&amp;"); break;
-		case '<': buf_puts(b, "&lt;"); break;
-		case '>': buf_puts(b, "&gt;"); break;
-		case '"': buf_puts(b, "&quot;"); break;
-		default: buf_putc(b, *s);
-		}
-	}
-}
-
 static void put_tune6(struct vd_buf *b, const char *tag, const struct tune6 *t)
 {
 	if (!t->present)
@@ -233,7 +220,7 @@ static void qos_write(const struct qos *q, struct vd_buf *b)
 	buf_puts(b, "<qos>");
 	if (q->has_limit) {
 		buf_puts(b, "<vcpuLimit>");
-		put_escaped(b, q->limit);
+		virt_xml_escape(b, q->limit);
 		buf_puts(b, "</vcpuLimit>");
 	}
 	if (q->npol) {
@@ -243,12 +230,12 @@ static void qos_write(const struct qos *q, struct vd_buf *b)
 			buf_puts(b, "<device");
 			if (p->name[0]) {
 				buf_puts(b, " name=\"");
-				put_escaped(b, p->name);
+				virt_xml_escape(b, p->name);
 				buf_putc(b, '"');
 			}
 			if (p->path[0]) {
 				buf_puts(b, " path=\"");
-				put_escaped(b, p->path);
+				virt_xml_escape(b, p->path);
 				buf_putc(b, '"');
 			}
 			buf_putc(b, '>');
