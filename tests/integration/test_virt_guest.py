@@ -280,6 +280,7 @@ class Qemu(unittest.TestCase):
         # never smaller, and newSize must be a number: VDSM's resizeErr
         self.assertEqual(error_code(self.extend(IMG_COW, VOL_COW, str(2 * MIB))), 58)
         self.assertEqual(error_code(self.extend(IMG_COW, VOL_COW, "big")), 58)
+        self.assertEqual(error_code(self.extend(IMG_COW, VOL_COW, "9" * 19)), 58)  # past int64
         self.assertEqual(self.capacity("vda"), 3 * MIB)
         self.assertEqual(self.vol_capacity(IMG_COW, VOL_COW), 3 * MIB)
         # a drive the VM does not have: imageErr

@@ -17,6 +17,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -35,8 +36,8 @@ static int64_t new_size_arg(const struct rpc_call *c)
 	int64_t n = 0;
 	for (size_t i = 0; i < v->v.s.len; i++) {
 		char ch = v->v.s.ptr[i];
-		if (ch < '0' || ch > '9')
-			return -1;
+		if (ch < '0' || ch > '9' || n > (INT64_MAX - (ch - '0')) / 10)
+			return -1;   /* not digits, or past int64 */
 		n = n * 10 + (ch - '0');
 	}
 	return n > 0 ? n : -1;
