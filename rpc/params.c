@@ -325,20 +325,19 @@ const char *rpc_arg_str(const struct rpc_call *c, const char *name, size_t *len)
 	return v->v.s.ptr;
 }
 
+bool rpc_value_int(const struct vd_value *v, int64_t *out)
+{
+	if (v && v->type == VD_INT) {
+		*out = v->v.i;
+		return true;
+	}
+	return v && v->type == VD_STRING && digits_int64(v->v.s.ptr, v->v.s.len, out);
+}
+
 int64_t rpc_arg_int(const struct rpc_call *c, const char *name, int64_t dflt)
 {
-	const struct vd_value *v = rpc_arg(c, name);
-	if (!v)
-		return dflt;
 	int64_t out;
-	switch (v->type) {
-	case VD_INT:
-		return v->v.i;
-	case VD_STRING:
-		return digits_int64(v->v.s.ptr, v->v.s.len, &out) ? out : dflt;
-	default:
-		return dflt;
-	}
+	return rpc_value_int(rpc_arg(c, name), &out) ? out : dflt;
 }
 
 bool rpc_arg_bool(const struct rpc_call *c, const char *name, bool dflt)

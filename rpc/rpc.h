@@ -186,6 +186,10 @@ const struct vd_value *rpc_arg(const struct rpc_call *c, const char *name);
 const char *rpc_arg_str(const struct rpc_call *c, const char *name, size_t *len);
 /* Integer argument (RPC_T_INT/INTSTR), or dflt when absent. */
 int64_t rpc_arg_int(const struct rpc_call *c, const char *name, int64_t dflt);
+/* A value read as RPC_T_INTSTR reads it: a JSON integer, or a string of
+ * decimal digits within int64 (VDSM sizes, e.g. "1073741824").  False for
+ * anything else (absent, null, empty, signed or too long strings). */
+bool rpc_value_int(const struct vd_value *v, int64_t *out);
 bool rpc_arg_bool(const struct rpc_call *c, const char *name, bool dflt);
 
 /* ---- engine ------------------------------------------------------------ */

@@ -154,18 +154,8 @@ static int64_t int_or_str(const struct vd_value *v)
 {
 	if (!v || v->type == VD_NULL)
 		return -1;
-	if (v->type == VD_INT)
-		return v->v.i >= 0 ? v->v.i : -2;
-	if (v->type != VD_STRING || v->v.s.len == 0 || v->v.s.len > 19)
-		return -2;
-	int64_t x = 0;
-	for (size_t i = 0; i < v->v.s.len; i++) {
-		char ch = v->v.s.ptr[i];
-		if (ch < '0' || ch > '9')
-			return -2;
-		x = x * 10 + (ch - '0');
-	}
-	return x;
+	int64_t x;
+	return rpc_value_int(v, &x) && x >= 0 ? x : -2;
 }
 
 int vh_img_delete(struct rpc_call *c)

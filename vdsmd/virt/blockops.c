@@ -26,20 +26,7 @@
 /* newSize as an integer (a JSON integer or a string of digits); -1 if not. */
 static int64_t new_size_arg(const struct rpc_call *c)
 {
-	const struct vd_value *v = rpc_arg(c, "newSize");
-	if (!v)
-		return -1;
-	if (v->type == VD_INT)
-		return v->v.i > 0 ? v->v.i : -1;
-	if (v->type != VD_STRING || v->v.s.len == 0 || v->v.s.len > 19)
-		return -1;
-	int64_t n = 0;
-	for (size_t i = 0; i < v->v.s.len; i++) {
-		char ch = v->v.s.ptr[i];
-		if (ch < '0' || ch > '9' || n > (INT64_MAX - (ch - '0')) / 10)
-			return -1;   /* not digits, or past int64 */
-		n = n * 10 + (ch - '0');
-	}
+	int64_t n = rpc_arg_int(c, "newSize", -1);
 	return n > 0 ? n : -1;
 }
 

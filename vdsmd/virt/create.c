@@ -46,24 +46,14 @@ void virt_write_created(struct rpc_call *c, const char *id, const char *name,
 	vw_end_object(c->w);
 }
 
-/* Integer from an int or a decimal string value; -1 when neither. */
+/* Integer from an int or a decimal string value (rpc_value_int); dflt when
+ * absent, -1 when neither. */
 static int64_t int_or_str(const struct vd_value *v, int64_t dflt)
 {
+	int64_t x;
 	if (!v)
 		return dflt;
-	if (v->type == VD_INT)
-		return v->v.i;
-	if (v->type == VD_STRING && v->v.s.len > 0 && v->v.s.len < 19) {
-		int64_t x = 0;
-		for (size_t i = 0; i < v->v.s.len; i++) {
-			char ch = v->v.s.ptr[i];
-			if (ch < '0' || ch > '9')
-				return -1;
-			x = x * 10 + (ch - '0');
-		}
-		return x;
-	}
-	return -1;
+	return rpc_value_int(v, &x) ? x : -1;
 }
 
 /* A string member as a NUL-terminated copy in the arena (NULL when absent or
