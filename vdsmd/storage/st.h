@@ -400,9 +400,6 @@ int st_pool_reconstruct(struct storage_state *s, const char *sp, int host_id, co
 			const int *statuses, size_t ndoms, const struct st_lease_cfg *lease,
 			struct st_err *e);
 int st_dom_load(struct st_domain *d, const char *base);
-/* Rewrite d's metadata with pool and role (memory after the disk). */
-int st_domain_restore_role(struct storage_state *s, struct st_domain *d, const char *pool,
-			   bool master);
 /* st_poolrec.c: the intent record of a pool setup (see there); entries
  * with skip[i] (reconstructMaster's members not loaded here, NULL: none)
  * are left out: the setup does not write them. */
@@ -411,9 +408,12 @@ int st_pool_intent_write(struct storage_state *s, const char *sp, const char *co
 			 size_t n);
 void st_pool_intent_clear(struct storage_state *s);
 void st_pool_intent_recover(struct storage_state *s);
-/* Attach (pool) or detach ("") a domain as a regular member: metadata
- * first, memory after.  Caller holds neither lock and has pinned d. */
-int st_domain_set_pool(struct storage_state *s, struct st_domain *d, const char *pool);
+/* Give d a pool ("" detaches it) and a role (master or a regular member):
+ * metadata first, memory after.  Attach and detach make regular members;
+ * the pool intent's recovery puts a domain's old role back.  Caller holds
+ * neither lock and has pinned d. */
+int st_domain_set_pool(struct storage_state *s, struct st_domain *d, const char *pool,
+		       bool master);
 /* Read <storage_root>/pool.meta into s (st_open). */
 void st_pool_load(struct storage_state *s);
 /* Forget the pool (pool.meta emptied first, then memory). */

@@ -169,19 +169,6 @@ int st_master_write_map(struct storage_state *s, struct st_domain *m, const char
 	return rc;
 }
 
-int st_domain_restore_role(struct storage_state *s, struct st_domain *d, const char *pool,
-			   bool master)
-{
-	int rc = write_meta_as(s, d, pool, master, d);
-	if (rc == 0) {
-		pthread_mutex_lock(&s->lock);
-		snprintf(d->pool, sizeof(d->pool), "%.36s", pool);
-		d->master = master;
-		pthread_mutex_unlock(&s->lock);
-	}
-	return rc;
-}
-
 int st_dom_load(struct st_domain *d, const char *base)
 {
 	struct st_kv kv;
@@ -775,13 +762,14 @@ int st_pool_connect(struct storage_state *s, const char *sp, bool connect, int h
 	return 0;
 }
 
-int st_domain_set_pool(struct storage_state *s, struct st_domain *d, const char *pool)
+int st_domain_set_pool(struct storage_state *s, struct st_domain *d, const char *pool,
+		       bool master)
 {
-	int rc = write_meta_as(s, d, pool, false, NULL);
+	int rc = write_meta_as(s, d, pool, master, NULL);
 	if (rc == 0) {
 		pthread_mutex_lock(&s->lock);
 		snprintf(d->pool, sizeof(d->pool), "%.36s", pool);
-		d->master = false;
+		d->master = master;
 		pthread_mutex_unlock(&s->lock);
 	}
 	return rc;

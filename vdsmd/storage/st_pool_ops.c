@@ -50,13 +50,13 @@ int st_domain_attach(struct storage_state *s, const char *sd, const char *sp, bo
 	if (rc != 0)
 		return rc < 0 ? -1 : 0;
 	if (attach) {
-		rc = named ? 0 : st_domain_set_pool(s, d, sp);
+		rc = named ? 0 : st_domain_set_pool(s, d, sp, false);
 		if (rc == 0 && st == ST_DS_NONE)
 			rc = st_pool_set_dom_status(s, sd, ST_DS_ATTACHED);
 	} else {
 		rc = st == ST_DS_NONE ? 0 : st_pool_set_dom_status(s, sd, ST_DS_NONE);
 		if (rc == 0 && named)
-			rc = st_domain_set_pool(s, d, "");
+			rc = st_domain_set_pool(s, d, "", false);
 	}
 	pthread_mutex_lock(&s->lock);
 	d->busy--;
@@ -109,7 +109,7 @@ int st_domain_force_detach(struct storage_state *s, const char *sd, const char *
 		rc = st_lease_hold(s, dirs, 1, host, renew, ltime, &lver, err, sizeof(err));
 		if (rc < 0)
 			st_fail(e, rc == -EBUSY ? RPC_E_SPM_ACQUIRE : RPC_E_GENERAL, "id=%s, %s", sd, err);
-		else if ((rc = st_domain_set_pool(s, d, "")) < 0)
+		else if ((rc = st_domain_set_pool(s, d, "", false)) < 0)
 			st_fail(e, RPC_E_GENERAL, "writing domain metadata: %s", strerror(-rc));
 		if (lver >= 0 && st_lease_drop(ddir, host, lver) < 0)
 			log_warn("storage: forced detach: cannot free the lease of %s", sd);
@@ -147,7 +147,7 @@ int st_pool_destroy(struct storage_state *s, const char *sp, struct st_err *e)
 	for (int pass = 0; pass < 2 && rc == 0; pass++)
 		for (size_t i = 0; i < n && rc == 0; i++)
 			if (doms[i]->master == (pass == 1))
-				rc = st_domain_set_pool(s, doms[i], "");
+				rc = st_domain_set_pool(s, doms[i], "", false);
 	pthread_mutex_lock(&s->lock);
 	for (size_t i = 0; i < n; i++)
 		doms[i]->busy--;

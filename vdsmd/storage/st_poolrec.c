@@ -91,7 +91,7 @@ void st_pool_intent_recover(struct storage_state *s)
 			continue;   /* not registered here: nothing of ours to undo */
 		if (strcmp(d->pool, op ? op : "") == 0 && d->master == om)
 			continue;   /* never written */
-		if (st_domain_restore_role(s, d, op ? op : "", om) < 0) {
+		if (st_domain_set_pool(s, d, op ? op : "", om) < 0) {
 			log_error("storage: domain %s: cannot restore its pool after an interrupted "
 				  "StoragePool.create of %s", d->uuid, sp ? sp : "?");
 			failed++;
