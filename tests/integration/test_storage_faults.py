@@ -237,17 +237,24 @@ class CopyCrash(FakeQemuImg):
     stand-in): after the restart the destination is kept, ILLEGAL (a half
     copy is never served as good), the source is intact and LEGAL."""
 
-    def test_kill_9_during_copy(self):
-        img, src, dst = uuid_n("aaaaaaaa", 7), uuid_n("bbbbbbbb", 70), uuid_n("bbbbbbbb", 71)
+    def start_blocked_copy(self, n, job):
+        """Two 1 MiB volumes in image n, then SDM.copy_data between them
+        until the stand-in qemu-img has started (and blocks)."""
+        img, src, dst = uuid_n("aaaaaaaa", n), uuid_n("bbbbbbbb", 10 * n), \
+            uuid_n("bbbbbbbb", 10 * n + 1)
         for v in (src, dst):
             tid = result(self.c.call("Volume.create", [v, BLANK, SD, img, str(MiB), 5, 2]))
             self.assertEqual(wait_task(self.c, tid)["taskResult"], "success")
         ep = lambda v: {"endpoint_type": "div", "sd_id": SD, "img_id": img, "vol_id": v}
-        job = "e0e1e2e3-e4e5-4e6e-8e7e-8e9eaebecedf"
         self.assertIs(result(self.c.call("SDM.copy_data", [job, ep(src), ep(dst)])), True)
         deadline = time.monotonic() + 10
         while not os.path.exists(self.pids) and time.monotonic() < deadline:
             time.sleep(0.02)
+        return img, src, dst
+
+    def test_kill_9_during_copy(self):
+        job = "e0e1e2e3-e4e5-4e6e-8e7e-8e9eaebecedf"
+        img, src, dst = self.start_blocked_copy(7, job)
         self.assertEqual(result(self.c.call("Host.getJobs", ["storage", [job]]))[job]["status"],
                          "running")
         vi = result(self.c.call("Volume.getInfo", [dst, BLANK, SD, img]))
@@ -266,16 +273,7 @@ class CopyCrash(FakeQemuImg):
         self.assertEqual(wait_task(self.c, tid)["taskResult"], "success")
 
     def test_abort_on_shutdown(self):
-        img, src, dst = uuid_n("aaaaaaaa", 8), uuid_n("bbbbbbbb", 80), uuid_n("bbbbbbbb", 81)
-        for v in (src, dst):
-            tid = result(self.c.call("Volume.create", [v, BLANK, SD, img, str(MiB), 5, 2]))
-            self.assertEqual(wait_task(self.c, tid)["taskResult"], "success")
-        ep = lambda v: {"endpoint_type": "div", "sd_id": SD, "img_id": img, "vol_id": v}
-        job = "e0e1e2e3-e4e5-4e6e-8e7e-8e9eaebeceef"
-        self.assertIs(result(self.c.call("SDM.copy_data", [job, ep(src), ep(dst)])), True)
-        deadline = time.monotonic() + 10
-        while not os.path.exists(self.pids) and time.monotonic() < deadline:
-            time.sleep(0.02)
+        img, _, dst = self.start_blocked_copy(8, "e0e1e2e3-e4e5-4e6e-8e7e-8e9eaebeceef")
         self.c.close()
         t0 = time.monotonic()
         vt.restart(self.d, signal.SIGTERM)   # qemu-img is killed, vdsmd exits
