@@ -33,6 +33,16 @@ pkgs() {
 	esac
 }
 
+# The set to install: NodeSource's nodejs package bundles npm and conflicts
+# with Debian's npm package, so npm is left out when a working npm command
+# exists (apt-get would otherwise refuse the whole set).
+installable() {
+	for p in $(pkgs "$1"); do
+		[ "$p" = npm ] && command -v npm >/dev/null 2>&1 && continue
+		echo "$p"
+	done
+}
+
 missing() {
 	for p in $(pkgs "$1"); do
 		# NodeSource's nodejs package bundles npm (and conflicts with
@@ -79,7 +89,7 @@ POL
 set_name=${2:-all}
 case "${1:-ensure}" in
 list) pkgs "$set_name" ;;
-install) install $(pkgs "$set_name") ;;
+install) install $(installable "$set_name") ;;
 ensure)
 	m=$(missing "$set_name" | tr '\n' ' ')
 	if [ -n "${m% }" ]; then
