@@ -420,11 +420,11 @@ int st_spm_release(struct storage_state *s)
 void st_spm_observe(struct storage_state *s)
 {
 	pthread_mutex_lock(&s->lock);
-	bool free_ = s->spm_state == ST_SPM_FREE;
+	bool idle = s->spm_state == ST_SPM_FREE;
 	pthread_mutex_unlock(&s->lock);
 	int holder;
 	int64_t lver;
-	if (free_)
+	if (idle)
 		(void)st_spm_inspect(s, &holder, &lver);
 }
 
