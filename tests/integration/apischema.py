@@ -40,9 +40,6 @@ KNOWN_GAPS = {
     # points at <volume>.lease, offset 0 (fileSD.py:349 getVolumeLease);
     # vdsmd keeps no volume lease files, so it sends owners / version only
     ("VolumeLeaseStatus", "path"), ("VolumeLeaseStatus", "offset"),
-    ("StorageDomainInfo", "lver"), ("StorageDomainInfo", "master_ver"),
-    ("StorageDomainInfo", "spm_id"),
-    ("StorageDomainInfo", "domainClass"),  # extra: sent, not in VDSM's type
 }
 
 # VDSM_SENDS: where VDSM's code answers otherwise than its own vdsm-api.yml
@@ -70,6 +67,11 @@ VDSM_SENDS.update({
         "pitReinjection", "smartcardEnable", "smp", "smpCoresPerSocket",
         "spiceSslCipherSuite", "timeOffset", "transparentHugePages", "username", "vmName",
         "vmType")
+})
+VDSM_SENDS.update({
+    ("StorageDomainInfo", k): "storage/sd.py:1558 getInfo (and fileSD.py:691, which adds "
+                              "remotePath) has no %s: it is StoragePool.getInfo's" % k
+    for k in ("lver", "master_ver", "spm_id")
 })
 VDSM_SENDS.update({
     ("VolumeInfoResponse", "allocType"):

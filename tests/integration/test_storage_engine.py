@@ -50,6 +50,9 @@ def make_pool(test, c, dtype, conns, type_args):
     test.assertIsInstance(stats["diskfree"], str)
     test.assertIsInstance(stats["disktotal"], str)
     info = result(c.call("StorageDomain.getInfo", [SD]))
+    # the keys of VDSM's sd.py / fileSD.py getInfo, no others
+    test.assertEqual(set(info), {"uuid", "type", "class", "name", "role", "pool", "version",
+                                 "block_size", "alignment", "remotePath"})
     test.assertEqual(info["class"], "Data")
     test.assertEqual(info["name"], "data1")
     test.assertEqual(str(info["version"]), "5")
