@@ -212,7 +212,11 @@ class QemuVms(unittest.TestCase):
         # PCI NIC completes only when a guest OS releases it: requested only
         nic = ('<hotplug><devices><interface type="user"><mac address="52:54:00:aa:00:02"/>'
                '<model type="virtio"/><alias name="ua-nic1"/></interface></devices></hotplug>')
-        self.call("VM.hotplugNic", {"params": {"vmId": VM, "xml": nic}})
+        # VDSM's answer (vm.py hotplugNic): the NIC's MAC and alias, and the
+        # live XML; the engine casts devices to an array and takes the alias
+        plugged = self.call("VM.hotplugNic", {"params": {"vmId": VM, "xml": nic}})
+        self.assertEqual(plugged["devices"], [{"macAddr": "52:54:00:aa:00:02", "alias": "ua-nic1"}])
+        self.assertIn("52:54:00:aa:00:02", plugged["xml"])
         self.assertIn("52:54:00:aa:00:02", self.xml())
         self.call("VM.hotunplugNic", {"params": {"vmId": VM, "xml":
               '<hotunplug><devices><interface><alias name="ua-nic1"/></interface></devices></hotunplug>'}})
@@ -243,14 +247,16 @@ class QemuVms(unittest.TestCase):
             "deviceType": "graphics", "graphicsType": "spice", "password": "x", "ttl": 5}})), 56)
 
         # balloon target, vCPUs, I/O limits, CD
-        self.assertIs(self.call("VM.setBalloonTarget", {"target": 49152}), True)
+        # VDSM answers both with the call's status (Bridge.py 'ret': 'status')
+        done = {"code": 0, "message": "Done"}
+        self.assertEqual(self.call("VM.setBalloonTarget", {"target": 49152}), done)
         s = self.wait_stats(lambda s: s["balloonInfo"]["balloon_target"] == "49152")
         self.assertEqual(s["balloonInfo"]["balloon_target"], "49152")
         self.call("VM.setNumberOfCpus", {"numberOfCpus": 2})
         s = self.wait_stats(lambda s: s["vcpuCount"] == "2")
         self.assertEqual(s["vcpuCount"], "2")
-        self.assertIs(self.call("VM.setIoTune", {"tunables": [
-            {"name": "vda", "ioTune": {"total_bytes_sec": 1048576, "write_iops_sec": 100}}]}), True)
+        self.assertEqual(self.call("VM.setIoTune", {"tunables": [
+            {"name": "vda", "ioTune": {"total_bytes_sec": 1048576, "write_iops_sec": 100}}]}), done)
         tune = self.call("VM.getIoTune", {})
         vda = [t for t in tune if t["name"] == "vda"][0]
         self.assertEqual(vda["ioTune"]["total_bytes_sec"], 1048576)
