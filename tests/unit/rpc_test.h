@@ -258,7 +258,7 @@ static inline const struct vd_codec *json_codec_for_tests(void)
 static inline void dispatch_with(struct rpc_engine *e, const struct vd_codec *cd,
 				 const char *body, struct collected *out)
 {
-	struct rpc_request_info info = { cd, "flow-1", "test" };
+	struct rpc_request_info info = { cd, "flow-1", "test", NULL };
 	size_t n = strlen(body);
 	char *copy = malloc(n + 1);
 	memcpy(copy, body, n + 1);

@@ -64,7 +64,7 @@ static void stop(void)
 
 static void send_req(const char *body, struct replies *rs)
 {
-	struct rpc_request_info info = { json_codec_for_tests(), "flow-a", "test" };
+	struct rpc_request_info info = { json_codec_for_tests(), "flow-a", "test", NULL };
 	size_t n = strlen(body);
 	char *copy = malloc(n + 1);
 	memcpy(copy, body, n + 1);
@@ -248,7 +248,7 @@ START_TEST(every_codec_async)
 		vw_end_object(&w);
 		struct replies rs;
 		replies_init(&rs);
-		struct rpc_request_info info = { cd, NULL, "test" };
+		struct rpc_request_info info = { cd, NULL, "test", NULL };
 		rpc_dispatch(eng, &info, req.data, req.len, multi_reply, &rs);
 		memset(req.data, 0, req.len);
 		buf_free(&req);
