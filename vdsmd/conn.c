@@ -45,7 +45,7 @@ static void peer_name(const struct sockaddr *sa, char *out, size_t n)
  * address as plain IPv4 (what VDSM's getDeviceByIP matches either way). */
 static void local_name(int fd, char *out, size_t n)
 {
-	struct sockaddr_storage ss;
+	struct sockaddr_storage ss = { 0 };
 	socklen_t sl = sizeof(ss);
 	out[0] = '\0';
 	if (getsockname(fd, (struct sockaddr *)&ss, &sl) != 0)
