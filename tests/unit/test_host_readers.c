@@ -187,6 +187,13 @@ START_TEST(packages)
 	ck_assert_str_eq(p[0].version, "16.2.11+ds");
 	ck_assert_str_eq(p[0].release, "2");
 	ck_assert_str_eq(p[1].version, "");
+	/* the engine reads packages2.openvswitch (setOvsVersion) */
+	n = host_pkgs_parse(S("Package: openvswitch-switch\nStatus: install ok installed\n"
+			      "Version: 3.1.0-2+deb12u1\n"), p, HOST_PKGS_MAX);
+	ck_assert_uint_eq(n, 1);
+	ck_assert_str_eq(p[0].name, "openvswitch");
+	ck_assert_str_eq(p[0].version, "3.1.0");
+	ck_assert_str_eq(p[0].release, "2+deb12u1");
 	ck_assert_uint_eq(host_pkgs_parse(S(""), p, HOST_PKGS_MAX), 0);
 	ck_assert_uint_eq(host_pkgs_parse(S("\n\n\nPackage:\n"), p, HOST_PKGS_MAX), 0);
 }
