@@ -558,9 +558,11 @@ class HostNet(unittest.TestCase):
         self.assert_pristine()
         self.assertEqual(self.dirty(), "True")
         r = self.setup_networks({"blue": self.BLUE},
-                                options={"connectivityTimeout": "soon"})
+                                options={"connectivityCheck": "true",
+                                         "connectivityTimeout": "soon"})
         self.assertEqual(r["error"]["code"], 21, r)
         self.assertIn("connectivityTimeout", r["error"]["message"])
+        self.assert_pristine()
         self.assertEqual(self.ok("Host.setSafeNetworkConfig"), True)
         self.assertEqual(self.dirty(), "False")
 

@@ -151,11 +151,12 @@ static int setup(struct rpc_call *c, struct net_state *ns, struct net_conf *old,
 	if (opts && opts->type == VD_OBJECT) {
 		/* the engine's forms (HostSetupNetworksVDSCommand.generateOptions):
 		 * connectivityCheck "true"/"false", commitOnSuccess a boolean,
-		 * connectivityTimeout an int; read as VDSM reads them (tobool, int()) */
+		 * connectivityTimeout an int; read as VDSM reads them (tobool, int(),
+		 * the timeout only when the check is armed) */
 		if (net_attr_bool(opts, "connectivityCheck", false, &check, e) ||
 		    net_attr_bool(opts, "commitOnSuccess", false, &commit, e) ||
-		    net_attr_int(opts, "connectivityTimeout", 120, 0, 3600, NET_E_PARAMS,
-				 &timeout, e))
+		    (check && net_attr_int(opts, "connectivityTimeout", 120, 0, 3600,
+					   NET_E_PARAMS, &timeout, e)))
 			return VD_EINVAL;
 	} else if (opts && opts->type != VD_NULL) {
 		return net_fail(e, NET_E_PARAMS, "options must be an object");
