@@ -261,6 +261,19 @@ START_TEST(engine_forms)
 	ck_assert_int_eq(net1("\"dhcpv6\":\"false\",\"ipv6autoconf\":\"0\"", &n), 0);
 	ck_assert_int_eq(net1("\"ipv6autoconf\":true", &n), NET_E_PARAMS);
 	ck_assert_int_eq(net1("\"dhcpv6\":\"1\"", &n), NET_E_PARAMS);
+	/* VDSM's validators' codes (link/validator.py, ip/validator.py) */
+	ck_assert_int_eq(net1("\"bootproto\":\"dhcp\",\"ipaddr\":\"192.0.2.5\","
+			      "\"prefix\":24", &n), NET_E_ADDR);
+	ck_assert_int_eq(net1("\"bootproto\":\"dhcp\",\"gateway\":\"192.0.2.1\"", &n),
+			 NET_E_ADDR);
+	ck_assert_int_eq(req(&empty, "{\"blue\":{\"vlan\":\"5\"}}", "{}", &c, &e), NET_E_VLAN);
+	ck_assert_int_eq(req(&empty, "{\"blue\":{\"bonding\":\"bond-x\"}}", "{}", &c, &e),
+			 NET_E_BONDING);
+	ck_assert_int_eq(req(&empty, "{}", "{\"bond-x\":{\"nics\":[\"eth1\"]}}", &c, &e),
+			 NET_E_BONDING);
+	ck_assert_int_eq(req(&empty, "{}", "{\"bond0\":{\"nics\":[]}}", &c, &e), NET_E_PARAMS);
+	ck_assert_int_eq(req(&empty, "{}", "{\"bond0\":{\"options\":\"mode=1\"}}", &c, &e),
+			 NET_E_PARAMS);
 }
 END_TEST
 

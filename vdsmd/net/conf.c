@@ -301,6 +301,17 @@ static const char *const known_net_attrs[] = {
 	"ipv6autoconf", "switch", "remove", "nameservers", "custom", "blockingdhcp", NULL
 };
 
+/* VDSM's link validator: ^bond\w+$ (and a device name: at most 15). */
+static bool bond_name_ok(const char *name, size_t nlen)
+{
+	if (!net_ifname_ok(name, nlen) || nlen < 5 || strncmp(name, "bond", 4) != 0)
+		return false;
+	for (size_t i = 4; i < nlen; i++)
+		if (!isalnum((unsigned char)name[i]) && name[i] != '_')
+			return false;
+	return true;
+}
+
 static bool empty_or_absent(const struct vd_value *v)
 {
 	return !v || v->type == VD_NULL || (v->type == VD_ARRAY && v->v.arr.n == 0) ||
@@ -355,9 +366,15 @@ int net_parse_net(const char *name, size_t nlen, const struct vd_value *a,
 		return VD_EINVAL;
 	if (n->nic[0] && n->bonding[0])
 		return net_fail(e, NET_E_PARAMS, "network %s: both nic and bonding given", n->name);
+	if (!n->nic[0] && !n->bonding[0] && vd_obj_get(a, "vlan"))
+		return net_fail(e, NET_E_VLAN, "network %s: a vlan needs a nic or a bonding "
+				"under it", n->name);  /* VDSM's link validator: 26 */
 	if (!n->nic[0] && !n->bonding[0])
 		return net_fail(e, NET_E_PARAMS, "network %s: needs a nic or a bonding "
 				"(nicless networks are not supported)", n->name);
+	if (n->bonding[0] && !bond_name_ok(n->bonding, strlen(n->bonding)))
+		return net_fail(e, NET_E_BONDING, "network %s: bad bond name \"%s\"", n->name,
+				n->bonding);
 	if (!net_ifname_ok(net_net_base(n), strlen(net_net_base(n))))
 		return net_fail(e, NET_E_NIC, "network %s: bad device name \"%s\"", n->name,
 				net_net_base(n));
@@ -412,7 +429,7 @@ int net_parse_net(const char *name, size_t nlen, const struct vd_value *a,
 		return net_fail(e, NET_E_ADDR, "network %s: bad gateway \"%s\"", n->name,
 				n->gateway);
 	if (n->ipaddr[0] && strcmp(n->bootproto, "dhcp") == 0)
-		return net_fail(e, NET_E_PARAMS, "network %s: ipaddr with bootproto dhcp",
+		return net_fail(e, NET_E_ADDR, "network %s: ipaddr with bootproto dhcp",
 				n->name);
 	const struct vd_value *pv = vd_obj_get(a, "prefix");
 	bool has_prefix = pv && !(pv->type == VD_NULL || (pv->type == VD_INT && pv->v.i == 0) ||
@@ -438,7 +455,9 @@ int net_parse_net(const char *name, size_t nlen, const struct vd_value *a,
 	if (n->ipaddr[0] && n->prefix == 0)
 		return net_fail(e, NET_E_ADDR, "network %s: ipaddr needs a netmask or prefix",
 				n->name);
-	if (!n->ipaddr[0] && (n->prefix || (n->gateway[0] && strcmp(n->bootproto, "dhcp"))))
+	/* VDSM's ip validator: a gateway or netmask without ipaddr is 22, with
+	 * bootproto dhcp too */
+	if (!n->ipaddr[0] && (n->prefix || n->gateway[0]))
 		return net_fail(e, NET_E_ADDR, "network %s: netmask/gateway without ipaddr",
 				n->name);
 	if (net_attr_bool(a, "defaultRoute", false, &n->defroute, e))
@@ -482,7 +501,7 @@ int net_parse_bond(const char *name, size_t nlen, const struct vd_value *a,
 		   struct net_bond *b, struct net_err *e)
 {
 	memset(b, 0, sizeof(*b));
-	if (!net_ifname_ok(name, nlen) || nlen < 5 || strncmp(name, "bond", 4) != 0)
+	if (!bond_name_ok(name, nlen))
 		return net_fail(e, NET_E_BONDING, "bond name \"%.*s\" must be bond followed by "
 				"up to 11 characters", (int)VD_MIN(nlen, 64), name);
 	memcpy(b->name, name, nlen);
@@ -499,7 +518,8 @@ int net_parse_bond(const char *name, size_t nlen, const struct vd_value *a,
 				"legacy)", b->name, sw);
 	const struct vd_value *nics = vd_obj_get(a, "nics");
 	if (!nics || nics->type != VD_ARRAY || nics->v.arr.n == 0)
-		return net_fail(e, NET_E_BONDING, "bond %s: nics must be a non-empty list", b->name);
+		return net_fail(e, NET_E_PARAMS, "bond %s: nics must be a non-empty list",
+				b->name);  /* VDSM's link validator: 21 */
 	if (nics->v.arr.n > NET_MAX_SLAVES)
 		return net_fail(e, NET_E_BONDING, "bond %s: at most %d nics", b->name,
 				NET_MAX_SLAVES);
