@@ -259,7 +259,8 @@ START_TEST(engine_forms)
 			      "\"netmask\":\"255.255.255.192\"", &n), NET_E_PARAMS);
 	/* dhcpv6 / ipv6autoconf off in every form; on is a gap (refused) */
 	ck_assert_int_eq(net1("\"dhcpv6\":\"false\",\"ipv6autoconf\":\"0\"", &n), 0);
-	ck_assert_int_eq(net1("\"ipv6autoconf\":true", &n), NET_E_PARAMS);
+	ck_assert(net1("\"ipv6autoconf\":true", &n) == 0 && n.ipv6autoconf);
+	ck_assert(net1("\"ipv6autoconf\":\"False\"", &n) == 0 && !n.ipv6autoconf);
 	ck_assert_int_eq(net1("\"dhcpv6\":\"1\"", &n), NET_E_PARAMS);
 	/* VDSM's validators' codes (link/validator.py, ip/validator.py) */
 	ck_assert_int_eq(net1("\"bootproto\":\"dhcp\",\"ipaddr\":\"192.0.2.5\","
@@ -356,7 +357,7 @@ static void fill(struct net_conf *c)
 	struct net_err e;
 	static struct net_conf empty;
 	ck_assert_int_eq(req(&empty, "{\"ovirtmgmt\":{\"nic\":\"eth0\",\"bootproto\":\"dhcp\","
-			     "\"defaultRoute\":true,\"STP\":\"yes\"},\"red\":{\"bonding\":\"bond0\",\"vlan\":10,"
+			     "\"defaultRoute\":true,\"STP\":\"yes\",\"ipv6autoconf\":\"true\"},\"red\":{\"bonding\":\"bond0\",\"vlan\":10,"
 			     "\"bridged\":false,\"ipaddr\":\"192.0.2.97\",\"prefix\":27,"
 			     "\"gateway\":\"192.0.2.98\",\"ipv6addr\":\"2001:db8::5/80\","
 			     "\"ipv6gateway\":\"2001:db8::6\",\"mtu\":9000,\"stp\":true}}",
@@ -371,6 +372,8 @@ static void fill(struct net_conf *c)
 	strcpy(b->addrs[1], "2001:db8::1/64");
 	b->naddrs = 2;
 	strcpy(b->gw4, "192.0.2.62");
+	strcpy(b->accept_ra, "1");
+	strcpy(b->autoconf, "1");
 }
 
 START_TEST(persistence_round_trip)
@@ -389,10 +392,14 @@ START_TEST(persistence_round_trip)
 	ck_assert_ptr_nonnull(b);
 	ck_assert_uint_eq(b->naddrs, 2);
 	ck_assert_str_eq(b->gw4, "192.0.2.62");
+	ck_assert_str_eq(b->accept_ra, "1");
+	ck_assert_str_eq(b->autoconf, "1");
 	const struct net_net *r = net_conf_net(&back, "red");
 	/* VDSM reads STP only for a bridged network: red's "stp" is dropped */
 	ck_assert(!r->stp);
 	ck_assert(net_conf_net(&back, "ovirtmgmt")->stp);
+	ck_assert(net_conf_net(&back, "ovirtmgmt")->ipv6autoconf);
+	ck_assert(!r->ipv6autoconf);
 	ck_assert_str_eq(r->ipv6addr, "2001:db8::5/80");
 	ck_assert_str_eq(net_conf_bond(&back, "bond0")->options, "mode=active-backup miimon=100");
 	/* a change is seen */

@@ -65,7 +65,13 @@ static void common_fields(struct vd_writer *w, const struct net_snap *s,
 	vw_kint(w, "mtu", d ? d->mtu : 1500);
 	vw_kbool(w, "dhcpv4", dhcp);
 	vw_kbool(w, "dhcpv6", false);
-	vw_kbool(w, "ipv6autoconf", false);
+	/* SLAAC as the kernel has it for the device: autoconf and accept_ra on */
+	char ra[8] = "", ac[8] = "";
+	if (d) {
+		net_ipv6_conf_read(d->name, "accept_ra", ra, sizeof(ra));
+		net_ipv6_conf_read(d->name, "autoconf", ac, sizeof(ac));
+	}
+	vw_kbool(w, "ipv6autoconf", ra[0] && ac[0] && strcmp(ra, "0") && strcmp(ac, "0"));
 }
 
 static bool is_nic(const struct net_dev *d)

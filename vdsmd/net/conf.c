@@ -55,7 +55,7 @@ bool net_net_equal(const struct net_net *a, const struct net_net *b)
 	       strcmp(a->bootproto, b->bootproto) == 0 && strcmp(a->ipaddr, b->ipaddr) == 0 &&
 	       a->prefix == b->prefix && strcmp(a->gateway, b->gateway) == 0 &&
 	       a->defroute == b->defroute && strcmp(a->ipv6addr, b->ipv6addr) == 0 &&
-	       strcmp(a->ipv6gateway, b->ipv6gateway) == 0;
+	       strcmp(a->ipv6gateway, b->ipv6gateway) == 0 && a->ipv6autoconf == b->ipv6autoconf;
 }
 
 bool net_bond_equal(const struct net_bond *a, const struct net_bond *b)
@@ -294,7 +294,7 @@ static int mask_prefix(const char *s)
 
 /* The attributes vdsmd implements; any other is refused (code 21) naming
  * it, never silently dropped.  "nameservers" and "custom" are accepted only
- * empty; hostQos, OVS, dhcpv6 and ipv6autoconf are refused below. */
+ * empty; hostQos, OVS and dhcpv6 are refused below. */
 static const char *const known_net_attrs[] = {
 	"nic", "bonding", "vlan", "bridged", "stp", "STP", "mtu", "bootproto", "ipaddr",
 	"netmask", "prefix", "gateway", "defaultRoute", "ipv6addr", "ipv6gateway", "dhcpv6",
@@ -415,11 +415,8 @@ int net_parse_net(const char *name, size_t nlen, const struct vd_value *a,
 	if (b)
 		return net_fail(e, NET_E_PARAMS, "network %s: dhcpv6 is not supported by vdsmd",
 				n->name);
-	if (net_attr_bool(a, "ipv6autoconf", false, &b, e))
+	if (net_attr_bool(a, "ipv6autoconf", false, &n->ipv6autoconf, e))
 		return VD_EINVAL;
-	if (b)
-		return net_fail(e, NET_E_PARAMS, "network %s: ipv6autoconf is not supported by "
-				"vdsmd", n->name);
 	if (net_attr_str(a, "ipaddr", n->ipaddr, sizeof(n->ipaddr), e) ||
 	    net_attr_str(a, "gateway", n->gateway, sizeof(n->gateway), e))
 		return VD_EINVAL;
