@@ -278,6 +278,28 @@ START_TEST(engine_forms)
 }
 END_TEST
 
+START_TEST(resolv_conf_nameservers)
+{
+	char ns[3][NET_IP_STR];
+	static const char text[] = "# generated\nsearch example.org\nnameserver 192.0.2.53\n"
+		"  nameserver\t2001:db8::35 # comment\nnameserver fe80::1%eth0\n"
+		"nameserver not-an-address\nnameservers 192.0.2.9\noptions ndots:2\n"
+		"nameserver 192.0.2.54\r\nnameserver 192.0.2.55";
+	size_t n = net_parse_resolv(text, sizeof(text) - 1, ns, 3);
+	ck_assert_uint_eq(n, 3);
+	ck_assert_str_eq(ns[0], "192.0.2.53");
+	ck_assert_str_eq(ns[1], "2001:db8::35");
+	ck_assert_str_eq(ns[2], "fe80::1%eth0");
+	char more[8][NET_IP_STR];
+	n = net_parse_resolv(text, sizeof(text) - 1, more, 8);
+	ck_assert_uint_eq(n, 5);
+	ck_assert_str_eq(more[3], "192.0.2.54");
+	ck_assert_str_eq(more[4], "192.0.2.55");   /* no newline at the end */
+	ck_assert_uint_eq(net_parse_resolv("", 0, more, 8), 0);
+	ck_assert_uint_eq(net_parse_resolv("nameserver", 10, more, 8), 0);
+}
+END_TEST
+
 START_TEST(value_coercions)
 {
 	bool b;
@@ -467,6 +489,7 @@ int main(void)
 	tcase_add_test(tc, errors_by_cause);
 	tcase_add_test(tc, engine_forms);
 	tcase_add_test(tc, value_coercions);
+	tcase_add_test(tc, resolv_conf_nameservers);
 	tcase_add_test(tc, plan_and_rollback_plan);
 	tcase_add_test(tc, persistence_round_trip);
 	tcase_add_test(tc, atomic_file);

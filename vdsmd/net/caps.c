@@ -238,6 +238,43 @@ void net_caps_sections(const struct net_conf *c, const struct net_snap *s,
 	vw_end_object(w);
 }
 
+size_t net_parse_resolv(const char *text, size_t len, char out[][NET_IP_STR], size_t max)
+{
+	size_t n = 0;
+	const char *p = text, *end = text + len;
+	while (p < end && n < max) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		const char *le = nl ? nl : end;
+		while (p < le && (*p == ' ' || *p == '\t'))
+			p++;
+		static const char kw[] = "nameserver";
+		if ((size_t)(le - p) > sizeof(kw) && memcmp(p, kw, sizeof(kw) - 1) == 0 &&
+		    (p[sizeof(kw) - 1] == ' ' || p[sizeof(kw) - 1] == '\t')) {
+			const char *a = p + sizeof(kw) - 1;
+			while (a < le && (*a == ' ' || *a == '\t'))
+				a++;
+			const char *ae = a;
+			while (ae < le && *ae != ' ' && *ae != '\t' && *ae != '\r' && *ae != '#' &&
+			       *ae != ';')
+				ae++;
+			char buf[NET_IP_STR];
+			struct in6_addr a6;
+			size_t al = (size_t)(ae - a);
+			/* an address, IPv6 possibly with %scope (VDSM reports it as is) */
+			if (al > 0 && al < sizeof(buf)) {
+				memcpy(buf, a, al);
+				buf[al] = '\0';
+				char host[NET_IP_STR];
+				snprintf(host, sizeof(host), "%.*s", (int)strcspn(buf, "%"), buf);
+				if (inet_pton(AF_INET, host, &a6) == 1 || inet_pton(AF_INET6, host, &a6) == 1)
+					memcpy(out[n++], buf, al + 1);
+			}
+		}
+		p = nl ? nl + 1 : end;
+	}
+	return n;
+}
+
 void net_stats_write(const struct net_snap *s, struct vd_writer *w)
 {
 	uint64_t rxd = 0, txd = 0;

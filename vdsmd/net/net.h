@@ -44,7 +44,8 @@ void net_fini(struct vdsmd *d);
 void net_stop(struct vdsmd *d);
 
 /* Writes "networks", "bridges", "nics", "vlans", "bondings",
- * "nameservers", "supportsIPv6" and "netConfigDirty" (keys and values) into
+ * "nameservers" (the host's, /etc/resolv.conf), "supportsIPv6" and
+ * "netConfigDirty" (keys and values) into
  * the object w is inside of:
  * Host.getCapabilities' network sections.  vdsmd is the struct vdsmd (the
  * signature of host_peers' write_net_caps).  One netlink dump

@@ -258,5 +258,8 @@ int net_apply(const struct net_conf *from, struct net_conf *to, struct net_err *
 void net_caps_sections(const struct net_conf *c, const struct net_snap *s,
 		       struct vd_writer *w);
 void net_stats_write(const struct net_snap *s, struct vd_writer *w);
+/* The "nameserver" addresses of a resolv.conf text (invalid ones skipped),
+ * at most max: VDSM's nameservers (nmstate's running DNS servers). */
+size_t net_parse_resolv(const char *text, size_t len, char out[][NET_IP_STR], size_t max);
 
 #endif

@@ -330,9 +330,18 @@ void net_caps_write(void *vdsmd, struct vd_writer *w)
 			vw_end_object(w);
 		}
 	}
-	/* vdsmd does not manage resolv.conf (nameservers are refused) */
+	/* the host's DNS servers, as VDSM reports them (vdsmd does not manage
+	 * resolv.conf: setupNetworks refuses nameservers) */
 	vw_keyz(w, "nameservers");
 	vw_begin_array(w);
+	char text[4096], ns_addr[8][NET_IP_STR];
+	FILE *f = fopen("/etc/resolv.conf", "re");
+	size_t tl = f ? fread(text, 1, sizeof(text), f) : 0;
+	if (f)
+		fclose(f);
+	size_t nns = net_parse_resolv(text, tl, ns_addr, VD_ARRAY_SIZE(ns_addr));
+	for (size_t i = 0; i < nns; i++)
+		vw_strz(w, ns_addr[i]);
 	vw_end_array(w);
 	vw_kbool(w, "supportsIPv6", net_ipv6_supported());
 	vw_kstr(w, "netConfigDirty", net_config_dirty(d) ? "True" : "False");
