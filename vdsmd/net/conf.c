@@ -334,6 +334,54 @@ static int check_keys(const struct vd_value *a, const char *const *known, const 
 	return 0;
 }
 
+/* ipaddr, netmask or prefix, gateway: VDSM's canonicalize and ip validator. */
+static int parse_ipv4(const struct vd_value *a, struct net_net *n, struct net_err *e)
+{
+	char tmp[NET_IP_STR];
+	long x;
+	if (net_attr_str(a, "ipaddr", n->ipaddr, sizeof(n->ipaddr), e) ||
+	    net_attr_str(a, "gateway", n->gateway, sizeof(n->gateway), e))
+		return VD_EINVAL;
+	if (n->ipaddr[0] && !ip4_ok(n->ipaddr))
+		return net_fail(e, NET_E_ADDR, "network %s: bad ipaddr \"%s\"", n->name, n->ipaddr);
+	if (n->gateway[0] && !ip4_ok(n->gateway))
+		return net_fail(e, NET_E_ADDR, "network %s: bad gateway \"%s\"", n->name,
+				n->gateway);
+	if (n->ipaddr[0] && strcmp(n->bootproto, "dhcp") == 0)
+		return net_fail(e, NET_E_ADDR, "network %s: ipaddr with bootproto dhcp",
+				n->name);
+	const struct vd_value *pv = vd_obj_get(a, "prefix");
+	bool has_prefix = pv && !(pv->type == VD_NULL || (pv->type == VD_INT && pv->v.i == 0) ||
+				  (pv->type == VD_STRING && pv->v.s.len == 0));
+	if (has_prefix && vd_obj_get(a, "netmask"))
+		return net_fail(e, NET_E_PARAMS, "network %s: both prefix and netmask given",
+				n->name);
+	if (pv && pv->type == VD_STRING && pv->v.s.len == 0)
+		pv = NULL;
+	if (net_attr_str(a, "netmask", tmp, sizeof(tmp), e))
+		return VD_EINVAL;
+	if (tmp[0]) {
+		int p = mask_prefix(tmp);
+		if (p < 0)
+			return net_fail(e, NET_E_ADDR, "network %s: bad netmask \"%s\"", n->name, tmp);
+		n->prefix = (unsigned)p;
+	}
+	if (pv && net_attr_int(a, "prefix", n->prefix, 0, 32, NET_E_ADDR, &x, e))
+		return VD_EINVAL;
+	if (!pv)
+		x = n->prefix;
+	n->prefix = (unsigned)x;
+	if (n->ipaddr[0] && n->prefix == 0)
+		return net_fail(e, NET_E_ADDR, "network %s: ipaddr needs a netmask or prefix",
+				n->name);
+	/* VDSM's ip validator: a gateway or netmask without ipaddr is 22, with
+	 * bootproto dhcp too */
+	if (!n->ipaddr[0] && (n->prefix || n->gateway[0]))
+		return net_fail(e, NET_E_ADDR, "network %s: netmask/gateway without ipaddr",
+				n->name);
+	return 0;
+}
+
 int net_parse_net(const char *name, size_t nlen, const struct vd_value *a,
 		  struct net_net *n, struct net_err *e)
 {
@@ -353,7 +401,7 @@ int net_parse_net(const char *name, size_t nlen, const struct vd_value *a,
 	if (!empty_or_absent(vd_obj_get(a, "custom")))
 		return net_fail(e, NET_E_PARAMS, "network %s: custom properties are not supported "
 				"by vdsmd (no hooks)", n->name);
-	char sw[16], tmp[NET_IP_STR];
+	char sw[16];
 	long x;
 	bool b;
 	if (net_attr_str(a, "switch", sw, sizeof(sw), e))
@@ -417,46 +465,8 @@ int net_parse_net(const char *name, size_t nlen, const struct vd_value *a,
 				n->name);
 	if (net_attr_bool(a, "ipv6autoconf", false, &n->ipv6autoconf, e))
 		return VD_EINVAL;
-	if (net_attr_str(a, "ipaddr", n->ipaddr, sizeof(n->ipaddr), e) ||
-	    net_attr_str(a, "gateway", n->gateway, sizeof(n->gateway), e))
+	if (parse_ipv4(a, n, e))
 		return VD_EINVAL;
-	if (n->ipaddr[0] && !ip4_ok(n->ipaddr))
-		return net_fail(e, NET_E_ADDR, "network %s: bad ipaddr \"%s\"", n->name, n->ipaddr);
-	if (n->gateway[0] && !ip4_ok(n->gateway))
-		return net_fail(e, NET_E_ADDR, "network %s: bad gateway \"%s\"", n->name,
-				n->gateway);
-	if (n->ipaddr[0] && strcmp(n->bootproto, "dhcp") == 0)
-		return net_fail(e, NET_E_ADDR, "network %s: ipaddr with bootproto dhcp",
-				n->name);
-	const struct vd_value *pv = vd_obj_get(a, "prefix");
-	bool has_prefix = pv && !(pv->type == VD_NULL || (pv->type == VD_INT && pv->v.i == 0) ||
-				  (pv->type == VD_STRING && pv->v.s.len == 0));
-	if (has_prefix && vd_obj_get(a, "netmask"))
-		return net_fail(e, NET_E_PARAMS, "network %s: both prefix and netmask given",
-				n->name);
-	if (pv && pv->type == VD_STRING && pv->v.s.len == 0)
-		pv = NULL;
-	if (net_attr_str(a, "netmask", tmp, sizeof(tmp), e))
-		return VD_EINVAL;
-	if (tmp[0]) {
-		int p = mask_prefix(tmp);
-		if (p < 0)
-			return net_fail(e, NET_E_ADDR, "network %s: bad netmask \"%s\"", n->name, tmp);
-		n->prefix = (unsigned)p;
-	}
-	if (pv && net_attr_int(a, "prefix", n->prefix, 0, 32, NET_E_ADDR, &x, e))
-		return VD_EINVAL;
-	if (!pv)
-		x = n->prefix;
-	n->prefix = (unsigned)x;
-	if (n->ipaddr[0] && n->prefix == 0)
-		return net_fail(e, NET_E_ADDR, "network %s: ipaddr needs a netmask or prefix",
-				n->name);
-	/* VDSM's ip validator: a gateway or netmask without ipaddr is 22, with
-	 * bootproto dhcp too */
-	if (!n->ipaddr[0] && (n->prefix || n->gateway[0]))
-		return net_fail(e, NET_E_ADDR, "network %s: netmask/gateway without ipaddr",
-				n->name);
 	if (net_attr_bool(a, "defaultRoute", false, &n->defroute, e))
 		return VD_EINVAL;
 	if (net_attr_str(a, "ipv6addr", n->ipv6addr, sizeof(n->ipv6addr), e) ||
