@@ -55,7 +55,7 @@ bool net_net_equal(const struct net_net *a, const struct net_net *b)
 	       strcmp(a->bootproto, b->bootproto) == 0 && strcmp(a->ipaddr, b->ipaddr) == 0 &&
 	       a->prefix == b->prefix && strcmp(a->gateway, b->gateway) == 0 &&
 	       a->defroute == b->defroute && strcmp(a->ipv6addr, b->ipv6addr) == 0 &&
-	       strcmp(a->ipv6gateway, b->ipv6gateway) == 0;
+	       strcmp(a->ipv6gateway, b->ipv6gateway) == 0 && a->ipv6autoconf == b->ipv6autoconf;
 }
 
 bool net_bond_equal(const struct net_bond *a, const struct net_bond *b)
@@ -139,33 +139,98 @@ int net_attr_str(const struct vd_value *a, const char *key, char *out, size_t ou
 	return 0;
 }
 
-/* Booleans as VDSM takes them: true/false, "true"/"false" (any case), 1/0. */
-int net_attr_bool(const struct vd_value *a, const char *key, bool dflt, bool *out,
-		    struct net_err *e)
+static bool ci_eq(const struct vd_value *v, const char *lit)
 {
-	const struct vd_value *v = vd_obj_get(a, key);
-	*out = dflt;
+	size_t n = strlen(lit);
+	return v->v.s.len == n && strncasecmp(v->v.s.ptr, lit, n) == 0;
+}
+
+/* A decimal integer as Python's int() reads a str: blanks around, an
+ * optional sign, digits.  Sets *nonzero. */
+static bool py_int_str(const char *s, size_t n, bool *nonzero)
+{
+	size_t i = 0;
+	while (i < n && isspace((unsigned char)s[i]))
+		i++;
+	while (n > i && isspace((unsigned char)s[n - 1]))
+		n--;
+	if (i < n && (s[i] == '+' || s[i] == '-'))
+		i++;
+	if (i == n)
+		return false;
+	*nonzero = false;
+	for (; i < n; i++) {
+		if (!isdigit((unsigned char)s[i]))
+			return false;
+		*nonzero |= s[i] != '0';
+	}
+	return true;
+}
+
+int net_value_bool(const struct vd_value *v, bool *out)
+{
+	bool nz;
+	*out = false;
 	if (!v || v->type == VD_NULL)
 		return 0;
 	if (v->type == VD_BOOL) {
 		*out = v->v.b;
 		return 0;
 	}
-	if (v->type == VD_INT && (v->v.i == 0 || v->v.i == 1)) {
-		*out = v->v.i == 1;
+	if (v->type == VD_INT) {
+		*out = v->v.i != 0;
 		return 0;
 	}
-	if (v->type == VD_STRING) {
-		if (v->v.s.len == 4 && strncasecmp(v->v.s.ptr, "true", 4) == 0) {
-			*out = true;
-			return 0;
-		}
-		if (v->v.s.len == 5 && strncasecmp(v->v.s.ptr, "false", 5) == 0) {
-			*out = false;
-			return 0;
-		}
+	if (v->type != VD_STRING)
+		return VD_EINVAL;
+	if (ci_eq(v, "true")) {
+		*out = true;
+		return 0;
 	}
-	return net_fail(e, NET_E_PARAMS, "%s must be a boolean", key);
+	if (ci_eq(v, "false"))
+		return 0;
+	if (py_int_str(v->v.s.ptr, v->v.s.len, &nz)) {
+		*out = nz;
+		return 0;
+	}
+	return VD_EINVAL;
+}
+
+int net_value_stp(const struct vd_value *v, bool *out)
+{
+	*out = false;
+	if (!v || v->type == VD_NULL)
+		return 0;
+	if (v->type == VD_BOOL) {
+		*out = v->v.b;
+		return 0;
+	}
+	if (v->type != VD_STRING)
+		return VD_EINVAL;
+	if (ci_eq(v, "true") || ci_eq(v, "on") || ci_eq(v, "yes")) {
+		*out = true;
+		return 0;
+	}
+	if (ci_eq(v, "false") || ci_eq(v, "off") || ci_eq(v, "no"))
+		return 0;
+	return VD_EINVAL;
+}
+
+int net_attr_bool(const struct vd_value *a, const char *key, bool dflt, bool *out,
+		  struct net_err *e)
+{
+	const struct vd_value *v = vd_obj_get(a, key);
+	*out = dflt;
+	if (!v)
+		return 0;
+	if (net_value_bool(v, out) == 0)
+		return 0;
+	if (v->type == VD_STRING)
+		return net_fail(e, NET_E_PARAMS, "%s must be a boolean (true/false, any case, "
+				"or a number), got \"%.*s\"", key, (int)VD_MIN(v->v.s.len, 32),
+				v->v.s.ptr);
+	return net_fail(e, NET_E_PARAMS, "%s must be a boolean, got %s", key,
+			vd_type_name(v->type));
 }
 
 /* Integer (or decimal string) in [lo, hi]; absent → dflt. */
@@ -229,12 +294,23 @@ static int mask_prefix(const char *s)
 
 /* The attributes vdsmd implements; any other is refused (code 21) naming
  * it, never silently dropped.  "nameservers" and "custom" are accepted only
- * empty; hostQos, OVS, dhcpv6 and ipv6autoconf are refused below. */
+ * empty; hostQos, OVS and dhcpv6 are refused below. */
 static const char *const known_net_attrs[] = {
 	"nic", "bonding", "vlan", "bridged", "stp", "STP", "mtu", "bootproto", "ipaddr",
 	"netmask", "prefix", "gateway", "defaultRoute", "ipv6addr", "ipv6gateway", "dhcpv6",
 	"ipv6autoconf", "switch", "remove", "nameservers", "custom", "blockingdhcp", NULL
 };
+
+/* VDSM's link validator: ^bond\w+$ (and a device name: at most 15). */
+static bool bond_name_ok(const char *name, size_t nlen)
+{
+	if (!net_ifname_ok(name, nlen) || nlen < 5 || strncmp(name, "bond", 4) != 0)
+		return false;
+	for (size_t i = 4; i < nlen; i++)
+		if (!isalnum((unsigned char)name[i]) && name[i] != '_')
+			return false;
+	return true;
+}
 
 static bool empty_or_absent(const struct vd_value *v)
 {
@@ -258,6 +334,54 @@ static int check_keys(const struct vd_value *a, const char *const *known, const 
 	return 0;
 }
 
+/* ipaddr, netmask or prefix, gateway: VDSM's canonicalize and ip validator. */
+static int parse_ipv4(const struct vd_value *a, struct net_net *n, struct net_err *e)
+{
+	char tmp[NET_IP_STR];
+	long x;
+	if (net_attr_str(a, "ipaddr", n->ipaddr, sizeof(n->ipaddr), e) ||
+	    net_attr_str(a, "gateway", n->gateway, sizeof(n->gateway), e))
+		return VD_EINVAL;
+	if (n->ipaddr[0] && !ip4_ok(n->ipaddr))
+		return net_fail(e, NET_E_ADDR, "network %s: bad ipaddr \"%s\"", n->name, n->ipaddr);
+	if (n->gateway[0] && !ip4_ok(n->gateway))
+		return net_fail(e, NET_E_ADDR, "network %s: bad gateway \"%s\"", n->name,
+				n->gateway);
+	if (n->ipaddr[0] && strcmp(n->bootproto, "dhcp") == 0)
+		return net_fail(e, NET_E_ADDR, "network %s: ipaddr with bootproto dhcp",
+				n->name);
+	const struct vd_value *pv = vd_obj_get(a, "prefix");
+	bool has_prefix = pv && !(pv->type == VD_NULL || (pv->type == VD_INT && pv->v.i == 0) ||
+				  (pv->type == VD_STRING && pv->v.s.len == 0));
+	if (has_prefix && vd_obj_get(a, "netmask"))
+		return net_fail(e, NET_E_PARAMS, "network %s: both prefix and netmask given",
+				n->name);
+	if (pv && pv->type == VD_STRING && pv->v.s.len == 0)
+		pv = NULL;
+	if (net_attr_str(a, "netmask", tmp, sizeof(tmp), e))
+		return VD_EINVAL;
+	if (tmp[0]) {
+		int p = mask_prefix(tmp);
+		if (p < 0)
+			return net_fail(e, NET_E_ADDR, "network %s: bad netmask \"%s\"", n->name, tmp);
+		n->prefix = (unsigned)p;
+	}
+	if (pv && net_attr_int(a, "prefix", n->prefix, 0, 32, NET_E_ADDR, &x, e))
+		return VD_EINVAL;
+	if (!pv)
+		x = n->prefix;
+	n->prefix = (unsigned)x;
+	if (n->ipaddr[0] && n->prefix == 0)
+		return net_fail(e, NET_E_ADDR, "network %s: ipaddr needs a netmask or prefix",
+				n->name);
+	/* VDSM's ip validator: a gateway or netmask without ipaddr is 22, with
+	 * bootproto dhcp too */
+	if (!n->ipaddr[0] && (n->prefix || n->gateway[0]))
+		return net_fail(e, NET_E_ADDR, "network %s: netmask/gateway without ipaddr",
+				n->name);
+	return 0;
+}
+
 int net_parse_net(const char *name, size_t nlen, const struct vd_value *a,
 		  struct net_net *n, struct net_err *e)
 {
@@ -277,7 +401,7 @@ int net_parse_net(const char *name, size_t nlen, const struct vd_value *a,
 	if (!empty_or_absent(vd_obj_get(a, "custom")))
 		return net_fail(e, NET_E_PARAMS, "network %s: custom properties are not supported "
 				"by vdsmd (no hooks)", n->name);
-	char sw[16], tmp[NET_IP_STR];
+	char sw[16];
 	long x;
 	bool b;
 	if (net_attr_str(a, "switch", sw, sizeof(sw), e))
@@ -290,19 +414,40 @@ int net_parse_net(const char *name, size_t nlen, const struct vd_value *a,
 		return VD_EINVAL;
 	if (n->nic[0] && n->bonding[0])
 		return net_fail(e, NET_E_PARAMS, "network %s: both nic and bonding given", n->name);
+	if (!n->nic[0] && !n->bonding[0] && vd_obj_get(a, "vlan"))
+		return net_fail(e, NET_E_VLAN, "network %s: a vlan needs a nic or a bonding "
+				"under it", n->name);  /* VDSM's link validator: 26 */
 	if (!n->nic[0] && !n->bonding[0])
 		return net_fail(e, NET_E_PARAMS, "network %s: needs a nic or a bonding "
 				"(nicless networks are not supported)", n->name);
+	if (n->bonding[0] && !bond_name_ok(n->bonding, strlen(n->bonding)))
+		return net_fail(e, NET_E_BONDING, "network %s: bad bond name \"%s\"", n->name,
+				n->bonding);
 	if (!net_ifname_ok(net_net_base(n), strlen(net_net_base(n))))
 		return net_fail(e, NET_E_NIC, "network %s: bad device name \"%s\"", n->name,
 				net_net_base(n));
-	if (net_attr_int(a, "vlan", -1, 0, 4094, NET_E_VLAN, &x, e))
+	/* vlan "" (or null) is no vlan, as in VDSM */
+	const struct vd_value *vl = vd_obj_get(a, "vlan");
+	if (vl && vl->type == VD_STRING && vl->v.s.len == 0)
+		x = -1;
+	else if (net_attr_int(a, "vlan", -1, 0, 4094, NET_E_VLAN, &x, e))
 		return VD_EINVAL;
 	n->vlan = (int)x;
-	if (net_attr_bool(a, "bridged", true, &n->bridged, e) ||
-	    net_attr_bool(a, "stp", false, &n->stp, e) ||
-	    net_attr_bool(a, "STP", n->stp, &n->stp, e))
+	if (net_attr_bool(a, "bridged", true, &n->bridged, e))
 		return VD_EINVAL;
+	/* VDSM reads "stp", else "STP", and only for a bridged network */
+	const struct vd_value *stp = vd_obj_get(a, "stp");
+	if (!stp)
+		stp = vd_obj_get(a, "STP");
+	if (n->bridged && net_value_stp(stp, &n->stp)) {
+		if (stp->type == VD_STRING)
+			return net_fail(e, NET_E_PARAMS, "network %s: \"%.*s\" is not a valid "
+					"bridge STP value (yes/no, on/off, true/false)", n->name,
+					(int)VD_MIN(stp->v.s.len, 32), stp->v.s.ptr);
+		return net_fail(e, NET_E_PARAMS, "network %s: STP must be a boolean or "
+				"yes/no, on/off, true/false, got %s", n->name,
+				vd_type_name(stp->type));
+	}
 	if (net_attr_int(a, "mtu", 1500, 68, 65535, NET_E_PARAMS, &x, e))
 		return VD_EINVAL;
 	n->mtu = (unsigned)x;
@@ -318,39 +463,10 @@ int net_parse_net(const char *name, size_t nlen, const struct vd_value *a,
 	if (b)
 		return net_fail(e, NET_E_PARAMS, "network %s: dhcpv6 is not supported by vdsmd",
 				n->name);
-	if (net_attr_bool(a, "ipv6autoconf", false, &b, e))
+	if (net_attr_bool(a, "ipv6autoconf", false, &n->ipv6autoconf, e))
 		return VD_EINVAL;
-	if (b)
-		return net_fail(e, NET_E_PARAMS, "network %s: ipv6autoconf is not supported by "
-				"vdsmd", n->name);
-	if (net_attr_str(a, "ipaddr", n->ipaddr, sizeof(n->ipaddr), e) ||
-	    net_attr_str(a, "gateway", n->gateway, sizeof(n->gateway), e))
+	if (parse_ipv4(a, n, e))
 		return VD_EINVAL;
-	if (n->ipaddr[0] && !ip4_ok(n->ipaddr))
-		return net_fail(e, NET_E_ADDR, "network %s: bad ipaddr \"%s\"", n->name, n->ipaddr);
-	if (n->gateway[0] && !ip4_ok(n->gateway))
-		return net_fail(e, NET_E_ADDR, "network %s: bad gateway \"%s\"", n->name,
-				n->gateway);
-	if (n->ipaddr[0] && strcmp(n->bootproto, "dhcp") == 0)
-		return net_fail(e, NET_E_PARAMS, "network %s: ipaddr with bootproto dhcp",
-				n->name);
-	if (net_attr_str(a, "netmask", tmp, sizeof(tmp), e))
-		return VD_EINVAL;
-	if (tmp[0]) {
-		int p = mask_prefix(tmp);
-		if (p < 0)
-			return net_fail(e, NET_E_ADDR, "network %s: bad netmask \"%s\"", n->name, tmp);
-		n->prefix = (unsigned)p;
-	}
-	if (net_attr_int(a, "prefix", n->prefix, 0, 32, NET_E_ADDR, &x, e))
-		return VD_EINVAL;
-	n->prefix = (unsigned)x;
-	if (n->ipaddr[0] && n->prefix == 0)
-		return net_fail(e, NET_E_ADDR, "network %s: ipaddr needs a netmask or prefix",
-				n->name);
-	if (!n->ipaddr[0] && (n->prefix || (n->gateway[0] && strcmp(n->bootproto, "dhcp"))))
-		return net_fail(e, NET_E_ADDR, "network %s: netmask/gateway without ipaddr",
-				n->name);
 	if (net_attr_bool(a, "defaultRoute", false, &n->defroute, e))
 		return VD_EINVAL;
 	if (net_attr_str(a, "ipv6addr", n->ipv6addr, sizeof(n->ipv6addr), e) ||
@@ -369,6 +485,10 @@ int net_parse_net(const char *name, size_t nlen, const struct vd_value *a,
 					n->ipv6addr);
 		snprintf(n->ipv6addr, sizeof(n->ipv6addr), "%s/%u", host, (unsigned)p % 1000u);
 	}
+	/* "::" is the engine's "no IPv6 gateway" (HostSetupNetworksVDSCommand
+	 * sends it for every static IPv6 network not holding the default route) */
+	if (strcmp(n->ipv6gateway, "::") == 0)
+		n->ipv6gateway[0] = '\0';
 	if (n->ipv6gateway[0] && (!ip6_ok(n->ipv6gateway) || !n->ipv6addr[0]))
 		return net_fail(e, NET_E_ADDR, "network %s: bad ipv6gateway \"%s\"", n->name,
 				n->ipv6gateway);
@@ -388,7 +508,7 @@ int net_parse_bond(const char *name, size_t nlen, const struct vd_value *a,
 		   struct net_bond *b, struct net_err *e)
 {
 	memset(b, 0, sizeof(*b));
-	if (!net_ifname_ok(name, nlen) || nlen < 5 || strncmp(name, "bond", 4) != 0)
+	if (!bond_name_ok(name, nlen))
 		return net_fail(e, NET_E_BONDING, "bond name \"%.*s\" must be bond followed by "
 				"up to 11 characters", (int)VD_MIN(nlen, 64), name);
 	memcpy(b->name, name, nlen);
@@ -405,7 +525,8 @@ int net_parse_bond(const char *name, size_t nlen, const struct vd_value *a,
 				"legacy)", b->name, sw);
 	const struct vd_value *nics = vd_obj_get(a, "nics");
 	if (!nics || nics->type != VD_ARRAY || nics->v.arr.n == 0)
-		return net_fail(e, NET_E_BONDING, "bond %s: nics must be a non-empty list", b->name);
+		return net_fail(e, NET_E_PARAMS, "bond %s: nics must be a non-empty list",
+				b->name);  /* VDSM's link validator: 21 */
 	if (nics->v.arr.n > NET_MAX_SLAVES)
 		return net_fail(e, NET_E_BONDING, "bond %s: at most %d nics", b->name,
 				NET_MAX_SLAVES);

@@ -18,8 +18,12 @@
  * It refuses to touch the device holding the address an engine is connected
  * through unless the connectivity check is armed.
  *
+ * ipv6autoconf sets SLAAC (accept_ra, autoconf) on the network's device,
+ * on or off as VDSM does; a nic a bridgeless network used gets its own
+ * values back when released.
+ *
  * Gaps (refused with code 21 naming the option, never silently ignored):
- * OVS switch, hostQos, dhcpv6, ipv6autoconf; bootproto=dhcp requests no
+ * OVS switch, hostQos, dhcpv6 (true); bootproto=dhcp requests no
  * lease: the nic's own addresses and default route move onto the network
  * (what the engine's management network needs when the host already has
  * its address), and dhcpv4 is reported false. */
@@ -39,12 +43,20 @@ void net_fini(struct vdsmd *d);
  * its confirmation rolls back and answers now. */
 void net_stop(struct vdsmd *d);
 
-/* Writes "networks", "bridges", "nics", "vlans", "bondings" and
- * "nameservers" (keys and values) into the object w is inside of:
+/* Writes "networks", "bridges", "nics", "vlans", "bondings",
+ * "nameservers" (the host's, /etc/resolv.conf), "supportsIPv6" and
+ * "netConfigDirty" (keys and values) into
+ * the object w is inside of:
  * Host.getCapabilities' network sections.  vdsmd is the struct vdsmd (the
  * signature of host_peers' write_net_caps).  One netlink dump
  * (~0.2 ms); thread-safe. */
 void net_caps_write(void *vdsmd, struct vd_writer *w);
+/* netConfigDirty (VDSM's semantics, net_priv.h): true from a
+ * setupNetworks until it is made safe.  vdsmd is the struct vdsmd (the
+ * signature of host_peers' net_config_dirty).  Thread-safe. */
+bool net_config_dirty(void *vdsmd);
+/* VDSM's supportsIPv6: an AF_INET6 socket can be made. */
+bool net_ipv6_supported(void);
 /* The bridge a VM NIC on VDSM network joins (the daemon hands it to virt/):
  * 0 with bridge[len] filled when net/ runs it as a bridged network (the
  * bridge has the network's name, as in VDSM), VD_EINVAL when the network
