@@ -145,6 +145,7 @@ static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 void stomp_conn_open(struct vd_conn *c)
 {
 	c->sess = stomp_session_new(c->srv->broker, &c->out, c);
+	wire_set_framing(c, false);  /* the engine's framing until CONNECT says otherwise */
 }
 
 static void stomp_reply(void *ctx, const struct rpc_response *r)
@@ -272,6 +273,12 @@ static void on_heartbeat(void *host, struct stomp_session *ss, void *conn,
 		conn_set_heartbeat(conn, send_ms, recv_ms);
 }
 
+static void on_framing(void *host, struct stomp_session *ss, void *conn, bool packed)
+{
+	if (conn)
+		wire_set_framing(conn, packed);
+}
+
 static size_t iov_total(const struct stomp_iov *iov, unsigned n)
 {
 	size_t t = 0;
@@ -310,6 +317,7 @@ static const struct stomp_broker_ops broker_ops = {
 	.request = on_request,
 	.output = on_output,
 	.heartbeat = on_heartbeat,
+	.framing = on_framing,
 };
 
 /* ---- events ------------------------------------------------------------ */
