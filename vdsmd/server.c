@@ -297,7 +297,8 @@ static size_t on_write_direct(void *host, struct stomp_session *ss, void *conn,
 {
 	struct vd_server *s = host;
 	struct vd_conn *c = conn;
-	if (!c || c->dead || c->ssl || c->fd < 0 || c->out.len || n > 8 || s->publishing)
+	if (!c || c->dead || c->ssl || c->fd < 0 || c->out.len || n > 8 || s->publishing ||
+	    !wire_write_fits(c, iov_total(iov, n)))
 		return 0;
 	struct iovec v[8];
 	for (unsigned i = 0; i < n; i++) {
@@ -310,6 +311,7 @@ static size_t on_write_direct(void *host, struct stomp_session *ss, void *conn,
 	s->n.bytes_out += (uint64_t)w;
 	c->last_out = ev_now(s->d->loop);
 	c->direct_tail = (size_t)w < iov_total(iov, n);
+	c->mid_frame = c->direct_tail;
 	return (size_t)w;
 }
 

@@ -158,6 +158,9 @@ struct vd_conn {
 	ev_io io;
 	ev_timer rt;         /* detect / handshake timeout, then receive heart-beat */
 	ev_timer st;         /* send heart-beat */
+	ev_timer wt;         /* a frame write that must wait for send memory (wire.c) */
+	int sndbuf;          /* SO_SNDBUF last read (wire_write_fits) */
+	bool mid_frame;      /* the last write ended inside a frame */
 	ev_tstamp last_in, last_out;
 	double recv_iv, send_iv;  /* seconds; 0 = off */
 	struct vd_buf in, out;
@@ -229,8 +232,12 @@ struct stomp_req {
  * first unless c->packed (wire.c: the frame rules for the engine's
  * library). */
 void wire_frame_end(struct vd_conn *c);
+/* May a write that starts a frame of want bytes go now?  False on a
+ * plaintext connection with engine framing whose send memory might not
+ * take the frame's head whole (conn_flush retries on c->wt). */
+bool wire_write_fits(struct vd_conn *c, size_t want);
 /* The client's framing choice at CONNECT (and the default when a STOMP
- * connection opens: packed false); sets TCP_NOTSENT_LOWAT on plaintext. */
+ * connection opens: packed false). */
 void wire_set_framing(struct vd_conn *c, bool packed);
 /* How many bytes the next write at stream offset pos may take: up to the
  * end of the frame there (over TLS, one record of it: a longer frame is cut

@@ -26,7 +26,6 @@ static void fx_init(struct fixture *f, size_t pad_to)
 	f->s.d = &f->d;
 	f->s.pad_to = pad_to;
 	f->c.srv = &f->s;
-	f->c.packed = !pad_to;   /* as wire_set_framing sets it */
 	buf_init(&f->c.out);
 }
 
@@ -184,7 +183,7 @@ START_TEST(padding_only_where_needed)
 	receipt(&fx.c);
 	ck_assert_uint_lt(fx.c.out.len, 100);
 	fx_free(&fx);
-	/* a packed client: none */
+	/* a packed client: none, and no boundaries (one write for all) */
 	fx_init(&fx, 1024);
 	fx.c.packed = true;
 	message(&fx.c, "{}");
@@ -193,6 +192,14 @@ START_TEST(padding_only_where_needed)
 	size_t before = fx.c.out.len;
 	message(&fx.c, "{}");
 	ck_assert_uint_eq(fx.c.out.len, 2 * before);
+	ck_assert_uint_eq(wire_next_len(&fx.c, fx.c.out_base, fx.c.out.len), 2 * before);
+	ck_assert_uint_eq(fx.c.fend_n, 0);
+	fx_free(&fx);
+	/* stomp_pad_frames 0: one frame per write, unpadded, over TLS too */
+	fx_init(&fx, 0);
+	fx.c.ssl = &fx;
+	message(&fx.c, "{}");
+	ck_assert_uint_eq(wire_next_len(&fx.c, fx.c.out_base, fx.c.out.len), before);
 	fx_free(&fx);
 	/* not JSON (a forwarded message): its body stays as it was sent */
 	fx_init(&fx, 1024);
