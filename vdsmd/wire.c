@@ -87,7 +87,7 @@ void wire_set_framing(struct vd_conn *c, bool packed)
 
 bool wire_write_fits(struct vd_conn *c, size_t want)
 {
-	if (c->packed || c->ssl || !c->srv->pad_to)
+	if (c->state != CS_STOMP || c->packed || c->ssl || !c->srv->pad_to)
 		return true;
 	int q = 0;
 	if (ioctl(c->fd, SIOCOUTQ, &q) < 0 || q <= 0)
