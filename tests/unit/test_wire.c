@@ -6,8 +6,14 @@
  * for a packed client, and events held behind the replies of the requests
  * in flight when they came. */
 #include <check.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include "../../vdsmd/server.h"
 #include "../../stomp/stomp.h"
@@ -326,6 +332,73 @@ START_TEST(tls_records_for_the_library)
 }
 END_TEST
 
+/* A connected TCP pair on loopback: *w writes (non-blocking), *r reads. */
+static void tcp_pair(int *w, int *r)
+{
+	int l = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t al = sizeof(a);
+	ck_assert_int_eq(bind(l, (struct sockaddr *)&a, sizeof(a)), 0);
+	ck_assert_int_eq(listen(l, 1), 0);
+	ck_assert_int_eq(getsockname(l, (struct sockaddr *)&a, &al), 0);
+	*w = socket(AF_INET, SOCK_STREAM, 0);
+	ck_assert_int_eq(connect(*w, (struct sockaddr *)&a, sizeof(a)), 0);
+	*r = accept(l, NULL, NULL);
+	ck_assert_int_ge(*r, 0);
+	close(l);
+	fcntl(*w, F_SETFL, O_NONBLOCK);
+}
+
+START_TEST(frame_write_waits_for_send_memory)
+{
+	/* a real socket: a frame may start while little is unacknowledged, not
+	 * once the reader fell behind (Linux then ends writes anywhere) */
+	struct fixture fx;
+	fx_init(&fx, 1024);
+	struct vd_conn *c = &fx.c;
+	int r;
+	tcp_pair(&c->fd, &r);
+	c->state = CS_STOMP;
+	ck_assert(wire_write_fits(c, 1024));
+	static char junk[65536];
+	size_t queued = 0;
+	for (;;) {   /* fill the reader's buffer and our send queue */
+		ssize_t n = write(c->fd, junk, sizeof(junk));
+		if (n < 0) {
+			ck_assert_int_eq(errno, EAGAIN);
+			break;
+		}
+		queued += (size_t)n;
+	}
+	ck_assert(!wire_write_fits(c, 1024));
+	/* TLS, a packed client, HTTP and stomp_pad_frames 0 are not held */
+	c->packed = true;
+	ck_assert(wire_write_fits(c, 1024));
+	c->packed = false;
+	c->ssl = &fx;
+	ck_assert(wire_write_fits(c, 1024));
+	c->ssl = NULL;
+	c->state = CS_HTTP;
+	ck_assert(wire_write_fits(c, 1024));
+	c->state = CS_STOMP;
+	fx.s.pad_to = 0;
+	ck_assert(wire_write_fits(c, 1024));
+	fx.s.pad_to = 1024;
+	/* the reader catches up: free to write again */
+	while (queued) {
+		ssize_t n = read(r, junk, sizeof(junk));
+		ck_assert_int_gt(n, 0);
+		queued -= (size_t)n;
+	}
+	for (int i = 0; i < 200 && !wire_write_fits(c, 1024); i++)
+		usleep(5000);   /* the last ACKs */
+	ck_assert(wire_write_fits(c, 1024));
+	close(r);
+	close(c->fd);
+	fx_free(&fx);
+}
+END_TEST
+
 static struct stomp_req *req(void)
 {
 	return calloc(1, sizeof(struct stomp_req));
@@ -430,6 +503,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, short_message_padded_on_plaintext);
 	tcase_add_test(tc, padding_only_where_needed);
 	tcase_add_test(tc, tls_records_for_the_library);
+	tcase_add_test(tc, frame_write_waits_for_send_memory);
 	tcase_add_test(tc, events_wait_for_replies_in_flight);
 	tcase_add_test(tc, held_events_bounded);
 	suite_add_tcase(s, tc);
