@@ -108,13 +108,15 @@ class Server:
     def frames_handled(self, c, n, timeout=5.0):
         deadline = time.monotonic() + timeout
         out = []
-        while len(out) < n:
-            f = c.next_frame(deadline)
-            if f is None:
-                break
-            out.append(f)
-        c.close()
-        self.thread.join(vt.TIMEOUT)
+        try:
+            while len(out) < n:
+                f = c.next_frame(deadline)
+                if f is None:
+                    break
+                out.append(f)
+        finally:
+            c.close()
+            self.thread.join(vt.TIMEOUT)
         return out
 
 
