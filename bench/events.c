@@ -210,7 +210,7 @@ static int subscribe(int argc, char **argv)
 		}
 		char req[256];
 		int n = snprintf(req, sizeof(req),
-				 "CONNECT\naccept-version:1.2\nhost:localhost\n\n%c"
+				 "CONNECT\naccept-version:1.2\nhost:localhost\nvdsmd-framing:packed\n\n%c"
 				 "SUBSCRIBE\ndestination:jms.queue.events\nid:events-%d\nack:auto\n\n%c",
 				 0, i, 0);
 		if (write(fd, req, (size_t)n) != n) {

@@ -7,6 +7,9 @@
  *   load --port P --idle N [--pid SERVER_PID]     idle-connection RSS
  *   --tls DIR   connect with TLS, client.crt/client.key/ca.crt from DIR
  *               (examples/make-pki.sh); handshake before the clock starts
+ *   --framing packed|engine   packed (the default) sends the CONNECT header
+ *               vdsmd-framing:packed; engine leaves it out and gets the
+ *               frames laid out for the engine's library (PROTOCOL.md 2)
  *
  * Load mode: each connection CONNECTs, SUBSCRIBEs to its own reply
  * destination and keeps `depth` requests in flight; every response's id is
@@ -58,10 +61,18 @@ struct conn {
 };
 
 static struct {
-	const char *host, *method, *params, *label, *tls;
+	const char *host, *method, *params, *label, *tls, *framing;
 	int port, conns, depth, idle, pid;
 	double duration, warmup;
-} opt = { "127.0.0.1", "Host.ping2", NULL, "vdsmd", NULL, 0, 16, 8, 0, 0, 5, 1 };
+} opt = { "127.0.0.1", "Host.ping2", NULL, "vdsmd", NULL, "packed", 0, 16, 8, 0, 0, 5, 1 };
+
+/* CONNECT: "vdsmd-framing:packed" unless --framing engine */
+static const char *connect_frame(void)
+{
+	return strcmp(opt.framing, "engine") ?
+	       "CONNECT\naccept-version:1.2\nhost:bench\nvdsmd-framing:packed\n\n" :
+	       "CONNECT\naccept-version:1.2\nhost:bench\n\n";
+}
 static SSL_CTX *tls_ctx;
 
 static uint64_t hist[HIST_FINE + HIST_COARSE + 1];
@@ -381,7 +392,7 @@ static int run_idle(void)
 	for (int i = 0; i < opt.idle; i++) {
 		open_conn(&cs[i]);
 		cs[i].idx = i;
-		out_str(&cs[i], "CONNECT\naccept-version:1.2\nhost:bench\n\n");
+		out_str(&cs[i], connect_frame());
 		append(&cs[i].out, &cs[i].outlen, &cs[i].outcap, "", 1);
 		flush(&cs[i]);
 		struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &cs[i] };
@@ -431,7 +442,7 @@ static int run_load(void)
 		open_conn(c);
 		c->idx = i;
 		char sub[256];
-		out_str(c, "CONNECT\naccept-version:1.2\nhost:bench\n\n");
+		out_str(c, connect_frame());
 		append(&c->out, &c->outlen, &c->outcap, "", 1);
 		snprintf(sub, sizeof(sub),
 			 "SUBSCRIBE\ndestination:jms.topic.bench.%d\nid:sub-%d\nack:auto\n\n", i, i);
@@ -527,15 +538,20 @@ int main(int argc, char **argv)
 		else if (!strcmp(a, "--label")) opt.label = v;
 		else if (!strcmp(a, "--idle")) opt.idle = atoi(v);
 		else if (!strcmp(a, "--tls")) opt.tls = v;
+		else if (!strcmp(a, "--framing")) opt.framing = v;
 		else {
 			fprintf(stderr, "load: unknown option %s\n", a);
 			return 2;
 		}
 	}
+	if (strcmp(opt.framing, "packed") && strcmp(opt.framing, "engine")) {
+		fprintf(stderr, "load: --framing is packed or engine, not %s\n", opt.framing);
+		return 2;
+	}
 	if (!opt.port || opt.conns < 1 || opt.depth < 1 || opt.depth > SLOTS / 2 ||
 	    opt.duration <= 0) {
 		fprintf(stderr, "usage: load --port P [--conns N] [--depth D] [--duration S] "
-				"[--warmup S] [--method M] [--params JSON] [--pid PID] [--label L] [--tls DIR] | --idle N\n");
+				"[--warmup S] [--method M] [--params JSON] [--pid PID] [--label L] [--tls DIR] [--framing packed|engine] | --idle N\n");
 		return 2;
 	}
 	if (opt.tls)

@@ -103,8 +103,8 @@ net_bench
 # --- end net ---
 
 # --- wire ---
-# One frame per write (PROTOCOL.md 2) against the old batching
-# (stomp_batch_writes), plaintext and TLS, 16x8 and 1x1: bench/wire.sh.
+# The frame layout for the engine's library (PROTOCOL.md 2) against a
+# vdsmd-framing:packed client, plaintext and TLS, 16x8 and 1x1: bench/wire.sh.
 BUILD="$BUILD" sh bench/wire.sh || rc=1
 # --- end wire ---
 

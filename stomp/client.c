@@ -39,6 +39,9 @@ void stomp_client_connect(struct stomp_client *c, const char *host, const char *
 		HDR("login", login),
 		HDR("passcode", passcode),
 		HDR("heart-beat", hb),
+		/* this parser reads any framing: vdsmd need not lay frames out
+		 * for the engine's library (PROTOCOL.md 2); others ignore it */
+		HDR("vdsmd-framing", "packed"),
 	};
 	stomp_write_frame(c->out, STOMP_CONNECT, h, VD_ARRAY_SIZE(h), NULL, 0);
 }

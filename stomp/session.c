@@ -14,7 +14,7 @@ struct hv {
 };
 
 struct known {
-	struct hv dest, id, receipt, ct, reply_to, flow, accept, hb, ack;
+	struct hv dest, id, receipt, ct, reply_to, flow, accept, hb, ack, framing;
 };
 
 static void set_first(struct hv *x, const struct stomp_header *h)
@@ -60,6 +60,10 @@ static void known_scan(const struct stomp_frame *f, struct known *k)
 		case 12:
 			if (NAME_IS(h, "content-type"))
 				set_first(&k->ct, h);
+			break;
+		case 13:
+			if (NAME_IS(h, "vdsmd-framing"))
+				set_first(&k->framing, h);
 			break;
 		case 14:
 			if (NAME_IS(h, "accept-version"))
@@ -258,6 +262,10 @@ static enum outcome on_connect(struct stomp_session *s, const struct known *k)
 		{ "server", 6, b->server_name, strlen(b->server_name) },
 		{ "session", 7, sid, 36 },
 	};
+	/* Before CONNECTED is written: the host frames it by the choice. */
+	if (b->ops.framing)
+		b->ops.framing(b->host, s, s->conn,
+			       k->framing.n == 6 && !memcmp(k->framing.v, "packed", 6));
 	send_frame(s, STOMP_CONNECTED, h, 4);
 	s->connected = true;
 	if (b->ops.heartbeat)

@@ -119,6 +119,10 @@ struct stomp_broker_ops {
 	 * recv_ms (0 = none). */
 	void (*heartbeat)(void *host, struct stomp_session *s, void *conn,
 			  unsigned send_ms, unsigned recv_ms);
+	/* CONNECT/STOMP accepted: packed is true when it carried the header
+	 * vdsmd-framing:packed (the client reads any framing; PROTOCOL.md 2).
+	 * Called before CONNECTED is written. */
+	void (*framing)(void *host, struct stomp_session *s, void *conn, bool packed);
 };
 
 struct stomp_broker_config {

@@ -56,12 +56,13 @@ static const struct key keys[] = {
 	{ "max_output", K_SIZE, OFF(max_output), "64M", 4096, 1ull << 32,
 	  "output a slow reader may have pending before it is closed" },
 	{ "stomp_batch_writes", K_BOOL, OFF(stomp_batch_writes), "off", 0, 0,
-	  "pack queued STOMP frames into one write / TLS record (fewer syscalls, but the oVirt "
-	  "engine's client library then stalls: for benchmarks and other clients only)" },
+	  "every client gets its queued STOMP frames packed into one write and unpadded, as a "
+	  "vdsmd-framing:packed client does (fewer syscalls, but the oVirt engine's client "
+	  "library then stalls: for benchmarks and other clients only)" },
 	{ "stomp_pad_frames", K_SIZE, OFF(stomp_pad_frames), "1024", 0, 65536,
-	  "plaintext: a MESSAGE frame shorter than this gets a pad header up to this size, so "
-	  "the oVirt engine's client library (1024-byte reads) never reads two frames at once; "
-	  "0: off" },
+	  "plaintext: a MESSAGE frame shorter than this is padded to it (spaces after the JSON "
+	  "body) for the oVirt engine's client library (1024-byte reads); over TLS its records "
+	  "carry 8448 bytes or more; 0: no padding on either transport" },
 	{ "detect_timeout", K_UINT, OFF(detect_timeout), "10", 1, 3600,
 	  "seconds for a new connection to show its protocol" },
 	{ "handshake_timeout", K_UINT, OFF(handshake_timeout), "10", 1, 3600,

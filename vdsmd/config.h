@@ -22,7 +22,8 @@ struct vd_config {
 	size_t max_header_line;     /* 8 KiB */
 	size_t max_output;          /* per-connection output bound, 64 MiB */
 	bool stomp_batch_writes;    /* off: one frame per write (PROTOCOL.md 2) */
-	size_t stomp_pad_frames;    /* plaintext: pad shorter MESSAGEs to this, 1024 */
+	size_t stomp_pad_frames;    /* plaintext: pad shorter MESSAGEs to this, 1024;
+	                               0: no padding on either transport (wire.c) */
 	unsigned detect_timeout;    /* seconds, 10 */
 	unsigned handshake_timeout; /* seconds, 10 */
 	/* issue 17: bounded under attack (vdsmd/guard.c) */

@@ -20,6 +20,7 @@
 static void io_cb(struct ev_loop *loop, ev_io *w, int revents);
 static void rt_cb(struct ev_loop *loop, ev_timer *w, int revents);
 static void st_cb(struct ev_loop *loop, ev_timer *w, int revents);
+static void wt_cb(struct ev_loop *loop, ev_timer *w, int revents);
 static void conn_linger(struct vd_conn *c);
 
 static void peer_name(const struct sockaddr *sa, char *out, size_t n)
@@ -86,6 +87,8 @@ void conn_new(struct vd_server *s, int fd, const struct sockaddr *sa)
 	c->rt.data = c;
 	ev_init(&c->st, st_cb);
 	c->st.data = c;
+	ev_init(&c->wt, wt_cb);
+	c->wt.data = c;
 	if (s->tls) {
 		c->state = CS_HANDSHAKE;
 		c->rt.repeat = d->cfg.handshake_timeout;
@@ -140,6 +143,7 @@ void conn_close(struct vd_conn *c, const char *why)
 	ev_io_stop(loop, &c->io);
 	ev_timer_stop(loop, &c->rt);
 	ev_timer_stop(loop, &c->st);
+	ev_timer_stop(loop, &c->wt);
 	if (c->ssl)
 		tls_conn_free(c, c->closing && c->out.len == 0 && c->state != CS_HANDSHAKE);
 	close(c->fd);
@@ -221,12 +225,16 @@ void conn_flush(struct vd_conn *c)
 	if (c->dead || c->state == CS_HANDSHAKE)
 		return;
 	struct vd_server *s = c->srv;
-	bool batch = s->d->cfg.stomp_batch_writes;
 	size_t off = 0;
+	bool wait = false;
 	while (off < c->out.len) {
-		size_t want = c->out.len - off;
-		if (!batch)  /* one frame per write (PROTOCOL.md 2) */
-			want = wire_next_len(c, c->out_base + off, want);
+		/* one frame (TLS record) per write, PROTOCOL.md 2; all that is
+		 * queued for a packed client (no frame boundaries recorded) */
+		size_t want = wire_next_len(c, c->out_base + off, c->out.len - off);
+		if (!c->mid_frame && !wire_write_fits(c, want)) {
+			wait = true;
+			break;
+		}
 		long n = write_some(c, c->out.data + off, want);
 		if (n == VD_AGAIN)
 			break;
@@ -234,6 +242,7 @@ void conn_flush(struct vd_conn *c)
 			conn_close(c, "write error");
 			return;
 		}
+		c->mid_frame = (size_t)n < want;
 		off += (size_t)n;
 		s->n.bytes_out += (uint64_t)n;
 	}
@@ -264,7 +273,21 @@ void conn_flush(struct vd_conn *c)
 		return;
 	}
 	guard_account(c);
+	if (wait) {
+		/* writable, but not for a whole frame head: look again soon */
+		conn_want_write(c, false);
+		if (!ev_is_active(&c->wt)) {
+			ev_timer_set(&c->wt, 0.002, 0.);
+			ev_timer_start(s->d->loop, &c->wt);
+		}
+		return;
+	}
 	conn_want_write(c, true);
+}
+
+static void wt_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	conn_flush(w->data);
 }
 
 /* Close after the last output was written.  Closing a socket whose receive

@@ -145,6 +145,7 @@ static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 void stomp_conn_open(struct vd_conn *c)
 {
 	c->sess = stomp_session_new(c->srv->broker, &c->out, c);
+	wire_set_framing(c, false);  /* the engine's framing until CONNECT says otherwise */
 }
 
 static void stomp_reply(void *ctx, const struct rpc_response *r)
@@ -273,6 +274,12 @@ static void on_heartbeat(void *host, struct stomp_session *ss, void *conn,
 		conn_set_heartbeat(conn, send_ms, recv_ms);
 }
 
+static void on_framing(void *host, struct stomp_session *ss, void *conn, bool packed)
+{
+	if (conn)
+		wire_set_framing(conn, packed);
+}
+
 static size_t iov_total(const struct stomp_iov *iov, unsigned n)
 {
 	size_t t = 0;
@@ -291,7 +298,8 @@ static size_t on_write_direct(void *host, struct stomp_session *ss, void *conn,
 {
 	struct vd_server *s = host;
 	struct vd_conn *c = conn;
-	if (!c || c->dead || c->ssl || c->fd < 0 || c->out.len || n > 8 || s->publishing)
+	if (!c || c->dead || c->ssl || c->fd < 0 || c->out.len || n > 8 || s->publishing ||
+	    !wire_write_fits(c, iov_total(iov, n)))
 		return 0;
 	struct iovec v[8];
 	for (unsigned i = 0; i < n; i++) {
@@ -304,6 +312,7 @@ static size_t on_write_direct(void *host, struct stomp_session *ss, void *conn,
 	s->n.bytes_out += (uint64_t)w;
 	c->last_out = ev_now(s->d->loop);
 	c->direct_tail = (size_t)w < iov_total(iov, n);
+	c->mid_frame = c->direct_tail;
 	return (size_t)w;
 }
 
@@ -311,6 +320,7 @@ static const struct stomp_broker_ops broker_ops = {
 	.request = on_request,
 	.output = on_output,
 	.heartbeat = on_heartbeat,
+	.framing = on_framing,
 };
 
 /* ---- events ------------------------------------------------------------ */

@@ -103,7 +103,8 @@ struct vd_server {
 	struct vd_conn *feeding;    /* connection whose input is being parsed */
 	bool publishing;            /* inside event fan-out (frames may be held) */
 	size_t pad_to;              /* plaintext: shorter MESSAGE frames are padded
-	                               to this size (wire.c); 0 off */
+	                               to this size (wire.c); 0: no padding, over
+	                               TLS either */
 	char *rbuf;                 /* scratch read buffer, VD_RBUF bytes */
 	struct vd_counters n;
 	/* guard.c: memory budget, timeouts, accept pause, log limits */
@@ -157,6 +158,9 @@ struct vd_conn {
 	ev_io io;
 	ev_timer rt;         /* detect / handshake timeout, then receive heart-beat */
 	ev_timer st;         /* send heart-beat */
+	ev_timer wt;         /* a frame write that must wait for send memory (wire.c) */
+	int sndbuf;          /* SO_SNDBUF last read (wire_write_fits) */
+	bool mid_frame;      /* the last write ended inside a frame */
 	ev_tstamp last_in, last_out;
 	double recv_iv, send_iv;  /* seconds; 0 = off */
 	struct vd_buf in, out;
@@ -168,6 +172,9 @@ struct vd_conn {
 	uint64_t *fend;
 	unsigned fend_head, fend_n, fend_cap;
 	bool direct_tail;    /* out ends with the rest of a frame write_direct began */
+	bool packed;         /* frames as they are: the client sent vdsmd-framing:packed
+	                        (or stomp_pad_frames is 0); else laid out for the
+	                        engine's library (wire.c) */
 	/* Reply before events: STOMP requests in flight in dispatch order, and
 	 * events held until the requests in flight when they came are answered. */
 	struct stomp_req *req_head, *req_tail;
@@ -222,11 +229,20 @@ struct stomp_req {
 };
 
 /* A whole frame now ends c->out: record where, so that it goes out in its
- * own write and TLS record (PROTOCOL.md 2); on plaintext a short MESSAGE is
- * padded first (cfg stomp_pad_frames, wire.c). */
+ * own write and TLS records (PROTOCOL.md 2); a short MESSAGE is padded
+ * first unless c->packed (wire.c: the frame rules for the engine's
+ * library). */
 void wire_frame_end(struct vd_conn *c);
+/* May a write that starts a frame of want bytes go now?  False on a
+ * plaintext connection with engine framing whose send memory might not
+ * take the frame's head whole (conn_flush retries on c->wt). */
+bool wire_write_fits(struct vd_conn *c, size_t want);
+/* The client's framing choice at CONNECT (and the default when a STOMP
+ * connection opens: packed false). */
+void wire_set_framing(struct vd_conn *c, bool packed);
 /* How many bytes the next write at stream offset pos may take: up to the
- * end of the frame there, or avail when no boundary is known (HTTP output,
+ * end of the frame there (over TLS, one record of it: a longer frame is cut
+ * into equal records), or avail when no boundary is known (HTTP output,
  * stomp_batch_writes).  Drops the boundaries already written. */
 size_t wire_next_len(struct vd_conn *c, uint64_t pos, size_t avail);
 /* Event fan-out just appended a frame to c->out: while requests of c that

@@ -457,14 +457,20 @@ def make_pki(directory):
     return directory
 
 
-def tls_connect(host, port, pki, cert=True, ca=None, client="client"):
-    """TLS client socket; cert=False sends no client certificate; client
-    names the key pair ("client" or "wrong-client")."""
+def tls_context(pki, cert=True, ca=None, client="client"):
+    """Client context: the PKI's CA; cert=False sends no client certificate;
+    client names the key pair ("client" or "wrong-client")."""
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     ctx.load_verify_locations(ca or os.path.join(pki, "ca.crt"))
     ctx.check_hostname = False
     if cert:
         ctx.load_cert_chain(os.path.join(pki, client + ".crt"), os.path.join(pki, client + ".key"))
+    return ctx
+
+
+def tls_connect(host, port, pki, cert=True, ca=None, client="client"):
+    """TLS client socket (tls_context)."""
+    ctx = tls_context(pki, cert, ca, client)
     raw = socket.create_connection((host, port), timeout=TIMEOUT)
     raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     return ctx.wrap_socket(raw)

@@ -33,6 +33,8 @@ struct host {
 	void *output_conn;
 	int nhb;
 	unsigned hb_send, hb_recv;
+	int nframing;
+	bool packed;
 };
 
 static void copy_opt(char *dst, size_t cap, bool *has, const char *v, size_t n)
@@ -83,7 +85,14 @@ static void h_heartbeat(void *hp, struct stomp_session *s, void *conn, unsigned 
 	h->hb_recv = recv_ms;
 }
 
-static const struct stomp_broker_ops ops = { h_request, h_output, h_heartbeat };
+static void h_framing(void *hp, struct stomp_session *s, void *conn, bool packed)
+{
+	struct host *h = hp;
+	h->nframing++;
+	h->packed = packed;
+}
+
+static const struct stomp_broker_ops ops = { h_request, h_output, h_heartbeat, h_framing };
 
 /* A connection: input and output buffers and a reader for what was sent. */
 struct peer {

@@ -24,10 +24,32 @@ START_TEST(test_connect)
 	ck_assert_ptr_eq(stomp_session_conn(A.s), &A.conn_tag);
 	expect_none(&A);
 
+	/* no vdsmd-framing header: the engine's framing */
+	ck_assert_int_eq(H.nframing, 1);
+	ck_assert(!H.packed);
+
 	/* STOMP works too, with a version list */
 	FEED(&B, "STOMP\naccept-version:1.0,1.1,1.2\n\n\0");
 	expect(&B, STOMP_CONNECTED);
 	expect_none(&B);
+}
+END_TEST
+
+START_TEST(test_connect_framing)
+{
+	/* vdsmd-framing:packed asks for frames as they are; any other value
+	 * (and a refused CONNECT) does not */
+	FEED(&A, "CONNECT\naccept-version:1.2\nvdsmd-framing:packed\n\n\0");
+	expect(&A, STOMP_CONNECTED);
+	ck_assert_int_eq(H.nframing, 1);
+	ck_assert(H.packed);
+	FEED(&B, "CONNECT\naccept-version:1.2\nvdsmd-framing:packedx\n\n\0");
+	expect(&B, STOMP_CONNECTED);
+	ck_assert_int_eq(H.nframing, 2);
+	ck_assert(!H.packed);
+	FEED(&B, "CONNECT\naccept-version:1.1\nvdsmd-framing:packed\n\n\0");
+	expect(&B, STOMP_ERROR);
+	ck_assert_int_eq(H.nframing, 2);
 }
 END_TEST
 
@@ -286,6 +308,7 @@ static Suite *suite(void)
 	TCase *tc = tcase_create("broker");
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_connect);
+	tcase_add_test(tc, test_connect_framing);
 	tcase_add_test(tc, test_connect_version);
 	tcase_add_loop_test(tc, test_heartbeat_table, 0, (int)VD_ARRAY_SIZE(hb_cases));
 	tcase_add_test(tc, test_subscribe_before_connect);

@@ -18,7 +18,8 @@ START_TEST(test_frames_written)
 	struct stomp_client c;
 	stomp_client_init(&c, &out);
 	stomp_client_connect(&c, "[::1]", NULL, NULL, 0, 15000);
-	const char conn[] = "CONNECT\naccept-version:1.2\nhost:[::1]\nheart-beat:0,15000\n\n";
+	const char conn[] = "CONNECT\naccept-version:1.2\nhost:[::1]\nheart-beat:0,15000\n"
+				  "vdsmd-framing:packed\n\n";
 	ck_assert_uint_eq(out.len, sizeof(conn));
 	ck_assert_mem_eq(out.data, conn, sizeof(conn));
 	buf_reset(&out);
@@ -85,7 +86,7 @@ static void r_request(void *hp, struct stomp_session *s, const char *body, size_
 	stomp_broker_reply(r->b, s, rt, rtlen, "application/json", body, len);
 }
 
-static const struct stomp_broker_ops rig_ops = { r_request, NULL, NULL };
+static const struct stomp_broker_ops rig_ops = { r_request, NULL, NULL, NULL };
 
 static void rig_open(struct rig *r)
 {

@@ -1,11 +1,19 @@
 /* tests/unit/test_wire.c - vdsmd/wire.c without sockets: the frame
  * boundaries conn_flush() writes by (one frame per write, PROTOCOL.md 2),
- * the plaintext pad of short MESSAGE frames (the result still parses, with
- * the same headers and body), and events held behind the replies of the
- * requests in flight when they came. */
+ * the layout for the engine's library (short MESSAGE frames padded with
+ * spaces after their JSON body, content-length rewritten; over TLS records
+ * of at least 8448 bytes, long frames cut into equal records), none of it
+ * for a packed client, and events held behind the replies of the requests
+ * in flight when they came. */
 #include <check.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include "../../vdsmd/server.h"
 #include "../../stomp/stomp.h"
@@ -38,9 +46,10 @@ static void message(struct vd_conn *c, const char *body)
 {
 	struct stomp_header h[] = {
 		{ "destination", 0, "jms.topic.vdsm_responses", 24 },
+		{ "content-type", 0, "application/json", 16 },
 		{ "subscription", 0, "s1", 2 },
 	};
-	stomp_write_frame(&c->out, STOMP_MESSAGE, h, 2, body, strlen(body));
+	stomp_write_frame(&c->out, STOMP_MESSAGE, h, 3, body, strlen(body));
 	wire_frame_end(c);
 }
 
@@ -70,6 +79,25 @@ static void parse_one(struct vd_conn *c, size_t len, struct stomp_frame *f,
 	const char *why = NULL;
 	long n = stomp_parse(&p, &lim, c->out.data, len, f, &why);
 	ck_assert_msg(n == (long)len, "parsed %ld of %zu (%s)", n, len, why ? why : "");
+}
+
+/* The frame (len bytes at the start of c->out) is body + spaces, all of it
+ * inside content-length, with the headers message() wrote, in order. */
+static void check_padded(struct vd_conn *c, size_t len, const char *body)
+{
+	struct stomp_header hdr[16];
+	struct stomp_frame f;
+	parse_one(c, len, &f, hdr, 16);
+	ck_assert_int_eq(f.cmd, STOMP_MESSAGE);
+	ck_assert_uint_ge(f.body_len, strlen(body));
+	ck_assert(memcmp(f.body, body, strlen(body)) == 0);
+	for (size_t i = strlen(body); i < f.body_len; i++)
+		ck_assert_int_eq(f.body[i], ' ');
+	ck_assert_uint_eq(f.nhdr, 4);
+	ck_assert_str_eq(hdr[0].name, "destination");
+	ck_assert_str_eq(hdr[1].name, "content-type");
+	ck_assert_str_eq(hdr[2].name, "subscription");
+	ck_assert_str_eq(hdr[3].name, "content-length");
 }
 
 START_TEST(one_write_per_frame)
@@ -144,20 +172,11 @@ START_TEST(short_message_padded_on_plaintext)
 	message(c, body);
 	ck_assert_uint_eq(c->out.len, 1024);
 	ck_assert_uint_eq(wire_next_len(c, c->out_base, c->out.len), 1024);
-	struct stomp_header hdr[16];
-	struct stomp_frame f;
-	parse_one(c, 1024, &f, hdr, 16);
-	ck_assert_int_eq(f.cmd, STOMP_MESSAGE);
-	ck_assert_uint_eq(f.body_len, strlen(body));
-	ck_assert(memcmp(f.body, body, f.body_len) == 0);
-	/* the broker's headers first, in order, then the pad */
-	ck_assert_uint_eq(f.nhdr, 4);
-	ck_assert_str_eq(hdr[0].name, "destination");
-	ck_assert_str_eq(hdr[1].name, "subscription");
-	ck_assert_str_eq(hdr[2].name, "content-length");
-	ck_assert_str_eq(hdr[3].name, "pad");
-	for (size_t i = 0; i < hdr[3].vlen; i++)
-		ck_assert_int_eq(hdr[3].value[i], '.');
+	/* headers first and short: the header block ends in the first 200 bytes */
+	const char *blank = memmem(c->out.data, c->out.len, "\n\n", 2);
+	ck_assert_ptr_nonnull(blank);
+	ck_assert_int_lt(blank - c->out.data, 200);
+	check_padded(c, 1024, body);  /* (parsing writes NULs into the headers) */
 	fx_free(&fx);
 }
 END_TEST
@@ -170,11 +189,32 @@ START_TEST(padding_only_where_needed)
 	receipt(&fx.c);
 	ck_assert_uint_lt(fx.c.out.len, 100);
 	fx_free(&fx);
-	/* TLS: no pad */
+	/* a packed client: none, and no boundaries (one write for all) */
 	fx_init(&fx, 1024);
-	fx.c.ssl = &fx;  /* any non-NULL SSL */
+	fx.c.packed = true;
 	message(&fx.c, "{}");
 	ck_assert_uint_lt(fx.c.out.len, 200);
+	fx.c.ssl = &fx;  /* any non-NULL SSL */
+	size_t before = fx.c.out.len;
+	message(&fx.c, "{}");
+	ck_assert_uint_eq(fx.c.out.len, 2 * before);
+	ck_assert_uint_eq(wire_next_len(&fx.c, fx.c.out_base, fx.c.out.len), 2 * before);
+	ck_assert_uint_eq(fx.c.fend_n, 0);
+	fx_free(&fx);
+	/* stomp_pad_frames 0: one frame per write, unpadded, over TLS too */
+	fx_init(&fx, 0);
+	fx.c.ssl = &fx;
+	message(&fx.c, "{}");
+	ck_assert_uint_eq(wire_next_len(&fx.c, fx.c.out_base, fx.c.out.len), before);
+	fx_free(&fx);
+	/* not JSON (a forwarded message): its body stays as it was sent */
+	fx_init(&fx, 1024);
+	struct stomp_header h[] = { { "destination", 0, "x", 1 },
+				    { "content-type", 0, "text/plain", 10 } };
+	stomp_write_frame(&fx.c.out, STOMP_MESSAGE, h, 2, "hi", 2);
+	before = fx.c.out.len;
+	wire_frame_end(&fx.c);
+	ck_assert_uint_eq(fx.c.out.len, before);
 	fx_free(&fx);
 	/* long enough already */
 	fx_init(&fx, 1024);
@@ -188,8 +228,9 @@ START_TEST(padding_only_where_needed)
 	message(&fx.c, big);
 	ck_assert_uint_eq(fx.c.out.len, plain);
 	fx_free(&fx);
-	/* just under: the smallest pad header still makes it >= 1024 */
-	for (size_t blen = 900; blen < 1000; blen++) {
+	/* every length under it, across content-length's digit steps (99 ->
+	 * 100, 999 -> 1000): at least 1024, at most one byte over */
+	for (size_t blen = 1; blen < 1000; blen++) {
 		fx_init(&fx, 0);
 		big[blen] = 0;
 		message(&fx.c, big);
@@ -197,15 +238,164 @@ START_TEST(padding_only_where_needed)
 		fx_free(&fx);
 		fx_init(&fx, 1024);
 		message(&fx.c, big);
-		ck_assert_uint_ge(fx.c.out.len, 1024);
-		ck_assert_uint_eq(fx.c.out.len, raw >= 1024 ? raw : raw <= 1018 ? 1024 : raw + 6);
-		struct stomp_header hdr[16];
-		struct stomp_frame f;
-		parse_one(&fx.c, fx.c.out.len, &f, hdr, 16);
-		ck_assert_uint_eq(f.body_len, blen);
+		if (raw >= 1024) {
+			ck_assert_uint_eq(fx.c.out.len, raw);
+		} else {
+			ck_assert_uint_ge(fx.c.out.len, 1024);
+			ck_assert_uint_le(fx.c.out.len, 1025);
+		}
+		check_padded(&fx.c, fx.c.out.len, big);
 		fx_free(&fx);
 		big[blen] = 'x';
 	}
+}
+END_TEST
+
+/* Write a TLS connection's output as conn_flush does; the record sizes. */
+static unsigned records(struct vd_conn *c, size_t *len, unsigned cap)
+{
+	unsigned n = 0;
+	while (c->out.len && n < cap) {
+		len[n] = wire_next_len(c, c->out_base, c->out.len);
+		written(c, len[n++]);
+	}
+	return n;
+}
+
+START_TEST(tls_records_for_the_library)
+{
+	struct fixture fx;
+	size_t rec[16];
+	static char big[60000];
+	/* a short frame: one record of 8448 bytes (> 16709 / 2) */
+	fx_init(&fx, 1024);
+	fx.c.ssl = &fx;
+	message(&fx.c, "{\"id\":1,\"result\":true}");
+	ck_assert_uint_eq(fx.c.out.len, 8448);
+	check_padded(&fx.c, 8448, "{\"id\":1,\"result\":true}");
+	ck_assert_uint_eq(records(&fx.c, rec, 16), 1);
+	fx_free(&fx);
+	/* 8448..16384: one record, as it is */
+	for (size_t blen = 9000; blen <= 16200; blen += 800) {
+		fx_init(&fx, 1024);
+		fx.c.ssl = &fx;
+		memset(big, 'x', blen);
+		big[blen] = 0;
+		message(&fx.c, big);
+		size_t total = fx.c.out.len;
+		ck_assert_uint_lt(total, 16384);
+		ck_assert_uint_eq(records(&fx.c, rec, 16), 1);
+		ck_assert_uint_eq(rec[0], total);
+		fx_free(&fx);
+	}
+	/* just over one record: padded to two of the minimum, never 16384 + a
+	 * small rest */
+	fx_init(&fx, 1024);
+	fx.c.ssl = &fx;
+	memset(big, 'x', 16300);
+	big[16300] = 0;
+	message(&fx.c, big);
+	ck_assert_uint_eq(fx.c.out.len, 2 * 8448);
+	ck_assert_uint_eq(records(&fx.c, rec, 16), 2);
+	ck_assert_uint_eq(rec[0], 8448);
+	ck_assert_uint_eq(rec[1], 8448);
+	fx_free(&fx);
+	/* longer: equal records, each between the minimum and 16384 */
+	const size_t sizes[] = { 16896, 20000, 32769, 40000, 49153, 59999 };
+	for (size_t i = 0; i < VD_ARRAY_SIZE(sizes); i++) {
+		fx_init(&fx, 1024);
+		fx.c.ssl = &fx;
+		memset(big, 'x', sizes[i]);
+		big[sizes[i]] = 0;
+		message(&fx.c, big);
+		size_t total = fx.c.out.len, sum = 0;
+		unsigned n = records(&fx.c, rec, 16);
+		ck_assert_uint_eq(n, (total + 16383) / 16384);
+		for (unsigned r = 0; r < n; r++) {
+			ck_assert_uint_ge(rec[r], 8448);
+			ck_assert_uint_le(rec[r], 16384);
+			ck_assert_uint_le(rec[0] - rec[r], 1);
+			sum += rec[r];
+		}
+		ck_assert_uint_eq(sum, total);
+		fx_free(&fx);
+	}
+	/* a packed client: the frame in one write (SSL_write cuts it) */
+	fx_init(&fx, 1024);
+	fx.c.ssl = &fx;
+	fx.c.packed = true;
+	message(&fx.c, big);
+	size_t total = fx.c.out.len;
+	ck_assert_uint_eq(records(&fx.c, rec, 16), 1);
+	ck_assert_uint_eq(rec[0], total);
+	fx_free(&fx);
+}
+END_TEST
+
+/* A connected TCP pair on loopback: *w writes (non-blocking), *r reads. */
+static void tcp_pair(int *w, int *r)
+{
+	int l = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t al = sizeof(a);
+	ck_assert_int_eq(bind(l, (struct sockaddr *)&a, sizeof(a)), 0);
+	ck_assert_int_eq(listen(l, 1), 0);
+	ck_assert_int_eq(getsockname(l, (struct sockaddr *)&a, &al), 0);
+	*w = socket(AF_INET, SOCK_STREAM, 0);
+	ck_assert_int_eq(connect(*w, (struct sockaddr *)&a, sizeof(a)), 0);
+	*r = accept(l, NULL, NULL);
+	ck_assert_int_ge(*r, 0);
+	close(l);
+	fcntl(*w, F_SETFL, O_NONBLOCK);
+}
+
+START_TEST(frame_write_waits_for_send_memory)
+{
+	/* a real socket: a frame may start while little is unacknowledged, not
+	 * once the reader fell behind (Linux then ends writes anywhere) */
+	struct fixture fx;
+	fx_init(&fx, 1024);
+	struct vd_conn *c = &fx.c;
+	int r;
+	tcp_pair(&c->fd, &r);
+	c->state = CS_STOMP;
+	ck_assert(wire_write_fits(c, 1024));
+	static char junk[65536];
+	size_t queued = 0;
+	for (;;) {   /* fill the reader's buffer and our send queue */
+		ssize_t n = write(c->fd, junk, sizeof(junk));
+		if (n < 0) {
+			ck_assert_int_eq(errno, EAGAIN);
+			break;
+		}
+		queued += (size_t)n;
+	}
+	ck_assert(!wire_write_fits(c, 1024));
+	/* TLS, a packed client, HTTP and stomp_pad_frames 0 are not held */
+	c->packed = true;
+	ck_assert(wire_write_fits(c, 1024));
+	c->packed = false;
+	c->ssl = &fx;
+	ck_assert(wire_write_fits(c, 1024));
+	c->ssl = NULL;
+	c->state = CS_HTTP;
+	ck_assert(wire_write_fits(c, 1024));
+	c->state = CS_STOMP;
+	fx.s.pad_to = 0;
+	ck_assert(wire_write_fits(c, 1024));
+	fx.s.pad_to = 1024;
+	/* the reader catches up: free to write again */
+	while (queued) {
+		ssize_t n = read(r, junk, sizeof(junk));
+		ck_assert_int_gt(n, 0);
+		queued -= (size_t)n;
+	}
+	for (int i = 0; i < 200 && !wire_write_fits(c, 1024); i++)
+		usleep(5000);   /* the last ACKs */
+	ck_assert(wire_write_fits(c, 1024));
+	close(r);
+	close(c->fd);
+	fx_free(&fx);
 }
 END_TEST
 
@@ -312,6 +502,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, many_frames_grow_the_ring);
 	tcase_add_test(tc, short_message_padded_on_plaintext);
 	tcase_add_test(tc, padding_only_where_needed);
+	tcase_add_test(tc, tls_records_for_the_library);
+	tcase_add_test(tc, frame_write_waits_for_send_memory);
 	tcase_add_test(tc, events_wait_for_replies_in_flight);
 	tcase_add_test(tc, held_events_bounded);
 	suite_add_tcase(s, tc);
