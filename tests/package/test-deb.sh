@@ -1,0 +1,203 @@
+#!/bin/bash
+# tests/package/test-deb.sh DEB_DIR - the built vdsmd and vdsm-client
+# packages in a fresh Debian 12 root (`make package-test`, needs root).
+#
+#   1. a minbase bookworm root from debootstrap, with the packages' runtime
+#      dependencies; the debootstrap tarball is cached in
+#      $BUILD/debootstrap/ (keyed by that package list), so a second run
+#      needs no network
+#   2. dpkg -i: the vdsm user and its directories, the conffile, the unit
+#      enabled, vdsm-tool's pre-start check refusing a host without
+#      certificates
+#   3. the unit's ExecStart (read from the installed unit) in the root with
+#      a loopback configuration on top, until the packaged vdsm-client
+#      answers Host.ping2; SIGTERM stops it with exit status 0
+#   4. started again, then dpkg --purge: no process and no file of the
+#      package, of vdsmd or owned by the vdsm user is left
+# Each check prints "ok" or "FAIL"; the exit status is the number of FAILs
+# (2 when the root cannot be made).
+set -u
+debs=$(cd "${1:?usage: test-deb.sh DEB_DIR}" && pwd) || exit 2
+BUILD=${BUILD:-build}
+cache=$(mkdir -p "$BUILD/debootstrap" && cd "$BUILD/debootstrap" && pwd) || exit 2
+LOG=${LOG:-$BUILD/results/package-test.log}
+mkdir -p "$(dirname "$LOG")"
+: > "$LOG"
+say() { echo "package-test: $*"; }
+fails=0
+check() { # description command...
+	local what=$1
+	shift
+	if "$@" >>"$LOG" 2>&1; then
+		echo "ok   $what"
+	else
+		echo "FAIL $what"
+		fails=$((fails + 1))
+	fi
+}
+[ "$(id -u)" = 0 ] || { say "needs root (chroot, mounts)"; exit 2; }
+command -v debootstrap >/dev/null || { say "debootstrap is missing (scripts/deps.sh ensure deb)"; exit 2; }
+pkgs=()
+for p in vdsmd vdsm-client; do
+	f=$(ls "$debs"/${p}_*.deb 2>/dev/null | head -n 1)
+	[ -n "$f" ] || { say "no ${p}_*.deb in $debs (make deb)"; exit 2; }
+	pkgs+=("$f")
+done
+
+# the packages' Depends, without versions and alternatives: what the root needs
+deps=$(for f in "${pkgs[@]}"; do dpkg-deb -f "$f" Depends; done | tr ',' '\n' |
+	sed 's/|.*//; s/(.*)//; s/ //g' | grep -v -e '^$' -e '^vdsm' | sort -u | tr '\n' ',')
+deps=${deps%,}
+key=$(echo "$deps" | sha256sum | cut -c1-12)
+tarball=$cache/bookworm-minbase-$key.tgz
+mirror=$(sed -n 's/^URIs: *\([^ ]*debian\/*\)$/\1/p; s/^deb \([^ ]*debian\/*\) .*/\1/p' \
+	/etc/apt/sources.list.d/* /etc/apt/sources.list 2>/dev/null | grep -v security | head -n 1)
+mirror=${mirror:-http://deb.debian.org/debian}
+
+root=$(mktemp -d /tmp/package-root.XXXXXX)
+chmod 0755 "$root"   # the root's "/": mktemp makes it 0700, vdsm could not walk it
+mounts=()
+daemon=
+cleanup() {
+	[ -n "$daemon" ] && kill -KILL "$daemon" 2>/dev/null
+	for ((i = ${#mounts[@]} - 1; i >= 0; i--)); do umount -l "${mounts[i]}"; done
+	rm -rf --one-file-system "$root"
+}
+trap cleanup EXIT
+
+start=$SECONDS
+if [ ! -s "$tarball" ]; then
+	say "debootstrap tarball (minbase + $deps) -> $tarball"
+	tmp=$(mktemp -d /tmp/package-tarball.XXXXXX)
+	if ! debootstrap --variant=minbase --include="$deps" --make-tarball="$tarball.tmp" \
+		bookworm "$tmp" "$mirror" >>"$LOG" 2>&1; then
+		rm -rf "$tmp" "$tarball.tmp"
+		say "debootstrap --make-tarball failed (see $LOG)"
+		exit 2
+	fi
+	rm -rf "$tmp"
+	mv "$tarball.tmp" "$tarball"
+fi
+say "debootstrap from $tarball into $root"
+if ! debootstrap --variant=minbase --include="$deps" --unpack-tarball="$tarball" \
+	bookworm "$root" "$mirror" >>"$LOG" 2>&1; then
+	say "debootstrap failed (see $LOG)"
+	exit 2
+fi
+say "fresh root in $((SECONDS - start)) s"
+for m in proc dev sys; do
+	if [ $m = proc ]; then mount -t proc proc "$root/proc"; else mount --bind /$m "$root/$m"; fi &&
+		mounts+=("$root/$m")
+done
+in_root() { chroot "$root" "$@"; }
+
+# --- install --------------------------------------------------------------
+mkdir -p "$root/tmp/debs"
+cp "${pkgs[@]}" "$root/tmp/debs/"
+check "dpkg -i vdsmd vdsm-client" in_root sh -c 'dpkg -i /tmp/debs/*.deb'
+check "system user vdsm (no login shell)" \
+	in_root sh -c 'getent passwd vdsm | grep -q ":/var/lib/vdsmd:/usr/sbin/nologin$"'
+check "/var/lib/vdsmd and /var/log/vdsmd owned by vdsm" in_root sh -c \
+	'[ "$(stat -c %U /var/lib/vdsmd)" = vdsm ] && [ "$(stat -c %U /var/log/vdsmd)" = vdsm ] &&
+	 [ "$(stat -c %U /var/lib/vdsmd/storage)" = vdsm ]'
+check "/etc/vdsmd/vdsmd.conf is a conffile" \
+	in_root sh -c 'dpkg-query -W -f="\${Conffiles}\n" vdsmd | grep -q " /etc/vdsmd/vdsmd.conf "'
+check "vdsmd.conf: user = vdsm, the rest the commented defaults" in_root sh -c \
+	'[ "$(grep -v -e "^#" -e "^\$" -e "^\[" /etc/vdsmd/vdsmd.conf | sort | tr "\n" ";")" = \
+	   "log_file = /var/log/vdsmd/vdsmd.log;user = vdsm;" ]'
+check "vdsmd.service enabled" test -L "$root/etc/systemd/system/multi-user.target.wants/vdsmd.service"
+check "logrotate, man pages, bash completion" in_root sh -c \
+	'[ -f /etc/logrotate.d/vdsmd ] && [ -f /usr/share/man/man8/vdsmd.8.gz ] &&
+	 [ -f /usr/share/man/man8/vdsm-tool.8.gz ] && [ -f /usr/share/man/man1/vdsm-client.1.gz ] &&
+	 [ -f /usr/share/bash-completion/completions/vdsm-client ]'
+unit=$root/lib/systemd/system/vdsmd.service
+pre=$(sed -n 's/^ExecStartPre=//p' "$unit")
+exe=$(sed -n 's/^ExecStart=//p' "$unit")
+say "ExecStartPre: $pre"
+say "ExecStart: $exe"
+# shellcheck disable=SC2086
+out=$(in_root $pre 2>&1); rc=$?
+echo "$out" >>"$LOG"
+check "pre-start check refuses a host without certificates (3 missing lines)" \
+	test "$rc:$(echo "$out" | grep -c '^vdsm-tool: missing: ')" = "1:3"
+
+# --- run the unit's ExecStart ----------------------------------------------
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+loopback="--listen 127.0.0.1 --port $port --tls off --libvirt-uri test:///default"
+run_daemon() { # stderr file [flags]
+	local out=$1
+	shift
+	# shellcheck disable=SC2086
+	setsid chroot "$root" $exe $loopback "$@" >"$out" 2>&1 &
+	daemon=$!
+}
+ping2() {
+	for _ in $(seq 100); do
+		if in_root vdsm-client -a 127.0.0.1 -p "$port" --insecure --timeout 2 Host ping2 \
+			>"$root/tmp/ping2.out" 2>&1; then
+			grep -qx true "$root/tmp/ping2.out" && return 0
+		fi
+		kill -0 "$daemon" 2>/dev/null || return 1
+		sleep 0.2
+	done
+	return 1
+}
+t0=$SECONDS
+# the packaged log_file: /var/log/vdsmd/vdsmd.log
+log=$root/var/log/vdsmd/vdsmd.log
+run_daemon "$root/tmp/vdsmd.1.err"
+check "packaged vdsm-client: Host.ping2 answers true" ping2
+say "vdsmd answered after $((SECONDS - t0)) s"
+check "vdsmd logs to /var/log/vdsmd/vdsmd.log, dropped to user vdsm" \
+	grep -q "running as user vdsm" "$log"
+check "storage under /var/lib/vdsmd/storage, no ERROR line" sh -c \
+	"grep -q 'storage: 0 domain(s), 0 task record(s) under /var/lib/vdsmd/storage' '$log' &&
+	 ! grep ' ERROR ' '$log' && [ ! -s '$root/tmp/vdsmd.1.err' ]"
+uid=$(in_root id -u vdsm)
+check "the daemon's process runs as uid $uid (vdsm)" test "$(stat -c %u "/proc/$daemon")" = "$uid"
+# what logrotate does: move the file away, then SIGHUP (postrotate)
+mv "$log" "$log.1"
+kill -HUP "$daemon"
+reopened() {
+	for _ in $(seq 50); do
+		grep -q "SIGHUP: log file reopened" "$log" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	return 1
+}
+check "SIGHUP reopens the log file (a new vdsmd.log, written as vdsm)" reopened
+check "the new log file belongs to vdsm" test "$(stat -c %u "$log")" = "$uid"
+kill -TERM "$daemon"
+wait "$daemon"
+rc=$?
+daemon=
+check "SIGTERM: graceful stop, exit status 0 (got $rc)" test "$rc" = 0
+cat "$log.1" "$log" "$root/tmp/vdsmd.1.err" >>"$LOG"
+
+# --- purge with vdsmd running ----------------------------------------------
+run_daemon "$root/tmp/vdsmd.2.log" --log-file stderr
+check "started again" ping2
+check "dpkg --purge vdsmd vdsm-client (vdsmd running)" in_root dpkg --purge vdsmd vdsm-client
+sleep 0.5
+alive=
+for p in /proc/[0-9]*; do
+	[ "$(readlink "$p/root" 2>/dev/null)" = "$root" ] && alive="$alive ${p#/proc/}"
+done
+check "no process left in the root:${alive:- none}" test -z "$alive"
+check "prerm stopped vdsmd gracefully (SIGTERM, then stopped)" sh -c \
+	"grep -q 'SIGTERM: stopping' '$root/tmp/vdsmd.2.log' && grep -q 'INFO stopped' '$root/tmp/vdsmd.2.log'"
+kill -0 "$daemon" 2>/dev/null || daemon=
+check "packages gone from dpkg's database" in_root sh -c \
+	'! dpkg-query -W -f="\${Status}\n" vdsmd vdsm-client 2>/dev/null | grep -q installed'
+left=
+for f in /etc/vdsmd /var/lib/vdsmd /var/log/vdsmd /usr/sbin/vdsmd /usr/bin/vdsm-client \
+	/usr/bin/vdsm-tool /lib/systemd/system/vdsmd.service /etc/logrotate.d/vdsmd \
+	/etc/systemd/system/multi-user.target.wants/vdsmd.service \
+	/usr/share/doc/vdsmd /usr/share/bash-completion/completions/vdsm-client; do
+	[ -e "$root$f" ] || [ -L "$root$f" ] && left="$left $f"
+done
+check "no file of the packages left:${left:- none}" test -z "$left"
+owned=$(find "$root" -xdev -uid "$uid" 2>/dev/null | sed "s|^$root||" | head -n 5 | tr '\n' ' ')
+check "no file owned by vdsm (uid $uid) left: ${owned:-none}" test -z "$owned"
+say "$fails failure(s) in $((SECONDS - start)) s (log $LOG)"
+exit "$fails"
