@@ -266,6 +266,9 @@ install: all
 DEB_DIR := $(BUILD)/deb
 DEB_SRC := $(DEB_DIR)/vdsmd-$(VERSION)
 DEB_BUILD_OPTIONS ?= parallel=2
+# the package build runs without a network where it can (root: a private,
+# empty network namespace), so a download in it fails instead of passing
+DEB_NONET := $(shell unshare -n true 2>/dev/null && echo unshare -n)
 deb:
 	@scripts/deps.sh ensure deb
 	rm -rf $(DEB_DIR) && mkdir -p $(DEB_SRC)
@@ -276,7 +279,7 @@ deb:
 	else \
 		tar --exclude=./$(BUILD) --exclude=./.git -cf - . | tar -xf - -C $(DEB_SRC); \
 	fi
-	cd $(DEB_SRC) && DEB_BUILD_OPTIONS="$(DEB_BUILD_OPTIONS)" dpkg-buildpackage -b -us -uc
+	cd $(DEB_SRC) && DEB_BUILD_OPTIONS="$(DEB_BUILD_OPTIONS)" $(DEB_NONET) dpkg-buildpackage -b -us -uc
 	lintian --fail-on error $(DEB_DIR)/*.changes
 	@ls -l $(DEB_DIR)/*.deb
 

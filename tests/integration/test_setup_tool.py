@@ -6,7 +6,6 @@ and the missing pieces it reports."""
 
 import os
 import shutil
-import socket
 import ssl
 import stat
 import subprocess
