@@ -12,8 +12,12 @@
 #   3. the unit's ExecStart (read from the installed unit) in the root with
 #      a loopback configuration on top, until the packaged vdsm-client
 #      answers Host.ping2; SIGTERM stops it with exit status 0
-#   4. started again, then dpkg --purge: no process and no file of the
-#      package, of vdsmd or owned by the vdsm user is left
+#   4. the packaged vdsm-tool enrols a certificate (a test CA signs it), the
+#      pre-start check passes, vdsmd serves TLS with the packaged
+#      configuration and the packaged vdsm-client answers with its defaults
+#   5. dpkg --purge with vdsmd running: no process and no file of the
+#      package, of vdsmd or owned by the vdsm user is left (but the host
+#      certificates under /etc/pki, kept as documented)
 # Each check prints "ok" or "FAIL"; the exit status is the number of FAILs
 # (2 when the root cannot be made).
 set -u
@@ -174,9 +178,48 @@ daemon=
 check "SIGTERM: graceful stop, exit status 0 (got $rc)" test "$rc" = 0
 cat "$log.1" "$log" "$root/tmp/vdsmd.1.err" >>"$LOG"
 
+# --- the production path: TLS with certificates enrolled by vdsm-tool ------
+# vdsm-tool (packaged) makes the key and request in the root, a test CA
+# (examples/make-pki.sh) signs it as the engine's pki-enroll-request.sh
+# would, vdsm-tool installs it; the unit's pre-start check then passes and
+# vdsmd serves TLS with the packaged configuration (only listen, port and
+# the libvirt URI overridden); the packaged vdsm-client uses its defaults,
+# the host's own certificate, as VDSM's does.
+pki=$root/tmp/pki
+sh "$(dirname "$0")/../../examples/make-pki.sh" "$pki" >>"$LOG" 2>&1
+check "vdsm-tool certificate-request" in_root vdsm-tool certificate-request \
+	--subject /O=Test/CN=localhost --san DNS:localhost,IP:127.0.0.1
+printf '%s\n' "basicConstraints=CA:FALSE" "keyUsage=critical,digitalSignature,keyEncipherment" \
+	"extendedKeyUsage=critical,serverAuth,clientAuth" "subjectAltName=DNS:localhost,IP:127.0.0.1" \
+	> "$pki/host.ext"
+openssl x509 -req -in "$root/etc/pki/vdsm/requests/vdsm.req" -CA "$pki/ca.crt" \
+	-CAkey "$pki/ca.key" -CAcreateserial -days 2 -sha256 -extfile "$pki/host.ext" \
+	-out "$pki/host.cer" >>"$LOG" 2>&1
+check "vdsm-tool certificate-install" in_root vdsm-tool certificate-install \
+	--cert /tmp/pki/host.cer --ca /tmp/pki/ca.crt
+# shellcheck disable=SC2086
+check "pre-start check passes with the enrolled certificate" in_root $pre
+# shellcheck disable=SC2086
+setsid chroot "$root" $exe --listen 127.0.0.1 --port "$port" --libvirt-uri test:///default \
+	--log-file stderr >"$root/tmp/vdsmd.2.log" 2>&1 &
+daemon=$!
+tls_ping2() {
+	for _ in $(seq 100); do
+		if in_root vdsm-client -a 127.0.0.1 -p "$port" --timeout 2 Host ping2 \
+			>"$root/tmp/ping2.out" 2>&1; then
+			grep -qx true "$root/tmp/ping2.out" && return 0
+		fi
+		kill -0 "$daemon" 2>/dev/null || return 1
+		sleep 0.2
+	done
+	return 1
+}
+check "TLS (packaged config): packaged vdsm-client with the host certificate: Host.ping2" tls_ping2
+check "plaintext is refused on the TLS port" sh -c \
+	"! chroot '$root' vdsm-client -a 127.0.0.1 -p $port --insecure --timeout 2 Host ping2"
+check "vdsmd served TLS from /etc/pki/vdsm" grep -q "tls on" "$root/tmp/vdsmd.2.log"
+
 # --- purge with vdsmd running ----------------------------------------------
-run_daemon "$root/tmp/vdsmd.2.log" --log-file stderr
-check "started again" ping2
 check "dpkg --purge vdsmd vdsm-client (vdsmd running)" in_root dpkg --purge vdsmd vdsm-client
 sleep 0.5
 alive=
@@ -197,7 +240,12 @@ for f in /etc/vdsmd /var/lib/vdsmd /var/log/vdsmd /usr/sbin/vdsmd /usr/bin/vdsm-
 	[ -e "$root$f" ] || [ -L "$root$f" ] && left="$left $f"
 done
 check "no file of the packages left:${left:- none}" test -z "$left"
-owned=$(find "$root" -xdev -uid "$uid" 2>/dev/null | sed "s|^$root||" | head -n 5 | tr '\n' ' ')
-check "no file owned by vdsm (uid $uid) left: ${owned:-none}" test -z "$owned"
+# kept on purge, as documented: the host's certificates (enrolled with the
+# engine's CA) under /etc/pki
+owned=$(find "$root" -xdev -uid "$uid" -not -path "$root/etc/pki/*" 2>/dev/null |
+	sed "s|^$root||" | head -n 5 | tr '\n' ' ')
+check "no file owned by vdsm (uid $uid) left outside /etc/pki: ${owned:-none}" test -z "$owned"
+check "the host certificate and key are kept in /etc/pki/vdsm" \
+	test -f "$root/etc/pki/vdsm/certs/vdsmcert.pem" -a -f "$root/etc/pki/vdsm/keys/vdsmkey.pem"
 say "$fails failure(s) in $((SECONDS - start)) s (log $LOG)"
 exit "$fails"
