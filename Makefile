@@ -284,11 +284,14 @@ deb:
 	@ls -l $(DEB_DIR)/*.deb
 
 # The built packages in a fresh Debian 12 root (debootstrap, cached in
-# $(BUILD)/debootstrap): install, run the unit's ExecStart until the
-# packaged vdsm-client answers Host.ping2, purge, check nothing is left.
-# Needs root.  .ci/run runs it after `make check`.
+# $(BUILD)/debootstrap): install, run the unit's ExecStart (chroot) until the
+# packaged vdsm-client answers Host.ping2, purge, check nothing is left; then
+# the same under systemd (the root booted in systemd-nspawn): the unit's
+# enable, start limit, start, reload, restart, stop, and purge.  Needs root.
+# .ci/run runs it after `make check`.
 package-test: deb
 	BUILD=$(BUILD) tests/package/test-deb.sh $(DEB_DIR)
+	BUILD=$(BUILD) tests/package/test-deb-systemd.sh $(DEB_DIR)
 
 clean:
 	rm -rf $(BUILD)

@@ -26,8 +26,9 @@ TEST_PKGS="check openssl python3-stomp clang libclang-rt-14-dev procps
 rabbitmq-server ruby-stomp libnet-stomp-perl nodejs npm cppcheck clang-tidy
 qemu-system-x86 iproute2 libvirt-daemon-system libvirt-clients util-linux
 groff-base"
-# make deb (dpkg-buildpackage, dh, lintian) and make package-test (debootstrap)
-DEB_PKGS="debhelper dpkg-dev fakeroot lintian debootstrap"
+# make deb (dpkg-buildpackage, dh, lintian) and make package-test
+# (debootstrap; systemd-nspawn boots the root under systemd)
+DEB_PKGS="debhelper dpkg-dev fakeroot lintian debootstrap systemd-container"
 
 pkgs() {
 	case "${1:-all}" in

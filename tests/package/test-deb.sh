@@ -21,45 +21,11 @@
 # Each check prints "ok" or "FAIL"; the exit status is the number of FAILs
 # (2 when the root cannot be made).
 set -u
-debs=$(cd "${1:?usage: test-deb.sh DEB_DIR}" && pwd) || exit 2
-BUILD=${BUILD:-build}
-cache=$(mkdir -p "$BUILD/debootstrap" && cd "$BUILD/debootstrap" && pwd) || exit 2
-LOG=${LOG:-$BUILD/results/package-test.log}
-mkdir -p "$(dirname "$LOG")"
-: > "$LOG"
-say() { echo "package-test: $*"; }
-fails=0
-check() { # description command...
-	local what=$1
-	shift
-	if "$@" >>"$LOG" 2>&1; then
-		echo "ok   $what"
-	else
-		echo "FAIL $what"
-		fails=$((fails + 1))
-	fi
-}
-[ "$(id -u)" = 0 ] || { say "needs root (chroot, mounts)"; exit 2; }
-command -v debootstrap >/dev/null || { say "debootstrap is missing (scripts/deps.sh ensure deb)"; exit 2; }
-pkgs=()
-for p in vdsmd vdsm-client; do
-	f=$(ls "$debs"/${p}_*.deb 2>/dev/null | head -n 1)
-	[ -n "$f" ] || { say "no ${p}_*.deb in $debs (make deb)"; exit 2; }
-	pkgs+=("$f")
-done
-
-# the packages' Depends, without versions and alternatives: what the root needs
-deps=$(for f in "${pkgs[@]}"; do dpkg-deb -f "$f" Depends; done | tr ',' '\n' |
-	sed 's/|.*//; s/(.*)//; s/ //g' | grep -v -e '^$' -e '^vdsm' | sort -u | tr '\n' ',')
-deps=${deps%,}
-key=$(echo "$deps" | sha256sum | cut -c1-12)
-tarball=$cache/bookworm-minbase-$key.tgz
-mirror=$(sed -n 's/^URIs: *\([^ ]*debian\/*\)$/\1/p; s/^deb \([^ ]*debian\/*\) .*/\1/p' \
-	/etc/apt/sources.list.d/* /etc/apt/sources.list 2>/dev/null | grep -v security | head -n 1)
-mirror=${mirror:-http://deb.debian.org/debian}
+# shellcheck source=tests/package/lib.sh
+. "$(dirname "$0")/lib.sh"
+pkg_setup package-test "${1:-}"
 
 root=$(mktemp -d /tmp/package-root.XXXXXX)
-chmod 0755 "$root"   # the root's "/": mktemp makes it 0700, vdsm could not walk it
 mounts=()
 daemon=
 cleanup() {
@@ -68,27 +34,8 @@ cleanup() {
 	rm -rf --one-file-system "$root"
 }
 trap cleanup EXIT
-
 start=$SECONDS
-if [ ! -s "$tarball" ]; then
-	say "debootstrap tarball (minbase + $deps) -> $tarball"
-	tmp=$(mktemp -d /tmp/package-tarball.XXXXXX)
-	if ! debootstrap --variant=minbase --include="$deps" --make-tarball="$tarball.tmp" \
-		bookworm "$tmp" "$mirror" >>"$LOG" 2>&1; then
-		rm -rf "$tmp" "$tarball.tmp"
-		say "debootstrap --make-tarball failed (see $LOG)"
-		exit 2
-	fi
-	rm -rf "$tmp"
-	mv "$tarball.tmp" "$tarball"
-fi
-say "debootstrap from $tarball into $root"
-if ! debootstrap --variant=minbase --include="$deps" --unpack-tarball="$tarball" \
-	bookworm "$root" "$mirror" >>"$LOG" 2>&1; then
-	say "debootstrap failed (see $LOG)"
-	exit 2
-fi
-say "fresh root in $((SECONDS - start)) s"
+new_root "$root" || exit 2
 for m in proc dev sys; do
 	if [ $m = proc ]; then mount -t proc proc "$root/proc"; else mount --bind /$m "$root/$m"; fi &&
 		mounts+=("$root/$m")
@@ -189,12 +136,7 @@ pki=$root/tmp/pki
 sh "$(dirname "$0")/../../examples/make-pki.sh" "$pki" >>"$LOG" 2>&1
 check "vdsm-tool certificate-request" in_root vdsm-tool certificate-request \
 	--subject /O=Test/CN=localhost --san DNS:localhost,IP:127.0.0.1
-printf '%s\n' "basicConstraints=CA:FALSE" "keyUsage=critical,digitalSignature,keyEncipherment" \
-	"extendedKeyUsage=critical,serverAuth,clientAuth" "subjectAltName=DNS:localhost,IP:127.0.0.1" \
-	> "$pki/host.ext"
-openssl x509 -req -in "$root/etc/pki/vdsm/requests/vdsm.req" -CA "$pki/ca.crt" \
-	-CAkey "$pki/ca.key" -CAcreateserial -days 2 -sha256 -extfile "$pki/host.ext" \
-	-out "$pki/host.cer" >>"$LOG" 2>&1
+sign_request "$pki" "$root/etc/pki/vdsm/requests/vdsm.req" "$pki/host.cer"
 check "vdsm-tool certificate-install" in_root vdsm-tool certificate-install \
 	--cert /tmp/pki/host.cer --ca /tmp/pki/ca.crt
 # shellcheck disable=SC2086
