@@ -196,6 +196,66 @@ class SetupTool(unittest.TestCase):
         self.assertEqual(p.returncode, 1)
         self.assertIn("qemu.conf: vnc_tls = 1 is not set", p.stdout)
 
+    def test_libvirtd_serves_tls_with_what_vdsm_tool_wrote(self):
+        """Debian's libvirtd, in private mount, network and pid namespaces
+        (/etc with an overlay, the temporary root's /etc/libvirt and /etc/pki
+        bound over it; tmpfs /run and libvirt state), started with --listen
+        on the settings vdsm-tool configure wrote: it serves TLS on 16514
+        with the installed certificate and virsh connects over
+        qemu+tls://localhost/system (its QEMU driver read our qemu.conf)."""
+        if os.geteuid() != 0:
+            self.skipTest("needs root (namespaces, mounts)")
+        for tool_path in ("/usr/sbin/libvirtd", "/usr/bin/virsh", "/usr/bin/unshare"):
+            if not os.access(tool_path, os.X_OK):
+                self.skipTest("%s is not installed" % tool_path)
+        etc = self.r("/etc/libvirt")
+        shutil.copytree("/etc/libvirt", etc, symlinks=True)   # Debian's files, ours added
+        self.assertEqual(tool(self.root, "configure").returncode, 0)
+        vreq, qreq = self.request()
+        ca = os.path.join(self.pki, "ca.crt")
+        p = tool(self.root, "certificate-install",
+                 "--cert", sign(self.pki, vreq, os.path.join(self.root, "h.cer")), "--ca", ca,
+                 "--qemu-cert", sign(self.pki, qreq, os.path.join(self.root, "q.cer")),
+                 "--qemu-ca", ca)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        client = os.path.join(self.root, "clientpki")
+        os.makedirs(client)
+        for src, dst in (("ca.crt", "cacert.pem"), ("client.crt", "clientcert.pem"),
+                         ("client.key", "clientkey.pem")):
+            shutil.copy(os.path.join(self.pki, src), os.path.join(client, dst))
+        script = os.path.join(self.root, "libvirtd.sh")
+        with open(script, "w") as f:
+            f.write("""set -e
+R=%(root)s
+mkdir -p $R/ov/u $R/ov/w
+mount -t tmpfs tmpfs /run
+for d in /var/lib/libvirt /var/cache/libvirt /var/log/libvirt; do mount -t tmpfs tmpfs $d; done
+mount -t overlay overlay -o lowerdir=/etc,upperdir=$R/ov/u,workdir=$R/ov/w /etc
+mount --bind $R/etc/libvirt /etc/libvirt
+mkdir -p /etc/pki && mount --bind $R/etc/pki /etc/pki
+ip link set lo up
+/usr/sbin/libvirtd --listen > $R/libvirtd.log 2>&1 &
+for i in $(seq 150); do
+    (exec 3<>/dev/tcp/127.0.0.1/16514) 2>/dev/null && break
+    sleep 0.2
+done
+echo | timeout 20 openssl s_client -connect 127.0.0.1:16514 -verify_return_error \
+    -CAfile %(ca)s -cert %(client)s/clientcert.pem -key %(client)s/clientkey.pem 2>/dev/null |
+    openssl x509 -noout -fingerprint -sha256
+timeout 30 virsh -c 'qemu+tls://localhost/system?pkipath=%(client)s' version
+""" % {"root": self.root, "ca": ca, "client": client})
+        r = subprocess.run(["unshare", "--mount", "--net", "--pid", "--fork",
+                            "--propagation", "private", "bash", script],
+                           capture_output=True, text=True, timeout=120)
+        log = os.path.join(self.root, "libvirtd.log")
+        detail = r.stdout + r.stderr + (read(log) if os.path.exists(log) else "")
+        want = subprocess.run(["openssl", "x509", "-noout", "-fingerprint", "-sha256", "-in",
+                               self.r(PKI + "/certs/vdsmcert.pem")],
+                              capture_output=True, text=True, check=True).stdout.strip()
+        self.assertIn(want, r.stdout, detail)
+        self.assertIn("Using API: QEMU", r.stdout, detail)
+        self.assertEqual(r.returncode, 0, detail)
+
     def test_tls_off_needs_no_certificate(self):
         conf = self.r("/etc/vdsmd/vdsmd.conf")
         os.makedirs(os.path.dirname(conf))
