@@ -296,8 +296,10 @@ package-test: deb
 clean:
 	rm -rf $(BUILD)
 
-# (not below $(DEB_DIR): the package build has its own, and etc/logrotate.d)
--include $(shell find $(BUILD) -path $(BUILD)/deb -prune -o -name '*.d' -type f -print 2>/dev/null)
+# (not below $(DEB_DIR) or the package test's cached Debian root: the package
+# build has its own, and etc/logrotate.d, /etc/*.d files are no makefiles)
+-include $(shell find $(BUILD) \( -path $(BUILD)/deb -o -path $(BUILD)/debootstrap \) -prune \
+	-o -name '*.d' -type f -print 2>/dev/null)
 
 # --- static analysis (cppcheck + clang-tidy; config in .clang-tidy and
 # tests/cppcheck-suppressions.txt) -----------------------------------------

@@ -4,10 +4,11 @@
 #   pkg_setup NAME DEB_DIR   LOG=$BUILD/results/NAME.log, pkgs=(the .debs),
 #                            root checks; exits 2 when it cannot run
 #   check DESCRIPTION CMD... "ok"/"FAIL" line, output to $LOG, counts $fails
-#   new_root DIR             a fresh bookworm minbase root in DIR, from the
-#                            debootstrap tarball cached in $BUILD/debootstrap/
-#                            (made once; keyed by its package list: the
-#                            packages' Depends, systemd and dbus)
+#   new_root DIR             a fresh bookworm minbase root in DIR: a copy of
+#                            the root unpacked once from the debootstrap
+#                            tarball, both cached in $BUILD/debootstrap/
+#                            (keyed by the package list: the packages'
+#                            Depends, systemd and dbus)
 #   sign_request PKI REQ OUT sign REQ with the test CA in PKI as the engine's
 #                            pki-enroll-request.sh does (its cert.template's
 #                            extensions); SAN localhost and 127.0.0.1
@@ -53,7 +54,9 @@ pkg_setup() { # name deb_dir
 }
 
 new_root() { # dir
-	local t0=$SECONDS tmp
+	local t0=$SECONDS tmp key pristine
+	key=$(basename "$tarball" .tgz)
+	pristine=$cache/$key.root
 	if [ ! -s "$tarball" ]; then
 		say "debootstrap tarball (minbase + $deps) -> $tarball"
 		tmp=$(mktemp -d /tmp/package-tarball.XXXXXX)
@@ -65,18 +68,28 @@ new_root() { # dir
 		fi
 		rm -rf "$tmp"
 		mv "$tarball.tmp" "$tarball"
-		# tarballs of other package lists are stale
+		# tarballs and roots of other package lists are stale
 		find "$cache" -maxdepth 1 -name 'bookworm-minbase-*.tgz' \
 			! -name "$(basename "$tarball")" -delete
+		find "$cache" -maxdepth 1 -name 'bookworm-minbase-*.root' ! -name "$key.root" \
+			-exec rm -rf --one-file-system {} +
 	fi
-	say "debootstrap from $tarball into $1"
-	if ! debootstrap --variant=minbase --include="$deps" --unpack-tarball="$tarball" \
-		bookworm "$1" "$mirror" >>"$LOG" 2>&1; then
-		say "debootstrap failed (see $LOG)"
-		return 1
+	# the unpacked root is kept too (debootstrap's second stage is most of
+	# the time); each test gets its own copy, never mounts into this one
+	if [ ! -e "$pristine/.complete" ]; then
+		say "debootstrap from $tarball into $pristine"
+		rm -rf --one-file-system "$pristine"
+		mkdir -p "$pristine"
+		if ! debootstrap --variant=minbase --include="$deps" --unpack-tarball="$tarball" \
+			bookworm "$pristine" "$mirror" >>"$LOG" 2>&1; then
+			say "debootstrap failed (see $LOG)"
+			return 1
+		fi
+		touch "$pristine/.complete"
 	fi
+	cp -a "$pristine/." "$1/" && rm -f "$1/.complete" || return 1
 	chmod 0755 "$1"   # the root's "/": mktemp makes it 0700, vdsm could not walk it
-	say "fresh root in $((SECONDS - t0)) s"
+	say "fresh root in $1 in $((SECONDS - t0)) s"
 }
 
 sign_request() { # pki req out
