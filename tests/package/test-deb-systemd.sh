@@ -42,13 +42,18 @@ cp "${pkgs[@]}" "$root/root/debs/"   # not /tmp: the booted system mounts a tmpf
 setsid systemd-nspawn --register=no --keep-unit --private-network -q -D "$root" -b \
 	--console=pipe </dev/null >>"$LOG" 2>&1 &
 nspawn=$!
+# the container's init: the child of systemd-nspawn running systemd (it
+# forks short-lived helpers first)
 init=
-for _ in $(seq 100); do
-	init=$(pgrep -P "$nspawn" | head -n 1)
+for _ in $(seq 300); do
+	for c in $(pgrep -P "$nspawn"); do
+		[ "$(cat "/proc/$c/comm" 2>/dev/null)" = systemd ] && init=$c
+	done
 	[ -n "$init" ] && break
+	kill -0 "$nspawn" 2>/dev/null || break
 	sleep 0.1
 done
-[ -n "$init" ] || { say "systemd-nspawn did not start (see $LOG)"; exit 2; }
+[ -n "$init" ] || { say "systemd-nspawn did not start systemd (see $LOG)"; exit 2; }
 in_ct() { timeout 60 nsenter -t "$init" -a "$@"; }
 booted() {
 	for _ in $(seq 150); do
@@ -61,6 +66,7 @@ booted() {
 }
 check "the root boots systemd in systemd-nspawn" booted
 say "booted in $((SECONDS - start)) s"
+[ "$fails" = 0 ] || exit "$fails"
 
 # --- install: enabled, started, refused until configured --------------------
 check "dpkg -i (postinst enables and starts vdsmd.service)" \
@@ -79,7 +85,7 @@ check "the journal names the missing certificate once per try ($tries tries, lim
 	test "$tries" -ge 1 -a "$tries" -le 5
 sleep 3
 tries2=$(in_ct journalctl -u vdsmd --no-pager -o cat | grep -c '^vdsm-tool: missing: vdsmd certificate ')
-check "and stays failed ($tries2 tries 3 s later)" test "$tries2" = "$tries"
+check "and stays failed ($tries2 tries 3 s later)" test "$tries" -ge 1 -a "$tries2" = "$tries"
 
 # --- enrol, start, TLS ---------------------------------------------------------
 pki=$root/root/pki
