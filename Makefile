@@ -8,8 +8,10 @@
 #   make tsan       unit tests + part of the integration suite under ThreadSanitizer (CI)
 #   make bench      benchmarks (codec, end-to-end load, events, pool)
 #   make fuzz       every libFuzzer target for FUZZ_SECONDS each (default 60)
-#   make install    PREFIX=/usr/local DESTDIR=
+#   make install    PREFIX=/usr/local DESTDIR= (SYSTEMDUNITDIR= for the unit)
 #   make deps       install the Debian packages (apt-get, as root)
+#   make deb        Debian 12 packages from this tree into build/deb/, lintian
+#   make package-test  install them into a fresh debootstrap root, run, purge
 #
 # Sources are found by wildcard: a new .c file in a module directory is built
 # without touching this file.  Each tests/unit/test_*.c is one Check program,
@@ -17,6 +19,7 @@
 
 PREFIX ?= /usr/local
 DESTDIR ?=
+SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
 BUILD ?= build
 PYTHON ?= /usr/bin/python3
 FUZZ_SECONDS ?= 60
@@ -43,7 +46,7 @@ CFLAGS ?= $(OPT) -g
 # there, never in build/vdsmd.  One BUILD dir is always built with one set.
 EXTRA_DEFS ?=
 TEST_HOOKS := -DVD_TEST_HOOKS=1
-ALL_CFLAGS = -std=c11 $(CFLAGS) $(SANFLAGS) $(WARN) $(DEFS) $(EXTRA_DEFS) -I. $(PKG_CFLAGS) -MMD -MP
+ALL_CFLAGS = -std=c11 $(CPPFLAGS) $(CFLAGS) $(SANFLAGS) $(WARN) $(DEFS) $(EXTRA_DEFS) -I. $(PKG_CFLAGS) -MMD -MP
 LDFLAGS ?=
 ALL_LDFLAGS = $(LDFLAGS) $(SANFLAGS)
 
@@ -80,7 +83,7 @@ BENCH_BINS := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRCS))
 FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRCS))
 
 .PHONY: all run check unit integration asan-unit tsan bench fuzz fuzz-build memcheck \
-	install clean deps ensure-deps ensure-run-deps tests bench-build
+	install clean deps ensure-deps ensure-run-deps tests bench-build deb package-test
 .DEFAULT_GOAL := all
 # keep intermediate objects (chained pattern rules) and drop half-written targets
 .SECONDARY:
@@ -150,13 +153,14 @@ deps:
 	scripts/deps.sh install
 
 # The embedded development setup: plaintext on 127.0.0.1:54321, the libvirt
-# test-driver fleet of examples/, storage under build/run/storage.
+# test-driver fleet of examples/, storage and network state under build/run.
 run: ensure-run-deps
 	@$(MAKE) --no-print-directory all
-	@mkdir -p $(BUILD)/run/storage
+	@mkdir -p $(BUILD)/run/storage $(BUILD)/run/netconf
 	./$(VDSMD) --config examples/vdsmd-dev.conf \
 		--libvirt-uri test://$(CURDIR)/examples/fleet.xml \
-		--storage-root $(CURDIR)/$(BUILD)/run/storage
+		--storage-root $(CURDIR)/$(BUILD)/run/storage \
+		--net-state-dir $(CURDIR)/$(BUILD)/run/netconf
 
 unit: tests
 	@BUILD=$(BUILD) tests/run-unit.sh $(UNIT_BINS)
@@ -247,11 +251,55 @@ install: all
 	for m in man/*.8; do [ -f "$$m" ] && install -m 0644 $$m $(DESTDIR)$(PREFIX)/share/man/man8/; done; true
 	if [ -f $(BUILD)/vdsm-client.bash ]; then install -d $(DESTDIR)$(PREFIX)/share/bash-completion/completions && \
 		install -m 0644 $(BUILD)/vdsm-client.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/vdsm-client; fi
+	install -m 0755 tools/vdsm-tool $(DESTDIR)$(PREFIX)/bin/vdsm-tool
+	# the unit, its paths pointed at PREFIX (examples/ has /usr/local)
+	install -d $(DESTDIR)$(SYSTEMDUNITDIR)
+	sed -e 's|/usr/local/|$(PREFIX)/|g' -e '/^# Install as\|^#   systemctl daemon-reload/d' \
+		examples/vdsmd.service > $(DESTDIR)$(SYSTEMDUNITDIR)/vdsmd.service
+	chmod 0644 $(DESTDIR)$(SYSTEMDUNITDIR)/vdsmd.service
+
+# --- Debian packages (debian/, debhelper) ------------------------------------
+# `make deb` copies the tree's files (git's tracked and untracked-but-not-
+# ignored ones; build/ never) to $(DEB_DIR)/vdsmd-$(VERSION) and runs
+# dpkg-buildpackage there: the .debs land in $(DEB_DIR), lintian must report
+# no error.  Needs no network once the "deb" package set is installed.
+DEB_DIR := $(BUILD)/deb
+DEB_SRC := $(DEB_DIR)/vdsmd-$(VERSION)
+DEB_BUILD_OPTIONS ?= parallel=2
+# the package build runs without a network where it can (root: a private,
+# empty network namespace), so a download in it fails instead of passing
+DEB_NONET := $(shell unshare -n true 2>/dev/null && echo unshare -n)
+deb:
+	@scripts/deps.sh ensure deb
+	rm -rf $(DEB_DIR) && mkdir -p $(DEB_SRC)
+	if git rev-parse --git-dir >/dev/null 2>&1; then \
+		git ls-files -z --cached --others --exclude-standard | \
+			xargs -0 sh -c 'for f; do [ -e "$$f" ] && printf "%s\0" "$$f"; done; true' sh | \
+			tar --null -T - -cf - | tar -xf - -C $(DEB_SRC); \
+	else \
+		tar --exclude=./$(BUILD) --exclude=./.git -cf - . | tar -xf - -C $(DEB_SRC); \
+	fi
+	cd $(DEB_SRC) && DEB_BUILD_OPTIONS="$(DEB_BUILD_OPTIONS)" $(DEB_NONET) dpkg-buildpackage -b -us -uc
+	lintian --fail-on error $(DEB_DIR)/*.changes
+	@ls -l $(DEB_DIR)/*.deb
+
+# The built packages in a fresh Debian 12 root (debootstrap, cached in
+# $(BUILD)/debootstrap): install, run the unit's ExecStart (chroot) until the
+# packaged vdsm-client answers Host.ping2, purge, check nothing is left; then
+# the same under systemd (the root booted in systemd-nspawn): the unit's
+# enable, start limit, start, reload, restart, stop, and purge.  Needs root.
+# .ci/run runs it after `make check`.
+package-test: deb
+	BUILD=$(BUILD) tests/package/test-deb.sh $(DEB_DIR)
+	BUILD=$(BUILD) tests/package/test-deb-systemd.sh $(DEB_DIR)
 
 clean:
 	rm -rf $(BUILD)
 
--include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+# (not below $(DEB_DIR) or the package test's cached Debian root: the package
+# build has its own, and etc/logrotate.d, /etc/*.d files are no makefiles)
+-include $(shell find $(BUILD) \( -path $(BUILD)/deb -o -path $(BUILD)/debootstrap \) -prune \
+	-o -name '*.d' -type f -print 2>/dev/null)
 
 # --- static analysis (cppcheck + clang-tidy; config in .clang-tidy and
 # tests/cppcheck-suppressions.txt) -----------------------------------------

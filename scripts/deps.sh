@@ -1,11 +1,13 @@
 #!/bin/sh
 # scripts/deps.sh - install the Debian packages vdsmd needs.
-#   deps.sh ensure [run|all]   install only what is missing (fast when nothing is)
-#   deps.sh install [run|all]  install (or upgrade) every package of the set
-#   deps.sh list [run|all]     print the package list
+#   deps.sh ensure [run|all|deb]   install only what is missing (fast when nothing is)
+#   deps.sh install [run|all|deb]  install (or upgrade) every package of the set
+#   deps.sh list [run|all|deb]     print the package list
 # Sets: "run" is what building and running vdsmd needs (`make run`); "all"
 # (the default) adds what the tests, fuzzing, lint and benchmarks need
-# (`make check`, `make deps`).
+# (`make check`, `make deps`); "deb" adds to "run" what `make deb` and
+# `make package-test` need (debhelper, lintian, debootstrap), kept out of
+# "all" so that `make check` does not wait for them.
 #
 # Services: packages such as rabbitmq-server (and erlang's epmd) start a
 # system service from their maintainer scripts; the tests start their own
@@ -24,12 +26,16 @@ TEST_PKGS="check openssl python3-stomp clang libclang-rt-14-dev procps
 rabbitmq-server ruby-stomp libnet-stomp-perl nodejs npm cppcheck clang-tidy
 qemu-system-x86 iproute2 libvirt-daemon-system libvirt-clients util-linux
 groff-base"
+# make deb (dpkg-buildpackage, dh, lintian) and make package-test
+# (debootstrap; systemd-nspawn boots the root under systemd)
+DEB_PKGS="debhelper dpkg-dev fakeroot lintian debootstrap systemd-container"
 
 pkgs() {
 	case "${1:-all}" in
 	run) echo $RUN_PKGS ;;
 	all) echo $RUN_PKGS $TEST_PKGS ;;
-	*) echo "deps.sh: unknown set '$1' (run or all)" >&2; exit 2 ;;
+	deb) echo $RUN_PKGS $DEB_PKGS ;;
+	*) echo "deps.sh: unknown set '$1' (run, all or deb)" >&2; exit 2 ;;
 	esac
 }
 
@@ -97,5 +103,5 @@ ensure)
 		install $m
 	fi
 	;;
-*) echo "usage: deps.sh ensure|install|list [run|all]" >&2; exit 2 ;;
+*) echo "usage: deps.sh ensure|install|list [run|all|deb]" >&2; exit 2 ;;
 esac
