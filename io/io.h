@@ -67,7 +67,8 @@ struct io_conn {
 	enum io_want want;         /* after VD_AGAIN: what to wait for */
 	int last_errno;            /* errno of the last failure (0: none) */
 	char err[256];             /* the last failure, one sentence */
-	char reason[128];          /* TLS: OpenSSL's short reason of it */
+	char reason[128];          /* TLS: OpenSSL's short reason of it ("" when
+	                              OpenSSL queued none) */
 	const char *verify_err;    /* TLS: why the peer's certificate was
 	                              refused (static text), NULL if it was not */
 	bool closed_in_handshake;  /* TLS: the peer closed during the handshake */
@@ -134,7 +135,7 @@ void io_close(struct io_conn *c);
  * IP address in its subjectAltName).  Server side: the handshake refuses a
  * first byte that is not a TLS handshake record (VD_EPROTO, "plaintext on
  * the TLS port") and returns VD_ECLOSED when the peer closes before its
- * first byte.  0, or VD_EIO (io_last_error(); the fd stays the caller's). */
+ * first byte.  0, or VD_EIO (io_last_error(); c->fd still holds fd, io_close() closes it). */
 int io_tls_client_init(struct io_conn *c, const struct io_tls_lib *lib, struct ssl_ctx_st *ctx,
 		       int fd, const char *sni, const char *verify_name);
 int io_tls_server_init(struct io_conn *c, const struct io_tls_lib *lib, struct ssl_ctx_st *ctx,

@@ -24,12 +24,12 @@ static void tls_fail(struct io_conn *c, const char *what)
 	unsigned long last = l->ERR_peek_last_error();
 	unsigned long first = l->ERR_get_error();
 	const char *r = last ? l->ERR_reason_error_string(last) : NULL;
-	snprintf(c->reason, sizeof(c->reason), "%s", r ? r : "unknown error");
+	snprintf(c->reason, sizeof(c->reason), "%s", r ? r : "");
 	char full[200];
 	if (first)
 		l->ERR_error_string_n(first, full, sizeof(full));
 	else
-		snprintf(full, sizeof(full), "%s", saved ? strerror(saved) : "connection closed");
+		snprintf(full, sizeof(full), "%s", saved ? strerror(saved) : "unknown error");
 	snprintf(c->err, sizeof(c->err), "%s%s%s", what ? what : "", what ? ": " : "", full);
 	c->last_errno = saved;
 	long vr = l->SSL_get_verify_result(c->ssl);
@@ -142,6 +142,7 @@ static int tls_handshake(struct io_conn *c)
 	const struct io_tls_lib *l = c->lib;
 	c->verify_err = NULL;
 	c->closed_in_handshake = false;
+	c->reason[0] = 0;
 	if (c->server && l->SSL_in_before(c->ssl)) {
 		int r = check_first_byte(c);
 		if (r)
