@@ -63,7 +63,7 @@ static int tcp_connect(struct client_conn *c, uint64_t deadline_ms)
 	} else {
 		char port[8], why[300];
 		snprintf(port, sizeof(port), "%u", o->port);
-		fd = io_dial(o->host, port, deadline_ms, why, sizeof(why));
+		fd = io_dial(o->host, port, AI_ADDRCONFIG, deadline_ms, why, sizeof(why));
 		if (fd == VD_ENOENT) {
 			fail_msg(c, "Cannot resolve the host of %s: %s.", o->where,
 				 why + strlen(o->host) + 2);

@@ -232,11 +232,11 @@ fail:;
 	return rc;
 }
 
-int io_dial(const char *host, const char *port, uint64_t deadline_ms, char *why,
+int io_dial(const char *host, const char *port, int ai_flags, uint64_t deadline_ms, char *why,
 	    size_t whylen)
 {
 	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
-				  .ai_flags = AI_ADDRCONFIG }, *res = NULL;
+				  .ai_flags = ai_flags }, *res = NULL;
 	int g = getaddrinfo(host, port, &hints, &res);
 	if (g != 0) {
 		snprintf(why, whylen, "%s: %s", host, gai_strerror(g));

@@ -163,10 +163,11 @@ int io_handshake_wait(struct io_conn *c, uint64_t deadline_ms, volatile sig_atom
  * by the deadline: the fd, or VD_ETIMEDOUT / VD_EIO with errno saying why
  * (ETIMEDOUT for the deadline). */
 int io_connect_addr(const struct sockaddr *sa, socklen_t salen, uint64_t deadline_ms);
-/* Resolve host and port and connect to the first address that answers:
- * the fd, VD_ENOENT (host unknown: why says so), VD_ETIMEDOUT, or VD_EIO
- * (errno of the last address tried; why says so). */
-int io_dial(const char *host, const char *port, uint64_t deadline_ms, char *why,
+/* Resolve host and port (getaddrinfo with ai_flags, e.g. AI_ADDRCONFIG)
+ * and connect to the first address that answers: the fd, VD_ENOENT (host
+ * unknown: why is "host: reason"), VD_ETIMEDOUT, or VD_EIO (errno of the
+ * last address tried; why says so). */
+int io_dial(const char *host, const char *port, int ai_flags, uint64_t deadline_ms, char *why,
 	    size_t whylen);
 
 /* ---- OpenSSL, resolved once (io/tls_lib.h has the table) --------------- */

@@ -264,11 +264,11 @@ START_TEST(connect_refused_and_loopback)
 	snprintf(port, sizeof(port), "%u", ntohs(in.sin_port));
 	char why[256] = "";
 	/* bound, not listening: refused */
-	ck_assert_int_eq(io_dial("127.0.0.1", port, vd_now_ms() + 2000, why, sizeof(why)), VD_EIO);
+	ck_assert_int_eq(io_dial("127.0.0.1", port, 0, vd_now_ms() + 2000, why, sizeof(why)), VD_EIO);
 	ck_assert_int_eq(errno, ECONNREFUSED);
 	ck_assert_ptr_nonnull(strstr(why, "refused"));
 	ck_assert_int_eq(listen(l, 4), 0);
-	int fd = io_dial("127.0.0.1", port, vd_now_ms() + 2000, why, sizeof(why));
+	int fd = io_dial("127.0.0.1", port, 0, vd_now_ms() + 2000, why, sizeof(why));
 	ck_assert_int_ge(fd, 0);
 	ck_assert(fcntl(fd, F_GETFL) & O_NONBLOCK);
 	int s = accept(l, NULL, NULL);
