@@ -112,6 +112,16 @@ void io_close(struct io_conn *c)
 	c->ops = NULL;
 }
 
+int io_detach(struct io_conn *c)
+{
+	int fd = c->fd;
+	if (c->ops)
+		c->ops->release(c);
+	c->fd = -1;
+	c->ops = NULL;
+	return fd;
+}
+
 /* ---- blocking use ---------------------------------------------------------- */
 
 static int remaining_ms(uint64_t deadline_ms)

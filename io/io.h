@@ -128,6 +128,9 @@ void io_plain_init(struct io_conn *c, int fd);
 /* Release the implementation's state and close the fd (c->fd = -1).  Safe
  * on a connection that was never set up (IO_CONN_INIT) or already closed. */
 void io_close(struct io_conn *c);
+/* Release the implementation's state and hand the fd back to the caller
+ * (who closes it): returns it, c->fd = -1. */
+int io_detach(struct io_conn *c);
 
 /* TLS with a context the caller built (certificates, verification mode).
  * Client side: sni is sent as the server name (NULL: none); verify_name,

@@ -50,7 +50,8 @@ static long tls_result(struct io_conn *c, int r, const char *what)
 		c->want = IO_WANT_WRITE;
 		return VD_AGAIN;
 	case SSL_ERROR_ZERO_RETURN:
-		snprintf(c->err, sizeof(c->err), "%s: closed by the peer", what);
+		snprintf(c->err, sizeof(c->err), "%s%sclosed by the peer", what ? what : "",
+			 what ? ": " : "");
 		return 0;
 	case SSL_ERROR_SYSCALL:
 		/* nothing queued: the peer closed the socket (or a signal) */
@@ -62,7 +63,7 @@ static long tls_result(struct io_conn *c, int r, const char *what)
 				return VD_AGAIN;
 			}
 			c->last_errno = e;
-			snprintf(c->err, sizeof(c->err), "%s: %s", what,
+			snprintf(c->err, sizeof(c->err), "%s%s%s", what ? what : "", what ? ": " : "",
 				 e ? strerror(e) : "connection closed");
 			return 0;
 		}
