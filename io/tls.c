@@ -38,8 +38,9 @@ static void tls_fail(struct io_conn *c, const char *what)
 }
 
 /* The result of an SSL_read / SSL_write / SSL_do_handshake that returned r
- * (<= 0): VD_AGAIN with want, 0 (the peer ended the stream), or an error. */
-static long tls_result(struct io_conn *c, int r, const char *what)
+ * (<= 0): VD_AGAIN with want (after a signal: again_want), 0 (the peer
+ * ended the stream), or an error. */
+static long tls_result(struct io_conn *c, int r, const char *what, enum io_want again_want)
 {
 	const struct io_tls_lib *l = c->lib;
 	switch (l->SSL_get_error(c->ssl, r)) {
@@ -59,7 +60,7 @@ static long tls_result(struct io_conn *c, int r, const char *what)
 			int e = errno;
 			l->ERR_clear_error();
 			if (e == EINTR) {
-				c->want = IO_WANT_READ;
+				c->want = again_want;
 				return VD_AGAIN;
 			}
 			c->last_errno = e;
@@ -80,7 +81,7 @@ static long tls_read(struct io_conn *c, void *buf, size_t len)
 	l->ERR_clear_error();
 	errno = 0;
 	int r = l->SSL_read(c->ssl, buf, (int)VD_MIN(len, TLS_MAX_IO));
-	return r > 0 ? r : tls_result(c, r, "TLS read");
+	return r > 0 ? r : tls_result(c, r, "TLS read", IO_WANT_READ);
 }
 
 static long tls_write(struct io_conn *c, const void *buf, size_t len)
@@ -91,7 +92,7 @@ static long tls_write(struct io_conn *c, const void *buf, size_t len)
 	int r = l->SSL_write(c->ssl, buf, (int)VD_MIN(len, TLS_MAX_IO));
 	if (r > 0)
 		return r;
-	long v = tls_result(c, r, "TLS write");
+	long v = tls_result(c, r, "TLS write", IO_WANT_WRITE);
 	return v == 0 ? VD_ECLOSED : v;   /* 0 from SSL_write: the peer is gone */
 }
 
@@ -156,7 +157,7 @@ static int tls_handshake(struct io_conn *c)
 		c->want = IO_WANT_NONE;
 		return 0;
 	}
-	long v = tls_result(c, r, NULL);
+	long v = tls_result(c, r, NULL, IO_WANT_READ);
 	if (v == VD_AGAIN)
 		return VD_AGAIN;
 	if (v == 0) {

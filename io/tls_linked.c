@@ -4,7 +4,7 @@
 #include "tls_lib.h"
 
 static const struct io_tls_lib linked = {
-#define IO_TLS_LINK(f) .f = f,
+#define IO_TLS_LINK(f) .f = (f),
 	IO_TLS_FUNCS(IO_TLS_LINK)
 #undef IO_TLS_LINK
 };
