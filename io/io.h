@@ -13,8 +13,9 @@
  *   read      > 0 bytes read; 0 the peer ended the stream (EOF, TLS
  *             close_notify, a TLS peer that just closed); VD_AGAIN: wait
  *             for c->want (IO_WANT_READ or IO_WANT_WRITE: a TLS read can
- *             need to write) and call again; another negative vd_err:
- *             failed, io_last_error() says why.
+ *             need to write) and call again; VD_ECLOSED the peer reset the
+ *             connection; another negative vd_err: failed, io_last_error()
+ *             says why.
  *   write     > 0 bytes written (may be fewer than asked); VD_AGAIN as for
  *             read (TLS: call again with the same bytes); VD_ECLOSED the
  *             peer is gone; another negative vd_err: failed.  Never 0.
