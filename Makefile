@@ -52,7 +52,7 @@ ALL_LDFLAGS = $(LDFLAGS) $(SANFLAGS)
 
 # --- sources ---------------------------------------------------------------
 MSGPACK_SRCS := $(wildcard codecs/msgpack*.c)
-CORE_SRCS := $(wildcard common/*.c) \
+CORE_SRCS := $(wildcard common/*.c) $(wildcard io/*.c) \
 	$(filter-out $(MSGPACK_SRCS),$(wildcard codecs/*.c)) \
 	$(if $(WITH_MSGPACK),$(MSGPACK_SRCS)) \
 	$(wildcard stomp/*.c) $(wildcard rpc/*.c)

@@ -40,6 +40,8 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
+#include "io/io.h"
+
 #define SLOTS 4096            /* outstanding-id window per connection */
 #define HIST_FINE 20000       /* 1 us buckets up to 20 ms */
 #define HIST_COARSE 10000     /* then 100 us buckets up to ~1 s */
@@ -47,7 +49,7 @@
 
 struct conn {
 	int fd;
-	SSL *ssl;
+	struct io_conn io;    /* plain or TLS, over fd (io/io.h) */
 	int idx;
 	char *in;
 	size_t inlen, incap;
@@ -152,48 +154,40 @@ static void tls_init(void)
 static void open_conn(struct conn *c)
 {
 	c->fd = dial();
-	if (tls_ctx) {
-		c->ssl = SSL_new(tls_ctx);
-		SSL_set_fd(c->ssl, c->fd);
-		if (SSL_connect(c->ssl) != 1) {
-			ERR_print_errors_fp(stderr);
-			exit(1);
-		}
+	if (!tls_ctx) {
+		io_plain_init(&c->io, c->fd);
+	} else if (io_tls_client_init(&c->io, io_tls_lib_linked(), tls_ctx, c->fd, NULL, NULL) != 0 ||
+		   io_handshake_wait(&c->io, 0, NULL) != 0) {
+		fprintf(stderr, "load: TLS: %s\n", io_last_error(&c->io));
+		exit(1);
 	}
 	fcntl(c->fd, F_SETFL, fcntl(c->fd, F_GETFL) | O_NONBLOCK);
 }
 
+/* write(2)/read(2) results: bytes, 0 at the end (read), or -1 with errno
+ * EAGAIN (wait) or EIO. */
 static ssize_t conn_write(struct conn *c, const char *p, size_t n)
 {
-	if (!c->ssl)
-		return write(c->fd, p, n);
-	int r = SSL_write(c->ssl, p, (int)n);
+	long r = io_write(&c->io, p, n);
 	if (r > 0)
 		return r;
-	int e = SSL_get_error(c->ssl, r);
-	errno = (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) ? EAGAIN : EIO;
+	errno = r == VD_AGAIN ? EAGAIN : EIO;
 	return -1;
 }
 
 static ssize_t conn_read(struct conn *c, char *p, size_t n)
 {
-	if (!c->ssl)
-		return read(c->fd, p, n);
-	int r = SSL_read(c->ssl, p, (int)n);
-	if (r > 0)
+	long r = io_read(&c->io, p, n);
+	if (r >= 0)
 		return r;
-	int e = SSL_get_error(c->ssl, r);
-	if (e == SSL_ERROR_ZERO_RETURN)
-		return 0;
-	errno = (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) ? EAGAIN : EIO;
+	errno = r == VD_AGAIN ? EAGAIN : EIO;
 	return -1;
 }
 
 static void close_conn(struct conn *c)
 {
-	if (c->ssl)
-		SSL_free(c->ssl);
-	close(c->fd);
+	io_close(&c->io);
+	c->fd = -1;
 }
 
 static void flush(struct conn *c)
@@ -341,7 +335,7 @@ static bool read_conn(struct conn *c, uint64_t t_start)
 			return false;
 		}
 		append(&c->in, &c->inlen, &c->incap, buf, (size_t)n);
-		if (!c->ssl && (size_t)n < sizeof(buf))
+		if (!io_is_tls(&c->io) && (size_t)n < sizeof(buf))
 			break;
 	}
 	handle_input(c, t_start);

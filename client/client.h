@@ -15,6 +15,7 @@
 #include "../common/arena.h"
 #include "../common/buf.h"
 #include "../codecs/codec.h"
+#include "../io/io.h"
 #include "../rpc/rpc.h"
 #include "../stomp/stomp.h"
 
@@ -110,14 +111,11 @@ void client_json_print(FILE *f, const struct vd_value *v, bool compact);
 /* ---- transport.c ----------------------------------------------------------- */
 
 struct ssl_ctx_st;
-struct ssl_st;
-struct client_ssl;
 
 struct client_conn {
-	int fd;
-	struct client_ssl *api;     /* OpenSSL, loaded for TLS only (ssl.h) */
+	struct io_conn io;          /* the socket, plain or TLS (io/io.h) */
+	struct io_tls_lib *lib;     /* OpenSSL, loaded for TLS only */
 	struct ssl_ctx_st *ctx;
-	struct ssl_st *ssl;
 	const struct client_opts *o;
 	struct vd_buf in, out;
 	struct stomp_client stomp;

@@ -8,7 +8,7 @@
 set -u
 cd "$(dirname "$0")/.."
 : "${BUILD:=build}" "${JOBS:=2}"
-DIRS="common codecs stomp rpc vdsmd client tests bench"
+DIRS="common io codecs stomp rpc vdsmd client tests bench"
 out="$BUILD/lint"
 mkdir -p "$out" "$BUILD/results"
 PKGS="yajl openssl libvirt libnl-3.0 libnl-route-3.0 check"
@@ -32,7 +32,7 @@ echo "cppcheck: $cpp_n finding(s) in $(( $(date +%s) - start ))s"
 t1=$(date +%s)
 # shellcheck disable=SC2086
 find $DIRS -name '*.c' | sort | xargs -P"$JOBS" -n4 sh -c \
-	'clang-tidy --quiet --header-filter="^$PWD/(common|codecs|stomp|rpc|vdsmd|client|tests|bench)/" "$@" -- $FLAGS 2>/dev/null' _ \
+	'clang-tidy --quiet --header-filter="^$PWD/(common|io|codecs|stomp|rpc|vdsmd|client|tests|bench)/" "$@" -- $FLAGS 2>/dev/null' _ \
 	> "$out/clang-tidy.raw"
 grep -E ': (warning|error): .*\[[A-Za-z0-9.,-]+\]$' "$out/clang-tidy.raw" \
 	| sed "s|^$PWD/||" | sort -u > "$out/clang-tidy.txt"

@@ -15,8 +15,6 @@
 #include <sys/socket.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
-#include <openssl/x509.h>
-#include <openssl/x509v3.h>
 
 #include "../common/log.h"
 
@@ -139,14 +137,7 @@ static void close_socket(struct vd_broker *b)
 	struct ev_loop *loop = b->d->loop;
 	ev_io_stop(loop, &b->io);
 	ev_timer_stop(loop, &b->tick);
-	if (b->ssl) {
-		SSL_free(b->ssl);
-		b->ssl = NULL;
-	}
-	if (b->fd >= 0) {
-		close(b->fd);
-		b->fd = -1;
-	}
+	io_close(&b->link);
 	b->want_write = false;
 	buf_free(&b->in);
 	buf_free(&b->out);
@@ -180,7 +171,7 @@ static void want_write(struct vd_broker *b, bool on)
 		return;
 	struct ev_loop *loop = b->d->loop;
 	ev_io_stop(loop, &b->io);
-	ev_io_set(&b->io, b->fd, EV_READ | (on ? EV_WRITE : 0));
+	ev_io_set(&b->io, b->link.fd, EV_READ | (on ? EV_WRITE : 0));
 	ev_io_start(loop, &b->io);
 	b->want_write = on;
 }
@@ -188,29 +179,18 @@ static void want_write(struct vd_broker *b, bool on)
 /* > 0 bytes, 0 would block, < 0 error (why set). */
 static long raw_write(struct vd_broker *b, const char *p, size_t n, const char **why)
 {
-	if (b->ssl) {
-		ERR_clear_error();
-		int r = SSL_write(b->ssl, p, (int)VD_MIN(n, (size_t)1 << 30));
-		if (r > 0)
-			return r;
-		int e = SSL_get_error(b->ssl, r);
-		if (e == SSL_ERROR_WANT_WRITE || e == SSL_ERROR_WANT_READ)
-			return 0;
-		*why = "TLS write failed";
-		return -1;
-	}
-	ssize_t r = send(b->fd, p, n, MSG_NOSIGNAL);
-	if (r >= 0)
+	long r = io_write(&b->link, p, n);
+	if (r > 0)
 		return r;
-	if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+	if (r == VD_AGAIN)
 		return 0;
-	*why = strerror(errno);
+	*why = io_is_tls(&b->link) ? "TLS write failed" : strerror(b->link.last_errno);
 	return -1;
 }
 
 void brk_flush(struct vd_broker *b)
 {
-	if (b->fd < 0 || b->feeding || b->state == BRK_CONNECTING ||
+	if (b->link.fd < 0 || b->feeding || b->state == BRK_CONNECTING ||
 	    b->state == BRK_HANDSHAKE)
 		return;
 	size_t off = 0;
@@ -295,7 +275,7 @@ static void process_input(struct vd_broker *b)
 	unsigned gen = b->gen;
 	size_t off = 0;
 	b->feeding = true;
-	while (off < b->in.len && b->gen == gen && b->fd >= 0) {
+	while (off < b->in.len && b->gen == gen && b->link.fd >= 0) {
 		struct stomp_frame f;
 		memset(&f, 0, sizeof(f));
 		const char *why = NULL;
@@ -315,7 +295,7 @@ static void process_input(struct vd_broker *b)
 			on_frame(b, &f);
 	}
 	b->feeding = false;
-	if (b->gen == gen && b->fd >= 0) {
+	if (b->gen == gen && b->link.fd >= 0) {
 		buf_consume(&b->in, off);
 		brk_flush(b);
 	}
@@ -327,40 +307,25 @@ static void do_read(struct vd_broker *b)
 	/* Plain TCP: a few reads per wake-up (level-triggered, the loop comes
 	 * back).  TLS: until WANT_READ, since bytes OpenSSL already buffered
 	 * would not wake the loop again. */
-	for (int i = 0; (b->ssl || i < 16) && b->gen == gen; i++) {
+	for (int i = 0; (io_is_tls(&b->link) || i < 16) && b->gen == gen; i++) {
 		if (b->in.len > b->d->cfg.max_frame_size + 65536) {
 			brk_disconnect(b, "frame over max_frame_size");
 			return;
 		}
 		buf_reserve(&b->in, READ_CHUNK);
-		long n;
-		if (b->ssl) {
-			ERR_clear_error();
-			int r = SSL_read(b->ssl, b->in.data + b->in.len, READ_CHUNK);
-			if (r > 0) {
-				n = r;
-			} else {
-				int e = SSL_get_error(b->ssl, r);
-				if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE)
-					return;
-				brk_disconnect(b, e == SSL_ERROR_ZERO_RETURN ? "closed by the broker"
-					       : "TLS read failed");
-				return;
-			}
-		} else {
-			ssize_t r = recv(b->fd, b->in.data + b->in.len, READ_CHUNK, 0);
-			if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
-				return;
-			if (r <= 0) {
-				brk_disconnect(b, r == 0 ? "closed by the broker" : strerror(errno));
-				return;
-			}
-			n = r;
+		long n = io_read(&b->link, b->in.data + b->in.len, READ_CHUNK);
+		if (n == VD_AGAIN)
+			return;
+		if (n <= 0) {
+			brk_disconnect(b, n == 0 ? "closed by the broker"
+				       : io_is_tls(&b->link) ? "TLS read failed"
+				       : strerror(b->link.last_errno));
+			return;
 		}
 		b->in.len += (size_t)n;
 		b->last_in = ev_now(b->d->loop);
 		process_input(b);
-		if (n < READ_CHUNK && !b->ssl)
+		if (n < READ_CHUNK && !io_is_tls(&b->link))
 			return;
 	}
 }
@@ -379,30 +344,22 @@ static void send_connect(struct vd_broker *b)
 
 static void tls_step(struct vd_broker *b)
 {
-	ERR_clear_error();
-	int r = SSL_connect(b->ssl);
-	if (r == 1) {
-		log_debug("broker %s: TLS %s", b->where, SSL_get_version(b->ssl));
+	int r = io_handshake(&b->link);
+	if (r == 0) {
+		log_debug("broker %s: TLS %s", b->where, io_version(&b->link));
 		send_connect(b);
 		return;
 	}
-	int e = SSL_get_error(b->ssl, r);
-	if (e == SSL_ERROR_WANT_READ) {
-		want_write(b, false);
-		return;
-	}
-	if (e == SSL_ERROR_WANT_WRITE) {
-		want_write(b, true);
+	if (r == VD_AGAIN) {
+		want_write(b, b->link.want == IO_WANT_WRITE);
 		return;
 	}
 	char why[300];
-	long vr = SSL_get_verify_result(b->ssl);
-	unsigned long err = ERR_get_error();
-	if (vr != X509_V_OK)
+	if (b->link.verify_err)
 		snprintf(why, sizeof(why), "TLS: broker certificate not trusted (%s)",
-			 X509_verify_cert_error_string(vr));
-	else if (err)
-		snprintf(why, sizeof(why), "TLS handshake: %s", ERR_reason_error_string(err));
+			 b->link.verify_err);
+	else if (b->link.reason[0] && !b->link.closed_in_handshake)
+		snprintf(why, sizeof(why), "TLS handshake: %s", b->link.reason);
 	else
 		snprintf(why, sizeof(why), "TLS handshake: connection closed");
 	brk_disconnect(b, why);
@@ -415,18 +372,15 @@ static void connected_tcp(struct vd_broker *b)
 		return;
 	}
 	b->state = BRK_HANDSHAKE;
-	b->ssl = SSL_new(b->ssl_ctx);
-	if (!b->ssl)
-		abort();
-	SSL_set_fd(b->ssl, b->fd);
 	/* The broker's certificate must chain to ca_file and name the host
-	 * of broker_uri (DNS name or IP address in its subjectAltName). */
-	if (inet_pton(AF_INET, b->host, &(struct in_addr){0}) == 1 ||
-	    inet_pton(AF_INET6, b->host, &(struct in6_addr){{{0}}}) == 1) {
-		X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(b->ssl), b->host);
-	} else {
-		SSL_set_tlsext_host_name(b->ssl, b->host);
-		SSL_set1_host(b->ssl, b->host);
+	 * of broker_uri (DNS name or IP address in its subjectAltName); the
+	 * server name goes out for a DNS name only. */
+	bool ip = inet_pton(AF_INET, b->host, &(struct in_addr){0}) == 1 ||
+		  inet_pton(AF_INET6, b->host, &(struct in6_addr){{{0}}}) == 1;
+	if (io_tls_client_init(&b->link, io_tls_lib_linked(), b->ssl_ctx, b->link.fd,
+			       ip ? NULL : b->host, b->host) != 0) {
+		brk_disconnect(b, io_last_error(&b->link));
+		return;
 	}
 	tls_step(b);
 }
@@ -484,7 +438,7 @@ static void start_connect(struct vd_broker *b)
 	int r = connect(fd, ai->ai_addr, ai->ai_addrlen);
 	int err = errno;
 	freeaddrinfo(ai);
-	b->fd = fd;
+	io_plain_init(&b->link, fd);
 	b->last_in = b->last_out = ev_now(loop);
 	ev_io_init(&b->io, io_cb, fd, EV_READ | EV_WRITE);
 	b->io.data = b;
@@ -511,7 +465,7 @@ static void io_cb(struct ev_loop *loop, ev_io *w, int revents)
 			return;
 		int err = 0;
 		socklen_t len = sizeof(err);
-		getsockopt(b->fd, SOL_SOCKET, SO_ERROR, &err, &len);
+		getsockopt(b->link.fd, SOL_SOCKET, SO_ERROR, &err, &len);
 		if (err) {
 			brk_disconnect(b, strerror(err));
 			return;
@@ -527,7 +481,7 @@ static void io_cb(struct ev_loop *loop, ev_io *w, int revents)
 	unsigned gen = b->gen;
 	if (revents & EV_READ)
 		do_read(b);
-	if (b->gen == gen && b->fd >= 0 && (revents & EV_WRITE || b->ssl))
+	if (b->gen == gen && b->link.fd >= 0 && (revents & EV_WRITE || io_is_tls(&b->link)))
 		brk_flush(b);
 }
 
@@ -573,7 +527,7 @@ int broker_start(struct vdsmd *d, char *why, size_t whylen)
 		return 0;
 	struct vd_broker *b = xcalloc(1, sizeof(*b));
 	b->d = d;
-	b->fd = -1;
+	b->link = (struct io_conn)IO_CONN_INIT;
 	int rc = broker_parse_uri(cfg->broker_uri, b->host, sizeof(b->host), &b->port, &b->tls,
 				  why, whylen);
 	if (rc) {
@@ -622,7 +576,7 @@ int broker_start(struct vdsmd *d, char *why, size_t whylen)
 
 void broker_connect(struct vd_broker *b)
 {
-	if (b->state == BRK_IDLE && !ev_is_active(&b->retry) && b->fd < 0)
+	if (b->state == BRK_IDLE && !ev_is_active(&b->retry) && b->link.fd < 0)
 		start_connect(b);
 }
 
@@ -630,7 +584,7 @@ void broker_stop(struct vd_broker *b)
 {
 	if (!b || b->state == BRK_STOPPED)
 		return;
-	if (b->state == BRK_ONLINE && b->fd >= 0) {
+	if (b->state == BRK_ONLINE && b->link.fd >= 0) {
 		/* Best effort: requests not ACKed go back to the queue. */
 		stomp_client_disconnect(&b->sc, NULL);
 		brk_flush(b);

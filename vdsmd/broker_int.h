@@ -5,6 +5,7 @@
 
 #include <ev.h>
 #include "broker.h"
+#include "../io/io.h"
 #include "../stomp/stomp.h"
 
 enum brk_state {
@@ -49,8 +50,7 @@ struct vd_broker {
 	char where[300];         /* "host:port" for messages */
 	char requests_dest[300], events_dest[300];
 	struct ssl_ctx_st *ssl_ctx;
-	void *ssl;               /* SSL * */
-	int fd;
+	struct io_conn link;     /* the socket, plain or TLS; link.fd < 0: none */
 	enum brk_state state;
 	unsigned gen;            /* connection generation */
 	struct vd_buf in, out;

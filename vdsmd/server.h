@@ -181,7 +181,8 @@ struct vd_conn {
 	uint64_t req_seq;
 	struct held_frame *held, **held_tail;
 	size_t held_bytes;
-	void *ssl;           /* SSL * */
+	void *ssl;           /* struct io_conn * (io/io.h) of a TLS connection, NULL
+	                        on a plain one (tls.c) */
 	struct stomp_session *sess;
 	char peer[INET6_ADDRSTRLEN + 16];
 	char local[INET6_ADDRSTRLEN];  /* our address on it (rpc_call.local_addr), or "" */

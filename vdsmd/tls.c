@@ -1,7 +1,9 @@
 /* vdsmd/tls.c - TLS with OpenSSL 3: server context with a required,
- * verified client certificate (TLS 1.2 minimum), non-blocking handshake,
- * and read/write wrappers for conn.c.  Plaintext on the TLS port is
- * recognised by its first byte and refused. */
+ * verified client certificate (TLS 1.2 minimum), the peer context of the
+ * migration client, and for conn.c the connection's TLS through the
+ * connection layer (io/io.h: non-blocking handshake, read, write; the
+ * layer refuses plaintext on the TLS port by its first byte), with the
+ * daemon's logging and counters. */
 #include "server.h"
 
 #include <errno.h>
@@ -13,6 +15,7 @@
 #include <openssl/x509.h>
 
 #include "../common/log.h"
+#include "../io/io.h"
 
 static int check_file(const char *key, const char *path, char *why, size_t whylen)
 {
@@ -124,126 +127,93 @@ void tls_ctx_free(struct ssl_ctx_st *ctx)
 
 void tls_conn_start(struct vd_conn *c)
 {
-	SSL *ssl = SSL_new(c->srv->tls);
-	if (!ssl)
-		abort();
-	SSL_set_fd(ssl, c->fd);
-	SSL_set_accept_state(ssl);
-	c->ssl = ssl;
+	struct io_conn *t = xmalloc(sizeof(*t));
+	if (io_tls_server_init(t, io_tls_lib_linked(), c->srv->tls, c->fd) != 0)
+		abort();   /* SSL_new: out of memory */
+	c->ssl = t;
 }
 
 void tls_conn_free(struct vd_conn *c, bool notify)
 {
 	/* A graceful close (DISCONNECT, HTTP Connection: close, shutdown)
 	 * sends close_notify so the client sees a clean end of stream; one
-	 * non-blocking attempt, the socket is closed right after. */
+	 * non-blocking attempt, the socket is closed right after (conn.c
+	 * keeps the fd). */
 	if (notify)
-		SSL_shutdown(c->ssl);
-	SSL_free(c->ssl);
+		io_shutdown(c->ssl);
+	io_detach(c->ssl);
+	free(c->ssl);
 	c->ssl = NULL;
 }
 
 int tls_handshake(struct vd_conn *c)
 {
-	SSL *ssl = c->ssl;
+	struct io_conn *t = c->ssl;
 	struct vd_server *s = c->srv;
-	if (SSL_in_before(ssl)) {
-		/* A TLS connection starts with a handshake record (0x16). */
-		unsigned char b;
-		ssize_t n = recv(c->fd, &b, 1, MSG_PEEK);
-		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
-			return 0;
-		if (n <= 0) {
-			conn_close(c, "closed during handshake");
-			return -1;
-		}
-		if (b != 0x16) {
-			s->n.tls_failures++;
-			log_limited(&s->ll_tls, VD_LOG_WARN,
-				    "plaintext connection from %s on the TLS port refused", c->peer);
-			conn_close(c, "plaintext on TLS port");
-			return -1;
-		}
-	}
-	ERR_clear_error();
-	int r = SSL_do_handshake(ssl);
-	if (r == 1) {
+	int r = io_handshake(t);
+	if (r == 0) {
 		conn_want_write(c, false);
 		if (log_get_level() >= VD_LOG_DEBUG) {
-			X509 *peer = SSL_get1_peer_certificate(ssl);
 			char subj[256] = "?";
-			if (peer) {
-				X509_NAME_oneline(X509_get_subject_name(peer), subj, sizeof(subj));
-				X509_free(peer);
-			}
+			if (io_peer_cert(t, subj, sizeof(subj)) != 0)
+				snprintf(subj, sizeof(subj), "?");
 			log_debug("connection %s: %s handshake done, client %s", c->peer,
-				  SSL_get_version(ssl), subj);
+				  io_version(t), subj);
 		}
 		return 1;
 	}
-	int e = SSL_get_error(ssl, r);
-	if (e == SSL_ERROR_WANT_READ) {
-		conn_want_write(c, false);
+	if (r == VD_AGAIN) {
+		conn_want_write(c, t->want == IO_WANT_WRITE);
 		return 0;
 	}
-	if (e == SSL_ERROR_WANT_WRITE) {
-		conn_want_write(c, true);
-		return 0;
+	if (r == VD_ECLOSED) {   /* before its first byte */
+		conn_close(c, "closed during handshake");
+		return -1;
 	}
-	char reason[256];
-	ssl_reason(reason, sizeof(reason));
 	s->n.tls_failures++;
+	if (r == VD_EPROTO) {
+		log_limited(&s->ll_tls, VD_LOG_WARN,
+			    "plaintext connection from %s on the TLS port refused", c->peer);
+		conn_close(c, "plaintext on TLS port");
+		return -1;
+	}
 	/* Say why a client certificate was refused (expired, unknown CA...). */
-	long vr = SSL_get_verify_result(ssl);
-	if (vr != X509_V_OK)
+	if (t->verify_err)
 		log_limited(&s->ll_tls, VD_LOG_WARN,
 			    "TLS handshake with %s failed: %s (client certificate: %s)", c->peer,
-			    reason, X509_verify_cert_error_string(vr));
+			    io_last_error(t), t->verify_err);
 	else
 		log_limited(&s->ll_tls, VD_LOG_WARN, "TLS handshake with %s failed: %s", c->peer,
-			    reason);
+			    io_last_error(t));
 	conn_close(c, "handshake failed");
 	return -1;
 }
 
-static long io_result(struct vd_conn *c, int r)
+/* The layer's result for conn.c: bytes, 0 (read: the end of the stream;
+ * write: the peer is gone), VD_AGAIN (EV_WRITE armed when TLS must write),
+ * or VD_EIO (logged). */
+static long io_result(struct vd_conn *c, long r)
 {
 	if (r > 0)
 		return r;
-	int e = SSL_get_error(c->ssl, r);
-	switch (e) {
-	case SSL_ERROR_WANT_READ:
+	const struct io_conn *t = c->ssl;
+	if (r == VD_AGAIN) {
+		if (t->want == IO_WANT_WRITE)
+			conn_want_write(c, true);
 		return VD_AGAIN;
-	case SSL_ERROR_WANT_WRITE:
-		conn_want_write(c, true);
-		return VD_AGAIN;
-	case SSL_ERROR_ZERO_RETURN:
+	}
+	if (r == 0 || r == VD_ECLOSED)
 		return 0;
-	case SSL_ERROR_SYSCALL:
-		if (errno == 0 || ERR_peek_error() == 0) {
-			ERR_clear_error();
-			return errno == EINTR ? VD_AGAIN : 0;
-		}
-		/* fall through */
-	default: {
-		char reason[256];
-		ssl_reason(reason, sizeof(reason));
-		log_info("connection %s: TLS error: %s", c->peer, reason);
-		return VD_EIO;
-	}
-	}
+	log_info("connection %s: %s", c->peer, io_last_error(t));
+	return VD_EIO;
 }
 
 long tls_read(struct vd_conn *c, char *buf, size_t len)
 {
-	ERR_clear_error();
-	errno = 0;
-	return io_result(c, SSL_read(c->ssl, buf, (int)VD_MIN(len, (size_t)1 << 30)));
+	return io_result(c, io_read(c->ssl, buf, len));
 }
 
 long tls_write(struct vd_conn *c, const char *buf, size_t len)
 {
-	ERR_clear_error();
-	errno = 0;
-	return io_result(c, SSL_write(c->ssl, buf, (int)VD_MIN(len, (size_t)1 << 30)));
+	return io_result(c, io_write(c->ssl, buf, len));
 }

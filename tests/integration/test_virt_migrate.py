@@ -7,10 +7,13 @@ source; a throttled migration cancelled with VM.migrateCancel stays Up on
 the source and leaves nothing on the destination.  Skipped, with the
 reason, where the private daemons or QEMU cannot start."""
 
+import http.server
+import json
 import os
 import shutil
 import subprocess
 import tempfile
+import threading
 import time
 import unittest
 
@@ -30,6 +33,42 @@ def vm_xml(vm, name):
 
 
 result = vt.result
+
+
+class ScriptedDestination:
+    """A destination vdsmd's HTTP endpoint, scripted: answers each POST
+    /jsonrpc with answer(request) as a JSON-RPC response (result or error)
+    and keeps the requests."""
+
+    def __init__(self, answer):
+        self.requests = []
+        outer = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self):
+                req = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                outer.requests.append(req)
+                body = json.dumps(dict(answer(req), jsonrpc="2.0", id=req["id"])).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.send_header("Connection", "close")
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        self.srv = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.srv.server_address[1]
+        self.thread = threading.Thread(target=self.srv.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self):
+        self.srv.shutdown()
+        self.srv.server_close()
 
 
 class Host:
@@ -141,8 +180,8 @@ class Migration(unittest.TestCase):
         for lv in cls.lvs:
             lv.stop()
 
-    def create(self):
-        p = {"vmID": VM, "vmParams": {"vmId": VM, "xml": vm_xml(VM, "mig1")}}
+    def create(self, xml=None):
+        p = {"vmID": VM, "vmParams": {"vmId": VM, "xml": xml or vm_xml(VM, "mig1")}}
         result(self.src.c.call("VM.create", p, timeout=60))
         self.src.events("VM_status", lambda e: e["status"] == "Up")
         self.assertEqual(self.src.status(), "Up")
@@ -245,6 +284,47 @@ class Migration(unittest.TestCase):
         self.assertEqual(len(self.lvs[1].qemu_pids()), 1)
         result(self.src.c.call("VM.destroy", {"vmID": VM}))
         result(self.dst.c.call("VM.destroy", {"vmID": VM}))
+
+    def test_2b_error_text_in_reply(self):
+        """The destination's reply is read as JSON-RPC: "error" in a result
+        (a string that says "error", a member named "error", the domain
+        XML whose description says "error" echoed back) is a success; an
+        error member is a refusal with the destination's message, and the
+        VM stays Up."""
+        xml = vm_xml(VM, "mig1").replace(
+            "<memory", '<description>on "error": call the admin</description><memory')
+        self.create(xml)
+        echo = ScriptedDestination(lambda req: {"result": {
+            "migrationPort": 0, "params": {
+                "vmId": VM, "status": "Migration Destination", "lastCheck": "error",
+                "guestAgent": {"error": None},
+                "xml": req["params"]["params"]["_srcDomXML"]}}})
+        self.addCleanup(echo.close)
+        self.assertIs(result(self.src.c.call("VM.migrate", {"vmID": VM, "params": {
+            "dst": "127.0.0.1:%d" % echo.port, "maxBandwidth": 1}})), True)
+        self.assertEqual(self.src.status(), "Migration Source")
+        deadline = time.monotonic() + 10
+        while "Outgoing migration" not in self.lvs[0].virsh("domjobinfo", "mig1").stdout:
+            self.assertLess(time.monotonic(), deadline, "no migration job in libvirt")
+            time.sleep(0.05)
+        self.assertIs(result(self.src.c.call("VM.migrateCancel", {"vmID": VM})), True)
+        deadline = time.monotonic() + 20
+        while self.src.status() != "Up" and time.monotonic() < deadline:
+            time.sleep(0.1)
+        self.assertEqual(self.src.status(), "Up")
+        self.assertIn('on &quot;error&quot;: call the admin',
+                      echo.requests[0]["params"]["params"]["_srcDomXML"])
+        # a destination that refuses: its message, code 12, the VM stays Up
+        refuse = ScriptedDestination(lambda req: {"error": {
+            "code": 4, "message": "Virtual machine already exists"}})
+        self.addCleanup(refuse.close)
+        r = self.src.c.call("VM.migrate", {"vmID": VM, "params": {
+            "dst": "127.0.0.1:%d" % refuse.port}})
+        self.assertEqual(r.get("error", {}).get("code"), 12, r)
+        self.assertIn("Virtual machine already exists (code 4)", r["error"]["message"])
+        self.assertEqual(self.src.status(), "Up")
+        self.assertEqual(self.lvs[1].qemu_pids(), [])
+        result(self.src.c.call("VM.destroy", {"vmID": VM}))
 
 
 if __name__ == "__main__":

@@ -32,15 +32,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 #include <libvirt/virterror.h>
-#include <openssl/err.h>
-#include <openssl/ssl.h>
-#include <openssl/x509.h>
 
 #include "../../common/log.h"
+#include "../../io/io.h"
 #include "../../rpc/event.h"
 
 #define PEER_TIMEOUT_S 15
@@ -68,167 +65,168 @@ static bool split_hostport(const char *hp, char *host, size_t hl, char *port, si
 	return strspn(port, "0123456789") == strlen(port);
 }
 
-/* The peer connection: a socket, TLS on it when tls is set. */
-struct peer {
-	int fd;
-	SSL *ssl;
-};
-
-static long peer_send(struct peer *p, const char *b, size_t n)
+/* Why the TLS handshake with the peer failed. */
+static void tls_reason(const struct io_conn *p, char *out, size_t n)
 {
-	if (p->ssl) {
-		size_t done = 0;
-		return SSL_write_ex(p->ssl, b, n, &done) == 1 ? (long)done : -1;
-	}
-	return send(p->fd, b, n, MSG_NOSIGNAL);
-}
-
-/* > 0 bytes, 0 at the end, < 0 on an error. */
-static long peer_recv(struct peer *p, char *b, size_t n)
-{
-	if (p->ssl) {
-		size_t got = 0;
-		if (SSL_read_ex(p->ssl, b, n, &got) == 1)
-			return (long)got;
-		int e = SSL_get_error(p->ssl, 0);
-		return e == SSL_ERROR_ZERO_RETURN ? 0 : -1;
-	}
-	return recv(p->fd, b, n, 0);
-}
-
-/* The reason of the last OpenSSL failure (or errno's). */
-static void tls_reason(SSL *ssl, char *out, size_t n)
-{
-	unsigned long e = ERR_get_error();
-	long vr = ssl ? SSL_get_verify_result(ssl) : X509_V_OK;
-	if (vr != X509_V_OK)
-		snprintf(out, n, "certificate verify failed: %s", X509_verify_cert_error_string(vr));
-	else if (e)
-		ERR_error_string_n(e, out, n);
+	if (p->verify_err)
+		snprintf(out, n, "certificate verify failed: %s", p->verify_err);
+	else if (p->closed_in_handshake)
+		snprintf(out, n, "connection closed");
 	else
-		snprintf(out, n, "%s", errno ? strerror(errno) : "connection closed");
-	ERR_clear_error();
+		snprintf(out, n, "%s", io_last_error(p));
 }
 
-/* One JSON-RPC call over HTTP to host:port (over TLS with tls: this host's
- * certificate, the peer's checked against the CA, as VDSM's ssl setting);
- * the response body in out. */
-static int peer_call(const char *hostport, struct ssl_ctx_st *tls, const char *body,
-		     size_t blen, struct vd_buf *out, char *why, size_t whylen)
+/* The deadline of the next step: every step (connect, handshake, each
+ * write and read) may take PEER_TIMEOUT_S. */
+static uint64_t step_deadline(void)
 {
-	char host[256], port[16];
-	if (!split_hostport(hostport, host, sizeof host, port, sizeof port)) {
-		snprintf(why, whylen, "bad destination address %s", hostport);
-		return VD_EINVAL;
-	}
-	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *ai = NULL;
-	int g = getaddrinfo(host, port, &hints, &ai);
-	if (g != 0) {
-		snprintf(why, whylen, "%s: %s", host, gai_strerror(g));
+	return vd_now_ms() + PEER_TIMEOUT_S * 1000u;
+}
+
+/* The body of the HTTP reply in (NUL-terminated) into out, with its
+ * Content-Type in ct.  0, or VD_EIO with why. */
+static int http_body(const char *hostport, const struct vd_buf *in, struct vd_buf *out,
+		     char *ct, size_t ctlen, char *why, size_t whylen)
+{
+	const char *hb = strstr(in->data, "\r\n\r\n");
+	if (strncmp(in->data, "HTTP/1.1 200", 12) != 0 || !hb) {
+		snprintf(why, whylen, "%s answered: %.60s", hostport, in->data);
 		return VD_EIO;
-	}
-	struct peer p = { -1, NULL };
-	int rc = VD_EIO;
-	for (struct addrinfo *a = ai; a; a = a->ai_next) {
-		p.fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
-		if (p.fd < 0)
-			continue;
-		struct timeval tv = { PEER_TIMEOUT_S, 0 };
-		setsockopt(p.fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-		setsockopt(p.fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-		/* the request follows the TLS handshake's last flight: it must
-		 * not wait behind Nagle for that flight's ACK */
-		int one = 1;
-		setsockopt(p.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-		if (connect(p.fd, a->ai_addr, a->ai_addrlen) == 0)
-			break;
-		close(p.fd);
-		p.fd = -1;
-	}
-	freeaddrinfo(ai);
-	if (p.fd < 0) {
-		snprintf(why, whylen, "cannot connect to %s: %s", hostport, strerror(errno));
-		return VD_EIO;
-	}
-	struct vd_buf req = VD_BUF_INIT;
-	if (tls) {
-		ERR_clear_error();
-		p.ssl = SSL_new(tls);
-		if (!p.ssl || SSL_set_fd(p.ssl, p.fd) != 1) {
-			snprintf(why, whylen, "TLS to %s: cannot set up", hostport);
-			goto out;
-		}
-		SSL_set_tlsext_host_name(p.ssl, host);
-		errno = 0;
-		if (SSL_connect(p.ssl) != 1) {
-			char r[256];
-			tls_reason(p.ssl, r, sizeof r);
-			snprintf(why, whylen, "TLS handshake with %s failed: %s", hostport, r);
-			goto out;
-		}
-	}
-	buf_printf(&req, "POST /jsonrpc HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\n"
-		   "Content-Length: %zu\r\nConnection: close\r\n\r\n", host, blen);
-	buf_append(&req, body, blen);
-	size_t off = 0;
-	while (off < req.len) {
-		long n = peer_send(&p, req.data + off, req.len - off);
-		if (n <= 0) {
-			snprintf(why, whylen, "sending to %s: %s", hostport, strerror(errno));
-			goto out;
-		}
-		off += (size_t)n;
-	}
-	struct vd_buf in = VD_BUF_INIT;
-	for (;;) {
-		if (in.len >= MAX_PEER_REPLY) {
-			snprintf(why, whylen, "reply from %s over %u bytes", hostport, MAX_PEER_REPLY);
-			buf_free(&in);
-			goto out;
-		}
-		buf_reserve(&in, 16384);
-		long n = peer_recv(&p, in.data + in.len, 16384);
-		if (n < 0) {
-			snprintf(why, whylen, "reading from %s: %s", hostport, strerror(errno));
-			buf_free(&in);
-			goto out;
-		}
-		if (n == 0)
-			break;
-		in.len += (size_t)n;
-	}
-	buf_putc(&in, '\0');
-	const char *hb = strstr(in.data, "\r\n\r\n");
-	if (strncmp(in.data, "HTTP/1.1 200", 12) != 0 || !hb) {
-		snprintf(why, whylen, "%s answered: %.60s", hostport, in.data);
-		buf_free(&in);
-		goto out;
 	}
 	/* the whole body: no less than its Content-Length (a cut TLS stream) */
-	size_t blen_in = in.len - 1 - (size_t)(hb + 4 - in.data);
-	const char *cl = strcasestr(in.data, "\r\nContent-Length:");
+	size_t blen_in = in->len - 1 - (size_t)(hb + 4 - in->data);
+	const char *cl = strcasestr(in->data, "\r\nContent-Length:");
 	if (cl && cl < hb) {
 		unsigned long long want = strtoull(cl + 17, NULL, 10);
 		if (want > blen_in) {
 			snprintf(why, whylen, "%s: reply cut at %zu of %llu bytes", hostport,
 				 blen_in, want);
-			buf_free(&in);
-			goto out;
+			return VD_EIO;
 		}
 		blen_in = (size_t)want;
 	}
+	const char *t = strcasestr(in->data, "\r\nContent-Type:");
+	ct[0] = 0;
+	if (t && t < hb) {
+		t += 15;
+		t += strspn(t, " \t");
+		size_t tl = strcspn(t, "\r");
+		snprintf(ct, ctlen, "%.*s", (int)VD_MIN(tl, ctlen - 1), t);
+	}
 	buf_append(out, hb + 4, blen_in);
-	buf_free(&in);
-	rc = 0;
+	return 0;
+}
+
+/* One JSON-RPC call over HTTP to host:port (over TLS with tls: this host's
+ * certificate, the peer's checked against the CA, as VDSM's ssl setting),
+ * through the connection layer; the response body in out, its content
+ * type in ct. */
+static int peer_call(const char *hostport, struct ssl_ctx_st *tls, const char *body,
+		     size_t blen, struct vd_buf *out, char *ct, size_t ctlen, char *why,
+		     size_t whylen)
+{
+	char host[256], port[16], r[256];
+	if (!split_hostport(hostport, host, sizeof host, port, sizeof port)) {
+		snprintf(why, whylen, "bad destination address %s", hostport);
+		return VD_EINVAL;
+	}
+	/* TCP_NODELAY (io_dial): the request follows the TLS handshake's last
+	 * flight and must not wait behind Nagle for that flight's ACK */
+	int fd = io_dial(host, port, 0, step_deadline(), r, sizeof r);
+	if (fd == VD_ENOENT) {
+		snprintf(why, whylen, "%s", r);
+		return VD_EIO;
+	}
+	if (fd < 0) {
+		snprintf(why, whylen, "cannot connect to %s: %s", hostport, strerror(errno));
+		return VD_EIO;
+	}
+	struct io_conn p;
+	struct vd_buf req = VD_BUF_INIT, in = VD_BUF_INIT;
+	int rc = VD_EIO;
+	if (!tls) {
+		io_plain_init(&p, fd);
+	} else if (io_tls_client_init(&p, io_tls_lib_linked(), tls, fd, host, NULL) != 0) {
+		snprintf(why, whylen, "TLS to %s: cannot set up", hostport);
+		goto out;
+	} else if (io_handshake_wait(&p, step_deadline(), NULL) != 0) {
+		tls_reason(&p, r, sizeof r);
+		snprintf(why, whylen, "TLS handshake with %s failed: %s", hostport, r);
+		goto out;
+	}
+	buf_printf(&req, "POST /jsonrpc HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\n"
+		   "Content-Length: %zu\r\nConnection: close\r\n\r\n", host, blen);
+	buf_append(&req, body, blen);
+	if (io_write_all(&p, req.data, req.len, step_deadline(), NULL) != 0) {
+		snprintf(why, whylen, "sending to %s: %s", hostport, io_last_error(&p));
+		goto out;
+	}
+	for (;;) {
+		if (in.len >= MAX_PEER_REPLY) {
+			snprintf(why, whylen, "reply from %s over %u bytes", hostport, MAX_PEER_REPLY);
+			goto out;
+		}
+		buf_reserve(&in, 16384);
+		long n = io_read_wait(&p, in.data + in.len, 16384, step_deadline(), NULL);
+		if (n == 0 || n == VD_ECLOSED)
+			break;
+		if (n < 0) {
+			snprintf(why, whylen, "reading from %s: %s", hostport, io_last_error(&p));
+			goto out;
+		}
+		in.len += (size_t)n;
+	}
+	buf_putc(&in, '\0');
+	rc = http_body(hostport, &in, out, ct, ctlen, why, whylen);
 out:
 	buf_free(&req);
-	if (p.ssl) {
-		if (rc == 0)
-			SSL_shutdown(p.ssl);
-		SSL_free(p.ssl);
-	}
-	close(p.fd);
+	buf_free(&in);
+	if (rc == 0 && io_is_tls(&p))
+		io_shutdown(&p);
+	io_close(&p);
 	return rc;
+}
+
+/* The destination's JSON-RPC answer to VM.migrationCreate, decoded with
+ * the codec of its content type (else this daemon's): 0 for a result, or
+ * VD_EPROTO with why (its error, or what is wrong with the reply). */
+static int peer_reply_check(const struct vd_codec *codec, const char *ct,
+			    const struct vd_buf *reply, char *why, size_t whylen)
+{
+	const struct vd_codec *rc = *ct ? codec_find_content_type(ct, strlen(ct)) : NULL;
+	if (rc)
+		codec = rc;
+	struct vd_arena a;
+	arena_init(&a, 4096);
+	struct vd_limits lim = VD_LIMITS_DEFAULT;
+	struct vd_value *v = NULL;
+	struct vd_codec_error err;
+	memset(&err, 0, sizeof err);
+	int out = VD_EPROTO;
+	if (codec->decode(&a, reply->data, reply->len, &lim, &v, &err) != 0 || !v ||
+	    v->type != VD_OBJECT) {
+		snprintf(why, whylen, "not a JSON-RPC response: %.200s", reply->len ? reply->data : "");
+		goto done;
+	}
+	const struct vd_value *e = vd_obj_get(v, "error");
+	if (e && e->type != VD_NULL) {
+		const struct vd_value *m = e->type == VD_OBJECT ? vd_obj_get(e, "message") : NULL;
+		const struct vd_value *code = e->type == VD_OBJECT ? vd_obj_get(e, "code") : NULL;
+		if (m && m->type == VD_STRING)
+			snprintf(why, whylen, "%.*s (code %lld)", (int)VD_MIN(m->v.s.len, 200u),
+				 m->v.s.ptr, code && code->type == VD_INT ? (long long)code->v.i : 0LL);
+		else
+			snprintf(why, whylen, "%.200s", reply->data);
+		goto done;
+	}
+	if (!vd_obj_get(v, "result")) {
+		snprintf(why, whylen, "no result: %.200s", reply->data);
+		goto done;
+	}
+	out = 0;
+done:
+	arena_free(&a);
+	return out;
 }
 
 /* ---- source --------------------------------------------------------------- */
@@ -418,14 +416,14 @@ int virt_verb_migrate(struct rpc_call *c)
 	struct ssl_ctx_st *tls = s->deps.peer_tls;
 	pthread_mutex_unlock(&s->lock);
 	uint64_t t0 = vd_now_ns();
-	if (peer_call(dst, tls, body.data, body.len, &reply, why, sizeof why) < 0) {
+	char ct[128];
+	if (peer_call(dst, tls, body.data, body.len, &reply, ct, sizeof ct, why, sizeof why) < 0) {
 		rpc_fail(c, RPC_E_NO_PEER, "%s", why);
 		goto out;
 	}
 	double peer_ms = (double)(vd_now_ns() - t0) / 1e6;
-	buf_putc(&reply, '\0');
-	if (strstr(reply.data, "\"error\"")) {
-		rpc_fail(c, RPC_E_MIGRATION, "destination %s refused the VM: %.200s", dst, reply.data);
+	if (peer_reply_check(s->d->codec, ct, &reply, why, sizeof why) < 0) {
+		rpc_fail(c, RPC_E_MIGRATION, "destination %s refused the VM: %s", dst, why);
 		goto out;
 	}
 	struct migration *m = xcalloc(1, sizeof *m);
