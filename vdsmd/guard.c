@@ -41,12 +41,19 @@ static size_t conn_charge(const struct vd_conn *c)
 	       stomp_session_memory(c->sess);
 }
 
+static void note_usage(struct vd_server *s);
+
 void guard_account(struct vd_conn *c)
 {
 	struct vd_server *s = c->srv;
 	size_t now = conn_charge(c);
 	s->mem_used = s->mem_used - c->charged + now;
 	c->charged = now;
+	note_usage(s);
+}
+
+static void note_usage(struct vd_server *s)
+{
 	if (s->mem_used > s->mem_peak)
 		s->mem_peak = s->mem_used;
 	bool over = guard_overloaded(s);
@@ -141,16 +148,47 @@ bool guard_admit(struct vd_conn *c, size_t more)
 	return true;
 }
 
-bool guard_admit_buf(struct vd_conn *c, const struct vd_buf *b, size_t n)
+/* What buf_grow adds to b's capacity (doubling) for n more bytes, which is
+ * what the connection is charged for. */
+static size_t growth(const struct vd_buf *b, size_t n)
 {
-	/* what buf_grow will add to the capacity (doubling), which is what the
-	 * connection is charged for */
 	size_t need = b->len + n, cap = b->cap ? b->cap : 256;
 	if (need <= b->cap)
-		return guard_admit(c, 0);
+		return 0;
 	while (cap < need)
 		cap = cap * 2 > cap ? cap * 2 : need;
-	return guard_admit(c, cap - b->cap);
+	return cap - b->cap;
+}
+
+bool guard_admit_buf(struct vd_conn *c, const struct vd_buf *b, size_t n)
+{
+	return guard_admit(c, growth(b, n));
+}
+
+/* Issue 27: fan-out (a SEND forwarded to every subscriber, an event) was
+ * copied into each subscriber's output before anything was charged.  Now
+ * each copy is charged before it is queued, and one that does not fit is
+ * not queued (the broker drops it for that subscriber, counted).  Nobody is
+ * closed here: the loop is inside the broker's walk of a destination. */
+bool guard_charge_out(struct vd_conn *c, size_t bytes)
+{
+	struct vd_server *s = c->srv;
+	if (c->dead)
+		return false;
+	size_t more = growth(&c->out, bytes);
+	if (s->budget && s->mem_used + more > s->budget)
+		return false;
+	/* charged now; guard_account (after the flush) puts the exact figure */
+	c->charged += more;
+	s->mem_used += more;
+	note_usage(s);
+	return true;
+}
+
+bool guard_fanout_fits(const struct vd_server *s, size_t bytes)
+{
+	/* whole, and without taking the daemon into the 1100 regime */
+	return !s->budget || s->mem_used + bytes <= s->budget - s->budget / 8;
 }
 
 void guard_input(struct vd_conn *c, bool progress)

@@ -252,6 +252,13 @@ bool guard_admit(struct vd_conn *c, size_t more);
 /* guard_admit for appending n bytes to b, one of c's buffers (counts the
  * capacity buf_grow would add). */
 bool guard_admit_buf(struct vd_conn *c, const struct vd_buf *b, size_t n);
+/* Fan-out (issue 27): `bytes` are about to be queued in c's output; they
+ * are charged now, or false (nothing charged) when the budget cannot take
+ * them.  Never closes a connection. */
+bool guard_charge_out(struct vd_conn *c, size_t bytes);
+/* Whether a fan-out of `bytes` (all subscribers together) fits the budget
+ * whole, staying below 7/8 of it. */
+bool guard_fanout_fits(const struct vd_server *s, size_t bytes);
 /* Near the budget (7/8 of it): new requests are answered 1100. */
 bool guard_overloaded(const struct vd_server *s);
 /* c is being closed: its charge goes back; large buffers trigger a trim. */

@@ -33,6 +33,11 @@ struct host {
 	void *output_conn;
 	int nhb;
 	unsigned hb_send, hb_recv;
+	/* a memory budget (budget_on): what admit / admit_fanout may take */
+	bool budget_on;
+	size_t budget_left;
+	int nadmit_fanout;
+	size_t fanout_n, fanout_bytes;
 };
 
 static void copy_opt(char *dst, size_t cap, bool *has, const char *v, size_t n)
@@ -83,7 +88,28 @@ static void h_heartbeat(void *hp, struct stomp_session *s, void *conn, unsigned 
 	h->hb_recv = recv_ms;
 }
 
-static const struct stomp_broker_ops ops = { h_request, h_output, h_heartbeat };
+static bool h_admit(void *hp, struct stomp_session *s, void *conn, size_t bytes)
+{
+	struct host *h = hp;
+	if (!h->budget_on)
+		return true;
+	if (bytes > h->budget_left)
+		return false;
+	h->budget_left -= bytes;
+	return true;
+}
+
+static bool h_admit_fanout(void *hp, struct stomp_session *origin, size_t n, size_t bytes)
+{
+	struct host *h = hp;
+	h->nadmit_fanout++;
+	h->fanout_n = n;
+	h->fanout_bytes = bytes;
+	return !h->budget_on || bytes <= h->budget_left;
+}
+
+static const struct stomp_broker_ops ops = { h_request, h_output, h_heartbeat, h_admit,
+					     h_admit_fanout };
 
 /* A connection: input and output buffers and a reader for what was sent. */
 struct peer {
