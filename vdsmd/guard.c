@@ -387,8 +387,8 @@ void guard_start(struct vd_server *s)
 	ev_timer_start(loop, &s->sweep);
 	ev_init(&s->accept_resume, accept_resume_cb);
 	s->accept_resume.data = s;
-	log_info("memory_budget %zu bytes (%s)", s->budget,
-		 s->d->cfg.memory_budget ? "configured" : "a quarter of RAM");
+	log_info("memory_budget %zu bytes%s", s->budget,
+		 s->d->cfg.memory_budget ? "" : " (a quarter of RAM)");
 }
 
 void guard_stop(struct vd_server *s)
