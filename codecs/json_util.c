@@ -59,22 +59,23 @@ const char vd_reason_too_many_values[] = "more values than max_elements";
 static const char *skip_string(const char *p, const char *end, size_t *escapes)
 {
 	const char *q = memchr(p, '"', (size_t)(end - p));
+	const char *stop = q ? q : end;   /* unterminated: its escapes count too */
 	for (;;) {
-		if (!q)
-			return end;
-		const char *b = memchr(p, '\\', (size_t)(q - p));
+		const char *b = memchr(p, '\\', (size_t)(stop - p));
 		if (!b)
-			return q + 1;
-		if ((size_t)(end - b) <= 2)
-			return end;
-		p = b + 2;   /* past the escaped byte */
+			return q ? q + 1 : end;
 		(*escapes)++;
-		while (p < q && *p == '\\') {
-			p += 2;  /* back-to-back escapes: no call each */
+		if (end - b <= 2)
+			return end;   /* the escape runs to the end */
+		p = b + 2;        /* past the escaped byte */
+		while (p < stop && *p == '\\' && end - p > 2) {
+			p += 2;   /* back-to-back escapes: no call each */
 			(*escapes)++;
 		}
-		if (p > q)   /* the escape was the quote's: the next one */
-			q = p < end ? memchr(p, '"', (size_t)(end - p)) : NULL;
+		if (p > stop) {   /* the escape was the quote's: the next one */
+			q = memchr(p, '"', (size_t)(end - p));
+			stop = q ? q : end;
+		}
 	}
 }
 
