@@ -315,8 +315,10 @@ class StorageRoot(Defaults):
             c.call("StoragePool.connectStorageServer", [BLANK, 4, p], timeout=30))]
         sd = "27270000-0000-4000-8000-0000000000d1"
         r = c.call("StorageDomain.create", [sd, 4, "/etc", "x", 1, "5", 0, 250], timeout=30)
-        with vt.Daemon("--storage-root", "/etc") as d2:
-            refused = d2.wait_log(r"storage_root /etc is a system directory", 10)
+        refused = None
+        if not BASELINE:  # (an older build would write its task records into /etc)
+            with vt.Daemon("--storage-root", "/etc") as d2:
+                refused = d2.wait_log(r"storage_root /etc is a system directory", 10)
         new = self.new_client_ok()
         self.finish("storage_root_rules", statuses=st,
                     create=r.get("error", {}).get("code"), root_etc=bool(refused), new_conn_s=new)
