@@ -285,6 +285,38 @@ class NeverReads(Attack):
         self.assertGreater(cut, 0, "no attacker was cut")
 
 
+class HttpNeverReads(Attack):
+    URI = FLEET_URI
+
+    def test_http_clients_that_never_read(self):
+        """10 HTTP keep-alive connections pipeline POST /jsonrpc batches of
+        Host.getAllVmStats and never read: each reply is charged to the
+        budget before it is queued (issue 27), the biggest are closed."""
+        req = vt.http_request("POST", "/jsonrpc", getallvmstats_batch(50),
+                              {"Content-Type": "application/json"})
+        for i in range(10):
+            s = self.sock(rcvbuf=4096)
+            s.setblocking(False)
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            progress = False
+            for s in self.socks:
+                try:
+                    s.send(req)
+                    progress = True
+                except OSError:
+                    pass
+            if not progress:
+                break
+            time.sleep(0.01)
+        time.sleep(1.0)
+        cut = sum(closed(s, 0.2) for s in self.socks)
+        new = self.new_client_ok()
+        self.finish("http_never_read_10_conns", attackers_closed="%d/10" % cut, new_conn_s=new)
+        self.assertIsNotNone(new)
+        self.assertGreater(cut, 0, "no attacker was cut")
+
+
 class SlotHolders(Attack):
     # every attacker connects from 127.0.0.1: the per-address cap (default
     # 64) is lifted so that the slot timeouts and eviction are what is tested
