@@ -181,6 +181,45 @@ class PartialFrames(Defaults):
             self.assertGreaterEqual(cut, 64 - DEFAULT_BUDGET // (8 << 20))
 
 
+class SlowReaders(Defaults):
+    URI = "test://" + os.path.join(vt.REPO, "examples", "fleet.xml")
+
+    def test_50_connections_that_never_read(self):
+        """50 connections (two addresses) send batches of 50
+        Host.getAllVmStats and never read: the budget (256 MiB) cuts them.
+        (At the old default, a quarter of RAM, 50 slow readers held 2.0 GB
+        with a bystander p99 of 2.6 s.)"""
+        f = hostile.send_frame(body=json.dumps(
+            [{"jsonrpc": "2.0", "method": "Host.getAllVmStats", "id": i} for i in range(50)]))
+        for i in range(50):
+            s = self.sock(rcvbuf=4096, src="127.0.0.%d" % (2 + i // 25))
+            s.setblocking(False)
+            try:
+                s.send(self.connect_frames() +
+                       vt.frame("SUBSCRIBE", [("destination", vt.RESPONSES), ("id", "r")]))
+            except OSError:
+                pass
+        deadline = time.monotonic() + 4
+        while time.monotonic() < deadline:
+            progress = False
+            for s in self.socks:
+                try:
+                    s.send(f)
+                    progress = True
+                except OSError:
+                    pass
+            if not progress:
+                break
+            time.sleep(0.01)
+        time.sleep(1.0)
+        cut = sum(closed(s, 0.05) for s in self.socks)
+        new = self.new_client_ok()
+        self.finish("never_read_50_conns_defaults", attackers_closed="%d/50" % cut,
+                    new_conn_s=new)
+        self.assertIsNotNone(new)
+        self.assertGreater(cut, 0)
+
+
 class PerAddress(Defaults):
     def test_one_address_cannot_take_every_slot(self):
         """100 heart-beating sessions from 127.0.0.1: past 64 (the pinger's
