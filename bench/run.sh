@@ -86,7 +86,8 @@ net_bench() {
 	"$BUILD/vdsmd" --config /dev/null --listen 127.0.0.1 --port 0 --tls on \
 		--cert-file "$tmp/pki/server.crt" --key-file "$tmp/pki/server.key" \
 		--ca-file "$tmp/pki/ca.crt" --libvirt-uri test:///default \
-		--storage-root "$tmp/storage" --log-level info 2> "$tmp/vdsmd-tls.log" &
+		--storage-root "$tmp/storage" --max-connections-per-address 0 \
+		--log-level info 2> "$tmp/vdsmd-tls.log" &
 	tpid=$!
 	i=0
 	while ! grep -q 'listening on' "$tmp/vdsmd-tls.log" 2>/dev/null && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
