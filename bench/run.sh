@@ -179,7 +179,8 @@ events_setup() {  # tmp mode rate subscribers stalled -> prints "rps cpu_us_per_
 	rm -f "$tmp/serve.out" "$tmp/sub.out" "$tmp/load.out"
 	"$B/events" serve "$mode" "$rate" --config /dev/null --listen 127.0.0.1 --port 0 \
 		--tls off --libvirt-uri test:///default --storage-root "$tmp/st" \
-		--max-output 64K --log-level warn > "$tmp/serve.out" 2> "$tmp/serve.err" &
+		--max-output 64K --max-connections-per-address 0 \
+		--log-level warn > "$tmp/serve.out" 2> "$tmp/serve.err" &
 	spid=$!
 	i=0
 	while ! grep -q '^ready' "$tmp/serve.out" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
