@@ -431,6 +431,8 @@ long stomp_session_feed(struct stomp_session *s, char *buf, size_t len)
 			ret = VD_EPROTO;
 			goto out;
 		}
+		if (b->ops.pause && b->ops.pause(b->host, s, s->conn))
+			break;
 	}
 	ret = (long)pos;
 out:

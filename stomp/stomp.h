@@ -130,6 +130,11 @@ struct stomp_broker_ops {
 	 * "memory budget exceeded", its connection stays open (counted in
 	 * fanout_refused). */
 	bool (*admit_fanout)(void *host, struct stomp_session *origin, size_t n, size_t bytes);
+	/* After each frame a session handled: true stops stomp_session_feed
+	 * there (it returns what it consumed; the rest stays in the caller's
+	 * buffer), so a client whose replies pile up unread gets its further
+	 * requests run no faster than it reads. */
+	bool (*pause)(void *host, struct stomp_session *s, void *conn);
 };
 
 struct stomp_broker_config {

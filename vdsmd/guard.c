@@ -220,11 +220,23 @@ static void timeout_close(struct vd_conn *c, uint64_t *counter, const char *what
  * well-behaved small clients are served again. */
 static void relieve(struct vd_server *s)
 {
+	ev_tstamp now = ev_now(s->d->loop);
 	while (guard_overloaded(s)) {
 		struct vd_conn *v = biggest(s);
-		if (!v || v->charged <= s->budget / 16)
+		if (v && v->charged > s->budget / 16) {
+			evict(v, "over 7/8 of it, closing the biggest holder");
+			continue;
+		}
+		/* Many small holders (slow readers throttled at CONN_BACKLOG,
+		 * issue 27): the biggest whose output has not moved for 2 s. */
+		v = NULL;
+		for (struct vd_conn *c = s->conns; c; c = c->next)
+			if (!c->dead && c->out.len && now - c->last_out >= 2.0 &&
+			    (!v || c->charged > v->charged))
+				v = c;
+		if (!v)
 			return;
-		evict(v, "over 7/8 of it, closing the biggest holder");
+		evict(v, "over 7/8 of it, closing the biggest reader that does not read");
 	}
 }
 

@@ -327,12 +327,18 @@ static bool on_admit_fanout(void *host, struct stomp_session *origin, size_t n, 
 	return false;
 }
 
+static bool on_pause(void *host, struct stomp_session *ss, void *conn)
+{
+	return conn && conn_backlogged(conn);
+}
+
 static const struct stomp_broker_ops broker_ops = {
 	.request = on_request,
 	.output = on_output,
 	.heartbeat = on_heartbeat,
 	.admit = on_admit,
 	.admit_fanout = on_admit_fanout,
+	.pause = on_pause,
 };
 
 /* ---- events ------------------------------------------------------------ */

@@ -153,6 +153,7 @@ struct vd_conn {
 	bool lingering;      /* output flushed, write side shut: draining input until
 	                        the peer closes or VD_LINGER passes (then close) */
 	bool fan_queued;     /* in srv->fan[]: flushed after the event batch */
+	bool throttled;      /* input left unprocessed: output backlogged (conn.c) */
 	unsigned refs;       /* pending requests holding the connection */
 	ev_io io;
 	ev_timer rt;         /* detect / handshake timeout, then receive heart-beat */
@@ -205,6 +206,11 @@ void conn_process(struct vd_conn *c);
 void conn_frame_end(struct vd_conn *c);
 /* Free a closed connection's memory (after conn_close, once unreferenced). */
 void conn_destroy(struct vd_conn *c);
+/* STOMP output (queued and held) is over CONN_BACKLOG: no further frame of
+ * the connection's input is handled until it drains (issue 27: 50 clients
+ * that never read made the loop copy replies for seconds per iteration). */
+#define CONN_BACKLOG ((size_t)1 << 20)
+bool conn_backlogged(const struct vd_conn *c);
 
 /* ---- one frame per write (wire.c) -------------------------------------- */
 

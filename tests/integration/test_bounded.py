@@ -46,13 +46,17 @@ def proc_status(pid, key):
 
 
 def closed(s, timeout=0.0):
-    """True when the server closed s (EOF or reset), reading what it sent."""
+    """True when the server closed s (EOF or reset), reading what it sent.
+    Reads for at most timeout + 0.25 s: a throttled attacker's replies keep
+    coming while it reads (its queued requests run as its output drains)."""
     s.settimeout(timeout)
+    stop = time.monotonic() + timeout + 0.25
     try:
-        while True:
+        while time.monotonic() < stop:
             d = s.recv(65536)
             if not d:
                 return True
+        return False
     except (socket.timeout, BlockingIOError):
         return False
     except OSError:

@@ -38,6 +38,7 @@ struct host {
 	size_t budget_left;
 	int nadmit_fanout;
 	size_t fanout_n, fanout_bytes;
+	bool pause_on;       /* pause: the feed stops after each frame */
 };
 
 static void copy_opt(char *dst, size_t cap, bool *has, const char *v, size_t n)
@@ -108,8 +109,13 @@ static bool h_admit_fanout(void *hp, struct stomp_session *origin, size_t n, siz
 	return !h->budget_on || bytes <= h->budget_left;
 }
 
+static bool h_pause(void *hp, struct stomp_session *s, void *conn)
+{
+	return ((struct host *)hp)->pause_on;
+}
+
 static const struct stomp_broker_ops ops = { h_request, h_output, h_heartbeat, h_admit,
-					     h_admit_fanout };
+					     h_admit_fanout, h_pause };
 
 /* A connection: input and output buffers and a reader for what was sent. */
 struct peer {

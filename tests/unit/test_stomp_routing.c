@@ -409,6 +409,26 @@ START_TEST(test_forward_budget)
 }
 END_TEST
 
+/* pause: the feed stops after the frame it was asked after; the rest is
+ * left to the caller, and handled by the next feed. */
+START_TEST(test_pause_stops_the_feed)
+{
+	const char one[] = "SUBSCRIBE\ndestination:a\nid:1\nreceipt:r1\n\n";
+	const char two[] = "SUBSCRIBE\ndestination:b\nid:2\nreceipt:r2\n\n";
+	char in[256];
+	size_t n1 = sizeof(one), n2 = sizeof(two);   /* with their NULs */
+	memcpy(in, one, n1);
+	memcpy(in + n1, two, n2);
+	H.pause_on = true;
+	ck_assert_int_eq(stomp_session_feed(A.s, in, n1 + n2), (long)n1);
+	ck_assert_str_eq(hdr(expect(&A, STOMP_RECEIPT), "receipt-id"), "r1");
+	expect_none(&A);
+	ck_assert_int_eq(stomp_session_feed(A.s, in + n1, n2), (long)n2);
+	ck_assert_str_eq(hdr(expect(&A, STOMP_RECEIPT), "receipt-id"), "r2");
+	H.pause_on = false;
+}
+END_TEST
+
 START_TEST(test_many_sessions)
 {
 	/* many sessions on one destination; the destination table grows */
@@ -580,6 +600,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_too_many_subscriptions);
 	tcase_add_test(tc, test_forward_drop);
 	tcase_add_test(tc, test_forward_budget);
+	tcase_add_test(tc, test_pause_stops_the_feed);
 	tcase_add_test(tc, test_write_direct);
 	suite_add_tcase(s, tc);
 	return s;
