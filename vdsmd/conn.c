@@ -220,7 +220,7 @@ void conn_flush(struct vd_conn *c)
 		buf_consume(&c->out, off);
 		c->out_base += off;
 	}
-	if (c->throttled && !conn_backlogged(c))  /* drained: its next frames */
+	if (c->throttled && !c->eof && !conn_backlogged(c))  /* drained: its next frames */
 		ev_feed_event(s->d->loop, &c->io, EV_READ);
 	if (c->out.len == 0) {
 		if (c->out.cap > OUT_KEEP)
