@@ -76,7 +76,7 @@ static void on_request(void *hp, struct stomp_session *s, const char *body, size
 			   sizeof(REPLY_BODY) - 1);
 }
 
-static const struct stomp_broker_ops ops = { on_request, NULL, NULL, NULL };
+static const struct stomp_broker_ops ops = { .request = on_request };
 
 static void bench_session(double secs)
 {

@@ -211,8 +211,10 @@ static inline void cj_set_err(struct vd_codec_error *err, int code, size_t off,
  * or '{' outside strings, plus one; counting stops past stop, and returns 0
  * once nesting passes max_depth (the decoder then fails on depth at once).
  * A linear scan at memory speed, so a body of millions of values is refused
- * before yajl or the tree builder spend seconds on it. */
-size_t cj_count_values(const char *p, size_t n, size_t stop, unsigned max_depth);
+ * before yajl or the tree builder spend seconds on it.  escapes (NULL: not
+ * wanted): the backslash escapes inside the strings it went over. */
+size_t cj_count_values(const char *p, size_t n, size_t stop, unsigned max_depth,
+		       size_t *escapes);
 
 /* What every decode() does first: a NULL *lim becomes the defaults, NULL
  * *bytes an empty body, and a body over the size limit is refused.
@@ -234,15 +236,21 @@ static inline int cj_decode_begin(const char **bytes, size_t len, const struct v
 
 /* What every JSON decode() does first: cj_decode_begin(), then a body with
  * more values than max_elements (when set) is refused with
- * vd_reason_too_many_values.  Returns 0, or VD_ETOOBIG with err set. */
+ * vd_reason_too_many_values.  escapes (NULL: not wanted): the count is run
+ * even without max_elements and says how many escapes the strings hold, up
+ * to where it stopped.  Returns 0, or VD_ETOOBIG with err set. */
 static inline int cj_json_decode_begin(const char **bytes, size_t len,
-				       const struct vd_limits **lim, struct vd_codec_error *err)
+				       const struct vd_limits **lim, struct vd_codec_error *err,
+				       size_t *escapes)
 {
 	int rc = cj_decode_begin(bytes, len, lim, err);
 	if (rc < 0)
 		return rc;
 	size_t max = (*lim)->max_elements;
-	if (max && cj_count_values(*bytes, len, max, cj_max_depth(*lim)) > max) {
+	if (!max && !escapes)
+		return 0;
+	if (cj_count_values(*bytes, len, max ? max : SIZE_MAX, cj_max_depth(*lim), escapes) >
+	    (max ? max : SIZE_MAX)) {
 		cj_set_err(err, VD_ETOOBIG, 0, vd_reason_too_many_values);
 		return VD_ETOOBIG;
 	}

@@ -94,7 +94,7 @@ static int fb_decode(struct vd_arena *a, const char *bytes, size_t len,
 		     const struct vd_limits *lim, struct vd_value **out,
 		     struct vd_codec_error *err)
 {
-	int rc = cj_json_decode_begin(&bytes, len, &lim, err);
+	int rc = cj_json_decode_begin(&bytes, len, &lim, err, NULL);
 	if (rc < 0)
 		return rc;
 	struct tree_builder t;

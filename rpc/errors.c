@@ -25,6 +25,8 @@ static struct err_wire err_lookup(enum rpc_err e)
 	case RPC_E_CREATE_VM:    return (struct err_wire){ 9, "Error creating the requested VM" };
 	case RPC_E_NO_PEER:      return (struct err_wire){ 10, "Could not connect to peer host" };
 	case RPC_E_MIGRATION:    return (struct err_wire){ 12, "Fatal error during migration" };
+	case RPC_E_MIGRATE_LIMIT:
+		return (struct err_wire){ 82, "Incoming migration limit exceeded" };
 	case RPC_E_NO_IMAGE_FILE: return (struct err_wire){ 13, "Drive image file could not be found" };
 	case RPC_E_SNAPSHOT:     return (struct err_wire){ 48, "Snapshot failed" };
 	case RPC_E_MERGE:        return (struct err_wire){ 52, "Merge failed" };

@@ -87,6 +87,7 @@ enum rpc_err {
 	RPC_E_CREATE_VM,      /* 9 CannotCreateVM */
 	RPC_E_NO_PEER,        /* 10 noConPeer (migration destination unreachable) */
 	RPC_E_MIGRATION,      /* 12 MigrationError */
+	RPC_E_MIGRATE_LIMIT,  /* 82 MigrationLimitExceeded (incoming) */
 	RPC_E_NO_IMAGE_FILE,  /* 13 ImageFileNotFound (a VM's drive) */
 	RPC_E_SNAPSHOT,       /* 48 SnapshotFailed (VM.snapshot) */
 	RPC_E_MERGE,          /* 52 MergeFailed (VM.merge) */

@@ -265,18 +265,27 @@ static bool skip_extra(const struct stomp_header *h)
 	return false;
 }
 
-void stomp_deliver(struct stomp_broker *b, struct stomp_sub *sub,
-		   const char *dest, size_t dlen, const char *ct, size_t ctlen,
-		   const struct stomp_header *extra, unsigned nextra,
-		   const char *body, size_t len)
+/* The most bytes one MESSAGE for sub may take in its session's output. */
+static size_t frame_need(const struct stomp_sub *sub, const char *dest, size_t dlen,
+			 size_t ctlen, const struct stomp_header *extra, unsigned nextra,
+			 size_t len)
 {
-	struct vd_buf *out = sub->s->out;
 	size_t dl = dest ? stomp_escaped_max(dlen) : sub->dest->esclen;
 	size_t need = sizeof("MESSAGE\ndestination:\ncontent-type:\nsubscription:\n"
 			     "message-id:\ncontent-length:\nack:\n\n") + 60 +
 		      dl + stomp_escaped_max(ctlen) + sub->escidlen + len;
 	for (unsigned i = 0; i < nextra; i++)
 		need += stomp_escaped_max(extra[i].nlen) + stomp_escaped_max(extra[i].vlen) + 2;
+	return need;
+}
+
+void stomp_deliver(struct stomp_broker *b, struct stomp_sub *sub,
+		   const char *dest, size_t dlen, const char *ct, size_t ctlen,
+		   const struct stomp_header *extra, unsigned nextra,
+		   const char *body, size_t len)
+{
+	struct vd_buf *out = sub->s->out;
+	size_t need = frame_need(sub, dest, dlen, ctlen, extra, nextra, len);
 	bool direct = len >= STOMP_DIRECT_MIN && out->len == 0 && b->write_direct;
 	buf_reserve(out, direct ? need - len : need);
 	char *w = out->data + out->len;
@@ -354,29 +363,88 @@ static bool over_bound(struct stomp_broker *b, struct stomp_session *s, size_t l
 	return false;
 }
 
+/* The host's memory budget cannot take need more bytes for s: the message
+ * is dropped for it (counted), before anything is queued. */
+static bool over_budget(struct stomp_broker *b, struct stomp_session *s, size_t need)
+{
+	if (!b->ops.admit || b->ops.admit(b->host, s, s->conn, need))
+		return false;
+	s->dropped++;
+	b->st.messages_dropped++;
+	b->st.budget_dropped++;
+	return true;
+}
+
+/* The subscriptions a SEND to dest reaches: each dot-separated prefix (and
+ * the whole name) is one exact lookup; the hash is carried along so a long
+ * name costs O(length).  Reserved destinations (replies, events) are never
+ * forwarded into.  The next subscription is taken before the current one is
+ * handed out: delivering may close the current one's connection. */
+struct match_iter {
+	struct stomp_broker *b;
+	const char *dest;
+	size_t dlen, i;
+	uint32_t h;
+	struct stomp_sub *next;
+};
+
+static void match_start(struct match_iter *it, struct stomp_broker *b, const char *dest,
+			size_t dlen)
+{
+	it->b = b;
+	it->dest = dest;
+	it->dlen = dlen;
+	it->i = 0;
+	it->h = STOMP_HASH_INIT;
+	it->next = NULL;
+}
+
+static struct stomp_sub *match_next(struct match_iter *it)
+{
+	while (!it->next && it->i <= it->dlen) {
+		size_t i = it->i++;
+		if (i == it->dlen || it->dest[i] == '.') {
+			struct stomp_dest *d = it->b->ndests ?
+				stomp_dest_find(it->b, it->dest, i, it->h) : NULL;
+			if (d && !d->reserved)
+				it->next = d->subs;
+		}
+		if (i < it->dlen)
+			it->h = stomp_hash_step(it->h, (unsigned char)it->dest[i]);
+	}
+	struct stomp_sub *sub = it->next;
+	if (sub)
+		it->next = sub->dnext;
+	return sub;
+}
+
 size_t stomp_forward(struct stomp_broker *b, const char *dest, size_t dlen,
 		     const char *ct, size_t ctlen, const struct stomp_header *extra,
-		     unsigned nextra, const char *body, size_t len)
+		     unsigned nextra, const char *body, size_t len, bool *refused)
 {
-	size_t n = 0;
-	uint32_t h = STOMP_HASH_INIT;
-	/* Each dot-separated prefix (and the whole name) is one exact lookup;
-	 * the hash is carried along so a long name costs O(length). */
-	for (size_t i = 0; i <= dlen; i++) {
-		if (i == dlen || dest[i] == '.') {
-			struct stomp_dest *d = b->ndests ? stomp_dest_find(b, dest, i, h) : NULL;
-			if (d && d->reserved)
-				d = NULL;  /* replies and events are never forwarded into */
-			for (struct stomp_sub *sub = d ? d->subs : NULL, *next; sub; sub = next) {
-				next = sub->dnext;
-				n++;  /* matched, even when dropped for a slow reader */
-				if (over_bound(b, sub->s, len))
-					continue;
-				stomp_deliver(b, sub, dest, dlen, ct, ctlen, extra, nextra, body, len);
-			}
-		}
-		if (i < dlen)
-			h = stomp_hash_step(h, (unsigned char)dest[i]);
+	size_t n = 0, total = 0;
+	*refused = false;
+	/* What the fan-out would queue, all subscribers together, is charged
+	 * before any of it is: it fits whole or nobody gets it (issue 27: one
+	 * 12 MiB SEND to 300 subscribers queued 5 GB past a 256 MiB budget). */
+	struct match_iter it;
+	struct stomp_sub *sub;
+	for (match_start(&it, b, dest, dlen); (sub = match_next(&it));) {
+		n++;
+		if (!b->cfg.max_output || sub->s->out->len + len <= b->cfg.max_output)
+			total += frame_need(sub, dest, dlen, ctlen, extra, nextra, len);
+	}
+	if (n && b->ops.admit_fanout && !b->ops.admit_fanout(b->host, b->feeding, n, total)) {
+		b->st.fanout_refused++;
+		*refused = true;
+		return n;
+	}
+	for (match_start(&it, b, dest, dlen); (sub = match_next(&it));) {
+		/* matched, even when dropped for a slow reader */
+		if (over_bound(b, sub->s, len) ||
+		    over_budget(b, sub->s, frame_need(sub, dest, dlen, ctlen, extra, nextra, len)))
+			continue;
+		stomp_deliver(b, sub, dest, dlen, ct, ctlen, extra, nextra, body, len);
 	}
 	return n;
 }
@@ -415,7 +483,8 @@ size_t stomp_broker_publish(struct stomp_broker *b, const char *dest,
 	size_t ctlen = content_type ? strlen(content_type) : 0;
 	size_t n = 0;
 	for (struct stomp_sub *sub = d->subs; sub; sub = sub->dnext) {
-		if (over_bound(b, sub->s, len))
+		if (over_bound(b, sub->s, len) ||
+		    over_budget(b, sub->s, frame_need(sub, NULL, 0, ctlen, NULL, 0, len)))
 			continue;
 		stomp_deliver(b, sub, NULL, 0, content_type, ctlen, NULL, 0, body, len);
 		n++;

@@ -107,9 +107,10 @@ void stomp_deliver(struct stomp_broker *b, struct stomp_sub *sub,
 /* Forward a SEND to every subscription whose destination equals dest or is
  * a dot-separated prefix of it, except reserved (reply / events)
  * destinations.  Returns the subscriptions matched (those over their output
- * bound drop the message but still count). */
+ * bound or the host's budget drop the message but still count); *refused:
+ * the host's budget could not take the fan-out whole, nothing was queued. */
 size_t stomp_forward(struct stomp_broker *b, const char *dest, size_t dlen,
 		     const char *ct, size_t ctlen, const struct stomp_header *extra,
-		     unsigned nextra, const char *body, size_t len);
+		     unsigned nextra, const char *body, size_t len, bool *refused);
 
 #endif

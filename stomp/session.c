@@ -345,8 +345,13 @@ static enum outcome on_send(struct stomp_session *s, const struct stomp_frame *f
 		send_error(s, "destination is reserved", &k->receipt);
 		return REFUSED;
 	}
+	bool refused;
 	size_t n = stomp_forward(b, k->dest.v, k->dest.n, k->ct.v, k->ct.n, f->hdr, f->nhdr,
-				 f->body, f->body_len);
+				 f->body, f->body_len, &refused);
+	if (refused) {
+		send_error(s, "memory budget exceeded", &k->receipt);
+		return REFUSED;
+	}
 	if (!n) {
 		send_error(s, "Subscription not available", &k->receipt);
 		return REFUSED;
@@ -434,6 +439,8 @@ long stomp_session_feed(struct stomp_session *s, char *buf, size_t len)
 			ret = VD_EPROTO;
 			goto out;
 		}
+		if (b->ops.pause && b->ops.pause(b->host, s, s->conn))
+			break;
 	}
 	ret = (long)pos;
 out:

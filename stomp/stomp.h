@@ -123,6 +123,22 @@ struct stomp_broker_ops {
 	 * vdsmd-framing:packed (the client reads any framing; PROTOCOL.md 2).
 	 * Called before CONNECTED is written. */
 	void (*framing)(void *host, struct stomp_session *s, void *conn, bool packed);
+	/* Before a MESSAGE of at most `bytes` is queued for s (a forwarded
+	 * SEND or an event): the host charges them to its memory budget, or
+	 * returns false when they do not fit; the message is then dropped for
+	 * s (counted in messages_dropped and budget_dropped). */
+	bool (*admit)(void *host, struct stomp_session *s, void *conn, size_t bytes);
+	/* Before a client's SEND is fanned out to n subscriptions, `bytes` for
+	 * all of them together: false when that does not fit the host's memory
+	 * budget whole; nobody gets it and the sender (origin) gets ERROR
+	 * "memory budget exceeded", its connection stays open (counted in
+	 * fanout_refused). */
+	bool (*admit_fanout)(void *host, struct stomp_session *origin, size_t n, size_t bytes);
+	/* After each frame a session handled: true stops stomp_session_feed
+	 * there (it returns what it consumed; the rest stays in the caller's
+	 * buffer), so a client whose replies pile up unread gets its further
+	 * requests run no faster than it reads. */
+	bool (*pause)(void *host, struct stomp_session *s, void *conn);
 };
 
 struct stomp_broker_config {
@@ -229,6 +245,8 @@ struct stomp_broker_stats {
 	uint64_t frames_in, frames_out, messages_dropped, sessions, subscriptions;
 	uint64_t replies_unrouted;   /* replies whose requester had no subscription */
 	uint64_t reserved_refused;   /* SENDs to a reply or events destination */
+	uint64_t budget_dropped;     /* messages dropped for a session: ops->admit said no */
+	uint64_t fanout_refused;     /* SENDs refused whole: ops->admit_fanout said no */
 };
 void stomp_broker_stats(const struct stomp_broker *b, struct stomp_broker_stats *out);
 /* Bytes a session holds (itself and its subscriptions), for a memory budget. */

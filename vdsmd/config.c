@@ -67,10 +67,10 @@ static const struct key keys[] = {
 	  "seconds for a new connection to show its protocol" },
 	{ "handshake_timeout", K_UINT, OFF(handshake_timeout), "10", 1, 3600,
 	  "seconds for the TLS handshake" },
-	{ "memory_budget", K_SIZE, OFF(memory_budget), "0", 0, 1ull << 44,
-	  "memory all clients together may hold in input, partial frames, pending output and "
-	  "subscriptions; near it the biggest holders are closed and requests get code 1100 "
-	  "(0: a quarter of the machine's RAM)" },
+	{ "memory_budget", K_SIZE, OFF(memory_budget), "256M", 0, 1ull << 44,
+	  "memory all clients together may hold in input, partial frames, pending output, "
+	  "subscriptions and fan-out; near it the biggest holders are closed and requests get "
+	  "code 1100 (a host's RAM is for its VMs: a fixed figure; 0: a quarter of RAM)" },
 	{ "frame_timeout", K_UINT, OFF(frame_timeout), "60", 1, 86400,
 	  "seconds a STOMP frame or HTTP request may stay incomplete before the connection is closed" },
 	{ "connect_timeout", K_UINT, OFF(connect_timeout), "30", 1, 86400,
@@ -79,8 +79,13 @@ static const struct key keys[] = {
 	  "seconds a STOMP session without heart-beats may send nothing (with no request pending)" },
 	{ "http_keepalive_timeout", K_UINT, OFF(http_keepalive_timeout), "15", 1, 86400,
 	  "seconds an HTTP keep-alive connection may wait for its next request" },
-	{ "max_connections_per_address", K_UINT, OFF(max_connections_per_address), "0", 0, 1000000,
-	  "concurrent connections from one source address (0: no limit)" },
+	{ "max_connections_per_address", K_UINT, OFF(max_connections_per_address), "64", 0, 1000000,
+	  "concurrent connections from one source address, so one client cannot take every "
+	  "slot (0: no limit)" },
+	{ "max_incoming_migrations", K_UINT, OFF(max_incoming_migrations), "2", 1, 64,
+	  "VMs VM.migrationCreate may expect at once (VDSM's default); more get code 82" },
+	{ "incoming_migration_timeout", K_UINT, OFF(incoming_migration_timeout), "300", 1, 86400,
+	  "seconds a VM.migrationCreate waits for the migration to arrive before it is dropped" },
 	{ "codec", K_CODEC, OFF(codec), "yajl", 0, 0,
 	  "JSON codec: yajl, fallback or msgpack (when built in)" },
 	{ "workers", K_UINT, OFF(workers), "4", 1, 256,

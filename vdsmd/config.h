@@ -27,13 +27,15 @@ struct vd_config {
 	unsigned detect_timeout;    /* seconds, 10 */
 	unsigned handshake_timeout; /* seconds, 10 */
 	/* issue 17: bounded under attack (vdsmd/guard.c) */
-	size_t memory_budget;       /* bytes clients may hold; 0 = a quarter of RAM */
+	size_t memory_budget;       /* bytes clients may hold (256M); 0 = a quarter of RAM */
 	unsigned frame_timeout;     /* seconds a partial frame / request may take, 60 */
 	unsigned connect_timeout;   /* seconds from STOMP detection to CONNECT, 30 */
 	unsigned idle_timeout;      /* seconds of silence of a STOMP session without
 	                               heart-beats, 120 */
 	unsigned http_keepalive_timeout; /* seconds an idle keep-alive waits, 15 */
-	unsigned max_connections_per_address; /* 0 = no limit */
+	unsigned max_connections_per_address; /* 64; 0 = no limit */
+	unsigned max_incoming_migrations;     /* 2: pending VM.migrationCreate */
+	unsigned incoming_migration_timeout;  /* 300 s until a migration arrives */
 	/* rpc */
 	char *codec;                /* "yajl" */
 	unsigned workers;           /* 4 */

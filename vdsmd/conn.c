@@ -251,6 +251,8 @@ void conn_flush(struct vd_conn *c)
 		buf_consume(&c->out, off);
 		c->out_base += off;
 	}
+	if (c->throttled && !c->eof && !conn_backlogged(c))  /* drained: its next frames */
+		ev_feed_event(s->d->loop, &c->io, EV_READ);
 	if (c->out.len == 0) {
 		if (c->out.cap > OUT_KEEP)
 			buf_shrink(&c->out);
@@ -391,7 +393,15 @@ static void st_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	ev_timer_again(loop, w);
 }
 
-/* Hand input to the protocol; returns bytes consumed. */
+bool conn_backlogged(const struct vd_conn *c)
+{
+	return c->state == CS_STOMP && c->out.len + c->held_bytes >= CONN_BACKLOG;
+}
+
+/* Hand input to the protocol; returns bytes consumed.  A STOMP connection
+ * whose output is backlogged gets one frame handled per call (the session
+ * stops after it: on_pause); the rest waits in its input buffer until the
+ * output drains (conn_flush) or more bytes come. */
 static size_t process(struct vd_conn *c, char *buf, size_t len)
 {
 	struct vd_server *s = c->srv;
@@ -437,6 +447,10 @@ static size_t process(struct vd_conn *c, char *buf, size_t len)
 		if (n == 0)
 			break;
 		used += (size_t)n;
+		if (conn_backlogged(c)) {
+			c->throttled = used < len;
+			break;
+		}
 	}
 	return used;
 }
@@ -494,7 +508,15 @@ static void input(struct vd_conn *c, char *data, size_t n)
 static void on_readable(struct vd_conn *c)
 {
 	struct vd_server *s = c->srv;
-	for (int i = 0; i < 16 && !c->dead; i++) {
+	if (c->throttled && !c->dead) {
+		/* frames left over by the backlog: one more each time */
+		c->throttled = false;
+		conn_process(c);
+	}
+	/* While backlogged: buffered frames first, else one read (one frame)
+	 * per loop iteration, so the connection still moves towards
+	 * max_output and every readable event does some work. */
+	for (int i = 0; i < 16 && !c->dead && !c->throttled; i++) {
 		long n;
 		if (c->ssl) {
 			n = tls_read(c, s->rbuf, VD_RBUF);
@@ -522,7 +544,7 @@ static void on_readable(struct vd_conn *c)
 			return;
 		}
 		input(c, s->rbuf, (size_t)n);
-		if (!c->ssl && (size_t)n < VD_RBUF)
+		if (conn_backlogged(c) || (!c->ssl && (size_t)n < VD_RBUF))
 			break;
 	}
 	if (!c->dead)

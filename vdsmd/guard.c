@@ -41,12 +41,19 @@ static size_t conn_charge(const struct vd_conn *c)
 	       stomp_session_memory(c->sess);
 }
 
+static void note_usage(struct vd_server *s);
+
 void guard_account(struct vd_conn *c)
 {
 	struct vd_server *s = c->srv;
 	size_t now = conn_charge(c);
 	s->mem_used = s->mem_used - c->charged + now;
 	c->charged = now;
+	note_usage(s);
+}
+
+static void note_usage(struct vd_server *s)
+{
 	if (s->mem_used > s->mem_peak)
 		s->mem_peak = s->mem_used;
 	bool over = guard_overloaded(s);
@@ -141,16 +148,47 @@ bool guard_admit(struct vd_conn *c, size_t more)
 	return true;
 }
 
-bool guard_admit_buf(struct vd_conn *c, const struct vd_buf *b, size_t n)
+/* What buf_grow adds to b's capacity (doubling) for n more bytes, which is
+ * what the connection is charged for. */
+static size_t growth(const struct vd_buf *b, size_t n)
 {
-	/* what buf_grow will add to the capacity (doubling), which is what the
-	 * connection is charged for */
 	size_t need = b->len + n, cap = b->cap ? b->cap : 256;
 	if (need <= b->cap)
-		return guard_admit(c, 0);
+		return 0;
 	while (cap < need)
 		cap = cap * 2 > cap ? cap * 2 : need;
-	return guard_admit(c, cap - b->cap);
+	return cap - b->cap;
+}
+
+bool guard_admit_buf(struct vd_conn *c, const struct vd_buf *b, size_t n)
+{
+	return guard_admit(c, growth(b, n));
+}
+
+/* Issue 27: fan-out (a SEND forwarded to every subscriber, an event) was
+ * copied into each subscriber's output before anything was charged.  Now
+ * each copy is charged before it is queued, and one that does not fit is
+ * not queued (the broker drops it for that subscriber, counted).  Nobody is
+ * closed here: the loop is inside the broker's walk of a destination. */
+bool guard_charge_out(struct vd_conn *c, size_t bytes)
+{
+	struct vd_server *s = c->srv;
+	if (c->dead)
+		return false;
+	size_t more = growth(&c->out, bytes);
+	if (s->budget && s->mem_used + more > s->budget)
+		return false;
+	/* charged now; guard_account (after the flush) puts the exact figure */
+	c->charged += more;
+	s->mem_used += more;
+	note_usage(s);
+	return true;
+}
+
+bool guard_fanout_fits(const struct vd_server *s, size_t bytes)
+{
+	/* whole, and without taking the daemon into the 1100 regime */
+	return !s->budget || s->mem_used + bytes <= s->budget - s->budget / 8;
 }
 
 void guard_input(struct vd_conn *c, bool progress)
@@ -182,11 +220,23 @@ static void timeout_close(struct vd_conn *c, uint64_t *counter, const char *what
  * well-behaved small clients are served again. */
 static void relieve(struct vd_server *s)
 {
+	ev_tstamp now = ev_now(s->d->loop);
 	while (guard_overloaded(s)) {
 		struct vd_conn *v = biggest(s);
-		if (!v || v->charged <= s->budget / 16)
+		if (v && v->charged > s->budget / 16) {
+			evict(v, "over 7/8 of it, closing the biggest holder");
+			continue;
+		}
+		/* Many small holders (slow readers throttled at CONN_BACKLOG,
+		 * issue 27): the biggest whose output has not moved for 2 s. */
+		v = NULL;
+		for (struct vd_conn *c = s->conns; c; c = c->next)
+			if (!c->dead && c->out.len && now - c->last_out >= 2.0 &&
+			    (!v || c->charged > v->charged))
+				v = c;
+		if (!v)
 			return;
-		evict(v, "over 7/8 of it, closing the biggest holder");
+		evict(v, "over 7/8 of it, closing the biggest reader that does not read");
 	}
 }
 
@@ -349,8 +399,8 @@ void guard_start(struct vd_server *s)
 	ev_timer_start(loop, &s->sweep);
 	ev_init(&s->accept_resume, accept_resume_cb);
 	s->accept_resume.data = s;
-	log_info("memory_budget %zu bytes (%s)", s->budget,
-		 s->d->cfg.memory_budget ? "configured" : "a quarter of RAM");
+	log_info("memory_budget %zu bytes%s", s->budget,
+		 s->d->cfg.memory_budget ? "" : " (a quarter of RAM)");
 }
 
 void guard_stop(struct vd_server *s)

@@ -206,6 +206,10 @@ static void http_reply(void *ctx, const struct rpc_response *r)
 	struct http_pending *p = ctx;
 	struct vd_conn *c = p->conn;
 	free(p);
+	/* charged before it is held, as STOMP replies are: when the budget has
+	 * no room even after closing bigger holders, c itself was closed */
+	if (!c->dead && r->len)
+		(void)guard_admit_buf(c, &c->out, r->len + 256);
 	if (!c->dead) {
 		if (r->len)
 			respond(c, 200, r->codec->content_type, NULL, r->bytes, r->len, false);

@@ -91,6 +91,12 @@ void metrics_format(struct vd_server *s, struct vd_buf *o)
 		metric(o, "vdsmd_stomp_reserved_refused_total", "counter",
 		       "SENDs refused: the destination is a reply or events destination.",
 		       bs.reserved_refused);
+		metric(o, "vdsmd_stomp_budget_dropped_total", "counter",
+		       "Messages (forwarded SENDs, events) dropped for a subscriber: the memory "
+		       "budget could not take them.", bs.budget_dropped);
+		metric(o, "vdsmd_stomp_fanout_refused_total", "counter",
+		       "SENDs refused with ERROR: their fan-out to every subscriber did not fit "
+		       "the memory budget whole.", bs.fanout_refused);
 	}
 	metric(o, "vdsmd_stomp_requests_total", "counter", "JSON-RPC requests received over STOMP.",
 	       n->stomp_requests);

@@ -316,11 +316,42 @@ static size_t on_write_direct(void *host, struct stomp_session *ss, void *conn,
 	return (size_t)w;
 }
 
+/* Fan-out and events are charged to the memory budget before they are
+ * queued (guard.c, issue 27). */
+static bool on_admit(void *host, struct stomp_session *ss, void *conn, size_t bytes)
+{
+	struct vd_conn *c = conn;
+	return c && guard_charge_out(c, wire_frame_size(c, bytes));
+}
+
+static bool on_admit_fanout(void *host, struct stomp_session *origin, size_t n, size_t bytes)
+{
+	struct vd_server *s = host;
+	/* each copy may still be padded for the engine's library (wire.c) */
+	bytes += n * wire_pad_max(s);
+	if (guard_fanout_fits(s, bytes))
+		return true;
+	struct vd_conn *c = origin ? stomp_session_conn(origin) : NULL;
+	log_limited(&s->ll_budget, VD_LOG_WARN,
+		    "connection %s: a SEND to %zu subscriptions needs %zu bytes, %zu of "
+		    "memory_budget %zu in use: refused", c ? c->peer : "?", n, bytes, s->mem_used,
+		    s->budget);
+	return false;
+}
+
+static bool on_pause(void *host, struct stomp_session *ss, void *conn)
+{
+	return conn && conn_backlogged(conn);
+}
+
 static const struct stomp_broker_ops broker_ops = {
 	.request = on_request,
 	.output = on_output,
 	.heartbeat = on_heartbeat,
 	.framing = on_framing,
+	.admit = on_admit,
+	.admit_fanout = on_admit_fanout,
+	.pause = on_pause,
 };
 
 /* ---- events ------------------------------------------------------------ */

@@ -154,6 +154,7 @@ struct vd_conn {
 	bool lingering;      /* output flushed, write side shut: draining input until
 	                        the peer closes or VD_LINGER passes (then close) */
 	bool fan_queued;     /* in srv->fan[]: flushed after the event batch */
+	bool throttled;      /* input left unprocessed: output backlogged (conn.c) */
 	unsigned refs;       /* pending requests holding the connection */
 	ev_io io;
 	ev_timer rt;         /* detect / handshake timeout, then receive heart-beat */
@@ -214,6 +215,11 @@ void conn_process(struct vd_conn *c);
 void conn_frame_end(struct vd_conn *c);
 /* Free a closed connection's memory (after conn_close, once unreferenced). */
 void conn_destroy(struct vd_conn *c);
+/* STOMP output (queued and held) is over CONN_BACKLOG: no further frame of
+ * the connection's input is handled until it drains (issue 27: 50 clients
+ * that never read made the loop copy replies for seconds per iteration). */
+#define CONN_BACKLOG ((size_t)1 << 20)
+bool conn_backlogged(const struct vd_conn *c);
 
 /* ---- one frame per write (wire.c) -------------------------------------- */
 
@@ -234,6 +240,10 @@ struct stomp_req {
  * first unless c->packed (wire.c: the frame rules for the engine's
  * library). */
 void wire_frame_end(struct vd_conn *c);
+/* What a len-byte MESSAGE frame holds in c->out once padded (the budget
+ * charges this, not len), and the most padding any frame of s may get. */
+size_t wire_frame_size(const struct vd_conn *c, size_t len);
+size_t wire_pad_max(const struct vd_server *s);
 /* May a write that starts a frame of want bytes go now?  False on a
  * plaintext connection with engine framing whose send memory might not
  * take the frame's head whole (conn_flush retries on c->wt). */
@@ -270,6 +280,13 @@ bool guard_admit(struct vd_conn *c, size_t more);
 /* guard_admit for appending n bytes to b, one of c's buffers (counts the
  * capacity buf_grow would add). */
 bool guard_admit_buf(struct vd_conn *c, const struct vd_buf *b, size_t n);
+/* Fan-out (issue 27): `bytes` are about to be queued in c's output; they
+ * are charged now, or false (nothing charged) when the budget cannot take
+ * them.  Never closes a connection. */
+bool guard_charge_out(struct vd_conn *c, size_t bytes);
+/* Whether a fan-out of `bytes` (all subscribers together) fits the budget
+ * whole, staying below 7/8 of it. */
+bool guard_fanout_fits(const struct vd_server *s, size_t bytes);
 /* Near the budget (7/8 of it): new requests are answered 1100. */
 bool guard_overloaded(const struct vd_server *s);
 /* c is being closed: its charge goes back; large buffers trigger a trim. */

@@ -121,6 +121,16 @@ static size_t pad_target(const struct vd_conn *c, size_t len)
 	return 0;
 }
 
+size_t wire_frame_size(const struct vd_conn *c, size_t len)
+{
+	return VD_MAX(len, pad_target(c, len));
+}
+
+size_t wire_pad_max(const struct vd_server *s)
+{
+	return s->pad_to ? VD_MAX(s->pad_to, 2 * WIRE_TLS_RECORD_MIN) : 0;
+}
+
 static unsigned digits(size_t v)
 {
 	unsigned n = 1;

@@ -61,7 +61,9 @@ static void fz_heartbeat(void *hp, struct stomp_session *s, void *conn, unsigned
 		abort();
 }
 
-static const struct stomp_broker_ops fz_ops = { fz_request, fz_output, fz_heartbeat, NULL };
+static const struct stomp_broker_ops fz_ops = {
+	.request = fz_request, .output = fz_output, .heartbeat = fz_heartbeat,
+};
 
 /* Every byte the broker wrote must be valid server frames. */
 static void check_output(struct vd_buf *out)

@@ -35,6 +35,12 @@ struct host {
 	unsigned hb_send, hb_recv;
 	int nframing;
 	bool packed;
+	/* a memory budget (budget_on): what admit / admit_fanout may take */
+	bool budget_on;
+	size_t budget_left;
+	int nadmit_fanout;
+	size_t fanout_n, fanout_bytes;
+	bool pause_on;       /* pause: the feed stops after each frame */
 };
 
 static void copy_opt(char *dst, size_t cap, bool *has, const char *v, size_t n)
@@ -92,7 +98,36 @@ static void h_framing(void *hp, struct stomp_session *s, void *conn, bool packed
 	h->packed = packed;
 }
 
-static const struct stomp_broker_ops ops = { h_request, h_output, h_heartbeat, h_framing };
+static bool h_admit(void *hp, struct stomp_session *s, void *conn, size_t bytes)
+{
+	struct host *h = hp;
+	if (!h->budget_on)
+		return true;
+	if (bytes > h->budget_left)
+		return false;
+	h->budget_left -= bytes;
+	return true;
+}
+
+static bool h_admit_fanout(void *hp, struct stomp_session *origin, size_t n, size_t bytes)
+{
+	struct host *h = hp;
+	h->nadmit_fanout++;
+	h->fanout_n = n;
+	h->fanout_bytes = bytes;
+	return !h->budget_on || bytes <= h->budget_left;
+}
+
+static bool h_pause(void *hp, struct stomp_session *s, void *conn)
+{
+	return ((struct host *)hp)->pause_on;
+}
+
+static const struct stomp_broker_ops ops = {
+	.request = h_request, .output = h_output, .heartbeat = h_heartbeat,
+	.framing = h_framing, .admit = h_admit, .admit_fanout = h_admit_fanout,
+	.pause = h_pause,
+};
 
 /* A connection: input and output buffers and a reader for what was sent. */
 struct peer {

@@ -432,6 +432,14 @@ START_TEST(test_max_elements)
 		ck_assert_int_eq(c->decode(&arena, ok, strlen(ok), &lim, &v, &e), 0);
 		ck_assert_int_eq(c->decode(&arena, bad, strlen(bad), &lim, &v, &e), VD_ETOOBIG);
 		ck_assert_ptr_eq(e.reason, vd_reason_too_many_values);
+		/* commas behind an escaped quote are inside the string; after an
+		 * escaped backslash the quote ends it (the count skips strings in
+		 * one pass, issue 27) */
+		const char *esc_ok = "[\"\\\",,,,,,,,,,,,,,\\\\\",1]";
+		const char *esc_bad = "[\"\\\\\",0,0,0,0,0,0,0,0,0,0,0]";
+		ck_assert_int_eq(c->decode(&arena, esc_ok, strlen(esc_ok), &lim, &v, &e), 0);
+		ck_assert_int_eq(c->decode(&arena, esc_bad, strlen(esc_bad), &lim, &v, &e),
+				 VD_ETOOBIG);
 		lim.max_elements = 0;
 		ck_assert_int_eq(c->decode(&arena, bad, strlen(bad), &lim, &v, &e), 0);
 		lim.max_elements = 10;
@@ -450,6 +458,37 @@ START_TEST(test_max_elements)
 	arr[0] = (char)0x99;             /* 9 zeros: 10 values */
 	ck_assert_int_eq(mp->decode(&arena, arr, 10, &lim, &v, &e), 0);
 #endif
+}
+END_TEST
+
+/* A large body dense with escapes (yajl hands it to the fallback parser,
+ * issue 27) decodes to the same value in both codecs; a broken one is
+ * refused by both. */
+START_TEST(test_escape_heavy)
+{
+	size_t n = 200 * 1024;
+	char *body = malloc(n + 64);
+	size_t o = (size_t)sprintf(body, "{\"k\":\"");
+	for (size_t i = 0; i < n / 2; i++) {
+		body[o++] = '\\';
+		body[o++] = i % 3 ? 'n' : '"';
+	}
+	o += (size_t)sprintf(body + o, "\",\"u\":\"\\u00e9\"}");
+	struct vd_value *v1, *v2;
+	struct vd_codec_error e;
+	const struct vd_codec *yj = codec_find("yajl"), *fb = codec_find("fallback");
+	ck_assert_int_eq(yj->decode(&arena, body, o, NULL, &v1, &e), 0);
+	ck_assert_int_eq(fb->decode(&arena, body, o, NULL, &v2, &e), 0);
+	ck_assert(vd_value_equal(v1, v2));
+	const struct vd_value *k = vd_obj_get(v1, "k");
+	ck_assert_ptr_nonnull(k);
+	ck_assert_uint_eq(k->v.s.len, n / 2);
+	ck_assert_int_eq(k->v.s.ptr[0], '"');
+	ck_assert_int_eq(k->v.s.ptr[1], '\n');
+	body[o - 2] = '\x01';   /* a raw control character inside a string */
+	ck_assert_int_eq(yj->decode(&arena, body, o, NULL, &v1, &e), VD_EPROTO);
+	ck_assert_int_eq(fb->decode(&arena, body, o, NULL, &v2, &e), VD_EPROTO);
+	free(body);
 }
 END_TEST
 
@@ -476,6 +515,7 @@ static Suite *codec_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_registry);
 	tcase_add_test(tc, test_max_elements);
+	tcase_add_test(tc, test_escape_heavy);
 	tcase_add_loop_test(tc, test_decode_object, 0, NJSON);
 	tcase_add_loop_test(tc, test_numbers, 0, NJSON);
 	tcase_add_loop_test(tc, test_strings, 0, NJSON);

@@ -300,6 +300,7 @@ static const struct { enum rpc_err e; int code; const char *msg; } codes[] = {
 	{ RPC_E_CREATE_VM, 9, "Error creating the requested VM" },
 	{ RPC_E_NO_PEER, 10, "Could not connect to peer host" },
 	{ RPC_E_MIGRATION, 12, "Fatal error during migration" },
+	{ RPC_E_MIGRATE_LIMIT, 82, "Incoming migration limit exceeded" },
 	{ RPC_E_NO_IMAGE_FILE, 13, "Drive image file could not be found" },
 	{ RPC_E_SNAPSHOT, 48, "Snapshot failed" },
 	{ RPC_E_MERGE, 52, "Merge failed" },

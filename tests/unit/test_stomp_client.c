@@ -86,7 +86,7 @@ static void r_request(void *hp, struct stomp_session *s, const char *body, size_
 	stomp_broker_reply(r->b, s, rt, rtlen, "application/json", body, len);
 }
 
-static const struct stomp_broker_ops rig_ops = { r_request, NULL, NULL, NULL };
+static const struct stomp_broker_ops rig_ops = { .request = r_request };
 
 static void rig_open(struct rig *r)
 {

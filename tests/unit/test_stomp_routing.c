@@ -352,6 +352,83 @@ START_TEST(test_forward_drop)
 }
 END_TEST
 
+/* Issue 27: a SEND's fan-out is charged before anything is queued; it fits
+ * the host's budget whole or the sender gets ERROR and nobody gets it. */
+START_TEST(test_forward_budget)
+{
+	static struct peer p[3];
+	for (int i = 0; i < 3; i++) {
+		peer_open(&p[i], 10 + i);
+		FEED(&p[i], "SUBSCRIBE\ndestination:t\nid:1\n\n\0");
+	}
+	char send[2048];
+	int n = snprintf(send, sizeof send, "SEND\ndestination:t\ncontent-length:1000\n\n");
+	memset(send + n, 'x', 1000);
+	send[n + 1000] = '\0';
+	size_t slen = (size_t)n + 1001;
+	/* fits: each of the three gets it, the host saw all three at once */
+	H.budget_on = true;
+	H.budget_left = 3 * 1400;
+	ck_assert_int_eq(feed(&A, send, slen), (long)slen);
+	ck_assert_int_eq(H.nadmit_fanout, 1);
+	ck_assert_uint_eq(H.fanout_n, 3);
+	ck_assert_uint_ge(H.fanout_bytes, 3 * 1000);
+	ck_assert_uint_le(H.fanout_bytes, 3 * 1400);
+	for (int i = 0; i < 3; i++) {
+		ck_assert_uint_eq(expect(&p[i], STOMP_MESSAGE)->body_len, 1000);
+		expect_none(&p[i]);
+	}
+	expect_none(&A);
+	/* does not fit whole: nobody gets it, the sender gets ERROR and stays */
+	H.budget_left = 2 * 1400;
+	ck_assert_int_eq(feed(&A, send, slen), (long)slen);
+	struct stomp_frame *f = expect(&A, STOMP_ERROR);
+	ck_assert_str_eq(hdr(f, "message"), "memory budget exceeded");
+	for (int i = 0; i < 3; i++)
+		expect_none(&p[i]);
+	struct stomp_broker_stats st;
+	stomp_broker_stats(H.b, &st);
+	ck_assert_uint_eq(st.fanout_refused, 1);
+	ck_assert_uint_eq(st.budget_dropped, 0);
+	/* events: each subscriber is charged before its copy is queued; those
+	 * the budget cannot take lose it (counted) */
+	for (int i = 0; i < 3; i++)
+		FEED(&p[i], "SUBSCRIBE\ndestination:ev\nid:2\n\n\0");
+	H.budget_left = 1400;
+	char body[1000];
+	memset(body, 'e', sizeof body);
+	ck_assert_uint_eq(stomp_broker_publish(H.b, "ev", NULL, body, sizeof body), 1);
+	stomp_broker_stats(H.b, &st);
+	ck_assert_uint_eq(st.budget_dropped, 2);
+	ck_assert_uint_eq(expect(&p[0], STOMP_MESSAGE)->body_len, 1000);
+	expect_none(&p[1]);
+	expect_none(&p[2]);
+	ck_assert_uint_eq(stomp_session_dropped(p[1].s), 1);
+	for (int i = 0; i < 3; i++)
+		peer_close(&p[i]);
+}
+END_TEST
+
+/* pause: the feed stops after the frame it was asked after; the rest is
+ * left to the caller, and handled by the next feed. */
+START_TEST(test_pause_stops_the_feed)
+{
+	const char one[] = "SUBSCRIBE\ndestination:a\nid:1\nreceipt:r1\n\n";
+	const char two[] = "SUBSCRIBE\ndestination:b\nid:2\nreceipt:r2\n\n";
+	char in[256];
+	size_t n1 = sizeof(one), n2 = sizeof(two);   /* with their NULs */
+	memcpy(in, one, n1);
+	memcpy(in + n1, two, n2);
+	H.pause_on = true;
+	ck_assert_int_eq(stomp_session_feed(A.s, in, n1 + n2), (long)n1);
+	ck_assert_str_eq(hdr(expect(&A, STOMP_RECEIPT), "receipt-id"), "r1");
+	expect_none(&A);
+	ck_assert_int_eq(stomp_session_feed(A.s, in + n1, n2), (long)n2);
+	ck_assert_str_eq(hdr(expect(&A, STOMP_RECEIPT), "receipt-id"), "r2");
+	H.pause_on = false;
+}
+END_TEST
+
 START_TEST(test_many_sessions)
 {
 	/* many sessions on one destination; the destination table grows */
@@ -522,6 +599,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_nested_feed);
 	tcase_add_test(tc, test_too_many_subscriptions);
 	tcase_add_test(tc, test_forward_drop);
+	tcase_add_test(tc, test_forward_budget);
+	tcase_add_test(tc, test_pause_stops_the_feed);
 	tcase_add_test(tc, test_write_direct);
 	suite_add_tcase(s, tc);
 	return s;

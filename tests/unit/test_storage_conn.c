@@ -100,6 +100,58 @@ START_TEST(bad_parameters_refused_before_mount)
 }
 END_TEST
 
+/* Issue 27: specs whose mount point would not be strictly under <root>/mnt/
+ * are refused by connect and disconnect (451); system directories are
+ * never storage. */
+START_TEST(dot_specs_and_system_dirs_refused)
+{
+	char msg[256];
+	const char *bad[] = { ".", "..", "a/..", "./.", "../x", "srv:..", "srv:../exp", "srv:.",
+			      "srv:/.." };
+	for (size_t i = 0; i < VD_ARRAY_SIZE(bad); i++) {
+		struct st_conn_req r = { .id = SD1, .connection = bad[i], .vfs_type = "tmpfs" };
+		ck_assert_msg(st_conn_connect(S, ST_DT_POSIXFS, &r, msg, sizeof(msg)) == 451, "%s",
+			      bad[i]);
+		ck_assert_msg(st_conn_disconnect(S, ST_DT_POSIXFS, &r, msg, sizeof(msg)) == 451,
+			      "%s", bad[i]);
+		ck_assert_msg(st_conn_connect(S, ST_DT_NFS, &r, msg, sizeof(msg)) == 451, "%s",
+			      bad[i]);
+	}
+	const char *good[] = { "tmpfs", "/dev/x/../y", "srv:/exp/./a", "srv:/x/../y", "a..b", ".hidden" };
+	for (size_t i = 0; i < VD_ARRAY_SIZE(good); i++) {
+		char *n = st_conn_normalize(good[i]);
+		ck_assert_msg(n && st_conn_spec_canonical(n), "%s", good[i]);
+		free(n);
+	}
+	ck_assert_str_eq(st_system_dir("/"), "/");
+	ck_assert_str_eq(st_system_dir("/etc"), "/etc");
+	ck_assert_str_eq(st_system_dir("/etc/ssh"), "/etc");
+	ck_assert_str_eq(st_system_dir("/tmp/../usr/lib"), "/usr");
+	ck_assert_str_eq(st_system_dir("//proc/"), "/proc");
+	ck_assert_str_eq(st_system_dir("/var"), "/var");
+	ck_assert_ptr_null(st_system_dir("/var/lib/vdsmd/storage"));
+	ck_assert_ptr_null(st_system_dir("/tmp/x"));
+	ck_assert_ptr_null(st_system_dir("/rhev/data-center"));
+	/* a symlink to /etc is /etc */
+	char *ln = st_pathf("%s/etc-link", S->root);
+	ck_assert_int_eq(symlink("/etc", ln), 0);
+	ck_assert_str_eq(st_system_dir(ln), "/etc");
+	unlink(ln);
+	free(ln);
+	struct st_conn_req r = { .id = SD1, .connection = "/etc" };
+	ck_assert_int_eq(st_conn_connect(S, ST_DT_LOCALFS, &r, msg, sizeof(msg)), 469);
+	ck_assert(strstr(msg, "system directory"));
+	r.connection = "/";
+	ck_assert_int_eq(st_conn_connect(S, ST_DT_LOCALFS, &r, msg, sizeof(msg)), 469);
+	struct st_err e = { 0 };
+	ck_assert_int_eq(st_domain_create(S, SD1, ST_DT_LOCALFS, "/etc", "x", ST_DC_DATA, 5, &e), -1);
+	ck_assert(strstr(e.msg, "system directory"));
+	char why[256];
+	ck_assert_ptr_null(st_open("/usr", why, sizeof why));
+	ck_assert(strstr(why, "system directory"));
+}
+END_TEST
+
 /* POSIXFS on a tmpfs: mounted under the mount root, a domain and a volume
  * live on it, connecting again is success, disconnect unmounts. */
 START_TEST(posixfs_tmpfs_connect_create_disconnect)
@@ -262,6 +314,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, mount_argv_like_vdsm);
 	tcase_add_test(tc, localfs_checks_the_directory);
 	tcase_add_test(tc, bad_parameters_refused_before_mount);
+	tcase_add_test(tc, dot_specs_and_system_dirs_refused);
 	tcase_add_test(tc, posixfs_tmpfs_connect_create_disconnect);
 	suite_add_tcase(s, tc);
 	return s;

@@ -336,6 +336,19 @@ START_TEST(error_codes_and_traversal)
 	char p[1024];
 	snprintf(p, sizeof(p), "[\"%s\",\"%s\",\"%s\",\"%s\",\"1048576\",5,2]", VOL, BLANK, SD, IMG);
 	ck_assert_int_eq(err_code("Volume.create", p), 212);
+	/* a bad volFormat / preallocate is named with the value sent */
+	const char *bad_enums[][2] = { { "7,2", "volFormat: must be 4 (COW) or 5 (RAW), got 7" },
+				       { "5,9", "preallocate: must be 1 (PREALLOCATED) or 2 (SPARSE), "
+						"got 9" } };
+	for (size_t i = 0; i < 2; i++) {
+		snprintf(p, sizeof(p), "[\"%s\",\"%s\",\"%s\",\"%s\",\"1048576\",%s]", VOL2, BLANK,
+			 SD, IMG, bad_enums[i][0]);
+		const struct vd_value *r = call("Volume.create", p);
+		const struct vd_value *m = vd_obj_get(vd_obj_get(r, "error"), "message");
+		ck_assert_ptr_nonnull(m);
+		ck_assert_msg(memmem(m->v.s.ptr, m->v.s.len, bad_enums[i][1], strlen(bad_enums[i][1])),
+			      "%.*s", (int)m->v.s.len, m->v.s.ptr);
+	}
 	/* sizes */
 	const char *bad_sizes[] = { "\"0\"", "\"1000\"", "-512", "\"-512\"", "\"abc\"",
 				    "\"99999999999999999999999\"", "1.5", "null" };

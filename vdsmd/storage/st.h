@@ -542,6 +542,15 @@ char *st_conn_normalize(const char *spec);
 /* <root>/mnt/<normalized spec, '_' doubled, '/' as '_'> (VDSM's
  * transformPath under its mount root), fresh string. */
 char *st_conn_mountpoint_at(const char *root, const char *spec);
+/* Whether a normalized spec has no "." or ".." component (in its path or
+ * its host:tail's tail): only then is its mount point strictly under
+ * <root>/mnt/.  connect and disconnect refuse others (451). */
+bool st_conn_spec_canonical(const char *norm);
+/* Whether path (resolved: symlinks, "..") is a directory of the system
+ * (/, /etc, /usr, /proc, ...) that is never storage: storage_root, a
+ * LOCALFS connection or domain.  Returns the system directory it is or is
+ * under, or NULL. */
+const char *st_system_dir(const char *path);
 char *st_conn_mountpoint(const struct storage_state *s, const char *spec);
 /* The mount(8) command for an NFS or POSIXFS connection, as VDSM runs it:
  *   mount -t nfs -o soft,nosharecache,timeo=T,retrans=R[,nfsvers=N

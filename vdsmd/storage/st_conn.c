@@ -136,6 +136,23 @@ out:
 	return out;
 }
 
+bool st_conn_spec_canonical(const char *norm)
+{
+	/* After normpath only a lone "." and leading ".." components can be
+	 * left; they are refused, in the path and in a host:tail's tail, so
+	 * the mount point is never <root>/mnt/. or <root>/mnt/.. (issue 27:
+	 * a POSIXFS connection of ".." mounted over the storage root). */
+	for (const char *p = norm; *p;) {
+		size_t n = strcspn(p, "/:");
+		if ((n == 1 && p[0] == '.') || (n == 2 && p[0] == '.' && p[1] == '.'))
+			return false;
+		p += n;
+		if (*p)
+			p++;
+	}
+	return *norm != '\0';
+}
+
 char *st_conn_mountpoint_at(const char *root, const char *spec)
 {
 	char *norm = st_conn_normalize(spec);
@@ -177,11 +194,19 @@ static void unescape(char *s)
 	*w = '\0';
 }
 
-bool st_is_mounted(const char *dir)
+bool st_is_mounted(const char *path)
 {
+	/* mountinfo has canonical paths: compare with one (a storage_root
+	 * given as "/srv//x/" made every mount look unmounted, so disconnect
+	 * skipped the umount and answered 0) */
+	struct vd_buf canon = VD_BUF_INIT;
+	normpath(path, strlen(path), &canon);
+	const char *dir = canon.data;
 	FILE *f = fopen("/proc/self/mountinfo", "re");
-	if (!f)
+	if (!f) {
+		buf_free(&canon);
 		return false;
+	}
 	char line[4096];
 	bool found = false;
 	while (!found && fgets(line, sizeof(line), f)) {
@@ -195,6 +220,7 @@ bool st_is_mounted(const char *dir)
 		}
 	}
 	fclose(f);
+	buf_free(&canon);
 	return found;
 }
 
@@ -211,11 +237,54 @@ static bool text_ok(const char *s, size_t max)
 	return true;
 }
 
+/* The directories of the system itself.  VDSM runs as vdsm (uid 36), who
+ * cannot write to them, so its LOCALFS connect and domain create refuse
+ * them (469, validateDirAccess); vdsmd may run as root, where every check
+ * on the owner passes, so it refuses them by name (issue 27: as root "/"
+ * and "/etc" were accepted).  Exact names, and everything below the ones
+ * marked subtree. */
+static const struct { const char *path; bool subtree; } system_dirs[] = {
+	{ "/", false },        { "/bin", true },      { "/boot", true },
+	{ "/dev", true },      { "/etc", true },      { "/home", false },
+	{ "/lib", true },      { "/lib32", true },    { "/lib64", true },
+	{ "/libx32", true },   { "/media", false },   { "/mnt", false },
+	{ "/opt", false },     { "/proc", true },     { "/root", false },
+	{ "/run", false },     { "/sbin", true },     { "/srv", false },
+	{ "/sys", true },      { "/tmp", false },     { "/usr", true },
+	{ "/var", false },     { "/var/lib", false }, { "/var/log", true },
+	{ "/var/tmp", false }, { "/var/run", false }, { "/var/cache", false },
+	{ "/var/spool", false },
+};
+
+const char *st_system_dir(const char *path)
+{
+	char *real = realpath(path, NULL);
+	struct vd_buf canon = VD_BUF_INIT;
+	normpath(real ? real : path, strlen(real ? real : path), &canon);
+	free(real);
+	const char *hit = NULL;
+	for (size_t i = 0; !hit && i < VD_ARRAY_SIZE(system_dirs); i++) {
+		const char *d = system_dirs[i].path;
+		size_t n = strlen(d);
+		if (strcmp(canon.data, d) == 0 ||
+		    (system_dirs[i].subtree && strncmp(canon.data, d, n) == 0 && canon.data[n] == '/'))
+			hit = d;
+	}
+	buf_free(&canon);
+	return hit;
+}
+
 static int check_localfs(const char *dir, char *msg, size_t msglen)
 {
 	struct stat st;
 	if (dir[0] != '/' || strstr(dir, "/../") || lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
 		snprintf(msg, msglen, "%s is not an existing directory (symlinks refused)", dir);
+		return ST_CONN_ACCESS;
+	}
+	const char *sys = st_system_dir(dir);
+	if (sys) {
+		snprintf(msg, msglen, "%s is a system directory (%s): not a storage directory", dir,
+			 sys);
 		return ST_CONN_ACCESS;
 	}
 	if ((st.st_uid != 36 && st.st_uid != geteuid()) || (st.st_mode & S_IWOTH)) {
@@ -338,8 +407,9 @@ int st_conn_mount_cmd(const char *root, int domtype, const struct st_conn_req *r
 		return ST_CONN_BAD;
 	}
 	m->spec = st_conn_normalize(spec);
-	if (!m->spec || m->spec[0] == '-') {
-		snprintf(msg, msglen, "%s is not a valid host:path", spec);
+	if (!m->spec || m->spec[0] == '-' || !st_conn_spec_canonical(m->spec)) {
+		snprintf(msg, msglen, "%s is not a valid host:path (no \".\" or \"..\" "
+			 "components)", spec);
 		st_mount_cmd_free(m);
 		return ST_CONN_BAD;
 	}
@@ -430,6 +500,16 @@ int st_conn_disconnect(struct storage_state *s, int domtype, const struct st_con
 		return 0;
 	if (!r->connection || !*r->connection || !text_ok(r->connection, 1024)) {
 		snprintf(msg, msglen, "invalid connection parameters");
+		return ST_CONN_BAD;
+	}
+	char *norm = st_conn_normalize(r->connection);
+	bool canonical = norm && st_conn_spec_canonical(norm);
+	free(norm);
+	if (!canonical) {
+		/* connect refused it: nothing of ours is mounted for it, and its
+		 * mount point would be the mount root or the storage root */
+		snprintf(msg, msglen, "%s is not a valid host:path (no \".\" or \"..\" "
+			 "components)", r->connection);
 		return ST_CONN_BAD;
 	}
 	char *mp = st_conn_mountpoint(s, r->connection);

@@ -281,6 +281,13 @@ int st_domain_create(struct storage_state *s, const char *sd, int type, const ch
 	 * one else. */
 	if (type == ST_DT_LOCALFS && type_args && *type_args) {
 		struct stat lst;
+		const char *sys = st_system_dir(base);
+		if (sys) {
+			st_fail(e, RPC_E_PARAMS, "typeArgs: %s is a system directory (%s), never a "
+				"storage domain", base, sys);
+			free(base);
+			return -1;
+		}
 		if (lstat(base, &lst) < 0 || !S_ISDIR(lst.st_mode) ||
 		    (lst.st_uid != 36 && lst.st_uid != geteuid()) || (lst.st_mode & S_IWOTH)) {
 			st_fail(e, RPC_E_PARAMS, "typeArgs: %s must be a directory (not a symlink) "

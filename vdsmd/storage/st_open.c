@@ -10,10 +10,20 @@
 #include <string.h>
 #include <sys/stat.h>
 
-struct storage_state *st_open(const char *root, char *why, size_t whylen)
+struct storage_state *st_open(const char *root_cfg, char *why, size_t whylen)
 {
+	const char *sys = st_system_dir(root_cfg);
+	if (sys) {
+		snprintf(why, whylen, "storage_root %s is a system directory (%s): refused", root_cfg,
+			 sys);
+		return NULL;
+	}
+	int rc = st_mkdir_p(root_cfg, 0755);
+	/* canonical from here on: mount points are compared with mountinfo's
+	 * paths, which are (issue 27) */
+	char *real = rc == 0 ? realpath(root_cfg, NULL) : NULL;
+	const char *root = real ? real : root_cfg;
 	char *tasks = st_path(root, "tasks");
-	int rc = st_mkdir_p(root, 0755);
 	if (rc == 0)
 		rc = st_mkdir_p(tasks, 0755);
 	struct stat tsb;
@@ -22,10 +32,13 @@ struct storage_state *st_open(const char *root, char *why, size_t whylen)
 	free(tasks);
 	if (rc < 0) {
 		snprintf(why, whylen, "storage_root %s: %s", root, strerror(-rc));
+		free(real);
 		return NULL;
 	}
 	struct storage_state *s = xcalloc(1, sizeof(*s));
 	s->root = xstrdup(root);
+	free(real);
+	root = s->root;
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_mutex_init(&s->reg_lock, NULL);
 	pthread_cond_init(&s->task_cond, NULL);

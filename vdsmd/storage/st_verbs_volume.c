@@ -195,6 +195,15 @@ int vh_vol_create(struct rpc_call *c)
 		return rpc_fail(c, RPC_E_PARAMS, "diskType: expected a DiskContentType");
 	}
 	int64_t fmt = rpc_arg_int(c, "volFormat", 0), alloc = rpc_arg_int(c, "preallocate", 0);
+	/* refused here, with the value sent (st_ops saw the 0 it was squashed
+	 * to and said "got 0", issue 27) */
+	if (fmt != ST_FMT_COW && fmt != ST_FMT_RAW)
+		return rpc_fail(c, RPC_E_PARAMS, "volFormat: must be 4 (COW) or 5 (RAW), got %lld",
+				(long long)fmt);
+	if (alloc != ST_PREALLOCATED && alloc != ST_SPARSE)
+		return rpc_fail(c, RPC_E_PARAMS,
+				"preallocate: must be 1 (PREALLOCATED) or 2 (SPARSE), got %lld",
+				(long long)alloc);
 	int64_t initial = int_or_str(rpc_arg(c, "initialSize"));
 	if (initial == -2)
 		return rpc_fail(c, RPC_E_PARAMS, "initialSize: expected a non-negative integer");
@@ -211,8 +220,8 @@ int vh_vol_create(struct rpc_call *c)
 		.img = rpc_arg_str(c, "imageID", NULL),
 		.vol = rpc_arg_str(c, "volumeID", NULL),
 		.size = rpc_arg_int(c, "size", 0),
-		.format = fmt == ST_FMT_COW || fmt == ST_FMT_RAW ? (int)fmt : 0,
-		.alloc = alloc == ST_PREALLOCATED || alloc == ST_SPARSE ? (int)alloc : 0,
+		.format = (int)fmt,
+		.alloc = (int)alloc,
 		.disktype = disktype,
 		.desc = rpc_arg_str(c, "desc", NULL),
 		.src_img = rpc_arg_str(c, "srcImgUUID", NULL),

@@ -527,19 +527,32 @@ int virt_verb_migration_create(struct rpc_call *c)
 		return -1;
 	int rc = -1;
 	virDomainPtr old = virDomainLookupByUUIDString(conn, id);
+	unsigned max = s->d->cfg.max_incoming_migrations, pending = 0;
 	pthread_mutex_lock(&s->lock);
-	struct virt_track *t = old ? NULL : track_claim(s, id, "");
-	bool dup = !t;
-	if (!dup) {
+	TRACK_FOREACH(s, p2)
+		pending += p2->incoming;
+	/* a bounded number at once, as VDSM's max_incoming_migrations (issue
+	 * 27: they were created without bound) */
+	bool full = max && pending >= max;
+	struct virt_track *t = old || full ? NULL : track_claim(s, id, "");
+	bool dup = !t && !full;
+	if (t) {
 		t->launching = false;
 		t->incoming = true;
+		t->incoming_ms = vd_now_ms();
 		t->status = VS_MIGRATION_DESTINATION;
 	}
 	pthread_mutex_unlock(&s->lock);
 	if (old)
 		virDomainFree(old);
-	if (dup) {
+	if (old || dup) {
 		rpc_fail(c, RPC_E_VM_EXISTS, "%s", id);
+		goto out;
+	}
+	if (full) {
+		log_warn("virt: VM.migrationCreate %s refused: %u incoming migrations pending "
+			 "(max_incoming_migrations)", id, pending);
+		rpc_fail(c, RPC_E_MIGRATE_LIMIT, "%u incoming migrations pending", pending);
 		goto out;
 	}
 	log_info("virt: expecting %s by migration", id);

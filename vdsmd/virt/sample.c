@@ -617,9 +617,20 @@ static void merge(struct virt_state *s, struct virt_snapshot *snap, struct raw *
 		}
 	}
 	/* domains libvirt no longer has (transient ones that stopped) */
+	unsigned wait_s = s->d->cfg.incoming_migration_timeout;
+	struct vd_buf expired = VD_BUF_INIT;
 	TRACK_FOREACH(s, t) {
 		if (t->seen)
 			continue;
+		if (t->incoming && wait_s && now_ms - t->incoming_ms >= (uint64_t)wait_s * 1000) {
+			/* VM.migrationCreate with no migration after it: forgotten,
+			 * not kept for ever (issue 27: 3261 such phantoms in one
+			 * run); a VM.destroy of it then answers noVM */
+			log_warn("virt: %s: no migration arrived within %u s "
+				 "(incoming_migration_timeout); dropped", t->uuid, wait_s);
+			buf_append(&expired, t->uuid, sizeof t->uuid);
+			continue;
+		}
 		if (((t->launching || t->restoring) && !t->created) || t->incoming) {
 			/* VM.create still in libvirt, or a migration not arrived
 			 * yet: WaitForLaunch / Migration Destination, not gone */
@@ -642,6 +653,9 @@ static void merge(struct virt_state *s, struct virt_snapshot *snap, struct raw *
 		vm->lv_state = VIR_DOMAIN_SHUTOFF;
 		vm_down_from_track(vm, t);
 	}
+	for (size_t off = 0; off < expired.len; off += sizeof(((struct virt_track *)0)->uuid))
+		track_remove(s, expired.data + off);
+	buf_free(&expired);
 	snapshot_sort(snap);
 }
 

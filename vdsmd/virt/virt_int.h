@@ -273,6 +273,7 @@ struct virt_track {
 	uint64_t balloon_min_kib;    /* memGuaranteedSize (VM.hot(un)plugMemory) */
 	bool migrating;              /* VM.migrate in progress (source) */
 	bool incoming;               /* VM.migrationCreate: expected here */
+	uint64_t incoming_ms;        /* ... since (vd_now_ms) */
 	bool saving;                 /* VM.hibernate: saving its state (hibernate.c) */
 	bool restoring;              /* VM.create from memory volumes, until it is Up */
 	int mig_code, mig_progress;  /* VM.getMigrationStatus */
