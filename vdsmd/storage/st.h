@@ -193,14 +193,18 @@ void index_count_children(struct st_domain *d);
 
 enum st_task_state { ST_TS_INIT, ST_TS_RUNNING, ST_TS_ABORTING, ST_TS_FINISHED };
 enum st_task_result { ST_TR_NONE, ST_TR_SUCCESS, ST_TR_CLEAN_SUCCESS, ST_TR_CLEAN_FAILURE };
+/* The operations' kinds (the KIND of a task record; never renumbered).  The
+ * task engine knows none of them: each operation registers its descriptor
+ * (struct st_task_op) under its kind, st_ops_register. */
 enum st_task_kind { ST_TK_CREATE, ST_TK_DELETE, ST_TK_IMAGE_DELETE, ST_TK_SPM_START,
 		    ST_TK_EXTEND, ST_TK_IMAGE_COPY };
-#define ST_TK_LAST ST_TK_IMAGE_COPY
+#define ST_TASK_KINDS 16   /* room in the registry */
 enum { ST_SPM_FREE, ST_SPM_CONTEND, ST_SPM_SPM };
 
 struct st_task {
 	char id[37];
-	enum st_task_kind kind;
+	int kind;                  /* ST_TK_*: op->kind */
+	const struct st_task_op *op;   /* what runs and recovers it */
 	const char *verb;          /* "createVolume", "deleteVolume", "deleteImage" */
 	enum st_task_state state;
 	enum st_task_result result;
@@ -227,9 +231,6 @@ struct st_task {
 	int icop;                  /* ST_IC_* */
 	int sync_type;             /* ST_SYNC_* */
 	bool recovering;           /* found unfinished by st_open */
-#ifdef VD_TEST_HOOKS
-	const char *crash_step;    /* st_crash_point() once its tool is spawned */
-#endif
 	uint64_t ctime;
 	struct st_task *qnext;     /* executor queue */
 };
@@ -244,6 +245,57 @@ struct st_task_status {
 	char message[256];
 	int progress;
 };
+
+/* An operation as the task engine sees it: one descriptor per kind, in the
+ * file of the operation, registered at st_open (st_ops_register).  The
+ * engine calls these and nothing else above it. */
+struct storage_state;
+struct st_kv;
+struct st_task_op {
+	int kind;                  /* ST_TK_* (KIND in the record) */
+	const char *verb;          /* the task's verb until the operation names it */
+	/* Executor thread: the work, then st_task_finish (always). */
+	void (*run)(struct storage_state *s, struct st_task *t);
+	/* A record found unfinished at startup, after the scan: decide the
+	 * outcome from what is on disk (finishing or undoing the change) and
+	 * set t->result, t->code and t->message; the engine persists it. */
+	void (*recover)(struct storage_state *s, struct st_task *t);
+	/* The domain whose volumes t->vols an unfinished record claims from
+	 * the startup scan ("" none); NULL: t->sd. */
+	const char *(*claims)(const struct st_task *t);
+	/* The operation's own fields of the record (NULL: none). */
+	void (*save)(const struct st_task *t, struct st_kv *kv);
+	void (*load)(struct st_task *t, const struct st_kv *kv);
+	/* Its steps in ST_CRASH_STEPS are "<crash_prefix>.*" (NULL: none). */
+	const char *crash_prefix;
+};
+/* The registry (st_task.c): one descriptor per kind, 0 <= kind <
+ * ST_TASK_KINDS; a record of a kind nobody registered is read as kind 0's. */
+void st_task_register(struct storage_state *s, const struct st_task_op *op);
+const struct st_task_op *st_task_op_of(const struct storage_state *s, int kind);
+/* st_optable.c: register every operation (st_open, before the records are
+ * read). */
+void st_ops_register(struct storage_state *s);
+
+/* What long volume and image I/O needs from whoever runs it (a task, a
+ * host job), as callbacks on ctx: whether it must stop (why filled:
+ * "Task is aborted: ..."), the progress in percent, and the child process
+ * it runs (pid, 0 once reaped), which the owner kills when it is stopped.
+ * A NULL io (or NULL member) means: never stopped, no progress. */
+struct st_io {
+	void *ctx;
+	bool (*stopped)(void *ctx, char *why, size_t len);
+	void (*progress)(void *ctx, int pct);
+	void (*child)(void *ctx, pid_t pid);
+	const char *crash_step;    /* test builds: st_crash_point() once a tool is spawned */
+};
+/* A task's st_io (st_task.c): x must outlive every use of x->io. */
+struct st_task_io {
+	struct st_io io;
+	struct storage_state *s;
+	struct st_task *t;
+};
+void st_task_io_init(struct st_task_io *x, struct storage_state *s, struct st_task *t);
 
 const char *st_task_state_name(enum st_task_state s);
 const char *st_task_result_name(enum st_task_result r);
@@ -309,6 +361,7 @@ struct storage_state {
 	unsigned prealloc_chunk_delay_us;
 	bool prealloc_force_write;  /* skip fallocate, write zeros */
 #endif
+	const struct st_task_op *task_ops[ST_TASK_KINDS];   /* the registry */
 	/* reconciliation report of the last st_open() */
 	unsigned scan_removed, tasks_aborted;
 	unsigned tasks_recovering;  /* records found unfinished, until recovered */
@@ -341,8 +394,8 @@ void st_tasks_recover(struct storage_state *s);
 int st_tasks_load(struct storage_state *s);
 char *st_task_path(const struct storage_state *s, const char *id);
 int st_task_persist(const struct storage_state *s, const struct st_task *t);
-/* A fresh task (id generated, state init), not yet known to anyone. */
-struct st_task *st_task_alloc(enum st_task_kind kind);
+/* A fresh task of op (id generated, state init), not yet known to anyone. */
+struct st_task *st_task_alloc(const struct st_task_op *op);
 void st_task_free(struct st_task *t);
 /* Add a persisted task to the table and queue it for the executor. */
 void st_task_submit(struct storage_state *s, struct st_task *t);
@@ -361,8 +414,6 @@ int st_task_wait(struct storage_state *s, const char *id, unsigned timeout_ms,
 void st_task_status_copy(const struct st_task *t, struct st_task_status *out);
 /* "Task is aborted: <why>" (t->abort_why read under s->lock). */
 void st_task_abort_msg(struct storage_state *s, struct st_task *t, char *err, size_t len);
-/* Executor body for one task (st_ops.c). */
-void st_task_run(struct storage_state *s, struct st_task *t);
 
 /* ---- domains (st_domain.c) ------------------------------------------------ */
 
@@ -463,32 +514,55 @@ int st_vol_unlink(const struct st_domain *d, const char *img, const char *vol, b
 int st_vol_scrub(const struct st_domain *d, const char *img, const char *vol, bool zero,
 		 bool discard);
 /* Run qemu-img (posix_spawn); datafd, when >= 0, becomes the child's fd 3.
- * The pid is kept in t->child while it runs (Task.stop kills it). */
-int st_run_qemu_img(struct storage_state *s, struct st_task *t, char *const argv[], int datafd,
-		    char *err, size_t errlen);
+ * The pid goes to io->child while it runs (its owner kills it when the
+ * work is stopped); io may be NULL. */
+int st_run_qemu_img(const struct st_io *io, char *const argv[], int datafd, char *err,
+		    size_t errlen);
 /* The same, keeping up to 1 MiB of its stdout+stderr in *output. */
-int st_run_tool_out(struct storage_state *s, struct st_task *t, const char *tool, const char *pkg,
+int st_run_tool_out(const struct st_io *io, const char *tool, const char *pkg,
 		    char *const argv[], int datafd, struct vd_buf *output, char *err,
 		    size_t errlen);
 /* The same, calling cb with every chunk of output as it comes (progress). */
-int st_run_tool_cb(struct storage_state *s, struct st_task *t, const char *tool, const char *pkg,
+int st_run_tool_cb(const struct st_io *io, const char *tool, const char *pkg,
 		   char *const argv[], int datafd, struct vd_buf *output,
 		   void (*cb)(void *ctx, const char *data, size_t n), void *ctx, char *err,
 		   size_t errlen);
-/* The same for any tool found in PATH (mount, umount); t may be NULL. */
-int st_run_tool(struct storage_state *s, struct st_task *t, const char *tool, const char *pkg,
-		char *const argv[], int datafd, char *err, size_t errlen);
-/* Allocate the data file; progress(ctx, pct) and aborted(ctx) are polled. */
-struct st_alloc_ctl {
-	struct storage_state *s;
-	struct st_task *t;
+/* The same for any tool found in PATH (mount, umount). */
+int st_run_tool(const struct st_io *io, const char *tool, const char *pkg, char *const argv[],
+		int datafd, char *err, size_t errlen);
+/* The data file a volume is made with (Volume.create, cloneStructure). */
+struct st_vol_spec {
+	const char *img, *vol;
+	int format, alloc;         /* ST_FMT_*, ST_PREALLOCATED / ST_SPARSE */
+	int64_t size;
+	const char *parent, *parent_img;   /* "" or blank: no parent */
+	int parent_format;
+#ifdef VD_TEST_HOOKS
+	unsigned prealloc_chunk_delay_us;
+	bool prealloc_force_write;
+#endif
 };
-int st_vol_create_data(struct storage_state *s, struct st_task *t, const struct st_domain *d,
-		       char *err, size_t errlen);
+/* Allocate the data file of sp on d (O_EXCL: -EEXIST when one is there);
+ * io is polled for a stop and told the progress. */
+int st_vol_create_data(const struct st_domain *d, const struct st_vol_spec *sp,
+		       const struct st_io *io, char *err, size_t errlen);
 const char *st_volfmt_name(int f);
 const char *st_alloc_name(int a);
 
-/* ---- mutating operations (st_ops.c) -------------------------------------- */
+/* ---- the operations (st_op_*.c, st_imgcopy.c; st_ops.c what they share) --- */
+
+/* Their descriptors (st_optable.c registers them). */
+extern const struct st_task_op st_op_create, st_op_delete, st_op_image_delete,
+	st_op_spm_start, st_op_extend, st_op_image_copy;
+/* recover: the task's domain (t->sd), or NULL with t failed "storage domain
+ * ... is not available" (code 100). */
+struct st_domain *st_op_recover_domain(struct storage_state *s, struct st_task *t);
+/* recover: done (success, "1 jobs completed successfully") or not
+ * (cleanSuccess, 411 "aborted by restart"). */
+void st_op_recovered(struct st_task *t, bool done);
+/* The end of a job on an image: images/<img> goes when empty, d->busy--. */
+void st_op_job_release(struct storage_state *s, struct st_domain *d, const char *img,
+		       bool empty);
 
 struct st_volreq {
 	const char *sd, *img, *vol;
@@ -659,9 +733,7 @@ bool st_spm_valid(const struct storage_state *s);
  * its SPM (RPC_E_NOT_SPM otherwise), and only while it is a member of the
  * connected pool, Active or Attached (RPC_E_NOT_MEMBER otherwise). */
 int st_spm_require(struct storage_state *s, const struct st_domain *d, struct st_err *e);
-/* spmStart's task body. */
-void st_spm_run_start(struct storage_state *s, struct st_task *t);
-/* StoragePool.spmStart: queue the task. */
+/* StoragePool.spmStart: queue the task (st_op_spmstart.c). */
 int st_spm_start(struct storage_state *s, const char *sp, char task_id[37], struct st_err *e);
 int st_spm_stop(struct storage_state *s, const char *sp, struct st_err *e);
 
@@ -682,7 +754,10 @@ struct st_job_info {
 struct st_job {
 	struct st_job_info info;   /* under s->lock */
 	char src[3][37], dst[3][37];   /* sd, img, vol */
-	struct st_task ctl;        /* the child pid and abort flag of st_run_tool */
+	/* stopping it (under s->lock but abort, an atomic flag) */
+	bool abort;
+	char abort_why[64];
+	pid_t child;               /* qemu-img running for it */
 	struct storage_state *s;
 	pthread_t thread;
 	bool joined;
@@ -738,11 +813,7 @@ int st_sync_type_parse(const char *s);
 /* Image.cloneStructure / syncData / move: validate, pin, queue the task. */
 int st_image_copy(struct storage_state *s, const struct st_imgcopy_req *r, char task_id[37],
 		  struct st_err *e);
-void st_image_run_copy(struct storage_state *s, struct st_task *t);
 void st_image_copy_release(struct storage_state *s, struct st_task *t);
-/* st_tasks_recover: decide (and finish on disk) an image copy found
- * unfinished at startup; sets t's result, code and message. */
-void st_image_copy_recover(struct storage_state *s, struct st_task *t);
 
 /* ---- volume maintenance (st_volops.c) ------------------------------------ */
 
@@ -778,7 +849,6 @@ void st_qinfo_free(struct st_qinfo *q);
 /* Volume.extendSize: grow a volume to new_size bytes, as a task (SPM). */
 int st_volume_extend(struct storage_state *s, const char *sd, const char *img, const char *vol,
 		     int64_t new_size, char task_id[37], struct st_err *e);
-void st_volume_run_extend(struct storage_state *s, struct st_task *t);
 /* Whether v's data already holds size bytes (RAW: file size; COW: the
  * qcow2 header's virtual size): an extend killed before its metadata. */
 bool st_volume_grown(const struct st_domain *d, const struct st_volume *v, int64_t size);

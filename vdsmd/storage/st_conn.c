@@ -408,7 +408,7 @@ int st_conn_connect(struct storage_state *s, int domtype, const struct st_conn_r
 		log_info("storage: %s already mounted on %s", m.spec, m.mountpoint);
 	} else {
 		char err[512];
-		rc = st_run_tool(s, NULL, "mount", "mount", m.argv, -1, err, sizeof(err));
+		rc = st_run_tool(NULL, "mount", "mount", m.argv, -1, err, sizeof(err));
 		if (rc < 0) {
 			snprintf(msg, msglen, "%s", err);
 			status = ST_CONN_MOUNT;
@@ -443,7 +443,7 @@ int st_conn_disconnect(struct storage_state *s, int domtype, const struct st_con
 		/* VDSM: umount -f -l (a dead NFS server cannot hang it) */
 		char *argv[] = { (char *)"umount", (char *)"-f", (char *)"-l", mp, NULL };
 		char err[512];
-		if (st_run_tool(s, NULL, "umount", "mount", argv, -1, err, sizeof(err)) < 0) {
+		if (st_run_tool(NULL, "umount", "mount", argv, -1, err, sizeof(err)) < 0) {
 			snprintf(msg, msglen, "%s", err);
 			status = ST_CONN_DISC_ERR;
 		}

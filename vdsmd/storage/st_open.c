@@ -37,6 +37,7 @@ struct storage_state *st_open(const char *root, char *why, size_t whylen)
 	map_init(&s->tasks);
 	map_init(&s->jobs);
 	s->monitor_interval_ms = 10000;
+	st_ops_register(s);
 
 	struct st_kv reg;
 	char *path = st_path(root, "domains.reg");

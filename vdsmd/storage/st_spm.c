@@ -494,46 +494,9 @@ int st_spm_require(struct storage_state *s, const struct st_domain *d, struct st
 	return 0;
 }
 
-void st_spm_run_start(struct storage_state *s, struct st_task *t)
-{
-	char err[256] = "";
-	int rc = st_spm_acquire(s, t, err, sizeof(err));
-	if (rc == 0)
-		st_task_finish(s, t, ST_TR_SUCCESS, 0, "1 jobs completed successfully");
-	else
-		st_task_finish(s, t, ST_TR_CLEAN_SUCCESS,
-			       rc == -ECANCELED ? rpc_err_code(RPC_E_TASK_ABORTED)
-						: rpc_err_code(RPC_E_SPM_ACQUIRE), err);
-}
-
 static bool pool_is(struct storage_state *s, const char *sp)
 {
 	return s->pool_uuid[0] && sp && strcmp(s->pool_uuid, sp) == 0 && s->pool_connected;
-}
-
-int st_spm_start(struct storage_state *s, const char *sp, char task_id[37], struct st_err *e)
-{
-	pthread_mutex_lock(&s->lock);
-	if (!pool_is(s, sp)) {
-		pthread_mutex_unlock(&s->lock);
-		return st_fail(e, RPC_E_NO_POOL, "%s", sp ? sp : "");
-	}
-	if (!st_task_queue_has_room(s)) {
-		pthread_mutex_unlock(&s->lock);
-		return st_fail(e, RPC_E_NO_RESOURCES, "too many storage tasks queued");
-	}
-	int host = s->pool_host_id;
-	pthread_mutex_unlock(&s->lock);
-	struct st_task *t = st_task_alloc(ST_TK_SPM_START);
-	t->host_id = host;
-	int rc = st_task_persist(s, t);
-	if (rc < 0) {
-		st_task_free(t);
-		return st_fail(e, RPC_E_GENERAL, "cannot record the task: %s", strerror(-rc));
-	}
-	snprintf(task_id, 37, "%.36s", t->id);
-	st_task_submit(s, t);
-	return 0;
 }
 
 int st_spm_stop(struct storage_state *s, const char *sp, struct st_err *e)
