@@ -424,6 +424,11 @@ int st_domain_format(struct storage_state *s, const char *sd, struct st_err *e);
  * the lock; the entry must not go away meanwhile: format is refused while
  * d->busy). */
 int st_domain_write_meta(struct storage_state *s, struct st_domain *d);
+/* Write d's metadata as it would be with pool and role changed, and (when
+ * pool_md) the pool's fields of pool_md; d itself is not touched (memory
+ * follows once the disk has it).  0 or -errno. */
+int st_domain_write_meta_as(struct storage_state *s, struct st_domain *d, const char *pool,
+			    bool master, const struct st_domain *pool_md);
 /* Snapshot the registry under the lock, write it outside (caller holds
  * neither lock). */
 int st_registry_save(struct storage_state *s);
