@@ -23,8 +23,8 @@ static bool blank(const char *u)
 	return !u || !*u || strcmp(u, ST_BLANK_UUID) == 0;
 }
 
-int st_volume_create(struct storage_state *s, const struct st_volreq *r, char task_id[37],
-		     struct st_err *e)
+/* Volume.create's parameters, before anything is looked at. */
+static int check_req(const struct st_volreq *r, struct st_err *e)
 {
 	if (!st_is_uuid(r->sd) || !st_is_uuid(r->img) || !st_is_uuid(r->vol))
 		return st_fail(e, RPC_E_PARAMS, "%s: not a UUID", !st_is_uuid(r->sd) ? "storagedomainID"
@@ -57,6 +57,17 @@ int st_volume_create(struct storage_state *s, const struct st_volreq *r, char ta
 			return st_fail(e, RPC_E_PARAMS, "initialSize: %lld is larger than size %lld",
 				       (long long)r->initial_size, (long long)r->size);
 	}
+
+	return 0;
+}
+
+int st_volume_create(struct storage_state *s, const struct st_volreq *r, char task_id[37],
+		     struct st_err *e)
+{
+	if (check_req(r, e) < 0)
+		return -1;
+	bool has_parent = !blank(r->src_vol);
+	const char *pimg = blank(r->src_img) ? r->img : r->src_img;
 
 	struct st_volume *v = vol_new();
 	snprintf(v->uuid, sizeof(v->uuid), "%.36s", r->vol);

@@ -88,6 +88,92 @@ int st_pool_create(struct storage_state *s, const char *sp, const char *name, co
 	return st_pool_setup(s, sp, name, master, master_ver, doms, NULL, ndoms, lease, 0, e);
 }
 
+/* st_pool_setup's checks (caller holds both locks): no other pool here, a
+ * reconstruct not of a pool connected here, every listed domain known (a
+ * reconstruct's members not loaded here excepted) and the master listed. */
+static int setup_check(struct storage_state *s, const char *sp, const char *master,
+		       const char *const *doms, size_t ndoms, int reconstruct_host,
+		       struct st_err *e)
+{
+	bool master_listed = false;
+	if (s->pool_uuid[0] && strcmp(s->pool_uuid, sp) != 0) {
+		st_fail(e, RPC_E_GENERAL, "this host already has storage pool %s", s->pool_uuid);
+		return -1;
+	}
+	if (reconstruct_host && s->pool_connected && strcmp(s->pool_uuid, sp) == 0) {
+		st_fail(e, RPC_E_POOL_CONNECTED, "%s is connected on this host", sp);
+		return -1;
+	}
+	for (size_t i = 0; i < ndoms; i++) {
+		bool is_master = strcmp(doms[i], master) == 0;
+		/* reconstruct: a member not found here goes into the map only */
+		if (reconstruct_host && !is_master && st_is_uuid(doms[i]) &&
+		    !map_get(&s->domains, doms[i])) {
+			continue;
+		}
+		const struct st_domain *d = st_domain_get(s, doms[i], e);
+		if (!d)
+			return -1;
+		if (reconstruct_host && d->pool[0] && strcmp(d->pool, sp) != 0) {
+			st_fail(e, RPC_E_GENERAL, "domain %s is attached to pool %s", d->uuid, d->pool);
+			return -1;
+		}
+		if (strcmp(doms[i], master) == 0)
+			master_listed = true;
+	}
+	if (!master_listed) {
+		st_fail(e, RPC_E_PARAMS, "masterSdUUID: not in domainList");
+		return -1;
+	}
+	return 0;
+}
+
+/* POOL_DOMAINS: as given (reconstructMaster's domDict), else VDSM's create:
+ * the master Active, every other domain Attached. */
+static char *setup_dommap(const char *master, const char *const *doms, const int *statuses,
+			  size_t ndoms)
+{
+	char *dommap = xstrdup("");
+	for (size_t i = 0; i < ndoms; i++) {
+		int st = statuses ? statuses[i] : strcmp(doms[i], master) == 0 ? ST_DS_ACTIVE
+									   : ST_DS_ATTACHED;
+		char *m2 = st ? st_dommap_put(dommap, doms[i], st) : dommap;
+		if (m2 != dommap)
+			free(dommap);
+		dommap = m2;
+	}
+	return dommap;
+}
+
+/* Memory after the disk (caller holds s->lock): every written domain in
+ * pool sp, the master with the pool's fields of pmd, the lease timing. */
+static void setup_apply(struct storage_state *s, const char *sp, const char *master,
+			const char *const *doms, struct st_domain **list, const bool *skipped,
+			size_t ndoms, const struct st_domain *pmd)
+{
+	for (size_t i = 0; i < ndoms; i++) {
+		if (skipped[i])
+			continue;
+		snprintf(list[i]->pool, sizeof(list[i]->pool), "%.36s", sp);
+		list[i]->master = strcmp(doms[i], master) == 0;
+		if (list[i]->master) {
+			list[i]->master_ver = pmd->master_ver;
+			free(list[i]->pool_desc);
+			list[i]->pool_desc = xstrdup(pmd->pool_desc);
+			free(list[i]->pool_doms);
+			list[i]->pool_doms = xstrdup(pmd->pool_doms);
+			list[i]->lease_renew_ms = pmd->lease_renew_ms;
+			list[i]->lease_time_ms = pmd->lease_time_ms;
+			list[i]->lease_io_ms = pmd->lease_io_ms;
+			list[i]->lease_retries = pmd->lease_retries;
+		}
+	}
+	s->lease_renew_ms = pmd->lease_renew_ms;
+	s->lease_time_ms = pmd->lease_time_ms;
+	s->lease_io_ms = pmd->lease_io_ms;
+	s->lease_retries = pmd->lease_retries;
+}
+
 int st_pool_setup(struct storage_state *s, const char *sp, const char *name, const char *master,
 		  int master_ver, const char *const *doms, const int *statuses, size_t ndoms,
 		  const struct st_lease_cfg *lease, int reconstruct_host, struct st_err *e)
@@ -101,38 +187,10 @@ int st_pool_setup(struct storage_state *s, const char *sp, const char *name, con
 			       "lockRenewalIntervalSec");
 	if (!st_is_uuid(sp) || !st_is_uuid(master))
 		return st_fail(e, RPC_E_PARAMS, "storagepoolID/masterSdUUID: not a UUID");
-	bool master_listed = false;
 	pthread_mutex_lock(&s->reg_lock);
 	pthread_mutex_lock(&s->lock);
-	if (s->pool_uuid[0] && strcmp(s->pool_uuid, sp) != 0) {
-		st_fail(e, RPC_E_GENERAL, "this host already has storage pool %s", s->pool_uuid);
+	if (setup_check(s, sp, master, doms, ndoms, reconstruct_host, e) < 0)
 		goto fail;
-	}
-	if (reconstruct_host && s->pool_connected && strcmp(s->pool_uuid, sp) == 0) {
-		st_fail(e, RPC_E_POOL_CONNECTED, "%s is connected on this host", sp);
-		goto fail;
-	}
-	for (size_t i = 0; i < ndoms; i++) {
-		bool is_master = strcmp(doms[i], master) == 0;
-		/* reconstruct: a member not found here goes into the map only */
-		if (reconstruct_host && !is_master && st_is_uuid(doms[i]) &&
-		    !map_get(&s->domains, doms[i])) {
-			continue;
-		}
-		const struct st_domain *d = st_domain_get(s, doms[i], e);
-		if (!d)
-			goto fail;
-		if (reconstruct_host && d->pool[0] && strcmp(d->pool, sp) != 0) {
-			st_fail(e, RPC_E_GENERAL, "domain %s is attached to pool %s", d->uuid, d->pool);
-			goto fail;
-		}
-		if (strcmp(doms[i], master) == 0)
-			master_listed = true;
-	}
-	if (!master_listed) {
-		st_fail(e, RPC_E_PARAMS, "masterSdUUID: not in domainList");
-		goto fail;
-	}
 	struct st_domain **list = xcalloc(ndoms, sizeof(*list));
 	char (*old_pool)[37] = xcalloc(ndoms, sizeof(*old_pool));
 	bool *old_master = xcalloc(ndoms, sizeof(*old_master));
@@ -163,17 +221,7 @@ int st_pool_setup(struct storage_state *s, const char *sp, const char *name, con
 	if (nw.host_id <= 0)
 		nw.host_id = 1;
 
-	/* POOL_DOMAINS: as given (reconstructMaster's domDict), else VDSM's
-	 * create: the master Active, every other domain Attached */
-	char *dommap = xstrdup("");
-	for (size_t i = 0; i < ndoms; i++) {
-		int st = statuses ? statuses[i] : strcmp(doms[i], master) == 0 ? ST_DS_ACTIVE
-									   : ST_DS_ATTACHED;
-		char *m2 = st ? st_dommap_put(dommap, doms[i], st) : dommap;
-		if (m2 != dommap)
-			free(dommap);
-		dommap = m2;
-	}
+	char *dommap = setup_dommap(master, doms, statuses, ndoms);
 	struct st_domain pmd = { .master_ver = master_ver, .pool_desc = nw.name, .pool_doms = dommap,
 				 .lease_renew_ms = renew, .lease_time_ms = ltime,
 				 .lease_io_ms = io_ms, .lease_retries = retries };
@@ -224,27 +272,7 @@ int st_pool_setup(struct storage_state *s, const char *sp, const char *name, con
 		st_pool_intent_clear(s);
 	pthread_mutex_lock(&s->lock);
 	if (rc == 0) {
-		for (size_t i = 0; i < ndoms; i++) {
-			if (skipped[i])
-				continue;
-			snprintf(list[i]->pool, sizeof(list[i]->pool), "%.36s", sp);
-			list[i]->master = strcmp(doms[i], master) == 0;
-			if (list[i]->master) {
-				list[i]->master_ver = master_ver;
-				free(list[i]->pool_desc);
-				list[i]->pool_desc = xstrdup(nw.name);
-				free(list[i]->pool_doms);
-				list[i]->pool_doms = xstrdup(dommap);
-				list[i]->lease_renew_ms = renew;
-				list[i]->lease_time_ms = ltime;
-				list[i]->lease_io_ms = io_ms;
-				list[i]->lease_retries = retries;
-			}
-		}
-		s->lease_renew_ms = renew;
-		s->lease_time_ms = ltime;
-		s->lease_io_ms = io_ms;
-		s->lease_retries = retries;
+		setup_apply(s, sp, master, doms, list, skipped, ndoms, &pmd);
 		pool_snap_apply(s, &nw);
 	}
 	for (size_t i = 0; i < ndoms; i++)
