@@ -4,7 +4,7 @@
  * members a host that is not SPM serves.  Above the connections
  * (st_conn.c), the scan and the pool's domain map, called by the verbs and
  * StoragePool.connect. */
-#include "st.h"
+#include "st_ops.h"
 #include "../../common/log.h"
 
 #include <dirent.h>

@@ -14,7 +14,7 @@
  * umount(8) run through posix_spawn (st_run_tool); connecting what is
  * already mounted is success, as in VDSM.
  * Statuses are VDSM's per-connection codes. */
-#include "st.h"
+#include "st_ops.h"
 #include "../../common/log.h"
 
 #include <dirent.h>

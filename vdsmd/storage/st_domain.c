@@ -10,7 +10,7 @@
  *   <base>/<sdUUID>/dom_md/metadata  the domain's key=value metadata
  *   <base>/<sdUUID>/images/<imgUUID>/<volUUID>{,.meta}
  * Every file is replaced atomically (st_write_atomic). */
-#include "st.h"
+#include "st_state.h"
 #include "../../common/log.h"
 
 #include <errno.h>

@@ -24,7 +24,8 @@
  * source chain is given to qemu-img from our metadata (st_chain_json), never
  * taken from the qcow2 headers, which anyone who can write a volume can
  * point outside the domain. */
-#include "st.h"
+#include "st_crash.h"
+#include "st_ops.h"
 #include "../../common/log.h"
 
 #include <errno.h>

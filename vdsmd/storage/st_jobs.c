@@ -11,7 +11,8 @@
  * disk is never served as good.  Progress comes from qemu-img's "-p"
  * output; every state change is published (|jobs|status|<id>) and kept for
  * Host.getJobs until vdsmd stops. */
-#include "st.h"
+#include "st_crash.h"
+#include "st_ops.h"
 #include "../../common/log.h"
 
 #include <errno.h>

@@ -7,7 +7,7 @@
  * it runs on this thread with no lock held; results land in the index, where
  * Host.getStats, StorageDomain.getStats and Volume.getInfo/getSize read them
  * without any I/O. */
-#include "st.h"
+#include "st_ops.h"
 #include "../../common/log.h"
 
 #include <errno.h>

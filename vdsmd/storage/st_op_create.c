@@ -7,7 +7,8 @@
  * data file, then writes the LEGAL metadata, or rolls back.  A crash at any
  * point leaves either a LEGAL, complete volume or ILLEGAL leftovers that
  * the startup scan removes (the record claims the volume). */
-#include "st.h"
+#include "st_crash.h"
+#include "st_ops.h"
 #include "../../common/log.h"
 
 #include <errno.h>

@@ -7,7 +7,8 @@
  * and metadata, children first.  A task found unfinished at startup whose
  * volumes were all still there was not started; one that removed some is
  * finished (delete_rest). */
-#include "st.h"
+#include "st_crash.h"
+#include "st_ops.h"
 #include "../../common/log.h"
 
 #include <fcntl.h>

@@ -2,7 +2,8 @@
  * ST_TK_EXTEND, crash steps "extend.*"): the data grows first, synced, then
  * the metadata's capacity; a task found unfinished whose data already grew
  * is completed (a volume never shrinks), otherwise it was not done. */
-#include "st.h"
+#include "st_crash.h"
+#include "st_ops.h"
 #include "../../common/log.h"
 
 #include <errno.h>

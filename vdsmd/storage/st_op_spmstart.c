@@ -1,7 +1,7 @@
 /* vdsmd/storage/st_op_spmstart.c - StoragePool.spmStart as a task (kind
  * ST_TK_SPM_START, no crash steps: it changes nothing but the lease, and
  * the SPM role does not survive a restart). */
-#include "st.h"
+#include "st_ops.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -1,7 +1,7 @@
 /* vdsmd/storage/st_open.c - st_open / st_close: the storage backend's state
  * loaded from storage_root (the domain registry, each domain's metadata, the
  * pool, the task records), reconciled with what is on disk, and freed. */
-#include "st.h"
+#include "st_ops.h"
 #include "../../common/log.h"
 
 #include <errno.h>

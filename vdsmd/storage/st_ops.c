@@ -3,7 +3,7 @@
  * and the small volume verbs that need no task (Volume.setDescription,
  * getInfo).  Each long operation is its own file, st_op_*.c, with the
  * descriptor it registers with the task engine (st_optable.c). */
-#include "st.h"
+#include "st_ops.h"
 #include "../../common/log.h"
 
 #include <fcntl.h>

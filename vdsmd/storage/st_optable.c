@@ -3,7 +3,7 @@
  * opened (before the task records are read).  A new operation is a file
  * st_op_<name>.c defining its `const struct st_task_op`, a kind in enum
  * st_task_kind, and one line here. */
-#include "st.h"
+#include "st_ops.h"
 
 void st_ops_register(struct storage_state *s)
 {

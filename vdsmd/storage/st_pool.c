@@ -1,7 +1,8 @@
 /* vdsmd/storage/st_pool.c - the storage pool: <storage_root>/pool.meta,
  * StoragePool.create (and reconstructMaster's setup), connect/disconnect,
  * forget.  Memory (s->pool_*) follows the disk. */
-#include "st.h"
+#include "st_crash.h"
+#include "st_ops.h"
 #include "../../common/log.h"
 
 #include <errno.h>

@@ -7,7 +7,7 @@
  * Unknown / Unattached).  Writers hold s->reg_lock, write the master's
  * metadata and only then change memory; st_pool_reload takes reg_lock too,
  * so a reload never puts back an older map over a newer one. */
-#include "st.h"
+#include "st_ops.h"
 #include "../../common/log.h"
 
 #include <errno.h>

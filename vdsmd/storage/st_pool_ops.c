@@ -2,7 +2,7 @@
  * StoragePool.destroy / refresh.  All of them change shared metadata, so
  * all but refresh need this host to be the pool's SPM; each writes the
  * domain metadata before memory follows. */
-#include "st.h"
+#include "st_ops.h"
 #include "../../common/log.h"
 
 #include <errno.h>

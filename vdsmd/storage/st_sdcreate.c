@@ -1,7 +1,7 @@
 /* vdsmd/storage/st_sdcreate.c - StorageDomain.create and format: a new
  * domain's directory tree and metadata under its base (a connected mount
  * point or a LOCALFS directory), and its removal. */
-#include "st.h"
+#include "st_ops.h"
 #include "../../common/log.h"
 
 #include <errno.h>

@@ -30,7 +30,7 @@
  *   R = 1 s, L = 3 s (test_storage_engine.py); L + R = 65 s with the defaults.
  *   A clean stop (spmStop, pool disconnect, vdsmd shutdown) writes HOST_ID=0
  *   and the next contender acquires at once. */
-#include "st.h"
+#include "st_ops.h"
 #include "../../common/log.h"
 
 #include <errno.h>

@@ -32,7 +32,7 @@
  * Locking: every task field that another thread may change (state, result,
  * code, message, progress, abort_why, child) is read and written under
  * s->lock; abort is also an atomic flag polled without it. */
-#include "st.h"
+#include "st_state.h"
 #include "../../common/log.h"
 
 #include <dirent.h>

@@ -3,7 +3,7 @@
 #ifndef VD_VDSMD_STORAGE_ST_VERBS_H
 #define VD_VDSMD_STORAGE_ST_VERBS_H
 
-#include "st.h"
+#include "st_ops.h"
 
 /* The storage state, or NULL after answering "storage is not available". */
 struct storage_state *verb_state(struct rpc_call *c);

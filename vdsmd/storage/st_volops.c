@@ -2,7 +2,7 @@
  * Volume.refresh, Volume.getQemuImageInfo.  Metadata first, memory after;
  * qemu-img only ever gets a path checked through the domain's directory
  * descriptor (st_image_prepare2). */
-#include "st.h"
+#include "st_ops.h"
 #include "../../codecs/codec.h"
 #include "../../common/arena.h"
 #include "../../common/log.h"

@@ -5,7 +5,8 @@
  * to writing zeros when the filesystem cannot), with progress and abort
  * checks between chunks.  COW: qcow2 through `qemu-img create`, with a
  * relative backing file for snapshots.  Errors leave no data file behind. */
-#include "st.h"
+#include "st_crash.h"
+#include "st_model.h"
 #include "../../common/log.h"
 
 #include <errno.h>
