@@ -622,7 +622,7 @@ static void recover_copy(struct storage_state *s, struct st_task *t)
 	const char *done = "1 jobs completed successfully";
 	char msg[256];
 	size_t n = t->nvols;
-	if (!dd || !sdom || !n) {
+	if (!dd || !n) {   /* (the source domain: st_op_recover_domain) */
 		snprintf(msg, sizeof(msg), "interrupted by restart; storage domain %s is not "
 			 "available", !dd ? t->dst_sd : t->sd);
 		recovered(t, ST_TR_CLEAN_FAILURE, GENERAL_CODE, msg);

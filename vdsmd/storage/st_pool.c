@@ -153,7 +153,7 @@ static void setup_apply(struct storage_state *s, const char *sp, const char *mas
 			size_t ndoms, const struct st_domain *pmd)
 {
 	for (size_t i = 0; i < ndoms; i++) {
-		if (skipped[i])
+		if (skipped[i] || !list[i])   /* (a list entry is NULL only when skipped) */
 			continue;
 		snprintf(list[i]->pool, sizeof(list[i]->pool), "%.36s", sp);
 		list[i]->master = strcmp(doms[i], master) == 0;
