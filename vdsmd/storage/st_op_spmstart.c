@@ -10,7 +10,9 @@
 static void run_start(struct storage_state *s, struct st_task *t)
 {
 	char err[256] = "";
-	int rc = st_spm_acquire(s, t, err, sizeof(err));
+	struct st_task_io tio;
+	st_task_io_init(&tio, s, t);
+	int rc = st_spm_acquire(s, &tio.io, err, sizeof(err));
 	if (rc == 0)
 		st_task_finish(s, t, ST_TR_SUCCESS, 0, "1 jobs completed successfully");
 	else

@@ -151,7 +151,7 @@ int st_domain_activate(struct storage_state *s, const char *sd, const char *sp, 
 void st_pool_lease_from_master(struct storage_state *s);
 /* Contend for the pool's SPM lease (may wait up to the lease time); 0,
  * -EBUSY held by a live host, -ECANCELED task stopped, -errno. */
-int st_spm_acquire(struct storage_state *s, struct st_task *t, char *err, size_t errlen);
+int st_spm_acquire(struct storage_state *s, const struct st_io *io, char *err, size_t errlen);
 /* StoragePool.reconstructMaster: hold the lease in dirs[0] (a domain
  * directory) for host me, by the spmStart protocol, while no live host
  * holds dirs[1..n-1] (n <= 4) either; 0 (*lver the version taken), -EBUSY
