@@ -302,7 +302,9 @@ clean:
 	-o -name '*.d' -type f -print 2>/dev/null)
 
 # --- static analysis (cppcheck + clang-tidy; config in .clang-tidy and
-# tests/cppcheck-suppressions.txt) -----------------------------------------
+# tests/cppcheck-suppressions.txt; tests/lint-deps.py: no call or include
+# loops among the files of vdsmd/storage, from nm of the built objects) ----
 .PHONY: lint
-lint: ensure-deps
+lint: ensure-deps $(VDSMD)
+	@BUILD=$(BUILD) tests/lint-deps.py vdsmd/storage
 	@BUILD=$(BUILD) tests/lint.sh

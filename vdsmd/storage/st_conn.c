@@ -14,7 +14,7 @@
  * umount(8) run through posix_spawn (st_run_tool); connecting what is
  * already mounted is success, as in VDSM.
  * Statuses are VDSM's per-connection codes. */
-#include "st.h"
+#include "st_ops.h"
 #include "../../common/log.h"
 
 #include <dirent.h>
@@ -478,7 +478,7 @@ int st_conn_connect(struct storage_state *s, int domtype, const struct st_conn_r
 		log_info("storage: %s already mounted on %s", m.spec, m.mountpoint);
 	} else {
 		char err[512];
-		rc = st_run_tool(s, NULL, "mount", "mount", m.argv, -1, err, sizeof(err));
+		rc = st_run_tool(NULL, "mount", "mount", m.argv, -1, err, sizeof(err));
 		if (rc < 0) {
 			snprintf(msg, msglen, "%s", err);
 			status = ST_CONN_MOUNT;
@@ -523,7 +523,7 @@ int st_conn_disconnect(struct storage_state *s, int domtype, const struct st_con
 		/* VDSM: umount -f -l (a dead NFS server cannot hang it) */
 		char *argv[] = { (char *)"umount", (char *)"-f", (char *)"-l", mp, NULL };
 		char err[512];
-		if (st_run_tool(s, NULL, "umount", "mount", argv, -1, err, sizeof(err)) < 0) {
+		if (st_run_tool(NULL, "umount", "mount", argv, -1, err, sizeof(err)) < 0) {
 			snprintf(msg, msglen, "%s", err);
 			status = ST_CONN_DISC_ERR;
 		}
@@ -582,54 +582,3 @@ struct st_domain *st_conn_find_domain(struct storage_state *s, const char *sd)
 	return d;
 }
 
-/* The domain UUIDs directly under dir that this host has not loaded. */
-static void discover_in(struct storage_state *s, const char *dir, struct vd_buf *found)
-{
-	DIR *dh = opendir(dir);
-	struct dirent *de;
-	while (dh && (de = readdir(dh))) {
-		if (!st_is_uuid(de->d_name))
-			continue;
-		pthread_mutex_lock(&s->lock);
-		bool known = map_get(&s->domains, de->d_name) != NULL;
-		pthread_mutex_unlock(&s->lock);
-		if (!known)
-			buf_append(found, de->d_name, 37);
-	}
-	if (dh)
-		closedir(dh);
-}
-
-void st_conn_discover(struct storage_state *s)
-{
-	struct vd_buf dirs = VD_BUF_INIT, found = VD_BUF_INIT;
-	pthread_mutex_lock(&s->lock);
-	buf_append(&dirs, s->localfs.data ? s->localfs.data : "", s->localfs.len);
-	pthread_mutex_unlock(&s->lock);
-	for (size_t off = 0; off < dirs.len; off += strlen(dirs.data + off) + 1)
-		discover_in(s, dirs.data + off, &found);
-	char *mnt = st_path(s->root, "mnt");
-	struct stat mst;
-	/* only a real mount root, and only what is mounted below it (a
-	 * symlink planted there is no mount point in mountinfo) */
-	DIR *dh = lstat(mnt, &mst) == 0 && S_ISDIR(mst.st_mode) ? opendir(mnt) : NULL;
-	struct dirent *de;
-	while (dh && (de = readdir(dh))) {
-		if (de->d_name[0] == '.')
-			continue;
-		char *base = st_path(mnt, de->d_name);
-		if (st_is_mounted(base))
-			discover_in(s, base, &found);
-		free(base);
-	}
-	if (dh)
-		closedir(dh);
-	free(mnt);
-	for (size_t off = 0; off + 37 <= found.len; off += 37) {
-		struct st_err e = { 0 };
-		if (st_domain_adopt(s, found.data + off, &e) < 0)
-			log_warn("storage: %s", e.msg);
-	}
-	buf_free(&dirs);
-	buf_free(&found);
-}

@@ -44,7 +44,7 @@ enum st_crash_op {
 
 /* X(name, ops) - in the order the steps happen. */
 #define ST_CRASH_STEPS(X) \
-	/* Volume.create (st_ops.c, st_volume.c) */ \
+	/* Volume.create (st_op_create.c, st_volume.c) */ \
 	X("create.record", ST_CO_CREATE)            /* task record written */ \
 	X("create.image-dir", ST_CO_CREATE)         /* images/<img> exists */ \
 	X("create.meta-illegal", ST_CO_CREATE)      /* ILLEGAL .meta written, task not queued */ \
@@ -53,7 +53,7 @@ enum st_crash_op {
 	X("create.cow-written", ST_CO_CREATE_SNAP)  /* qemu-img create done */ \
 	X("create.data-synced", ST_CO_CREATE)       /* data complete and fsynced */ \
 	X("create.meta-legal", ST_CO_CREATE)        /* LEGAL .meta written, task not finished */ \
-	/* Volume.delete / Image.delete / Image.deleteVolumes (st_ops.c) */ \
+	/* Volume.delete / Image.delete / Image.deleteVolumes (st_op_delete.c) */ \
 	X("delete.record", ST_CO_DELETE)            /* task record written */ \
 	X("delete.marked-one", ST_CO_DELETE)        /* first volume ILLEGAL on disk */ \
 	X("delete.marked-all", ST_CO_DELETE)        /* all ILLEGAL, task not queued */ \
@@ -79,12 +79,12 @@ enum st_crash_op {
 	X("imgcopy.src-data-unlinked", ST_CO_MOVE)  /* its data file removed */ \
 	X("imgcopy.src-removed-one", ST_CO_MOVE)    /* first source volume gone */ \
 	X("imgcopy.done", ST_CO_IMGCOPY)            /* all done, task not finished */ \
-	/* StoragePool.create (st_domain.c, st_poolrec.c) */ \
+	/* StoragePool.create (st_pool.c, st_poolrec.c) */ \
 	X("pool.intent", ST_CO_POOL_CREATE)         /* intent record written */ \
 	X("pool.domain-one", ST_CO_POOL_CREATE)     /* first domain's metadata names the pool */ \
 	X("pool.domains", ST_CO_POOL_CREATE)        /* every domain's metadata written */ \
 	X("pool.meta", ST_CO_POOL_CREATE)           /* pool.meta written, intent not cleared */ \
-	/* Volume.extendSize (st_volops.c) */ \
+	/* Volume.extendSize (st_op_extend.c) */ \
 	X("extend.grown", ST_CO_EXTEND_RAW | ST_CO_EXTEND_COW) /* data grown + synced */ \
 	X("extend.meta", ST_CO_EXTEND_RAW | ST_CO_EXTEND_COW)  /* new capacity written */
 

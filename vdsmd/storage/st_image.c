@@ -5,7 +5,7 @@
  * path is checked off the lock through the domain's directory descriptor
  * (st_safe.c): a regular file, no symlink anywhere below the domain.  Every
  * volume of the chain must be LEGAL and not busy with a create/delete. */
-#include "st.h"
+#include "st_ops.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -1,5 +1,6 @@
 /* vdsmd/storage/st_imgcopy.c - Image.cloneStructure, Image.syncData and
- * Image.move (copy or move an image between domains), as SPM tasks.
+ * Image.move (copy or move an image between domains), as SPM tasks: one
+ * task kind, ST_TK_IMAGE_COPY (crash steps "imgcopy.*"), its op in t->icop.
  *
  * clone:  every volume of the image's chain is created on the destination
  *         domain, empty, with the source's UUID, format, allocation,
@@ -23,7 +24,8 @@
  * source chain is given to qemu-img from our metadata (st_chain_json), never
  * taken from the qcow2 headers, which anyone who can write a volume can
  * point outside the domain. */
-#include "st.h"
+#include "st_crash.h"
+#include "st_ops.h"
 #include "../../common/log.h"
 
 #include <errno.h>
@@ -35,6 +37,13 @@
 #include <unistd.h>
 
 #define ABORTED_CODE rpc_err_code(RPC_E_TASK_ABORTED)
+#define GENERAL_CODE rpc_err_code(RPC_E_GENERAL)
+
+static const char *copy_verb(int op)
+{
+	return op == ST_IC_CLONE ? "cloneImageStructure" : op == ST_IC_SYNC ? "syncImageData"
+									  : "moveImage";
+}
 
 int st_sync_type_parse(const char *s)
 {
@@ -158,7 +167,7 @@ int st_image_copy(struct storage_state *s, const struct st_imgcopy_req *r, char 
 	}
 	sd->busy++;
 	dd->busy++;
-	struct st_task *t = st_task_alloc(ST_TK_IMAGE_COPY);
+	struct st_task *t = st_task_alloc(&st_op_image_copy);
 	/* The record names the chain (base first) before anything is made:
 	 * what a killed task created on the destination is claimed by it
 	 * (st_task_claim) and rolled back at the next start. */
@@ -175,8 +184,7 @@ int st_image_copy(struct storage_state *s, const struct st_imgcopy_req *r, char 
 	t->sync_type = r->sync_type;
 	t->postzero = r->postzero;
 	t->discard = r->discard;
-	t->verb = r->op == ST_IC_CLONE ? "cloneImageStructure"
-		  : r->op == ST_IC_SYNC ? "syncImageData" : "moveImage";
+	t->verb = copy_verb(r->op);
 	rc = st_task_persist(s, t);
 	if (rc < 0) {
 		st_image_copy_release(s, t);
@@ -303,24 +311,25 @@ static int clone_one(struct storage_state *s, struct st_task *t, struct st_domai
 	}
 	close(ifd);
 	ST_CRASH("imgcopy.image-dir");
-	struct st_task ct;
-	memset(&ct, 0, sizeof(ct));
-	snprintf(ct.sd, sizeof(ct.sd), "%s", dd->uuid);
-	snprintf(ct.img, sizeof(ct.img), "%s", src->image);
-	snprintf(ct.vol, sizeof(ct.vol), "%s", src->uuid);
-	snprintf(ct.parent, sizeof(ct.parent), "%s", src->parent);
-	ct.format = src->format;
-	ct.alloc = src->alloc;
-	ct.size = src->capacity;
-	ct.parent_format = parent_format;
-	ct.legal = false;
 	/* the parent may be a template's volume in another image */
+	char parent_img[37];
 	pthread_mutex_lock(&s->lock);
 	struct st_volume *p = map_get(&dd->volumes, src->parent);
-	snprintf(ct.parent_img, sizeof(ct.parent_img), "%s", p ? p->image : src->image);
+	snprintf(parent_img, sizeof(parent_img), "%s", p ? p->image : src->image);
 	pthread_mutex_unlock(&s->lock);
+	struct st_vol_spec sp = {
+		.img = src->image, .vol = src->uuid, .format = src->format, .alloc = src->alloc,
+		.size = src->capacity, .parent = src->parent, .parent_img = parent_img,
+		.parent_format = parent_format,
+#ifdef VD_TEST_HOOKS
+		.prealloc_chunk_delay_us = s->prealloc_chunk_delay_us,
+		.prealloc_force_write = s->prealloc_force_write,
+#endif
+	};
+	/* as before the engine split: a clone's data files are small and not
+	 * stopped half-way (the task checks for a stop between volumes) */
 	(void)t;
-	int rc = st_vol_create_data(s, &ct, dd, err, errlen);
+	int rc = st_vol_create_data(dd, &sp, NULL, err, errlen);
 	if (rc < 0)
 		return rc;
 	ST_CRASH("imgcopy.clone-data");
@@ -401,13 +410,12 @@ static int sync_one(struct storage_state *s, struct st_task *t, struct st_domain
 	argv[a++] = src;
 	argv[a++] = dst;
 	argv[a] = NULL;
+	struct st_task_io tio;
+	st_task_io_init(&tio, s, t);
 #ifdef VD_TEST_HOOKS
-	t->crash_step = "imgcopy.converting";
+	tio.io.crash_step = "imgcopy.converting";
 #endif
-	rc = st_run_qemu_img(s, t, argv, -1, err, errlen);
-#ifdef VD_TEST_HOOKS
-	t->crash_step = NULL;
-#endif
+	rc = st_run_qemu_img(&tio.io, argv, -1, err, errlen);
 	if (rc < 0)
 		goto out;
 	int ifd = st_img_open(dd, dv->image, false);
@@ -450,7 +458,9 @@ static int verify_one(struct storage_state *s, struct st_task *t, struct st_doma
 	int rc = -EIO;
 	if (dst) {
 		char *argv[] = { (char *)"qemu-img", (char *)"compare", src, dst, NULL };
-		rc = st_run_qemu_img(s, t, argv, -1, err, errlen);
+		struct st_task_io tio;
+		st_task_io_init(&tio, s, t);
+		rc = st_run_qemu_img(&tio.io, argv, -1, err, errlen);
 		if (rc < 0 && rc != -ECANCELED) {
 			char why[200];
 			snprintf(why, sizeof(why), "%.199s", err);
@@ -463,7 +473,7 @@ static int verify_one(struct storage_state *s, struct st_task *t, struct st_doma
 	return rc;
 }
 
-void st_image_run_copy(struct storage_state *s, struct st_task *t)
+static void run_copy(struct storage_state *s, struct st_task *t)
 {
 	char err[512] = "";
 	struct st_err e = { 0 };
@@ -572,7 +582,7 @@ out:;
 			 t->verb, t->img, t->sd, t->dst_sd, err);
 		st_task_finish(s, t, was_aborted && !src_touched ? ST_TR_CLEAN_SUCCESS
 				     : ST_TR_CLEAN_FAILURE,
-			       was_aborted ? ABORTED_CODE : 100, err);
+			       was_aborted ? ABORTED_CODE : GENERAL_CODE, err);
 	}
 }
 
@@ -603,17 +613,19 @@ static struct st_volume *vol_of(struct st_domain *d, const struct st_task *t, si
  *     destination, the source is untouched; aborted (411);
  *   syncData -> success when every synced layer is LEGAL, else the
  *     destination layers stay ILLEGAL (VDSM) and the task failed. */
-void st_image_copy_recover(struct storage_state *s, struct st_task *t)
+static void recover_copy(struct storage_state *s, struct st_task *t)
 {
-	struct st_domain *sdom = map_get(&s->domains, t->sd);
+	struct st_domain *sdom = st_op_recover_domain(s, t);
+	if (!sdom)
+		return;
 	struct st_domain *dd = map_get(&s->domains, t->dst_sd);
 	const char *done = "1 jobs completed successfully";
 	char msg[256];
 	size_t n = t->nvols;
-	if (!dd || !sdom || !n) {
+	if (!dd || !n) {   /* (the source domain: st_op_recover_domain) */
 		snprintf(msg, sizeof(msg), "interrupted by restart; storage domain %s is not "
 			 "available", !dd ? t->dst_sd : t->sd);
-		recovered(t, ST_TR_CLEAN_FAILURE, 100, msg);
+		recovered(t, ST_TR_CLEAN_FAILURE, GENERAL_CODE, msg);
 		return;
 	}
 	size_t dst_legal = 0, src_left = 0;
@@ -637,7 +649,7 @@ void st_image_copy_recover(struct storage_state *s, struct st_task *t)
 		if (ok == last - first)
 			recovered(t, ST_TR_SUCCESS, 0, done);
 		else
-			recovered(t, ST_TR_CLEAN_FAILURE, 100, "interrupted by restart; the source "
+			recovered(t, ST_TR_CLEAN_FAILURE, GENERAL_CODE, "interrupted by restart; the source "
 				  "is kept, destination volumes not synced are ILLEGAL");
 		return;
 	}
@@ -652,7 +664,7 @@ void st_image_copy_recover(struct storage_state *s, struct st_task *t)
 			snprintf(msg, sizeof(msg), "interrupted by restart; the image was moved to %s "
 				 "but %zu source volume(s) could not be removed (kept ILLEGAL)",
 				 t->dst_sd, kept);
-			recovered(t, ST_TR_CLEAN_FAILURE, 100, msg);
+			recovered(t, ST_TR_CLEAN_FAILURE, GENERAL_CODE, msg);
 		} else {
 			log_info("storage: task %s: move of image %s completed at startup (%zu source "
 				 "volume(s) removed)", t->id, t->img, src_left);
@@ -673,8 +685,42 @@ void st_image_copy_recover(struct storage_state *s, struct st_task *t)
 	if (kept) {
 		snprintf(msg, sizeof(msg), "interrupted by restart; the source is kept, %zu "
 			 "volume(s) on %s could not be removed (kept ILLEGAL)", kept, t->dst_sd);
-		recovered(t, ST_TR_CLEAN_FAILURE, 100, msg);
+		recovered(t, ST_TR_CLEAN_FAILURE, GENERAL_CODE, msg);
 	} else {
 		recovered(t, ST_TR_CLEAN_SUCCESS, ABORTED_CODE, "aborted by restart");
 	}
 }
+
+/* An image copy claims what it may have made on the destination (never the
+ * source; syncData makes nothing). */
+static const char *claims_copy(const struct st_task *t)
+{
+	return t->icop != ST_IC_SYNC ? t->dst_sd : "";
+}
+
+static void save_copy(const struct st_task *t, struct st_kv *kv)
+{
+	kv_set(kv, "DSTSDUUID", t->dst_sd);
+	kv_setf(kv, "OP", "%d", t->icop);
+	kv_setf(kv, "SYNCTYPE", "%d", t->sync_type);
+}
+
+static void load_copy(struct st_task *t, const struct st_kv *kv)
+{
+	snprintf(t->dst_sd, sizeof(t->dst_sd), "%.36s",
+		 kv_get(kv, "DSTSDUUID") ? kv_get(kv, "DSTSDUUID") : "");
+	t->icop = (int)kv_get_int(kv, "OP", 0);
+	t->sync_type = (int)kv_get_int(kv, "SYNCTYPE", 0);
+	t->verb = copy_verb(t->icop);
+}
+
+const struct st_task_op st_op_image_copy = {
+	.kind = ST_TK_IMAGE_COPY,
+	.verb = "moveImage",
+	.run = run_copy,
+	.recover = recover_copy,
+	.claims = claims_copy,
+	.save = save_copy,
+	.load = load_copy,
+	.crash_prefix = "imgcopy",
+};

@@ -1,7 +1,7 @@
 /* vdsmd/storage/st_index.c - the in-memory index: a UUID hash map and the
  * domain / image / volume records it holds.  Every function here is memory
  * only; callers hold storage_state.lock. */
-#include "st.h"
+#include "st_model.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -11,7 +11,8 @@
  * disk is never served as good.  Progress comes from qemu-img's "-p"
  * output; every state change is published (|jobs|status|<id>) and kept for
  * Host.getJobs until vdsmd stops. */
-#include "st.h"
+#include "st_crash.h"
+#include "st_ops.h"
 #include "../../common/log.h"
 
 #include <errno.h>
@@ -44,6 +45,30 @@ static void publish(struct storage_state *s, struct st_job *j)
 	pthread_mutex_unlock(&s->lock);
 	if (s->notify_job)
 		s->notify_job(s->notify_ctx, &copy);
+}
+
+/* The job's st_io: stopped by SDM.abort or shutdown (abort_why written
+ * before abort is set); its qemu-img is kept in j->child under s->lock. */
+static bool job_stopped(void *ctx, char *why, size_t len)
+{
+	struct st_job *j = ctx;
+	if (!__atomic_load_n(&j->abort, __ATOMIC_ACQUIRE))
+		return false;
+	pthread_mutex_lock(&j->s->lock);
+	snprintf(why, len, "Task is aborted: %s", j->abort_why);
+	pthread_mutex_unlock(&j->s->lock);
+	return true;
+}
+
+static void job_child(void *ctx, pid_t pid)
+{
+	struct st_job *j = ctx;
+	pthread_mutex_lock(&j->s->lock);
+	j->child = pid;
+	bool kill_now = pid > 0 && __atomic_load_n(&j->abort, __ATOMIC_ACQUIRE);
+	pthread_mutex_unlock(&j->s->lock);
+	if (kill_now)
+		kill(pid, SIGKILL);
 }
 
 /* qemu-img -p prints "    (12.34/100%)\r". */
@@ -140,10 +165,11 @@ static void *copy_main(void *arg)
 	char *argv[] = { (char *)"qemu-img", (char *)"convert", (char *)"-p", (char *)"-n",
 			 (char *)"-O", (char *)(dfmt == ST_FMT_COW ? "qcow2" : "raw"),
 			 srcspec, (char *)"/proc/self/fd/3", NULL };
+	struct st_io io = { .ctx = j, .stopped = job_stopped, .child = job_child };
 #ifdef VD_TEST_HOOKS
-	j->ctl.crash_step = "copy_data.converting";
+	io.crash_step = "copy_data.converting";
 #endif
-	rc = st_run_tool_cb(s, &j->ctl, "qemu-img", "qemu-utils", argv, fd, NULL, on_output, j,
+	rc = st_run_tool_cb(&io, "qemu-img", "qemu-utils", argv, fd, NULL, on_output, j,
 			    err, sizeof(err));
 	if (rc == 0 && fsync(fd) < 0) {
 		rc = -errno;
@@ -162,7 +188,7 @@ out:
 	st_chain_free(&ch);
 	int64_t app = 0, tru = 0;
 	bool sized = st_vol_stat(dd, j->dst[1], j->dst[2], &app, &tru) == 0;
-	bool aborted = __atomic_load_n(&j->ctl.abort, __ATOMIC_ACQUIRE);
+	bool aborted = __atomic_load_n(&j->abort, __ATOMIC_ACQUIRE);
 	pthread_mutex_lock(&s->lock);
 	dv = map_get(&dd->volumes, j->dst[2]);
 	dv->busy = false;
@@ -177,7 +203,7 @@ out:
 		j->info.progress = 100;
 	} else {
 		j->info.status = aborted ? ST_JOB_ABORTED : ST_JOB_FAILED;
-		j->info.err_code = aborted ? rpc_err_code(RPC_E_TASK_ABORTED) : 100;
+		j->info.err_code = rpc_err_code(aborted ? RPC_E_TASK_ABORTED : RPC_E_GENERAL);
 		snprintf(j->info.err_msg, sizeof(j->info.err_msg), "%.255s", err);
 	}
 	pthread_mutex_unlock(&s->lock);
@@ -261,10 +287,10 @@ int st_job_abort(struct storage_state *s, const char *id, struct st_err *e)
 		pthread_mutex_unlock(&s->lock);
 		return st_fail(e, RPC_E_GENERAL, "job %s is unknown", st_is_uuid(id) ? id : "?");
 	}
-	snprintf(j->ctl.abort_why, sizeof(j->ctl.abort_why), "aborted by request");
-	__atomic_store_n(&j->ctl.abort, true, __ATOMIC_RELEASE);
-	if (j->ctl.child > 0)
-		kill(j->ctl.child, SIGKILL);
+	snprintf(j->abort_why, sizeof(j->abort_why), "aborted by request");
+	__atomic_store_n(&j->abort, true, __ATOMIC_RELEASE);
+	if (j->child > 0)
+		kill(j->child, SIGKILL);
 	pthread_mutex_unlock(&s->lock);
 	return 0;
 }
@@ -274,10 +300,10 @@ void st_jobs_stop(struct storage_state *s)
 	pthread_mutex_lock(&s->lock);
 	for (struct st_map_ent *it = map_first(&s->jobs); it; it = map_next(&s->jobs, it)) {
 		struct st_job *j = map_val(it);
-		snprintf(j->ctl.abort_why, sizeof(j->ctl.abort_why), "vdsmd is shutting down");
-		__atomic_store_n(&j->ctl.abort, true, __ATOMIC_RELEASE);
-		if (j->ctl.child > 0)
-			kill(j->ctl.child, SIGKILL);
+		snprintf(j->abort_why, sizeof(j->abort_why), "vdsmd is shutting down");
+		__atomic_store_n(&j->abort, true, __ATOMIC_RELEASE);
+		if (j->child > 0)
+			kill(j->child, SIGKILL);
 	}
 	pthread_mutex_unlock(&s->lock);
 	for (struct st_map_ent *it = map_first(&s->jobs); it; it = map_next(&s->jobs, it)) {

@@ -7,7 +7,7 @@
  *     _SHA_CKSUM=<sha1 hex of every "KEY=value" line, newlines excluded>
  * A file without a valid checksum line is rejected (VD_EPROTO): a torn or
  * tampered file is never served. */
-#include "st.h"
+#include "st_file.h"
 
 #include <dirent.h>
 #include <errno.h>

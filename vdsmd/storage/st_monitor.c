@@ -7,7 +7,7 @@
  * it runs on this thread with no lock held; results land in the index, where
  * Host.getStats, StorageDomain.getStats and Volume.getInfo/getSize read them
  * without any I/O. */
-#include "st.h"
+#include "st_ops.h"
 #include "../../common/log.h"
 
 #include <errno.h>
@@ -58,8 +58,11 @@ void st_monitor_once(struct storage_state *s)
 			kv_free(&kv);
 		}
 		pr[i].delay = (double)(vd_now_ns() - t0) / 1e9;
-		/* VDSM's codes: 358 domain missing, 350 metadata invalid. */
-		pr[i].code = rc == 0 ? 0 : rc == VD_ENOENT ? 358 : rc == VD_EPROTO ? 350 : 200;
+		/* VDSM's codes: 358 domain missing, 350 metadata invalid, 200
+		 * any other storage failure (350 and 200 have no name in
+		 * rpc/rpc.h: they never travel as a JSON-RPC error) */
+		pr[i].code = rc == 0 ? 0 : rc == VD_ENOENT ? rpc_err_code(RPC_E_NO_DOMAIN)
+				       : rc == VD_EPROTO ? 350 : 200;
 		struct statvfs vfs;
 		if (statvfs(pr[i].dir, &vfs) == 0) {
 			pr[i].total = (int64_t)vfs.f_blocks * (int64_t)vfs.f_frsize;

@@ -1,7 +1,7 @@
 /* vdsmd/storage/st_open.c - st_open / st_close: the storage backend's state
  * loaded from storage_root (the domain registry, each domain's metadata, the
  * pool, the task records), reconciled with what is on disk, and freed. */
-#include "st.h"
+#include "st_ops.h"
 #include "../../common/log.h"
 
 #include <errno.h>
@@ -50,6 +50,7 @@ struct storage_state *st_open(const char *root_cfg, char *why, size_t whylen)
 	map_init(&s->tasks);
 	map_init(&s->jobs);
 	s->monitor_interval_ms = 10000;
+	st_ops_register(s);
 
 	struct st_kv reg;
 	char *path = st_path(root, "domains.reg");

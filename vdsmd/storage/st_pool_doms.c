@@ -7,7 +7,7 @@
  * Unknown / Unattached).  Writers hold s->reg_lock, write the master's
  * metadata and only then change memory; st_pool_reload takes reg_lock too,
  * so a reload never puts back an older map over a newer one. */
-#include "st.h"
+#include "st_ops.h"
 #include "../../common/log.h"
 
 #include <errno.h>
@@ -202,87 +202,3 @@ void st_pool_reload(struct storage_state *s)
 	free(dir);
 }
 
-int st_domain_adopt(struct storage_state *s, const char *sd, struct st_err *e)
-{
-	if (!st_is_uuid(sd))
-		return st_fail(e, RPC_E_NO_DOMAIN, "invalid id");
-	pthread_mutex_lock(&s->lock);
-	bool known = map_get(&s->domains, sd) != NULL;
-	pthread_mutex_unlock(&s->lock);
-	if (known)
-		return 0;
-	struct st_domain *d = st_conn_find_domain(s, sd);
-	if (!d)
-		return st_fail(e, RPC_E_NO_DOMAIN, "%s (not found on connected storage)", sd);
-	st_scan_domain(s, d);   /* not yet visible: no lock needed */
-	pthread_mutex_lock(&s->lock);
-	if (!map_get(&s->domains, sd)) {
-		map_put(&s->domains, d->uuid, d);
-		d = NULL;
-	}
-	pthread_mutex_unlock(&s->lock);
-	dom_free(d);
-	int rc = st_registry_save(s);
-	if (rc < 0)
-		return st_fail(e, RPC_E_GENERAL, "cannot update the domain registry: %s",
-			       strerror(-rc));
-	log_info("storage: domain %s found on connected storage and loaded", sd);
-	return 0;
-}
-
-void st_pool_adopt_members(struct storage_state *s)
-{
-	pthread_mutex_lock(&s->lock);
-	char *map = xstrdup(st_pool_dommap(s));
-	pthread_mutex_unlock(&s->lock);
-	for (char *p = map, *save = NULL, *tok; (tok = strtok_r(p, ",", &save)); p = NULL) {
-		char *colon = strchr(tok, ':');
-		if (colon)
-			*colon = '\0';
-		struct st_err e = { 0 };
-		if (st_domain_adopt(s, tok, &e) < 0)
-			log_warn("storage: pool member %s: %s", tok, e.msg);
-	}
-	free(map);
-}
-
-int st_domain_activate(struct storage_state *s, const char *sd, const char *sp, bool activate,
-		       const char *new_master, struct st_err *e)
-{
-	if (!sp)
-		return st_fail(e, RPC_E_NO_POOL, "no storage pool given");
-	pthread_mutex_lock(&s->lock);
-	struct st_domain *d = st_domain_get(s, sd, e);
-	int rc = d ? 0 : -1, cur = ST_DS_NONE;
-	if (rc == 0 && (!s->pool_connected || strcmp(s->pool_uuid, sp) != 0))
-		rc = st_fail(e, RPC_E_NO_POOL, "%s", sp);
-	if (rc == 0 && !st_spm_valid(s))
-		rc = st_fail(e, RPC_E_NOT_SPM, "host %d is not the SPM of pool %s", s->pool_host_id,
-			     sp);
-	if (rc == 0 && (cur = st_pool_dom_status(s, sd)) == ST_DS_NONE)
-		rc = st_fail(e, RPC_E_NOT_MEMBER, "pool=%s, domain=%s", sp, sd);
-	if (rc == 0 && activate && strcmp(d->pool, sp) != 0)
-		rc = st_fail(e, RPC_E_NOT_IN_POOL, "domain=%s, pool=%s", sd, sp);
-	bool is_master = rc == 0 && strcmp(s->pool_master, sd) == 0;
-	pthread_mutex_unlock(&s->lock);
-	if (rc < 0)
-		return -1;
-	int want = activate ? ST_DS_ACTIVE : ST_DS_ATTACHED;
-	if (cur == want)
-		return 0;   /* VDSM: already active (or attached) is success */
-	if (!activate && is_master) {
-		/* VDSM ignores deactivating the master without a new one; moving
-		 * the master role (masterMigrate) is not implemented here. */
-		if (!new_master || !*new_master || strcmp(new_master, ST_BLANK_UUID) == 0 ||
-		    strcmp(new_master, sd) == 0) {
-			log_info("storage: deactivating master domain %s ignored (as VDSM)", sd);
-			return 0;
-		}
-		return st_fail(e, RPC_E_GENERAL, "moving the master role to %s on deactivate is not "
-			       "supported (use StoragePool.reconstructMaster)", new_master);
-	}
-	rc = st_pool_set_dom_status(s, sd, want);
-	if (rc < 0)
-		return st_fail(e, RPC_E_GENERAL, "writing the pool metadata: %s", strerror(-rc));
-	return 0;
-}

@@ -2,7 +2,7 @@
  * StoragePool.destroy / refresh.  All of them change shared metadata, so
  * all but refresh need this host to be the pool's SPM; each writes the
  * domain metadata before memory follows. */
-#include "st.h"
+#include "st_ops.h"
 #include "../../common/log.h"
 
 #include <errno.h>
@@ -268,4 +268,47 @@ int st_pool_reconstruct(struct storage_state *s, const char *sp, int host_id, co
 		log_info("storage: pool %s reconstructed: master %s version %d, %zu domain(s), "
 			 "host %d", sp, master, master_ver, ndoms, host_id);
 	return rc;
+}
+
+/* StorageDomain.activate / deactivate (moved from st_pool_doms.c: an
+ * operation over the domain map, SPM only). */
+int st_domain_activate(struct storage_state *s, const char *sd, const char *sp, bool activate,
+		       const char *new_master, struct st_err *e)
+{
+	if (!sp)
+		return st_fail(e, RPC_E_NO_POOL, "no storage pool given");
+	pthread_mutex_lock(&s->lock);
+	struct st_domain *d = st_domain_get(s, sd, e);
+	int rc = d ? 0 : -1, cur = ST_DS_NONE;
+	if (rc == 0 && (!s->pool_connected || strcmp(s->pool_uuid, sp) != 0))
+		rc = st_fail(e, RPC_E_NO_POOL, "%s", sp);
+	if (rc == 0 && !st_spm_valid(s))
+		rc = st_fail(e, RPC_E_NOT_SPM, "host %d is not the SPM of pool %s", s->pool_host_id,
+			     sp);
+	if (rc == 0 && (cur = st_pool_dom_status(s, sd)) == ST_DS_NONE)
+		rc = st_fail(e, RPC_E_NOT_MEMBER, "pool=%s, domain=%s", sp, sd);
+	if (rc == 0 && activate && strcmp(d->pool, sp) != 0)
+		rc = st_fail(e, RPC_E_NOT_IN_POOL, "domain=%s, pool=%s", sd, sp);
+	bool is_master = rc == 0 && strcmp(s->pool_master, sd) == 0;
+	pthread_mutex_unlock(&s->lock);
+	if (rc < 0)
+		return -1;
+	int want = activate ? ST_DS_ACTIVE : ST_DS_ATTACHED;
+	if (cur == want)
+		return 0;   /* VDSM: already active (or attached) is success */
+	if (!activate && is_master) {
+		/* VDSM ignores deactivating the master without a new one; moving
+		 * the master role (masterMigrate) is not implemented here. */
+		if (!new_master || !*new_master || strcmp(new_master, ST_BLANK_UUID) == 0 ||
+		    strcmp(new_master, sd) == 0) {
+			log_info("storage: deactivating master domain %s ignored (as VDSM)", sd);
+			return 0;
+		}
+		return st_fail(e, RPC_E_GENERAL, "moving the master role to %s on deactivate is not "
+			       "supported (use StoragePool.reconstructMaster)", new_master);
+	}
+	rc = st_pool_set_dom_status(s, sd, want);
+	if (rc < 0)
+		return st_fail(e, RPC_E_GENERAL, "writing the pool metadata: %s", strerror(-rc));
+	return 0;
 }

@@ -11,7 +11,7 @@
  * metadata was changed gets its previous pool and role back, and then the
  * intent goes.  A domain that cannot be restored keeps the intent for the
  * next start (logged). */
-#include "st.h"
+#include "st_ops.h"
 #include "../../common/log.h"
 
 #include <errno.h>

@@ -16,7 +16,7 @@
  * test_storage_safety.c (names inside images/ and dom_md/) and
  * test_storage_links.c (the domain directory, dom_md/metadata[.tmp],
  * dom_md/spm_lease[.tmp], a copy's source, tasks/, mnt/ and a mount point). */
-#include "st.h"
+#include "st_model.h"
 
 #include <errno.h>
 #include <fcntl.h>

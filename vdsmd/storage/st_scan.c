@@ -15,7 +15,7 @@
  *   image directory left empty                             -> removed
  * Every access is relative to the domain's directory descriptor and never
  * follows a symlink (st_safe.c): a planted link is reported, not entered. */
-#include "st.h"
+#include "st_state.h"
 #include "../../common/log.h"
 
 #include <dirent.h>

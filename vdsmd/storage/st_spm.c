@@ -30,7 +30,7 @@
  *   R = 1 s, L = 3 s (test_storage_engine.py); L + R = 65 s with the defaults.
  *   A clean stop (spmStop, pool disconnect, vdsmd shutdown) writes HOST_ID=0
  *   and the next contender acquires at once. */
-#include "st.h"
+#include "st_ops.h"
 #include "../../common/log.h"
 
 #include <errno.h>
@@ -195,22 +195,22 @@ static void stop_renewer(struct storage_state *s)
 	pthread_mutex_unlock(&s->lock);
 }
 
-static bool aborted(struct st_task *t)
+static bool aborted(const struct st_io *io, char *err, size_t errlen)
 {
-	return t && __atomic_load_n(&t->abort, __ATOMIC_ACQUIRE);
+	return io && io->stopped && io->stopped(io->ctx, err, errlen);
 }
 
-/* Sleep ms in steps, giving up early when the task is stopped. */
-static bool wait_ms(struct st_task *t, unsigned ms)
+/* Sleep ms in steps, giving up early (err says why) when io is stopped. */
+static bool wait_ms(const struct st_io *io, unsigned ms, char *err, size_t errlen)
 {
 	uint64_t end = vd_now_ms() + ms;
 	while (vd_now_ms() < end) {
-		if (aborted(t))
+		if (aborted(io, err, errlen))
 			return false;
 		uint64_t left = end - vd_now_ms();
 		usleep((useconds_t)(left > 50 ? 50000 : left * 1000));
 	}
-	return !aborted(t);
+	return !aborted(io, err, errlen);
 }
 
 /* The lease protocol of the header comment: take the lease in dirs[0]
@@ -219,9 +219,9 @@ static bool wait_ms(struct st_task *t, unsigned ms)
  * by another host is watched for ltime: any change means that host is
  * alive (-EBUSY, *busy says who); no change means it expired.  Then our
  * record is written with the version + 1, and read back after renew ms.
- * t (may be NULL) is polled for Task.stop (-ECANCELED). */
+ * io (may be NULL) is polled for Task.stop (-ECANCELED). */
 static int lease_take(struct storage_state *s, const char *const *dirs, size_t n, int me,
-		      unsigned renew, unsigned ltime, struct st_task *t, struct lease *mine,
+		      unsigned renew, unsigned ltime, const struct st_io *io, struct lease *mine,
 		      struct lease *busy, char *err, size_t errlen)
 {
 	struct lease cur[4], seen[4];
@@ -250,10 +250,8 @@ static int lease_take(struct storage_state *s, const char *const *dirs, size_t n
 	}
 	uint64_t end = vd_now_ms() + ltime;
 	while (nheld && vd_now_ms() < end) {
-		if (!wait_ms(t, renew / 2 ? renew / 2 : 1)) {
-			st_task_abort_msg(s, t, err, errlen);
+		if (!wait_ms(io, renew / 2 ? renew / 2 : 1, err, errlen))
 			return -ECANCELED;
-		}
 		for (size_t i = 0; i < n; i++) {
 			if (!held[i])
 				continue;
@@ -289,10 +287,8 @@ static int lease_take(struct storage_state *s, const char *const *dirs, size_t n
 		snprintf(err, errlen, "writing the SPM lease: %s", strerror(-rc));
 		return rc;
 	}
-	if (!wait_ms(t, renew)) {
-		st_task_abort_msg(s, t, err, errlen);
+	if (!wait_ms(io, renew, err, errlen))
 		return -ECANCELED;
-	}
 	struct lease back;
 	if ((rc = lease_read(dirs[0], &back)) < 0) {
 		snprintf(err, errlen, "reading the SPM lease: %s", strerror(-rc));
@@ -329,7 +325,7 @@ int st_lease_drop(const char *dir, int me, int64_t lver)
 	return rc;
 }
 
-int st_spm_acquire(struct storage_state *s, struct st_task *t, char *err, size_t errlen)
+int st_spm_acquire(struct storage_state *s, const struct st_io *io, char *err, size_t errlen)
 {
 	pthread_mutex_lock(&s->lock);
 	if (!s->pool_connected) {
@@ -354,7 +350,7 @@ int st_spm_acquire(struct storage_state *s, struct st_task *t, char *err, size_t
 		goto out;
 	}
 	const char *dirs[1] = { mdir };
-	rc = lease_take(s, dirs, 1, me, renew, ltime, t, &mine, &busy, err, errlen);
+	rc = lease_take(s, dirs, 1, me, renew, ltime, io, &mine, &busy, err, errlen);
 	/* our record went out at least one renewal interval ago (it was read
 	 * back after waiting renew ms) */
 	uint64_t now = vd_now_ms(), written = now > renew ? now - renew : 0;
@@ -494,46 +490,9 @@ int st_spm_require(struct storage_state *s, const struct st_domain *d, struct st
 	return 0;
 }
 
-void st_spm_run_start(struct storage_state *s, struct st_task *t)
-{
-	char err[256] = "";
-	int rc = st_spm_acquire(s, t, err, sizeof(err));
-	if (rc == 0)
-		st_task_finish(s, t, ST_TR_SUCCESS, 0, "1 jobs completed successfully");
-	else
-		st_task_finish(s, t, ST_TR_CLEAN_SUCCESS,
-			       rc == -ECANCELED ? rpc_err_code(RPC_E_TASK_ABORTED)
-						: rpc_err_code(RPC_E_SPM_ACQUIRE), err);
-}
-
 static bool pool_is(struct storage_state *s, const char *sp)
 {
 	return s->pool_uuid[0] && sp && strcmp(s->pool_uuid, sp) == 0 && s->pool_connected;
-}
-
-int st_spm_start(struct storage_state *s, const char *sp, char task_id[37], struct st_err *e)
-{
-	pthread_mutex_lock(&s->lock);
-	if (!pool_is(s, sp)) {
-		pthread_mutex_unlock(&s->lock);
-		return st_fail(e, RPC_E_NO_POOL, "%s", sp ? sp : "");
-	}
-	if (!st_task_queue_has_room(s)) {
-		pthread_mutex_unlock(&s->lock);
-		return st_fail(e, RPC_E_NO_RESOURCES, "too many storage tasks queued");
-	}
-	int host = s->pool_host_id;
-	pthread_mutex_unlock(&s->lock);
-	struct st_task *t = st_task_alloc(ST_TK_SPM_START);
-	t->host_id = host;
-	int rc = st_task_persist(s, t);
-	if (rc < 0) {
-		st_task_free(t);
-		return st_fail(e, RPC_E_GENERAL, "cannot record the task: %s", strerror(-rc));
-	}
-	snprintf(task_id, 37, "%.36s", t->id);
-	st_task_submit(s, t);
-	return 0;
 }
 
 int st_spm_stop(struct storage_state *s, const char *sp, struct st_err *e)

@@ -1,6 +1,12 @@
-/* vdsmd/storage/st_task.c - asynchronous storage tasks: the table, the
- * persisted records under <storage_root>/tasks/, the executor threads,
- * Task.stop / Task.clear and recovery after a restart.
+/* vdsmd/storage/st_task.c - the task engine: the registry of operations,
+ * the table, the persisted records under <storage_root>/tasks/, the
+ * executor threads, Task.stop / Task.clear and recovery after a restart.
+ *
+ * The engine knows no operation: what a task does, which fields of its
+ * record are its own, what it claims from the startup scan and how an
+ * unfinished one is decided all come from the descriptor (struct
+ * st_task_op) its operation registered.  Nothing here calls up into them
+ * but through a descriptor.
  *
  * Tasks run on the storage executor's own threads (not the shared worker
  * pool): a long preallocation must never starve the blocking verbs the pool
@@ -14,9 +20,10 @@
  * ILLEGAL volume only when an unfinished record claims it, so a volume left
  * ILLEGAL by a failed rollback (a finished record explains it) is kept.  A
  * record found unfinished at startup belongs to a task that died with vdsmd;
- * its outcome is read from what the scan found (st_tasks_recover): a create
- * whose volume is complete succeeded, else it was rolled back ("aborted by
- * restart"); a delete whose volumes were all marked ILLEGAL is completed.
+ * its outcome is read from what the scan found (st_tasks_recover, through
+ * the operation's recover): a create whose volume is complete succeeded,
+ * else it was rolled back ("aborted by restart"); a delete whose volumes
+ * were all marked ILLEGAL is completed.
  *
  * Shutdown: every unfinished task is aborted; the executors drain the queue,
  * so queued tasks run their rollback and finish "aborted" (code 411) before
@@ -25,7 +32,7 @@
  * Locking: every task field that another thread may change (state, result,
  * code, message, progress, abort_why, child) is read and written under
  * s->lock; abort is also an atomic flag polled without it. */
-#include "st.h"
+#include "st_state.h"
 #include "../../common/log.h"
 
 #include <dirent.h>
@@ -73,17 +80,15 @@ static enum st_task_result result_parse(const char *s)
 	return ST_TR_NONE;
 }
 
-static const char *kind_verb(enum st_task_kind k)
+void st_task_register(struct storage_state *s, const struct st_task_op *op)
 {
-	switch (k) {
-	case ST_TK_CREATE: return "createVolume";
-	case ST_TK_DELETE: return "deleteVolume";
-	case ST_TK_IMAGE_DELETE: return "deleteImage";
-	case ST_TK_SPM_START: return "spmStart";
-	case ST_TK_EXTEND: return "extendVolumeSize";
-	case ST_TK_IMAGE_COPY: return "moveImage";
-	}
-	return "unknown";
+	if (op->kind >= 0 && op->kind < ST_TASK_KINDS)
+		s->task_ops[op->kind] = op;
+}
+
+const struct st_task_op *st_task_op_of(const struct storage_state *s, int kind)
+{
+	return kind >= 0 && kind < ST_TASK_KINDS ? s->task_ops[kind] : NULL;
 }
 
 char *st_task_path(const struct storage_state *s, const char *id)
@@ -91,12 +96,13 @@ char *st_task_path(const struct storage_state *s, const char *id)
 	return st_pathf("%s/tasks/%s.task", s->root, id);
 }
 
-struct st_task *st_task_alloc(enum st_task_kind kind)
+struct st_task *st_task_alloc(const struct st_task_op *op)
 {
 	struct st_task *t = xcalloc(1, sizeof(*t));
 	vd_uuid_generate(t->id);
-	t->kind = kind;
-	t->verb = kind_verb(kind);
+	t->op = op;
+	t->kind = op->kind;
+	t->verb = op->verb;
 	t->state = ST_TS_INIT;
 	snprintf(t->message, sizeof(t->message), "Task is initializing");
 	t->ctime = (uint64_t)time(NULL);
@@ -144,15 +150,8 @@ int st_task_persist(const struct storage_state *s, const struct st_task *t)
 		kv_set(&kv, "VOLUMES", b.data);
 		buf_free(&b);
 	}
-	if (t->kind == ST_TK_CREATE)
-		kv_set(&kv, "LEGAL", t->legal ? "1" : "0");
-	if (t->kind == ST_TK_EXTEND)
-		kv_setf(&kv, "SIZE", "%lld", (long long)t->size);
-	if (t->kind == ST_TK_IMAGE_COPY) {
-		kv_set(&kv, "DSTSDUUID", t->dst_sd);
-		kv_setf(&kv, "OP", "%d", t->icop);
-		kv_setf(&kv, "SYNCTYPE", "%d", t->sync_type);
-	}
+	if (t->op->save)
+		t->op->save(t, &kv);
 	if (t->postzero)
 		kv_set(&kv, "POSTZERO", "1");
 	if (t->discard)
@@ -170,6 +169,49 @@ void st_task_abort_msg(struct storage_state *s, struct st_task *t, char *err, si
 	pthread_mutex_lock(&s->lock);
 	snprintf(err, len, "Task is aborted: %s", t->abort_why);
 	pthread_mutex_unlock(&s->lock);
+}
+
+/* ---- st_io of a task ---------------------------------------------------- */
+
+static bool io_stopped(void *ctx, char *why, size_t len)
+{
+	struct st_task_io *x = ctx;
+	if (!__atomic_load_n(&x->t->abort, __ATOMIC_ACQUIRE))
+		return false;
+	st_task_abort_msg(x->s, x->t, why, len);
+	return true;
+}
+
+static void io_progress(void *ctx, int pct)
+{
+	struct st_task_io *x = ctx;
+	pthread_mutex_lock(&x->s->lock);
+	x->t->progress = pct;
+	pthread_mutex_unlock(&x->s->lock);
+}
+
+/* Task.stop and shutdown kill t->child; one spawned after the stop is
+ * killed here at once. */
+static void io_child(void *ctx, pid_t pid)
+{
+	struct st_task_io *x = ctx;
+	pthread_mutex_lock(&x->s->lock);
+	x->t->child = pid;
+	bool kill_now = pid > 0 && __atomic_load_n(&x->t->abort, __ATOMIC_ACQUIRE);
+	pthread_mutex_unlock(&x->s->lock);
+	if (kill_now)
+		kill(pid, SIGKILL);
+}
+
+void st_task_io_init(struct st_task_io *x, struct storage_state *s, struct st_task *t)
+{
+	memset(x, 0, sizeof(*x));
+	x->s = s;
+	x->t = t;
+	x->io.ctx = x;
+	x->io.stopped = io_stopped;
+	x->io.progress = io_progress;
+	x->io.child = io_child;
 }
 
 static void notify(struct storage_state *s, const struct st_task_status *st)
@@ -257,7 +299,7 @@ static void *executor(void *arg)
 		st_task_status_copy(t, &st);
 		pthread_mutex_unlock(&s->lock);
 		notify(s, &st);
-		st_task_run(s, t);
+		t->op->run(s, t);
 		pthread_mutex_lock(&s->lock);
 	}
 	pthread_mutex_unlock(&s->lock);
@@ -445,9 +487,10 @@ static void load_one(struct storage_state *s, const char *dir, const char *name)
 		free(path);
 		return;
 	}
-	int kind = (int)kv_get_int(&kv, "KIND", 0);
-	struct st_task *t = st_task_alloc(kind >= ST_TK_CREATE && kind <= ST_TK_LAST
-					  ? (enum st_task_kind)kind : ST_TK_CREATE);
+	const struct st_task_op *op = st_task_op_of(s, (int)kv_get_int(&kv, "KIND", 0));
+	if (!op)
+		op = s->task_ops[0];   /* an unknown kind is read as kind 0's */
+	struct st_task *t = st_task_alloc(op);
 	snprintf(t->id, sizeof(t->id), "%.36s", id);
 	snprintf(t->sd, sizeof(t->sd), "%.36s", kv_get(&kv, "SDUUID") ? kv_get(&kv, "SDUUID") : "");
 	snprintf(t->img, sizeof(t->img), "%.36s", kv_get(&kv, "IMGUUID") ? kv_get(&kv, "IMGUUID") : "");
@@ -455,23 +498,16 @@ static void load_one(struct storage_state *s, const char *dir, const char *name)
 	parse_vols(t, kv_get(&kv, "VOLUMES"));
 	if (!t->nvols && st_is_uuid(t->vol))
 		parse_vols(t, t->vol);
-	t->legal = kv_get_int(&kv, "LEGAL", 1) == 1;
-	t->size = kv_get_int(&kv, "SIZE", 0);
-	snprintf(t->dst_sd, sizeof(t->dst_sd), "%.36s",
-		 kv_get(&kv, "DSTSDUUID") ? kv_get(&kv, "DSTSDUUID") : "");
-	t->icop = (int)kv_get_int(&kv, "OP", 0);
-	t->sync_type = (int)kv_get_int(&kv, "SYNCTYPE", 0);
 	t->postzero = kv_get_int(&kv, "POSTZERO", 0) == 1;
 	t->discard = kv_get_int(&kv, "DISCARD", 0) == 1;
-	if (t->kind == ST_TK_IMAGE_COPY)
-		t->verb = t->icop == ST_IC_CLONE ? "cloneImageStructure"
-			  : t->icop == ST_IC_SYNC ? "syncImageData" : "moveImage";
+	if (op->load)
+		op->load(t, &kv);
 	t->ctime = (uint64_t)kv_get_int(&kv, "CTIME", 0);
 	const char *state = kv_get(&kv, "STATE");
 	if (state && strcmp(state, "finished") == 0) {
 		t->state = ST_TS_FINISHED;
 		t->result = result_parse(kv_get(&kv, "RESULT"));
-		t->code = (int)kv_get_int(&kv, "CODE", 100);
+		t->code = (int)kv_get_int(&kv, "CODE", rpc_err_code(RPC_E_GENERAL));
 		snprintf(t->message, sizeof(t->message), "%s",
 			 kv_get(&kv, "MESSAGE") ? kv_get(&kv, "MESSAGE") : "");
 		t->progress = t->result == ST_TR_SUCCESS ? 100 : 0;
@@ -490,11 +526,7 @@ struct st_task *st_task_claim(struct storage_state *s, const char *sd, const cha
 		return NULL;   /* after startup: nothing is claimed */
 	for (struct st_map_ent *e = map_first(&s->tasks); e; e = map_next(&s->tasks, e)) {
 		struct st_task *t = map_val(e);
-		/* an image copy claims what it may have made on the destination
-		 * (never the source; syncData makes nothing) */
-		const char *on = t->kind == ST_TK_EXTEND ? ""   /* makes nothing */
-				 : t->kind != ST_TK_IMAGE_COPY ? t->sd
-				 : t->icop != ST_IC_SYNC ? t->dst_sd : "";
+		const char *on = t->op->claims ? t->op->claims(t) : t->sd;
 		if (!t->recovering || strcmp(on, sd) != 0)
 			continue;
 		for (size_t i = 0; i < t->nvols; i++)
@@ -504,48 +536,6 @@ struct st_task *st_task_claim(struct storage_state *s, const char *sd, const cha
 	return NULL;
 }
 
-/* Remove the volumes of an interrupted delete the scan kept (LEGAL: not
- * yet marked when vdsmd died), children first as listed: ILLEGAL on disk,
- * data, metadata, index.  Returns how many could not be removed. */
-static size_t delete_rest(struct storage_state *s, struct st_domain *d, struct st_task *t)
-{
-	size_t kept = 0;
-	for (size_t i = 0; i < t->nvols; i++) {
-		struct st_volume *v = map_get(&d->volumes, t->vols[i]);
-		if (!v)
-			continue;
-		struct st_volume copy = *v;
-		copy.legal = false;
-		int rc = st_vol_write_meta(d, &copy);
-		if (rc == 0)
-			v->legal = false;
-		if (rc == 0 && (t->postzero || t->discard))
-			rc = st_vol_scrub(d, v->image, v->uuid, t->postzero, t->discard);
-		if (rc == 0)
-			rc = st_vol_unlink(d, v->image, v->uuid, false);
-		if (rc == 0)
-			rc = st_vol_unlink(d, v->image, v->uuid, true);
-		if (rc < 0) {
-			log_error("storage: task %s: cannot finish removing volume %s: %s", t->id,
-				  v->uuid, strerror(-rc));
-			kept++;
-			continue;
-		}
-		char img[37];
-		snprintf(img, sizeof(img), "%s", v->image);
-		index_del_volume(d, t->vols[i]);
-		if (!map_get(&d->images, img)) {
-			int images = st_dir_at(d->dir, "images");
-			if (images >= 0) {
-				if (unlinkat(images, img, AT_REMOVEDIR) == 0)
-					fsync(images);
-				close(images);
-			}
-		}
-	}
-	return kept;
-}
-
 void st_tasks_recover(struct storage_state *s)
 {
 	for (struct st_map_ent *e = map_first(&s->tasks); e; e = map_next(&s->tasks, e)) {
@@ -553,67 +543,8 @@ void st_tasks_recover(struct storage_state *s)
 		if (!t->recovering)
 			continue;
 		t->recovering = false;
-		struct st_domain *d = map_get(&s->domains, t->sd);
-		size_t left = 0;
-		for (size_t i = 0; d && i < t->nvols; i++)
-			if (map_get(&d->volumes, t->vols[i]))
-				left++;
 		t->state = ST_TS_FINISHED;
-		const char *done = "1 jobs completed successfully";
-		if (!d && t->kind != ST_TK_SPM_START) {
-			t->result = ST_TR_CLEAN_FAILURE;
-			t->code = 100;
-			snprintf(t->message, sizeof(t->message),
-				 "interrupted by restart; storage domain %s is not available", t->sd);
-		} else if (t->kind == ST_TK_IMAGE_COPY) {
-			st_image_copy_recover(s, t);
-		} else if (t->kind == ST_TK_EXTEND) {
-			struct st_volume *v = map_get(&d->volumes, t->vol);
-			bool ok = v && v->capacity >= t->size;
-			if (v && !ok && st_volume_grown(d, v, t->size)) {
-				/* the data was grown and synced, the metadata not
-				 * yet: finish it (a volume never shrinks) */
-				struct st_volume copy = *v;
-				copy.capacity = t->size;
-				copy.mtime = (int64_t)time(NULL);
-				if (st_vol_write_meta(d, &copy) == 0) {
-					v->capacity = t->size;
-					v->mtime = copy.mtime;
-					ok = true;
-				}
-			}
-			t->result = ok ? ST_TR_SUCCESS : ST_TR_CLEAN_SUCCESS;
-			t->code = ok ? 0 : rpc_err_code(RPC_E_TASK_ABORTED);
-			snprintf(t->message, sizeof(t->message), "%s", ok ? done : "aborted by restart");
-		} else if (t->kind == ST_TK_CREATE) {
-			struct st_volume *v = map_get(&d->volumes, t->vol);
-			bool ok = v && (v->legal || !t->legal);
-			t->result = ok ? ST_TR_SUCCESS : ST_TR_CLEAN_SUCCESS;
-			t->code = ok ? 0 : rpc_err_code(RPC_E_TASK_ABORTED);
-			snprintf(t->message, sizeof(t->message), "%s", ok ? done : "aborted by restart");
-		} else if (t->kind == ST_TK_SPM_START || left == t->nvols) {
-			/* the SPM role does not survive a restart; a delete
-			 * that removed nothing was not started */
-			t->result = ST_TR_CLEAN_SUCCESS;
-			t->code = rpc_err_code(RPC_E_TASK_ABORTED);
-			snprintf(t->message, sizeof(t->message), "aborted by restart");
-		} else if (left == 0) {
-			t->result = ST_TR_SUCCESS;
-			t->code = 0;
-			snprintf(t->message, sizeof(t->message), "%s", done);
-		} else {
-			/* some volumes were marked ILLEGAL (and the scan removed
-			 * them): the delete had begun; finish it */
-			size_t kept = delete_rest(s, d, t);
-			t->result = kept ? ST_TR_CLEAN_FAILURE : ST_TR_SUCCESS;
-			t->code = kept ? 100 : 0;
-			if (kept)
-				snprintf(t->message, sizeof(t->message),
-					 "interrupted by restart: %zu of %zu volumes removed, %zu "
-					 "kept", t->nvols - kept, t->nvols, kept);
-			else
-				snprintf(t->message, sizeof(t->message), "%s", done);
-		}
+		t->op->recover(s, t);
 		t->progress = t->result == ST_TR_SUCCESS ? 100 : 0;
 		s->tasks_aborted++;
 		s->tasks_recovering--;

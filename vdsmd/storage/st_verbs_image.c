@@ -1,13 +1,66 @@
-/* vdsmd/storage/st_verbs_image.c - Image.prepare / teardown,
- * Volume.setLegality / refresh / getQemuImageInfo, Task.getInfo / revert.
- * Blocking verbs (they touch storage) except Task.getInfo. */
+/* vdsmd/storage/st_verbs_image.c - Image.*: prepare / teardown (blocking),
+ * getVolumes (from the index), delete / deleteVolumes (a task), and
+ * cloneStructure / syncData / move (a task between domains). */
 #include "st_verbs.h"
 
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #define ARG(n) rpc_arg_str(c, n, NULL)
+
+int vh_img_get_volumes(struct rpc_call *c)
+{
+	struct storage_state *s;
+	const struct st_domain *d = verb_lock_domain(c, &s);
+	if (!d)
+		return -1;
+	const char *img = rpc_arg_str(c, "imageID", NULL);
+	const struct st_image *im = map_get(&d->images, img);
+	if (!im) {
+		pthread_mutex_unlock(&s->lock);
+		return rpc_fail(c, RPC_E_NO_IMAGE, "%s", img);
+	}
+	vw_begin_array(c->w);
+	for (size_t i = 0; i < im->n; i++)
+		vw_strz(c->w, im->vols[i]->uuid);
+	vw_end_array(c->w);
+	pthread_mutex_unlock(&s->lock);
+	return 0;
+}
+
+int vh_img_delete(struct rpc_call *c)
+{
+	struct storage_state *s = verb_state(c);
+	if (!s)
+		return -1;
+	struct st_err e = { 0 };
+	char tid[37];
+	struct st_delopts o = verb_del_opts(c);
+	int rc = st_image_delete(s, rpc_arg_str(c, "storagedomainID", NULL),
+				 rpc_arg_str(c, "imageID", NULL), &o, tid, &e);
+	return verb_answer_task(c, rc, tid, &e);
+}
+
+int vh_img_delete_volumes(struct rpc_call *c)
+{
+	struct storage_state *s = verb_state(c);
+	if (!s)
+		return -1;
+	const struct vd_value *list = rpc_arg(c, "volumeList");
+	size_t n = list->v.arr.n;
+	if (n == 0 || n > 1024)
+		return rpc_fail(c, RPC_E_PARAMS, "volumeList: 1 to 1024 volume UUIDs expected");
+	const char **ids = arena_alloc(c->arena, n * sizeof(*ids));
+	for (size_t i = 0; i < n; i++) {
+		const struct vd_value *it = &list->v.arr.items[i];
+		ids[i] = arena_strndup(c->arena, it->v.s.ptr, it->v.s.len);
+	}
+	struct st_delopts o = verb_del_opts(c);
+	struct st_err e = { 0 };
+	char tid[37];
+	int rc = st_volumes_delete(s, rpc_arg_str(c, "storagedomainID", NULL),
+				   rpc_arg_str(c, "imageID", NULL), ids, n, &o, tid, &e);
+	return verb_answer_task(c, rc, tid, &e);
+}
 
 int vh_img_prepare(struct rpc_call *c)
 {
@@ -62,150 +115,6 @@ int vh_img_teardown(struct rpc_call *c)
 	vw_bool(c->w, true);
 	return 0;
 }
-
-int vh_vol_set_legality(struct rpc_call *c)
-{
-	struct storage_state *s = verb_state(c);
-	if (!s)
-		return -1;
-	const char *leg = ARG("legality");
-	bool legal = leg && strcmp(leg, "LEGAL") == 0;
-	if (!leg || (!legal && strcmp(leg, "ILLEGAL") != 0))
-		return rpc_fail(c, RPC_E_PARAMS, "legality: LEGAL or ILLEGAL (FAKE is for block "
-				"backup domains only)");
-	struct st_err e = { 0 };
-	if (st_volume_set_legality(s, ARG("storagedomainID"), ARG("imageID"), ARG("volumeID"),
-				   legal, &e) < 0)
-		return verb_fail(c, &e);
-	vw_bool(c->w, true);
-	return 0;
-}
-
-int vh_vol_refresh(struct rpc_call *c)
-{
-	struct storage_state *s = verb_state(c);
-	if (!s)
-		return -1;
-	struct st_err e = { 0 };
-	if (st_volume_refresh(s, ARG("storagedomainID"), ARG("imageID"), ARG("volumeID"), &e) < 0)
-		return verb_fail(c, &e);
-	vw_bool(c->w, true);
-	return 0;
-}
-
-int vh_vol_qemu_info(struct rpc_call *c)
-{
-	struct storage_state *s = verb_state(c);
-	if (!s)
-		return -1;
-	struct st_err e = { 0 };
-	struct st_qinfo q;
-	if (st_volume_qemu_info(s, ARG("storagedomainID"), ARG("imageID"), ARG("volumeID"), &q,
-				&e) < 0)
-		return verb_fail(c, &e);
-	/* As VDSM builds it (volume.py getQemuImageInfo): each key only when
-	 * qemu-img reported it; bitmaps only when the qcow2 image lists any,
-	 * each a Qcow2BitmapInfo namedtuple, which VDSM's json.dumps sends as
-	 * the array [name, granularity, flags]. */
-	struct vd_writer *w = c->w;
-	vw_begin_object(w);
-	vw_kint(w, "virtualsize", q.virtual_size);
-	vw_kstr(w, "format", q.format);
-	if (q.has_cluster)
-		vw_kint(w, "clustersize", q.cluster_size);
-	if (q.backing[0])
-		vw_kstr(w, "backingfile", q.backing);
-	if (q.compat[0])
-		vw_kstr(w, "compat", q.compat);
-	if (q.has_bitmaps) {
-		vw_keyz(w, "bitmaps");
-		vw_begin_array(w);
-		for (size_t i = 0; i < q.nbitmaps; i++) {
-			vw_begin_array(w);
-			vw_strz(w, q.bitmaps[i].name);
-			vw_int(w, q.bitmaps[i].granularity);
-			vw_begin_array(w);
-			if (q.bitmaps[i].flags & ST_QBM_IN_USE)
-				vw_strz(w, "in-use");
-			if (q.bitmaps[i].flags & ST_QBM_AUTO)
-				vw_strz(w, "auto");
-			vw_end_array(w);
-			vw_end_array(w);
-		}
-		vw_end_array(w);
-	}
-	vw_end_object(w);
-	st_qinfo_free(&q);
-	return 0;
-}
-
-int vh_task_get_info(struct rpc_call *c)
-{
-	struct storage_state *s = verb_state(c);
-	if (!s)
-		return -1;
-	struct st_err e = { 0 };
-	struct st_task_status st;
-	if (st_task_get(s, ARG("taskID"), &st, &e) < 0)
-		return verb_fail(c, &e);
-	vw_begin_object(c->w);
-	vw_kstr(c->w, "id", st.id);
-	vw_kstr(c->w, "verb", st.verb);
-	vw_end_object(c->w);
-	return 0;
-}
-
-/* A task rolls back when it fails or is stopped; revert is that for a task
- * still running (a finished one is already complete or rolled back: 410). */
-int vh_task_revert(struct rpc_call *c)
-{
-	return verb_by_id(c, "taskID", st_task_stop);
-}
-
-int vh_vol_measure(struct rpc_call *c)
-{
-	struct storage_state *s = verb_state(c);
-	if (!s)
-		return -1;
-	int64_t fmt = rpc_arg_int(c, "dstVolFormat", 0);
-	if (fmt != ST_FMT_COW && fmt != ST_FMT_RAW)
-		return rpc_fail(c, RPC_E_PARAMS, "dstVolFormat: 4 (COW) or 5 (RAW)");
-	if (!rpc_arg_bool(c, "backing_chain", true))
-		return rpc_fail(c, RPC_E_PARAMS, "backing_chain: only the whole chain is measured");
-	const char *base = ARG("baseID");
-	if (base && *base && strcmp(base, ST_BLANK_UUID) != 0)
-		return rpc_fail(c, RPC_E_PARAMS, "baseID: measuring part of a chain is not supported");
-	struct st_err e = { 0 };
-	int64_t req = 0;
-	if (st_volume_measure(s, ARG("storagedomainID"), ARG("imageID"), ARG("volumeID"), (int)fmt,
-			      &req, &e) < 0)
-		return verb_fail(c, &e);
-	vw_begin_object(c->w);
-	vw_kint(c->w, "required", req);
-	vw_end_object(c->w);
-	return 0;
-}
-
-int vh_vol_extend_size(struct rpc_call *c)
-{
-	struct storage_state *s = verb_state(c);
-	if (!s)
-		return -1;
-	const char *ns = ARG("newSize");
-	char *end = NULL;
-	long long size = ns && *ns ? strtoll(ns, &end, 10) : -1;
-	if (!end || *end || size <= 0)
-		return rpc_fail(c, RPC_E_PARAMS, "newSize: bytes as a string of digits");
-	struct st_err e = { 0 };
-	char tid[37];
-	if (st_volume_extend(s, ARG("storagedomainID"), ARG("imageID"), ARG("volumeID"), size, tid,
-			     &e) < 0)
-		return verb_fail(c, &e);
-	vw_strz(c->w, tid);
-	return 0;
-}
-
-/* ---- Image.cloneStructure / syncData / move (st_imgcopy.c) --------------- */
 
 static int image_copy_verb(struct rpc_call *c, struct st_imgcopy_req *r)
 {

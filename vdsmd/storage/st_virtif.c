@@ -2,7 +2,7 @@
  * volume (storage.h): its sizes after a refresh, and recording the capacity
  * a running VM's disk was resized to (VDSM's setVolumeSize).  Metadata
  * first, memory after, as the volume verbs do. */
-#include "st.h"
+#include "st_ops.h"
 #include "storage.h"
 
 #include <stdio.h>

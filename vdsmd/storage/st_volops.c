@@ -2,7 +2,7 @@
  * Volume.refresh, Volume.getQemuImageInfo.  Metadata first, memory after;
  * qemu-img only ever gets a path checked through the domain's directory
  * descriptor (st_image_prepare2). */
-#include "st.h"
+#include "st_ops.h"
 #include "../../codecs/codec.h"
 #include "../../common/arena.h"
 #include "../../common/log.h"
@@ -99,7 +99,7 @@ static int qemu_json(struct storage_state *s, const char *sd, const char *img, c
 		return -1;
 	argv[path_at] = c.paths[0];
 	char err[512];
-	int rc = st_run_tool_out(s, NULL, "qemu-img", "qemu-utils", argv, -1, b, err, sizeof(err));
+	int rc = st_run_tool_out(NULL, "qemu-img", "qemu-utils", argv, -1, b, err, sizeof(err));
 	st_chain_free(&c);
 	if (rc < 0)
 		return st_fail(e, RPC_E_GENERAL, "%s", err);
@@ -199,167 +199,3 @@ int st_volume_qemu_info(struct storage_state *s, const char *sd, const char *img
 	return 0;
 }
 
-int st_volume_extend(struct storage_state *s, const char *sd, const char *img, const char *vol,
-		     int64_t new_size, char task_id[37], struct st_err *e)
-{
-	if (new_size <= 0 || new_size % 512 != 0)
-		return st_fail(e, RPC_E_PARAMS, "newSize: a positive multiple of 512");
-	struct st_domain *d = NULL;
-	pthread_mutex_lock(&s->lock);
-	struct st_volume *v = st_find_volume(s, sd, img, vol, &d, e);
-	int rc = v ? st_spm_require(s, d, e) : -1;
-	if (rc == 0 && v->busy)
-		rc = st_fail(e, RPC_E_GENERAL, "volume %s is busy", vol);
-	if (rc == 0 && !v->legal)
-		rc = st_fail(e, RPC_E_GENERAL, "volume %s is ILLEGAL", vol);
-	if (rc == 0 && new_size < v->capacity)
-		rc = st_fail(e, RPC_E_PARAMS, "newSize: %lld is smaller than the volume (%lld); "
-			     "volumes only grow", (long long)new_size, (long long)v->capacity);
-	if (rc == 0 && !st_task_queue_has_room(s))
-		rc = st_fail(e, RPC_E_NO_RESOURCES, "too many storage tasks queued");
-	if (rc < 0) {
-		pthread_mutex_unlock(&s->lock);
-		return -1;
-	}
-	v->busy = true;
-	d->busy++;
-	pthread_mutex_unlock(&s->lock);
-	struct st_task *t = st_task_alloc(ST_TK_EXTEND);
-	snprintf(t->sd, sizeof(t->sd), "%.36s", sd);
-	snprintf(t->img, sizeof(t->img), "%.36s", img);
-	snprintf(t->vol, sizeof(t->vol), "%.36s", vol);
-	t->vols = xcalloc(1, sizeof(*t->vols));
-	snprintf(t->vols[0], 37, "%.36s", vol);
-	t->nvols = 1;
-	t->size = new_size;
-	rc = st_task_persist(s, t);
-	if (rc < 0) {
-		pthread_mutex_lock(&s->lock);
-		v->busy = false;
-		d->busy--;
-		pthread_mutex_unlock(&s->lock);
-		st_task_free(t);
-		return st_fail(e, RPC_E_GENERAL, "cannot record the task: %s", strerror(-rc));
-	}
-	snprintf(task_id, 37, "%.36s", t->id);
-	st_task_submit(s, t);
-	return 0;
-}
-
-/* Data first (RAW: ftruncate, preallocated: fallocate the new part; COW:
- * qemu-img resize), synced, then the metadata's CAP, then memory.  A failed
- * data step puts a RAW file back to its old size. */
-bool st_volume_grown(const struct st_domain *d, const struct st_volume *v, int64_t size)
-{
-	int ifd = st_img_open(d, v->image, false);
-	int fd = ifd < 0 ? -1 : openat(ifd, v->uuid, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (ifd >= 0)
-		close(ifd);
-	if (fd < 0)
-		return false;
-	struct stat st;
-	int64_t have = -1;
-	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
-		if (v->format != ST_FMT_COW) {
-			have = st.st_size;
-		} else {   /* qcow2 header: magic, version, ..., size at 24 (BE) */
-			unsigned char h[32];
-			if (pread(fd, h, sizeof(h), 0) == (ssize_t)sizeof(h) &&
-			    memcmp(h, "QFI\xfb", 4) == 0) {
-				uint64_t vs = 0;
-				for (int i = 0; i < 8; i++)
-					vs = vs << 8 | h[24 + i];
-				have = vs > INT64_MAX ? -1 : (int64_t)vs;
-			}
-		}
-	}
-	close(fd);
-	return have >= size;
-}
-
-void st_volume_run_extend(struct storage_state *s, struct st_task *t)
-{
-	char err[256] = "";
-	pthread_mutex_lock(&s->lock);
-	struct st_domain *d = map_get(&s->domains, t->sd);
-	struct st_volume copy = *(struct st_volume *)map_get(&d->volumes, t->vol);
-	pthread_mutex_unlock(&s->lock);
-	int rc = 0;
-	int ifd = -1, fd = -1;
-	if (__atomic_load_n(&t->abort, __ATOMIC_ACQUIRE)) {
-		rc = -ECANCELED;
-		st_task_abort_msg(s, t, err, sizeof(err));
-		goto out;
-	}
-	ifd = st_img_open(d, t->img, false);
-	fd = ifd < 0 ? -1 : openat(ifd, t->vol, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
-	struct stat st;
-	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		rc = fd < 0 ? (ifd < 0 ? ifd : -errno) : -EINVAL;
-		snprintf(err, sizeof(err), "volume data file: %s", strerror(-rc));
-		goto out;
-	}
-	if (copy.format == ST_FMT_COW) {
-		char size[32];
-		snprintf(size, sizeof(size), "%lld", (long long)t->size);
-		/* backing null: the backing file is not opened (its relative
-		 * name would be resolved against /proc/self/fd) nor needed */
-		char *argv[] = { (char *)"qemu-img", (char *)"resize", (char *)"-q",
-				 (char *)"json:{\"driver\":\"qcow2\",\"backing\":null,\"file\":"
-				 "{\"driver\":\"file\",\"filename\":\"/proc/self/fd/3\"}}",
-				 size, NULL };
-		rc = st_run_qemu_img(s, t, argv, fd, err, sizeof(err));
-	} else {
-		off_t old = st.st_size;
-		if (ftruncate(fd, t->size) < 0)
-			rc = -errno;
-		if (rc == 0 && copy.alloc == ST_PREALLOCATED && t->size > old &&
-		    fallocate(fd, 0, old, t->size - old) < 0 && errno != EOPNOTSUPP)
-			rc = -errno;
-		if (rc < 0) {
-			snprintf(err, sizeof(err), "growing to %lld bytes: %s", (long long)t->size,
-				 strerror(-rc));
-			if (ftruncate(fd, old) < 0)
-				log_error("storage: volume %s: cannot shrink back: %s", t->vol,
-					  strerror(errno));
-		}
-	}
-	if (rc == 0 && fsync(fd) < 0) {
-		rc = -errno;
-		snprintf(err, sizeof(err), "syncing: %s", strerror(-rc));
-	}
-	if (rc == 0) {
-		ST_CRASH("extend.grown");
-		copy.capacity = t->size;
-		copy.mtime = (int64_t)time(NULL);
-		if ((rc = st_vol_write_meta(d, &copy)) < 0)
-			snprintf(err, sizeof(err), "writing volume metadata: %s", strerror(-rc));
-		else
-			ST_CRASH("extend.meta");
-	}
-out:
-	if (fd >= 0)
-		close(fd);
-	if (ifd >= 0)
-		close(ifd);
-	int64_t app = 0, tru = 0;
-	bool sized = st_vol_stat(d, t->img, t->vol, &app, &tru) == 0;
-	pthread_mutex_lock(&s->lock);
-	struct st_volume *v = map_get(&d->volumes, t->vol);
-	if (rc == 0) {
-		v->capacity = t->size;
-		v->mtime = copy.mtime;
-	}
-	if (sized) {
-		v->apparent = app;
-		v->truesize = tru;
-	}
-	v->busy = false;
-	d->busy--;
-	pthread_mutex_unlock(&s->lock);
-	if (rc == 0)
-		st_task_finish(s, t, ST_TR_SUCCESS, 0, "1 jobs completed successfully");
-	else
-		st_task_finish(s, t, ST_TR_CLEAN_SUCCESS,
-			       rc == -ECANCELED ? rpc_err_code(RPC_E_TASK_ABORTED) : 100, err);
-}

@@ -5,7 +5,8 @@
  * to writing zeros when the filesystem cannot), with progress and abort
  * checks between chunks.  COW: qcow2 through `qemu-img create`, with a
  * relative backing file for snapshots.  Errors leave no data file behind. */
-#include "st.h"
+#include "st_crash.h"
+#include "st_model.h"
 #include "../../common/log.h"
 
 #include <errno.h>
@@ -191,34 +192,30 @@ int st_vol_scrub(const struct st_domain *d, const char *img, const char *vol, bo
 
 /* ---- data creation ------------------------------------------------------- */
 
-static bool task_aborted(struct storage_state *s, struct st_task *t)
+static bool io_stopped(const struct st_io *io, char *err, size_t errlen)
 {
-	return t && __atomic_load_n(&t->abort, __ATOMIC_ACQUIRE);
+	return io && io->stopped && io->stopped(io->ctx, err, errlen);
 }
 
-static void task_progress(struct storage_state *s, struct st_task *t, int64_t done, int64_t total)
+static void io_progress(const struct st_io *io, int64_t done, int64_t total)
 {
-	if (!t || total <= 0)
+	if (!io || !io->progress || total <= 0)
 		return;
-	int pct = (int)(done * 100 / total);
-	pthread_mutex_lock(&s->lock);
-	t->progress = pct;
-	pthread_mutex_unlock(&s->lock);
+	io->progress(io->ctx, (int)(done * 100 / total));
 }
 
-static int preallocate(struct storage_state *s, struct st_task *t, int fd, int64_t size,
-		       char *err, size_t errlen)
+static int preallocate(const struct st_vol_spec *sp, const struct st_io *io, int fd,
+		       int64_t size, char *err, size_t errlen)
 {
 #ifdef VD_TEST_HOOKS
-	bool use_write = s->prealloc_force_write;
+	bool use_write = sp->prealloc_force_write;
 #else
 	bool use_write = false;
+	(void)sp;
 #endif
 	for (off_t off = 0; off < size;) {
-		if (task_aborted(s, t)) {
-			st_task_abort_msg(s, t, err, errlen);
+		if (io_stopped(io, err, errlen))
 			return -ECANCELED;
-		}
 		off_t len = VD_MIN(PREALLOC_CHUNK, (off_t)size - off);
 		int rc = 0;
 		if (!use_write) {
@@ -240,11 +237,11 @@ static int preallocate(struct storage_state *s, struct st_task *t, int fd, int64
 			return rc;
 		}
 		off += len;
-		task_progress(s, t, off, size);
+		io_progress(io, off, size);
 		ST_CRASH("create.prealloc-chunk");
 #ifdef VD_TEST_HOOKS
-		if (s->prealloc_chunk_delay_us)
-			usleep(s->prealloc_chunk_delay_us);
+		if (sp->prealloc_chunk_delay_us)
+			usleep(sp->prealloc_chunk_delay_us);
 #endif
 	}
 	return 0;
@@ -255,8 +252,8 @@ static int preallocate(struct storage_state *s, struct st_task *t, int fd, int64
  * image directory descriptor) and handed to the child as descriptor 3, which
  * qemu-img opens as /proc/self/fd/3; a backing file is recorded with -u
  * (not opened: its relative name is resolved by readers against the
- * volume's real directory).  The child's pid is kept in the task (under
- * s->lock) so that Task.stop and shutdown kill it; the executor thread that
+ * volume's real directory).  The child's pid goes to io->child, whose
+ * owner (a task, a job) kills it when the work is stopped; the thread that
  * spawned it always reaps it.  Output goes to a pipe (first 512 bytes kept
  * for the error message). */
 static char *find_exe(const char *name)
@@ -278,38 +275,32 @@ static char *find_exe(const char *name)
 	return NULL;
 }
 
-static void set_child(struct storage_state *s, struct st_task *t, pid_t pid)
+static void set_child(const struct st_io *io, pid_t pid)
 {
-	if (!s || !t)
-		return;
-	pthread_mutex_lock(&s->lock);
-	t->child = pid;
-	bool kill_now = pid > 0 && __atomic_load_n(&t->abort, __ATOMIC_ACQUIRE);
-	pthread_mutex_unlock(&s->lock);
-	if (kill_now)
-		kill(pid, SIGKILL);
+	if (io && io->child)
+		io->child(io->ctx, pid);
 }
 
-int st_run_qemu_img(struct storage_state *s, struct st_task *t, char *const argv[], int datafd,
-		    char *err, size_t errlen)
+int st_run_qemu_img(const struct st_io *io, char *const argv[], int datafd, char *err,
+		    size_t errlen)
 {
-	return st_run_tool(s, t, "qemu-img", "qemu-utils", argv, datafd, err, errlen);
+	return st_run_tool(io, "qemu-img", "qemu-utils", argv, datafd, err, errlen);
 }
 
-int st_run_tool(struct storage_state *s, struct st_task *t, const char *tool, const char *pkg,
-		char *const argv[], int datafd, char *err, size_t errlen)
+int st_run_tool(const struct st_io *io, const char *tool, const char *pkg, char *const argv[],
+		int datafd, char *err, size_t errlen)
 {
-	return st_run_tool_out(s, t, tool, pkg, argv, datafd, NULL, err, errlen);
+	return st_run_tool_out(io, tool, pkg, argv, datafd, NULL, err, errlen);
 }
 
-int st_run_tool_out(struct storage_state *s, struct st_task *t, const char *tool, const char *pkg,
+int st_run_tool_out(const struct st_io *io, const char *tool, const char *pkg,
 		    char *const argv[], int datafd, struct vd_buf *output, char *err,
 		    size_t errlen)
 {
-	return st_run_tool_cb(s, t, tool, pkg, argv, datafd, output, NULL, NULL, err, errlen);
+	return st_run_tool_cb(io, tool, pkg, argv, datafd, output, NULL, NULL, err, errlen);
 }
 
-int st_run_tool_cb(struct storage_state *s, struct st_task *t, const char *tool, const char *pkg,
+int st_run_tool_cb(const struct st_io *io, const char *tool, const char *pkg,
 		   char *const argv[], int datafd, struct vd_buf *output,
 		   void (*cb)(void *ctx, const char *data, size_t n), void *ctx, char *err,
 		   size_t errlen)
@@ -352,10 +343,10 @@ int st_run_tool_cb(struct storage_state *s, struct st_task *t, const char *tool,
 		snprintf(err, errlen, "cannot run qemu-img: %s", strerror(serr));
 		return -serr;
 	}
-	set_child(s, t, pid);
+	set_child(io, pid);
 #ifdef VD_TEST_HOOKS
-	if (t && t->crash_step)
-		st_crash_point(t->crash_step);
+	if (io && io->crash_step)
+		st_crash_point(io->crash_step);
 #endif
 	char out[512];
 	size_t got = 0;
@@ -380,7 +371,7 @@ int st_run_tool_cb(struct storage_state *s, struct st_task *t, const char *tool,
 	pid_t w;
 	while ((w = waitpid(pid, &status, 0)) < 0 && errno == EINTR)
 		;
-	set_child(s, t, 0);
+	set_child(io, 0);
 	const char *what = argv[1] ? argv[1] : "";
 	if (w != pid) {
 		snprintf(err, errlen, "%s %s: cannot get its exit status: %s", tool, what,
@@ -394,10 +385,8 @@ int st_run_tool_cb(struct storage_state *s, struct st_task *t, const char *tool,
 	for (char *p = out; *p; p++)
 		if (*p == '\n')
 			*p = ' ';
-	if (t && __atomic_load_n(&t->abort, __ATOMIC_ACQUIRE)) {
-		st_task_abort_msg(s, t, err, errlen);
+	if (io_stopped(io, err, errlen))
 		return -ECANCELED;
-	}
 	/* "-p" progress lines end in '\r': the message is what follows */
 	const char *msg = strrchr(out, '\r') ? strrchr(out, '\r') + 1 : out;
 	if (WIFSIGNALED(status) && WTERMSIG(status) == SIGXFSZ) {
@@ -434,7 +423,12 @@ static int check_qcow2(int fd, int64_t size, char *err, size_t errlen)
 	return 0;
 }
 
-static int create_cow(struct storage_state *s, struct st_task *t, int fd, char *err,
+static bool has_parent(const struct st_vol_spec *t)
+{
+	return t->parent && t->parent[0] && strcmp(t->parent, ST_BLANK_UUID) != 0;
+}
+
+static int create_cow(const struct st_vol_spec *t, const struct st_io *io, int fd, char *err,
 		      size_t errlen)
 {
 	char size[32], backing[128];
@@ -449,7 +443,7 @@ static int create_cow(struct storage_state *s, struct st_task *t, int fd, char *
 	argv[n++] = (char *)"-o";
 	argv[n++] = (char *)(t->alloc == ST_PREALLOCATED ? "compat=1.1,preallocation=falloc"
 							 : "compat=1.1");
-	if (t->parent[0] && strcmp(t->parent, ST_BLANK_UUID) != 0) {
+	if (has_parent(t)) {
 		if (strcmp(t->parent_img, t->img) == 0)
 			snprintf(backing, sizeof(backing), "%s", t->parent);
 		else
@@ -463,13 +457,13 @@ static int create_cow(struct storage_state *s, struct st_task *t, int fd, char *
 	argv[n++] = (char *)"/proc/self/fd/3";
 	argv[n++] = size;
 	argv[n] = NULL;
-	return st_run_qemu_img(s, t, argv, fd, err, errlen);
+	return st_run_qemu_img(io, argv, fd, err, errlen);
 }
 
-int st_vol_create_data(struct storage_state *s, struct st_task *t, const struct st_domain *d,
-		       char *err, size_t errlen)
+int st_vol_create_data(const struct st_domain *d, const struct st_vol_spec *t,
+		       const struct st_io *io, char *err, size_t errlen)
 {
-	if (t->parent[0] && strcmp(t->parent, ST_BLANK_UUID) != 0) {
+	if (has_parent(t)) {
 		/* qemu-img does not open the backing file (-u): check it here,
 		 * through the domain's descriptors like everything else. */
 		int64_t app, tru;
@@ -495,13 +489,13 @@ int st_vol_create_data(struct storage_state *s, struct st_task *t, const struct 
 	}
 	ST_CRASH("create.data-file");
 	if (t->format == ST_FMT_COW) {
-		rc = create_cow(s, t, fd, err, errlen);
+		rc = create_cow(t, io, fd, err, errlen);
 		if (rc == 0)
 			ST_CRASH("create.cow-written");
 		if (rc == 0)
 			rc = check_qcow2(fd, t->size, err, errlen);
 	} else if (t->alloc == ST_PREALLOCATED) {
-		rc = preallocate(s, t, fd, t->size, err, errlen);
+		rc = preallocate(t, io, fd, t->size, err, errlen);
 		if (rc == 0 && ftruncate(fd, t->size) < 0) {
 			rc = -errno;
 			snprintf(err, errlen, "sizing to %lld bytes: %s", (long long)t->size,

@@ -5,7 +5,6 @@
  * A storage_root that cannot be opened does not stop the daemon: the error is
  * logged and every storage verb answers code 100 naming the problem. */
 #include "storage.h"
-#include "st.h"
 #include "st_verbs.h"
 #include "../../common/log.h"
 #include "../../rpc/event.h"

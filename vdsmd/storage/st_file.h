@@ -1,0 +1,118 @@
+/* vdsmd/storage/st_file.h - the file primitives of the storage backend:
+ * what wraps system calls and owns -errno.
+ *
+ * Owns: key=value files with a checksum and atomic replace (st_meta.c),
+ * symlink-safe opens beneath a domain directory (st_safe.c), running a
+ * tool such as qemu-img (st_volume.c, st_run_*) under a struct st_io, and
+ * struct st_err, the failure a verb's core reports (an rpc_err and a
+ * message; -errno never leaves the primitives but as such a message).
+ * Knows nothing of domains but their directory (st_img_open). */
+#ifndef VD_VDSMD_STORAGE_ST_FILE_H
+#define VD_VDSMD_STORAGE_ST_FILE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include "../../common/vd.h"
+#include "../../rpc/rpc.h"
+
+/* Failure description filled by core operations: an rpc_err value (mapped
+ * to the wire by rpc/errors.c) and a detail message. */
+struct st_err {
+	enum rpc_err code;
+	char msg[256];
+};
+int st_fail(struct st_err *e, enum rpc_err code, const char *fmt, ...) VD_PRINTF(3, 4);
+
+/* ---- st_meta.c ---------------------------------------------------------- */
+
+/* A parsed key=value file (keys and values owned by the struct). */
+struct st_kv {
+	size_t n, cap;
+	char **keys, **vals;
+};
+void kv_init(struct st_kv *kv);
+void kv_free(struct st_kv *kv);
+void kv_set(struct st_kv *kv, const char *k, const char *v);
+void kv_setf(struct st_kv *kv, const char *k, const char *fmt, ...) VD_PRINTF(3, 4);
+const char *kv_get(const struct st_kv *kv, const char *k);
+int64_t kv_get_int(const struct st_kv *kv, const char *k, int64_t dflt);
+/* Serialize with a trailing _SHA_CKSUM line; value newlines become spaces. */
+void kv_format(const struct st_kv *kv, struct vd_buf *out);
+/* Parse and verify the checksum: 0, VD_EPROTO (bad/missing checksum or
+ * syntax), VD_ENOENT, VD_EIO (errno kept). */
+int kv_parse(struct st_kv *kv, const char *text, size_t len);
+int kv_read_file(struct st_kv *kv, const char *path);
+/* Reads (and closes) fd. */
+int kv_read_fd(struct st_kv *kv, int fd);
+/* Atomic replace: path.tmp, fsync, rename, fsync the directory.  Returns 0
+ * or -errno. */
+int st_write_atomic(const char *path, const void *data, size_t len);
+int kv_write_file(const struct st_kv *kv, const char *path);
+/* Write all of data to fd, fsync, close fd (always): 0 or -errno. */
+int st_write_sync_close(int fd, const void *data, size_t len);
+/* CLOCK_REALTIME now + ms, for pthread_cond_timedwait. */
+void st_deadline(struct timespec *dl, unsigned ms);
+int st_fsync_dir(const char *dir);
+/* Remove a tree without following symlinks; 0 or -errno. */
+int st_rmtree(const char *path);
+/* "<a>/<b>" into a fresh string. */
+char *st_path(const char *a, const char *b);
+char *st_pathf(const char *fmt, ...) VD_PRINTF(1, 2);
+bool st_is_uuid(const char *s);
+/* Sanitized copy (no control characters, at most max bytes). */
+char *st_clean_text(const char *s, size_t max);
+int st_mkdir_p(const char *path, mode_t mode);
+
+/* ---- st_safe.c: symlink-safe access below a domain directory ------------ */
+
+/* openat2(RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS) of rel under dfd (a symlink
+ * anywhere fails, ELOOP/EXDEV); -1 with errno. */
+int st_open_beneath(int dfd, const char *rel, int flags, mode_t mode);
+/* The domain directory itself, O_NOFOLLOW; -1 with errno. */
+int st_dom_open(const char *dir);
+/* dir (O_NOFOLLOW) then rel beneath it as a directory; -1 with errno. */
+int st_dir_at(const char *dir, const char *rel);
+struct st_domain;
+/* images/<img> of a domain as a directory fd (made first when create);
+ * -errno on failure. */
+int st_img_open(const struct st_domain *d, const char *img, bool create);
+/* Atomic replace of dirfd/name (name.tmp, fsync, renameat, fsync dir). */
+int st_write_atomic_at(int dirfd, const char *name, const void *data, size_t len);
+int kv_write_at(const struct st_kv *kv, int dirfd, const char *name);
+int kv_read_at(struct st_kv *kv, int dirfd, const char *rel);
+
+/* What long volume and image I/O needs from whoever runs it (a task, a
+ * host job), as callbacks on ctx: whether it must stop (why filled:
+ * "Task is aborted: ..."), the progress in percent, and the child process
+ * it runs (pid, 0 once reaped), which the owner kills when it is stopped.
+ * A NULL io (or NULL member) means: never stopped, no progress. */
+struct st_io {
+	void *ctx;
+	bool (*stopped)(void *ctx, char *why, size_t len);
+	void (*progress)(void *ctx, int pct);
+	void (*child)(void *ctx, pid_t pid);
+	const char *crash_step;    /* test builds: st_crash_point() once a tool is spawned */
+};
+/* ---- tools (st_volume.c) ------------------------------------------------- */
+
+/* Run qemu-img (posix_spawn); datafd, when >= 0, becomes the child's fd 3.
+ * The pid goes to io->child while it runs (its owner kills it when the
+ * work is stopped); io may be NULL. */
+int st_run_qemu_img(const struct st_io *io, char *const argv[], int datafd, char *err,
+		    size_t errlen);
+/* The same, keeping up to 1 MiB of its stdout+stderr in *output. */
+int st_run_tool_out(const struct st_io *io, const char *tool, const char *pkg,
+		    char *const argv[], int datafd, struct vd_buf *output, char *err,
+		    size_t errlen);
+/* The same, calling cb with every chunk of output as it comes (progress). */
+int st_run_tool_cb(const struct st_io *io, const char *tool, const char *pkg,
+		   char *const argv[], int datafd, struct vd_buf *output,
+		   void (*cb)(void *ctx, const char *data, size_t n), void *ctx, char *err,
+		   size_t errlen);
+/* The same for any tool found in PATH (mount, umount). */
+int st_run_tool(const struct st_io *io, const char *tool, const char *pkg, char *const argv[],
+		int datafd, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,383 @@
+/* vdsmd/storage/st_ops.h - the operations of the storage backend, what the
+ * verbs call: each long one a file that registers its task descriptor
+ * (st_op_create.c, st_op_delete.c, st_op_extend.c, st_op_spmstart.c,
+ * st_imgcopy.c; the table: st_optable.c), and the domain, pool, SPM,
+ * connection, image and host-job operations.  Built on st_state.h. */
+#ifndef VD_VDSMD_STORAGE_ST_OPS_H
+#define VD_VDSMD_STORAGE_ST_OPS_H
+
+#include "st_state.h"
+
+/* The operations' kinds (the KIND of a task record; never renumbered).  The
+ * task engine knows none of them: each operation registers its descriptor
+ * (struct st_task_op) under its kind, st_ops_register. */
+enum st_task_kind { ST_TK_CREATE, ST_TK_DELETE, ST_TK_IMAGE_DELETE, ST_TK_SPM_START,
+		    ST_TK_EXTEND, ST_TK_IMAGE_COPY };
+/* st_optable.c: register every operation (st_open, before the records are
+ * read). */
+void st_ops_register(struct storage_state *s);
+
+/* ---- task operations (st_op_*.c, st_imgcopy.c; st_ops.c what they share) - */
+
+/* Their descriptors (st_optable.c registers them). */
+extern const struct st_task_op st_op_create, st_op_delete, st_op_image_delete,
+	st_op_spm_start, st_op_extend, st_op_image_copy;
+/* recover: the task's domain (t->sd), or NULL with t failed "storage domain
+ * ... is not available" (code 100). */
+struct st_domain *st_op_recover_domain(struct storage_state *s, struct st_task *t);
+/* recover: done (success, "1 jobs completed successfully") or not
+ * (cleanSuccess, 411 "aborted by restart"). */
+void st_op_recovered(struct st_task *t, bool done);
+/* The end of a job on an image: images/<img> goes when empty, d->busy--. */
+void st_op_job_release(struct storage_state *s, struct st_domain *d, const char *img,
+		       bool empty);
+
+struct st_volreq {
+	const char *sd, *img, *vol;
+	int64_t size;
+	int format, alloc;
+	const char *disktype;   /* NULL = "DATA" */
+	const char *desc;
+	const char *src_img, *src_vol;  /* NULL or blank = no parent */
+	bool illegal;           /* legal=false: stays ILLEGAL once created */
+	bool initial_given;     /* initialSize sent */
+	int64_t initial_size;
+	int sequence;
+};
+struct st_delopts {
+	bool postzero, discard, force;
+};
+int st_volume_create(struct storage_state *s, const struct st_volreq *r, char task_id[37],
+		     struct st_err *e);
+int st_volume_delete(struct storage_state *s, const char *sd, const char *img, const char *vol,
+		     const struct st_delopts *o, char task_id[37], struct st_err *e);
+int st_image_delete(struct storage_state *s, const char *sd, const char *img,
+		    const struct st_delopts *o, char task_id[37], struct st_err *e);
+/* Image.deleteVolumes: several volumes of one image as one task (children
+ * first; a volume whose children are not all listed is refused). */
+int st_volumes_delete(struct storage_state *s, const char *sd, const char *img,
+		      const char *const *ids, size_t n, const struct st_delopts *o,
+		      char task_id[37], struct st_err *e);
+int st_volume_set_description(struct storage_state *s, const char *sd, const char *img,
+			      const char *vol, const char *desc, struct st_err *e);
+/* Copy one volume's index entry (description duplicated into out, caller
+ * frees it with free()). */
+int st_volume_info(struct storage_state *s, const char *sd, const char *img, const char *vol,
+		   struct st_volume *out, struct st_err *e);
+
+/* ---- storage server connections (st_conn.c) ------------------------------ */
+
+/* One entry of connectStorageServer's connectionParams. */
+struct st_conn_req {
+	const char *id;           /* connection UUID */
+	const char *connection;   /* LOCALFS: a directory; NFS: server:/export;
+				   * POSIXFS: the mount(8) spec */
+	const char *vfs_type;     /* POSIXFS: -t */
+	const char *mnt_options;  /* extra -o options */
+	const char *protocol_version;  /* NFS: "auto", "3", "4", "4.1", "4.2" */
+	int timeo, retrans;       /* NFS, 0 = VDSM's defaults (100, 3) */
+};
+/* VDSM's fileUtils.normalize_path of a connection: "host:/a//b/" is
+ * "host:/a/b", "[v6]:/x" keeps its brackets, "host:port:/p" keeps the port,
+ * a local path is normpath'ed.  NULL when a host:tail has an empty part. */
+char *st_conn_normalize(const char *spec);
+/* <root>/mnt/<normalized spec, '_' doubled, '/' as '_'> (VDSM's
+ * transformPath under its mount root), fresh string. */
+char *st_conn_mountpoint_at(const char *root, const char *spec);
+/* Whether a normalized spec has no "." or ".." component (in its path or
+ * its host:tail's tail): only then is its mount point strictly under
+ * <root>/mnt/.  connect and disconnect refuse others (451). */
+bool st_conn_spec_canonical(const char *norm);
+/* Whether path (resolved: symlinks, "..") is a directory of the system
+ * (/, /etc, /usr, /proc, ...) that is never storage: storage_root, a
+ * LOCALFS connection or domain.  Returns the system directory it is or is
+ * under, or NULL. */
+const char *st_system_dir(const char *path);
+char *st_conn_mountpoint(const struct storage_state *s, const char *spec);
+/* The mount(8) command for an NFS or POSIXFS connection, as VDSM runs it:
+ *   mount -t nfs -o soft,nosharecache,timeo=T,retrans=R[,nfsvers=N
+ *         [,minorversion=M]][,<mnt_options>][,nolock] <spec> <mount point>
+ * (T/R default 100/3; protocol_version absent is "3", "auto" adds no
+ * nfsvers; nolock for v3/auto unless mnt_options says lock or nolock);
+ *   mount -t <vfs_type> [-o <mnt_options>] <spec> <mount point>.
+ * A pure function (nothing is run or created); 0 or a status as
+ * st_conn_connect's.  argv points into m (st_mount_cmd_free). */
+struct st_mount_cmd {
+	char *argv[10];
+	char *spec, *mountpoint, *opts;
+};
+int st_conn_mount_cmd(const char *root, int domtype, const struct st_conn_req *r,
+		      struct st_mount_cmd *m, char *msg, size_t msglen);
+void st_mount_cmd_free(struct st_mount_cmd *m);
+/* The per-connection status VDSM reports: 0 connected (already mounted is
+ * success), 477 mount failed, 469 LOCALFS directory unusable, 451 bad
+ * connection, 470 unknown type; msg says why. */
+int st_conn_connect(struct storage_state *s, int domtype, const struct st_conn_req *r,
+		    char *msg, size_t msglen);
+/* Unmounts (NFS/POSIXFS: umount -f -l, as VDSM) and removes the mount
+ * point: 0 or 452. */
+int st_conn_disconnect(struct storage_state *s, int domtype, const struct st_conn_req *r,
+		       char *msg, size_t msglen);
+/* Remember a connected LOCALFS directory (searched by st_conn_find_domain). */
+void st_conn_note_localfs(struct storage_state *s, const char *dir);
+/* Look for domain sd on connected storage (LOCALFS directories, mounts
+ * under <storage_root>/mnt); a loaded, unregistered domain or NULL. */
+struct st_domain *st_conn_find_domain(struct storage_state *s, const char *sd);
+/* Load every domain found on connected storage (LOCALFS directories,
+ * mounts under <storage_root>/mnt) that this host does not know yet, as
+ * VDSM's sdCache finds them (Host.getStorageDomains; blocking I/O). */
+void st_conn_discover(struct storage_state *s);
+/* Whether dir is a mount point (from /proc/self/mountinfo). */
+bool st_is_mounted(const char *dir);
+
+/* ---- the connected pool's domain map (st_pool_doms.c; the map itself:
+ * st_model.h) */
+/* Caller holds the lock: sd's status in the connected pool (ST_DS_NONE
+ * when not a member or no pool is connected). */
+int st_pool_dom_status(struct storage_state *s, const char *sd);
+/* Caller holds the lock: the connected pool's encoded map ("" none). */
+const char *st_pool_dommap(struct storage_state *s);
+/* Set sd's status in the master's metadata, then in memory; caller holds
+ * neither lock.  0 or -errno (-ENOENT: no master here). */
+int st_pool_set_dom_status(struct storage_state *s, const char *sd, int status);
+/* Re-read the master's POOL_DOMAINS and MASTER_VERSION (another host may
+ * have changed them); caller holds neither lock. */
+void st_pool_reload(struct storage_state *s);
+/* A domain another host made, found on connected storage (LOCALFS
+ * directories, mounts): scanned and registered here; 0 when already known,
+ * -1 with e (RPC_E_NO_DOMAIN when not found).  Caller holds neither lock. */
+int st_domain_adopt(struct storage_state *s, const char *sd, struct st_err *e);
+/* Adopt every member of the connected pool's map not loaded here yet (so a
+ * host that is not SPM serves the domains the SPM attached). */
+void st_pool_adopt_members(struct storage_state *s);
+/* StorageDomain.activate / deactivate (st_pool_doms.c). */
+int st_domain_activate(struct storage_state *s, const char *sd, const char *sp, bool activate,
+		       const char *new_master, struct st_err *e);
+
+/* ---- SPM (st_spm.c) -------------------------------------------------------- */
+
+/* Lease timing of the connected pool from its master domain (st_open). */
+void st_pool_lease_from_master(struct storage_state *s);
+/* Contend for the pool's SPM lease (may wait up to the lease time); 0,
+ * -EBUSY held by a live host, -ECANCELED task stopped, -errno. */
+int st_spm_acquire(struct storage_state *s, const struct st_io *io, char *err, size_t errlen);
+/* StoragePool.reconstructMaster: hold the lease in dirs[0] (a domain
+ * directory) for host me, by the spmStart protocol, while no live host
+ * holds dirs[1..n-1] (n <= 4) either; 0 (*lver the version taken), -EBUSY
+ * (err names the holder), -errno.  Blocks up to ltime + renew ms. */
+int st_lease_hold(struct storage_state *s, const char *const *dirs, size_t n, int me,
+		  unsigned renew, unsigned ltime, int64_t *lver, char *err, size_t errlen);
+/* Free it again if it is still ours (holder me, version lver). */
+int st_lease_drop(const char *dir, int me, int64_t lver);
+/* Give the role up and free the lease (clean stop). */
+int st_spm_release(struct storage_state *s);
+/* Non-SPM hosts: refresh the holder / version seen in the lease (monitor). */
+void st_spm_observe(struct storage_state *s);
+/* StoragePool.getSpmStatus on a host that does not hold the role: read the
+ * master domain's lease now, as VDSM inspects its cluster lock.  *holder is
+ * the hostID holding it (-1: free, or a holder that has not renewed for the
+ * lease time, as sanlock reports a dead host's lease), *lver its version
+ * (-1: never taken);
+ * a host that is not contending keeps them as the last seen.  0, -ENOENT
+ * without a pool or master domain, or the read's negative errno.  Caller
+ * holds no lock. */
+int st_spm_inspect(struct storage_state *s, int *holder, int64_t *lver);
+/* Caller holds the lock: this host holds the SPM lease and its last
+ * renewal began less than lease time - renewal interval / 2 ago (a renewer
+ * stuck in storage I/O stops counting as SPM before a contender may take
+ * over). */
+bool st_spm_valid(const struct storage_state *s);
+/* Caller holds the lock: a domain attached to a pool is changed only by
+ * its SPM (RPC_E_NOT_SPM otherwise), and only while it is a member of the
+ * connected pool, Active or Attached (RPC_E_NOT_MEMBER otherwise). */
+int st_spm_require(struct storage_state *s, const struct st_domain *d, struct st_err *e);
+/* StoragePool.spmStart: queue the task (st_op_spmstart.c). */
+int st_spm_start(struct storage_state *s, const char *sp, char task_id[37], struct st_err *e);
+int st_spm_stop(struct storage_state *s, const char *sp, struct st_err *e);
+
+/* ---- host jobs: SDM.copy_data (st_jobs.c) ------------------------------- */
+
+enum st_job_status { ST_JOB_PENDING, ST_JOB_RUNNING, ST_JOB_DONE, ST_JOB_FAILED, ST_JOB_ABORTED };
+#define ST_MAX_JOBS 16
+
+struct st_job_info {
+	char id[37];
+	enum st_job_status status;
+	int progress;              /* 0..100 */
+	int err_code;              /* failed/aborted */
+	char err_msg[256];
+	char desc[160];
+};
+
+struct st_job {
+	struct st_job_info info;   /* under s->lock */
+	char src[3][37], dst[3][37];   /* sd, img, vol */
+	/* stopping it (under s->lock but abort, an atomic flag) */
+	bool abort;
+	char abort_why[64];
+	pid_t child;               /* qemu-img running for it */
+	struct storage_state *s;
+	pthread_t thread;
+	bool joined;
+};
+
+const char *st_job_status_name(enum st_job_status st);
+/* Validate and start a copy of volume src into the existing volume dst
+ * (qemu-img convert -n, on a thread); the job is visible at once. */
+int st_copy_data(struct storage_state *s, const char *job_id, const char *const src[3],
+		 const char *const dst[3], struct st_err *e);
+/* Abort a running job (its qemu-img is killed). */
+int st_job_abort(struct storage_state *s, const char *id, struct st_err *e);
+/* Shutdown: abort every job and join its thread. */
+void st_jobs_stop(struct storage_state *s);
+
+/* ---- images (st_image.c) -------------------------------------------------- */
+
+/* A disk's volume chain: paths[0] is the leaf (the volume asked for), then
+ * its parent, ... down to the base. */
+struct st_chain {
+	char **paths;
+	size_t n;
+};
+void st_chain_free(struct st_chain *c);
+/* sp blank/NULL: any pool; otherwise the domain must be attached to it. */
+int st_image_prepare(struct storage_state *s, const char *sd, const char *sp, const char *img,
+		     const char *vol, struct st_chain *out, struct st_err *e);
+/* The same; allow_illegal lets an ILLEGAL leaf through (Image.prepare's
+ * allowIllegal). */
+int st_image_prepare2(struct storage_state *s, const char *sd, const char *sp, const char *img,
+		      const char *vol, bool allow_illegal, struct st_chain *out,
+		      struct st_err *e);
+
+/* qemu-img's view of vol and its chain taken from our metadata, not from
+ * the qcow2 headers (whoever can write a volume can point its backing file
+ * anywhere): "json:{driver, file, backing: {...} | null}", every path
+ * checked (st_vol_stat).  NULL with err filled.  Caller holds no lock. */
+char *st_chain_json(struct storage_state *s, const struct st_domain *d, const char *vol,
+		    char *err, size_t errlen);
+
+/* ---- image copy between domains (st_imgcopy.c) -------------------------- */
+
+enum { ST_IC_CLONE = 1, ST_IC_SYNC, ST_IC_COPY, ST_IC_MOVE };
+enum { ST_SYNC_ALL = 0, ST_SYNC_INTERNAL, ST_SYNC_LEAF };
+struct st_imgcopy_req {
+	const char *sp, *sd, *img, *dst_sd;
+	int op;            /* ST_IC_* */
+	int sync_type;     /* ST_SYNC_* (syncData) */
+	bool postzero, discard, force;   /* move: how the source is removed */
+};
+/* "ALL" / "INTERNAL" / "LEAF" -> ST_SYNC_*, -1 otherwise. */
+int st_sync_type_parse(const char *s);
+/* Image.cloneStructure / syncData / move: validate, pin, queue the task. */
+int st_image_copy(struct storage_state *s, const struct st_imgcopy_req *r, char task_id[37],
+		  struct st_err *e);
+void st_image_copy_release(struct storage_state *s, struct st_task *t);
+
+/* ---- volume maintenance (st_volops.c) ------------------------------------ */
+
+/* Caller holds the lock: the volume or NULL with e filled. */
+struct st_volume *st_find_volume(struct storage_state *s, const char *sd, const char *img,
+				 const char *vol, struct st_domain **dp, struct st_err *e);
+int st_volume_set_legality(struct storage_state *s, const char *sd, const char *img,
+			   const char *vol, bool legal, struct st_err *e);
+/* Re-read the size of the data file (a blocking verb). */
+int st_volume_refresh(struct storage_state *s, const char *sd, const char *img, const char *vol,
+		      struct st_err *e);
+/* One persistent bitmap of a qcow2 volume (qemu-img info's format-specific
+ * data): flags ST_QBM_IN_USE / ST_QBM_AUTO. */
+enum { ST_QBM_IN_USE = 1, ST_QBM_AUTO = 2 };
+struct st_qbitmap {
+	char *name;
+	int64_t granularity;
+	unsigned flags;
+};
+/* What qemu-img info reported; has_* say whether it reported the key at
+ * all (a raw volume has no cluster size, no compat, no bitmaps list).
+ * bitmaps is owned: st_qinfo_free. */
+struct st_qinfo {
+	char format[16];
+	int64_t virtual_size, cluster_size;
+	char backing[256];
+	char compat[8];
+	bool has_cluster, has_bitmaps;
+	struct st_qbitmap *bitmaps;
+	size_t nbitmaps;
+};
+void st_qinfo_free(struct st_qinfo *q);
+/* Volume.extendSize: grow a volume to new_size bytes, as a task (SPM). */
+int st_volume_extend(struct storage_state *s, const char *sd, const char *img, const char *vol,
+		     int64_t new_size, char task_id[37], struct st_err *e);
+/* Whether v's data already holds size bytes (RAW: file size; COW: the
+ * qcow2 header's virtual size): an extend killed before its metadata. */
+bool st_volume_grown(const struct st_domain *d, const struct st_volume *v, int64_t size);
+/* qemu-img measure -O (RAW/COW) of the volume with its backing chain. */
+int st_volume_measure(struct storage_state *s, const char *sd, const char *img, const char *vol,
+		      int dst_format, int64_t *required, struct st_err *e);
+/* qemu-img info on the volume's checked path. */
+int st_volume_qemu_info(struct storage_state *s, const char *sd, const char *img,
+			const char *vol, struct st_qinfo *out, struct st_err *e);
+/* ---- domains and the pool (st_sdcreate.c, st_pool.c, st_pool_ops.c, st_poolrec.c) */
+
+int st_domain_create(struct storage_state *s, const char *sd, int type, const char *type_args,
+		     const char *name, int dclass, int version, struct st_err *e);
+int st_domain_format(struct storage_state *s, const char *sd, struct st_err *e);
+/* SPM lease timing of a pool (StoragePool.create's lockRenewalIntervalSec
+ * / leaseTimeSec, kept in the master domain's metadata).  NULL: 5 s / 60 s. */
+struct st_lease_cfg {
+	unsigned renew_ms, lease_ms;
+	unsigned io_timeout_ms;   /* a renewal slower than this counts as failed */
+	unsigned retries;         /* failed renewals tolerated before the SPM steps down */
+};
+int st_pool_create(struct storage_state *s, const char *sp, const char *name, const char *master,
+		   int master_ver, const char *const *doms, size_t ndoms,
+		   const struct st_lease_cfg *lease, struct st_err *e);
+/* The work of both: statuses (NULL: the master Active, the others
+ * Attached; ST_DS_NONE: written as a member but left out of the map) make
+ * POOL_DOMAINS; reconstruct_host > 0 is StoragePool.reconstructMaster
+ * (refused while this host is connected to sp: RPC_E_POOL_CONNECTED; every
+ * domain must be free or already in sp; the pool is left disconnected with
+ * that hostID). */
+int st_pool_setup(struct storage_state *s, const char *sp, const char *name, const char *master,
+		  int master_ver, const char *const *doms, const int *statuses, size_t ndoms,
+		  const struct st_lease_cfg *lease, int reconstruct_host, struct st_err *e);
+/* st_pool_ops.c: StoragePool.reconstructMaster - master becomes the pool's
+ * master domain at master_ver, the listed domains its members with their
+ * statuses (POOL_DOMAINS), and any other domain recorded as the pool's
+ * master is demoted.  Refused while the pool is connected here (325); the
+ * new master's SPM lease is held for host_id during the rebuild (651 while
+ * a live host holds it, or the old master's). */
+int st_pool_reconstruct(struct storage_state *s, const char *sp, int host_id, const char *name,
+			const char *master, int master_ver, const char *const *doms,
+			const int *statuses, size_t ndoms, const struct st_lease_cfg *lease,
+			struct st_err *e);
+/* st_poolrec.c: the intent record of a pool setup (see there); entries
+ * with skip[i] (reconstructMaster's members not loaded here, NULL: none)
+ * are left out: the setup does not write them. */
+int st_pool_intent_write(struct storage_state *s, const char *sp, const char *const *doms,
+			 const char (*old_pool)[37], const bool *old_master, const bool *skip,
+			 size_t n);
+void st_pool_intent_clear(struct storage_state *s);
+void st_pool_intent_recover(struct storage_state *s);
+/* Read <storage_root>/pool.meta into s (st_open). */
+void st_pool_load(struct storage_state *s);
+/* Forget the pool (pool.meta emptied first, then memory). */
+int st_pool_forget(struct storage_state *s);
+/* st_pool_ops.c: StorageDomain.attach/detach, StoragePool.destroy/refresh. */
+int st_domain_attach(struct storage_state *s, const char *sd, const char *sp, bool attach,
+		     struct st_err *e);
+/* StorageDomain.detach force=true, as VDSM: sp blank clears the domain's
+ * own pool (metadata, under the domain's lease: 651 while a live host
+ * holds it); a connected pool (SPM) drops the domain from its map only.
+ * Never the connected pool's master (383). */
+int st_domain_force_detach(struct storage_state *s, const char *sd, const char *sp,
+			   struct st_err *e);
+int st_pool_destroy(struct storage_state *s, const char *sp, struct st_err *e);
+int st_pool_refresh(struct storage_state *s, const char *sp, const char *master,
+		    int master_ver, struct st_err *e);
+/* connect: hostID 1..2000 is kept (getSpmStatus); a master other than
+ * blank must be the pool's (and masterVersion, when > 0, its version):
+ * RPC_E_WRONG_MASTER otherwise.  Unknown pool: RPC_E_NO_POOL. */
+int st_pool_connect(struct storage_state *s, const char *sp, bool connect, int host_id,
+		    const char *master, int master_ver, struct st_err *e);
+
+#endif
