@@ -7,6 +7,10 @@
  * is iterative (an explicit container stack), so depth costs no C stack. */
 #include "codec_int.h"
 
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
 /* 1 for bytes that end the fast scan of a string body. */
 static const uint8_t str_stop[256] = {
 	1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
@@ -29,28 +33,69 @@ static const uint8_t str_stop[256] = {
 
 static inline const char *skip_ws(const char *p, const char *end)
 {
+	/* every JSON whitespace byte is <= ' ': one test for minified input */
+	if (VD_LIKELY(p < end && (uint8_t)*p > ' '))
+		return p;
 	while (p < end && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t'))
 		p++;
 	return p;
 }
 
+/* The bytes of p[0..16) that end the fast scan of a string body, one bit
+ * each: the quotes in *quotes, the others ('\\', control characters,
+ * non-ASCII bytes) in the return value. */
+static inline unsigned str_scan16(const char *p, unsigned *quotes)
+{
+#ifdef __SSE2__
+	__m128i x = _mm_loadu_si128((const __m128i *)(const void *)p);
+	*quotes = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(x, _mm_set1_epi8('"')));
+	/* signed compare: bytes >= 0x80 are negative, so below 0x20 too */
+	return (unsigned)_mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('\\')),
+							_mm_cmplt_epi8(x, _mm_set1_epi8(0x20))));
+#else
+	unsigned q = 0, o = 0;
+	for (unsigned i = 0; i < 16; i++) {
+		q |= (unsigned)(p[i] == '"') << i;
+		o |= (unsigned)(str_stop[(uint8_t)p[i]] && p[i] != '"') << i;
+	}
+	*quotes = q;
+	return o;
+#endif
+}
+
 /* p is just past the opening quote.  Returns the byte after the closing
  * quote, or NULL with *reason and *errp set. */
-static inline const char *parse_string(struct vd_arena *a, const char *p, const char *end,
-				       const char **s, size_t *n, const char **reason,
-				       const char **errp)
+static inline __attribute__((always_inline)) const char *
+parse_string(struct vd_arena *a, const char *p, const char *end, const char **s, size_t *n,
+	     const char **reason, const char **errp)
 {
 	const char *start = p;
 	bool esc = false;
 	for (;;) {
-		while (end - p >= 4 && !(str_stop[(uint8_t)p[0]] | str_stop[(uint8_t)p[1]] |
-					 str_stop[(uint8_t)p[2]] | str_stop[(uint8_t)p[3]]))
-			p += 4;
-		while (p < end && !str_stop[(uint8_t)*p])
-			p++;
-		if (VD_UNLIKELY(p >= end))
-			goto unterminated;
-		uint8_t c = (uint8_t)*p;
+		/* 16 bytes at a time while they are in the input: a short
+		 * string ends in the first block, and its closing quote is
+		 * known from the block's bits (no second read of the byte) */
+		uint8_t c;
+		for (;;) {
+			if (VD_UNLIKELY(end - p < 16)) {
+				while (p < end && !str_stop[(uint8_t)*p])
+					p++;
+				if (VD_UNLIKELY(p >= end))
+					goto unterminated;
+				c = (uint8_t)*p;
+				break;
+			}
+			unsigned quotes, other = str_scan16(p, &quotes), all = quotes | other;
+			if (!all) {
+				p += 16;
+				continue;
+			}
+			p += __builtin_ctz(all);
+			if (VD_LIKELY(all & -all & quotes))
+				goto closed;
+			c = (uint8_t)*p;
+			break;
+		}
 		if (c == '"')
 			break;
 		if (c == '\\') {
@@ -73,7 +118,8 @@ static inline const char *parse_string(struct vd_arena *a, const char *p, const 
 		}
 		p += k;
 	}
-	if (!esc) {
+closed:
+	if (VD_LIKELY(!esc)) {
 		*s = start;
 		*n = (size_t)(p - start);
 		return p + 1;
@@ -219,7 +265,7 @@ key:
 		if (!q)
 			goto fail;
 		tb_key(&t, k, kn);
-		p = skip_ws(q, end);
+		p = VD_LIKELY(q < end && *q == ':') ? q : skip_ws(q, end);
 	}
 	if (VD_UNLIKELY(p >= end || *p != ':')) {
 		reason = "':' expected after key";
