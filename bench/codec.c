@@ -31,7 +31,8 @@
 
 #include "codecs/codec.h"
 
-#define MAX_ROWS 128
+#define MAX_ROWS 256
+#define NFX 7
 
 struct fixture {
 	const char *name;
@@ -166,6 +167,57 @@ static void vm_stats(struct vd_writer *w, unsigned i)
 	vw_end_object(w);
 }
 
+/* Number-heavy, escape-heavy and long-string documents: the paths the VM
+ * stats fixtures barely touch (issue 25: none of them may get slower). */
+enum { FX_VMS, FX_REQUEST, FX_NUMBERS, FX_ESCAPES, FX_LONGSTR };
+
+static void numbers_doc(struct vd_writer *w)
+{
+	vw_begin_array(w);
+	for (unsigned i = 0; i < 4000; i++) {
+		vw_int(w, (int64_t)i * 7919);
+		vw_int(w, -(int64_t)i * 104729 - 1);
+		vw_uint(w, 18446744073709551615ull - i);
+		vw_double(w, 399.306 + i);               /* a few decimals */
+		vw_double(w, 4295012.34 + i * 0.01);     /* 16-17 digits */
+		vw_double(w, 6.02214076e23 * (i + 1));   /* exponent */
+		vw_double(w, (double)i);
+	}
+	vw_end_array(w);
+}
+
+static void escapes_doc(struct vd_writer *w)
+{
+	/* raw text so the input carries \u escapes and surrogate pairs too */
+	static const char esc1[] = "\"line\\none\\ttab \\\"quoted\\\" back\\\\slash\\u0001\"";
+	static const char esc2[] = "\"caf\\u00e9 \\u20ac \\ud83d\\ude00 na\\u00efve\"";
+	static const char utf8[] = "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80 plain utf-8";
+	static const char ctl[] = "C:\\Windows\\System32\r\n\"x\"\t\x01";
+	vw_begin_array(w);
+	for (unsigned i = 0; i < 2000; i++) {
+		vw_raw(w, esc1, sizeof(esc1) - 1);
+		vw_raw(w, esc2, sizeof(esc2) - 1);
+		vw_string(w, utf8, sizeof(utf8) - 1);
+		vw_string(w, ctl, sizeof(ctl) - 1);
+	}
+	vw_end_array(w);
+}
+
+static void longstr_doc(struct vd_writer *w)
+{
+	static char s[65536];
+	for (size_t i = 0; i < sizeof(s); i++)
+		s[i] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"[(i * 37) % 64];
+	vw_begin_object(w);
+	for (unsigned i = 0; i < 16; i++) {
+		char k[16];
+		snprintf(k, sizeof(k), "blob%u", i);
+		vw_keyz(w, k);
+		vw_string(w, s, sizeof(s) - i * 1000);
+	}
+	vw_end_object(w);
+}
+
 static void make_fixture(struct fixture *f, const char *name, int nvms)
 {
 	f->name = name;
@@ -173,7 +225,14 @@ static void make_fixture(struct fixture *f, const char *name, int nvms)
 	buf_init(&f->mp);
 	struct vd_writer w;
 	codec_find("fallback")->writer_init(&w, &f->json);
-	if (nvms < 0) {
+	f->is_request = false;
+	if (nvms == -FX_NUMBERS) {
+		numbers_doc(&w);
+	} else if (nvms == -FX_ESCAPES) {
+		escapes_doc(&w);
+	} else if (nvms == -FX_LONGSTR) {
+		longstr_doc(&w);
+	} else if (nvms < 0) {
 		f->is_request = true;
 		vw_begin_object(&w);
 		vw_kstr(&w, "jsonrpc", "2.0");
@@ -576,13 +635,16 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	struct fixture fx[4];
-	make_fixture(&fx[0], "request", -1);
+	struct fixture fx[NFX];
+	make_fixture(&fx[0], "request", -FX_REQUEST);
 	make_fixture(&fx[1], "vms1", 1);
 	make_fixture(&fx[2], "vms100", 100);
 	make_fixture(&fx[3], "vms1000", 1000);
+	make_fixture(&fx[4], "numbers", -FX_NUMBERS);
+	make_fixture(&fx[5], "escapes", -FX_ESCAPES);
+	make_fixture(&fx[6], "longstr", -FX_LONGSTR);
 	if (dump) {
-		for (int i = 0; i < 4; i++) {
+		for (int i = 0; i < NFX; i++) {
 			char path[1024];
 			snprintf(path, sizeof(path), "%s/%s.json", dump, fx[i].name);
 			FILE *f = fopen(path, "wb");
@@ -601,12 +663,12 @@ int main(int argc, char **argv)
 	}
 	printf("codec benchmark: %d runs per figure, >= %.0f ms each; fixtures (minified JSON / "
 	       "msgpack bytes):", runs, run_ms);
-	for (int i = 0; i < 4; i++)
+	for (int i = 0; i < NFX; i++)
 		printf(" %s %zu/%zu", fx[i].name, fx[i].json.len, fx[i].mp.len);
 	printf("\n");
 	fflush(stdout);
 	const struct vd_codec *const *list = codec_list();
-	for (int i = 0; i < 4; i++) {
+	for (int i = 0; i < NFX; i++) {
 		struct fixture *f = &fx[i];
 		struct vd_arena ta;
 		struct vd_value *tree;
@@ -641,12 +703,12 @@ int main(int argc, char **argv)
 		arena_free(&ta);
 	}
 	if (python && !only)
-		run_python(fx, 4);
+		run_python(fx, NFX);
 	fprintf(stderr, "\n");
 	report(jf);
 	if (jf)
 		fclose(jf);
-	for (int i = 0; i < 4; i++) {
+	for (int i = 0; i < NFX; i++) {
 		buf_free(&fx[i].json);
 		buf_free(&fx[i].mp);
 	}

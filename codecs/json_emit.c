@@ -7,6 +7,10 @@
  * Doubles use the shortest round-trip text; NaN and infinities become null. */
 #include "codec_int.h"
 
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
 #define NE_HAS 1   /* the container at this depth has an element */
 #define NE_OBJ 2   /* the container at this depth is an object */
 
@@ -143,6 +147,41 @@ static inline uint32_t swar_special4(uint32_t x)
 	return (lt | zq | zb | x) & highs;
 }
 
+/* Copies the longest prefix of s[0..n) (n >= 16) made of whole 16-byte
+ * blocks (the last one overlapping) that need no escape; returns its
+ * length (n when the whole string is plain). */
+static __attribute__((noinline)) size_t put_plain_long(char *o, const char *s, size_t n)
+{
+	size_t i = 0;
+#ifdef __SSE2__
+	const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\');
+	const __m128i space = _mm_set1_epi8(0x20);
+	for (;;) {
+		size_t at = n - i > 16 ? i : n - 16;
+		__m128i x = _mm_loadu_si128((const __m128i *)(const void *)(s + at));
+		/* signed: bytes >= 0x80 are below 0x20 too */
+		__m128i m = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, quote),
+						      _mm_cmpeq_epi8(x, bslash)),
+					 _mm_cmplt_epi8(x, space));
+		if (_mm_movemask_epi8(m))
+			return i;
+		_mm_storeu_si128((__m128i *)(void *)(o + at), x);
+		if (at != i || i + 16 == n)
+			return n;
+		i += 16;
+	}
+#else
+	for (; i + 8 <= n; i += 8) {
+		uint64_t x;
+		memcpy(&x, s + i, 8);
+		if (swar_special(x))
+			break;
+		memcpy(o + i, &x, 8);
+	}
+	return i;
+#endif
+}
+
 /* Escaped body of s (no quotes) written at o, inside out; returns the new
  * write position, or NULL when the string needs the slow path from
  * *rest (the part written so far ends at *at).  The caller reserved room
@@ -151,6 +190,15 @@ static inline __attribute__((always_inline)) char *put_plain(char *o, const char
 							     const unsigned char **rest, char **at)
 {
 	const unsigned char *p = (const unsigned char *)s, *end = p + n;
+	if (VD_UNLIKELY(n >= 64)) {
+		/* a long string: out of line, 16 bytes at a time */
+		size_t k = put_plain_long(o, s, n);
+		o += k;
+		p += k;
+		if (p == end)
+			return o;
+		goto bytewise;
+	}
 	if (n >= 8) {
 		/* 8 plain ASCII bytes at a time; the last (partial) chunk is
 		 * the overlapping last 8 bytes of the string */
@@ -174,7 +222,7 @@ static inline __attribute__((always_inline)) char *put_plain(char *o, const char
 		uint32_t x, y;
 		memcpy(&x, p, 4);
 		memcpy(&y, end - 4, 4);
-		if (!swar_special4(x | y) && !swar_special4(x) && !swar_special4(y)) {
+		if (!(swar_special4(x) | swar_special4(y))) {
 			memcpy(o, &x, 4);
 			memcpy(o + n - 4, &y, 4);
 			return o + n;
@@ -437,7 +485,14 @@ static char *tw_value(struct tw *t, char *o, const struct vd_value *v)
 				*o++ = ',';
 			o = tw_str(t, o, m[i].key, m[i].klen);
 			*o++ = ':';
-			o = tw_value(t, o, &m[i].val);
+			const struct vd_value *mv = &m[i].val;
+			if (VD_LIKELY(mv->type == VD_STRING)) {
+				/* the usual member value, without a call */
+				TW_ROOM(t, o, mv->v.s.len + 2);
+				o = tw_str(t, o, mv->v.s.ptr, mv->v.s.len);
+			} else {
+				o = tw_value(t, o, mv);
+			}
 		}
 		TW_ROOM(t, o, 1);
 		*o++ = '}';
