@@ -308,6 +308,10 @@ virt_start() {
 	# virt_start LOG URI CODEC INTERVAL [env...] ; sets vpid, vport
 	log=$1 uri=$2 codec=$3 interval=$4
 	shift 4
+	# emptied here: the redirection below truncates it in the child, which
+	# may run after the first grep, and a previous run's log would give
+	# its stale port
+	: > "$log"
 	env "$@" "$BUILD/hooks/vdsmd" --config /dev/null --listen 127.0.0.1 --port 0 --tls off \
 		--libvirt-uri "$uri" --codec "$codec" --vm-sample-interval "$interval" \
 		--storage-root "$tmp/storage" --log-level info 2> "$log" &
