@@ -287,6 +287,15 @@ size_t cj_fmt_double(double d, char *buf)
 			return (size_t)(o + k - buf);
 		}
 	}
+	size_t k = cj_fmt_double_mid(d, buf);
+	if (k) {
+		/* always fixed notation with a '.' or an integral part only */
+		if (!memchr(buf, '.', k)) {
+			memcpy(buf + k, ".0", 2);
+			k += 2;
+		}
+		return k;
+	}
 	int n = 0;
 	/* A normal double carries more than 15 significant digits, so when 15
 	 * digits read back, %.15g (which drops trailing zeros) is the shortest
