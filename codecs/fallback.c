@@ -80,8 +80,8 @@ parse_string(struct vd_arena *a, const char *p, const char *end, const char **s,
 		uint8_t c;
 		if (VD_LIKELY(end - p >= 16)) {
 #define STOP_AT(i) \
-	if (str_stop[(uint8_t)p[i]]) { \
-		p += i; \
+	if (str_stop[(uint8_t)p[(i)]]) { \
+		p += (i); \
 		goto stopped; \
 	}
 			STOP_AT(0) STOP_AT(1) STOP_AT(2) STOP_AT(3)
@@ -151,6 +151,55 @@ unterminated:
 	return NULL;
 }
 
+/* true, false or null at p (< end) into v: the byte after it, or NULL. */
+static inline __attribute__((always_inline)) const char *
+parse_literal(struct vd_value *v, const char *p, const char *end)
+{
+	if (*p == 't' && end - p >= 4 && memcmp(p, "true", 4) == 0) {
+		v->type = VD_BOOL;
+		v->v.b = true;
+		return p + 4;
+	}
+	if (*p == 'f' && end - p >= 5 && memcmp(p, "false", 5) == 0) {
+		v->type = VD_BOOL;
+		v->v.b = false;
+		return p + 5;
+	}
+	if (*p == 'n' && end - p >= 4 && memcmp(p, "null", 4) == 0) {
+		v->type = VD_NULL;
+		return p + 4;
+	}
+	return NULL;
+}
+
+/* An object member's key and ':' from p (whitespace first) pushed on t.
+ * Returns the byte after the ':', or NULL with *reason and *errp set. */
+static inline __attribute__((always_inline)) const char *
+parse_key(struct tree_builder *t, struct vd_arena *a, const char *p, const char *end,
+	  const char **reason, const char **errp)
+{
+	p = skip_ws(p, end);
+	if (VD_UNLIKELY(p >= end || *p != '"')) {
+		*reason = p < end && *p == '}' ? "member expected (trailing comma?)"
+					       : "string key expected";
+		*errp = p;
+		return NULL;
+	}
+	const char *k;
+	size_t kn;
+	const char *q = parse_string(a, p + 1, end, &k, &kn, reason, errp);
+	if (!q)
+		return NULL;
+	tb_key(t, k, kn);
+	p = VD_LIKELY(q < end && *q == ':') ? q : skip_ws(q, end);
+	if (VD_UNLIKELY(p >= end || *p != ':')) {
+		*reason = "':' expected after key";
+		*errp = p;
+		return NULL;
+	}
+	return p + 1;
+}
+
 static int fb_decode(struct vd_arena *a, const char *bytes, size_t len,
 		     const struct vd_limits *lim, struct vd_value **out,
 		     struct vd_codec_error *err)
@@ -186,51 +235,28 @@ value:
 	}
 	switch (*p) {
 	case '{':
-		if (!tb_begin(&t, true))
-			goto too_deep;
-		in_obj = true;
-		p = skip_ws(p + 1, end);
-		if (p < end && *p == '}') {
-			p++;
-			goto close;
-		}
-		goto key;
 	case '[':
-		if (!tb_begin(&t, false))
+		in_obj = *p == '{';
+		if (!tb_begin(&t, in_obj))
 			goto too_deep;
-		in_obj = false;
 		v = NULL;
 		p = skip_ws(p + 1, end);
-		if (p < end && *p == ']') {
+		if (p < end && *p == (in_obj ? '}' : ']')) {
 			p++;
 			goto close;
 		}
+		if (in_obj)
+			goto key;
 		goto value;
 	case 't':
-		if (end - p < 4 || memcmp(p, "true", 4) != 0)
-			goto bad_literal;
-		p += 4;
-		if (!v)
-			v = tb_slot(&t);
-		v->type = VD_BOOL;
-		v->v.b = true;
-		break;
 	case 'f':
-		if (end - p < 5 || memcmp(p, "false", 5) != 0)
-			goto bad_literal;
-		p += 5;
-		if (!v)
-			v = tb_slot(&t);
-		v->type = VD_BOOL;
-		v->v.b = false;
-		break;
 	case 'n':
-		if (end - p < 4 || memcmp(p, "null", 4) != 0)
-			goto bad_literal;
-		p += 4;
 		if (!v)
 			v = tb_slot(&t);
-		v->type = VD_NULL;
+		q = parse_literal(v, p, end);
+		if (!q)
+			goto bad_literal;
+		p = q;
 		break;
 	default:
 		if (*p != '-' && (unsigned char)(*p - '0') >= 10) {
@@ -295,27 +321,11 @@ close:
 	in_obj = t.depth && t.frames[t.depth - 1].is_obj;
 	goto after_value;
 key:
-	p = skip_ws(p, end);
-	if (VD_UNLIKELY(p >= end || *p != '"')) {
-		reason = p < end && *p == '}' ? "member expected (trailing comma?)"
-					      : "string key expected";
+	q = parse_key(&t, a, p, end, &reason, &p);
+	if (!q)
 		goto fail;
-	}
-	{
-		const char *k;
-		size_t kn;
-		q = parse_string(a, p + 1, end, &k, &kn, &reason, &p);
-		if (!q)
-			goto fail;
-		tb_key(&t, k, kn);
-		v = &t.mems[t.nmems - 1].val;
-		p = VD_LIKELY(q < end && *q == ':') ? q : skip_ws(q, end);
-	}
-	if (VD_UNLIKELY(p >= end || *p != ':')) {
-		reason = "':' expected after key";
-		goto fail;
-	}
-	p++;
+	v = &t.mems[t.nmems - 1].val;
+	p = q;
 	goto value;
 done:
 	p = skip_ws(p, end);

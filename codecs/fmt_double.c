@@ -42,7 +42,7 @@ static uint64_t lead17(uint64_t m, int e, int x, u128 *n, int *s, unsigned *k, b
  * zeros of the fraction dropped.  Returns the length. */
 static size_t put_fixed(char *o, bool neg, uint64_t q, unsigned p, int x)
 {
-	char dig[17];
+	char dig[17] = { 0 };
 	for (unsigned i = p; i-- > 0;) {
 		dig[i] = (char)('0' + q % 10);
 		q /= 10;

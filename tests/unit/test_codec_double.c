@@ -3,8 +3,11 @@
  * codecs/fmt_double.c): for every double, the first of "%.15g", "%.16g",
  * "%.17g" that reads back with strtod, ".0" added when that looks like an
  * integer, null for NaN and the infinities - checked against printf itself
- * on random and boundary values. */
+ * on random and boundary values.  And numbers as the fallback decoder reads
+ * them (digits are taken 8 at a time since issue 25): every length of
+ * integer and fraction against strtoull/strtod. */
 #include <check.h>
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -110,6 +113,61 @@ START_TEST(test_boundaries)
 }
 END_TEST
 
+/* The value the fallback decoder gives the number text s. */
+static struct vd_value decoded(const char *s)
+{
+	struct vd_arena a;
+	arena_init(&a, 0);
+	struct vd_limits lim = VD_LIMITS_DEFAULT;
+	struct vd_value *v = NULL;
+	struct vd_codec_error err = { 0, NULL, 0 };
+	ck_assert_msg(codec_find("fallback")->decode(&a, s, strlen(s), &lim, &v, &err) == 0,
+		      "%s: %s", s, err.reason);
+	struct vd_value r = *v;
+	arena_free(&a);
+	return r;
+}
+
+START_TEST(test_digit_runs)
+{
+	uint64_t st = 0x853c49e6748fea9bull;
+	char s[80];
+	for (int len = 1; len <= 26; len++) {
+		for (int rep = 0; rep < 300; rep++) {
+			int n = 0;
+			if (rep & 1)
+				s[n++] = '-';
+			for (int i = 0; i < len; i++) {
+				unsigned dg = (unsigned)(rng_next(&st) % 10);
+				s[n++] = (char)('0' + (i == 0 && dg == 0 && len > 1 ? 1 : dg));
+			}
+			s[n] = '\0';
+			struct vd_value v = decoded(s);
+			errno = 0;
+			unsigned long long u = strtoull(s + (s[0] == '-'), NULL, 10);
+			bool fits = errno == 0;
+			if (s[0] != '-' && fits) {
+				ck_assert_msg(v.type == (u <= INT64_MAX ? VD_INT : VD_UINT), "%s", s);
+				ck_assert_msg(v.type == VD_INT ? (uint64_t)v.v.i == u : v.v.u == u, "%s", s);
+			} else if (s[0] == '-' && fits && u <= (unsigned long long)INT64_MAX + 1) {
+				ck_assert_msg(v.type == VD_INT && v.v.i == strtoll(s, NULL, 10), "%s", s);
+			} else {
+				ck_assert_msg(v.type == VD_DOUBLE && v.v.d == strtod(s, NULL), "%s", s);
+			}
+			/* the same digits with a fraction and an exponent */
+			int f = (int)(rng_next(&st) % 20) + 1;
+			s[n++] = '.';
+			for (int i = 0; i < f; i++)
+				s[n++] = (char)('0' + rng_next(&st) % 10);
+			snprintf(s + n, sizeof(s) - (size_t)n, "e%d", (int)(rng_next(&st) % 40) - 20);
+			v = decoded(s);
+			ck_assert_msg(v.type == VD_DOUBLE && v.v.d == strtod(s, NULL), "%s: %.17g vs %.17g",
+				      s, v.v.d, strtod(s, NULL));
+		}
+	}
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("codec_double");
@@ -118,6 +176,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_random_in_range);
 	tcase_add_test(tc, test_random_bits);
 	tcase_add_test(tc, test_boundaries);
+	tcase_add_test(tc, test_digit_runs);
 	suite_add_tcase(s, tc);
 	return s;
 }
