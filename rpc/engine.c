@@ -540,7 +540,9 @@ static int process_one(struct req_ctx *rq, const struct vd_value *req, struct vd
 	c.w = NULL;
 	c.err = RPC_OK;
 	c.err_detail[0] = '\0';
-	c.borrow = rq->batch ? NULL : &rq->borrow;
+	/* JSON only: the msgpack writer compacts a small container's header
+	 * when it closes, moving the bytes after it (the borrowed spot too) */
+	c.borrow = rq->batch || !rq->codec->is_json ? NULL : &rq->borrow;
 	enum rpc_err res = RPC_OK;
 	if (!(v->decl->flags & RPC_F_ALWAYS) && !rpc_engine_ready(e)) {
 		res = RPC_E_RECOVERING;

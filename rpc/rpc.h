@@ -182,7 +182,7 @@ struct rpc_borrow {
  * request's codec (one value), valid until release(hold) is called.  A
  * transport that writes pieces (rpc_dispatch_pieces) sends it from where
  * it is, so a large cached result is not copied into the response; otherwise
- * (and in a batch or a worker job) it is copied now.  release is always
+ * (and in a batch, a worker job or a msgpack request) it is copied now.  release is always
  * called exactly once, at the latest after the reply callback returned. */
 void rpc_result_borrow(struct rpc_call *c, const char *bytes, size_t len,
 		       void (*release)(void *hold), void *hold);
