@@ -33,6 +33,10 @@ const char *cj_number(const char *p, const char *end, struct vd_value *v,
  * are not JSON: they are written as "null".  buf holds >= 32 bytes; returns
  * the length (no NUL written). */
 size_t cj_fmt_double(double d, char *buf);
+/* The same text for a normal double between 1e-4 and 1e15 that needs 15 to
+ * 17 digits, computed exactly in integers (codecs/fmt_double.c); 0 when d
+ * is outside what it handles (the caller then uses printf). */
+size_t cj_fmt_double_mid(double d, char *buf);
 /* Decimal text of an integer; buf holds >= 21 bytes; returns the length. */
 size_t cj_fmt_u64(uint64_t u, char *buf);
 size_t cj_fmt_i64(int64_t i, char *buf);

@@ -7,6 +7,10 @@
  * is iterative (an explicit container stack), so depth costs no C stack. */
 #include "codec_int.h"
 
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
 /* 1 for bytes that end the fast scan of a string body. */
 static const uint8_t str_stop[256] = {
 	1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
@@ -29,28 +33,84 @@ static const uint8_t str_stop[256] = {
 
 static inline const char *skip_ws(const char *p, const char *end)
 {
+	/* every JSON whitespace byte is <= ' ': one test for minified input */
+	if (VD_LIKELY(p < end && (uint8_t)*p > ' '))
+		return p;
 	while (p < end && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t'))
 		p++;
 	return p;
 }
 
+/* The bytes of p[0..16) that end the fast scan of a string body, one bit
+ * each: the quotes in *quotes, the others ('\\', control characters,
+ * non-ASCII bytes) in the return value. */
+static inline unsigned str_scan16(const char *p, unsigned *quotes)
+{
+#ifdef __SSE2__
+	__m128i x = _mm_loadu_si128((const __m128i *)(const void *)p);
+	*quotes = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(x, _mm_set1_epi8('"')));
+	/* signed compare: bytes >= 0x80 are negative, so below 0x20 too */
+	return (unsigned)_mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('\\')),
+							_mm_cmplt_epi8(x, _mm_set1_epi8(0x20))));
+#else
+	unsigned q = 0, o = 0;
+	for (unsigned i = 0; i < 16; i++) {
+		q |= (unsigned)(p[i] == '"') << i;
+		o |= (unsigned)(str_stop[(uint8_t)p[i]] && p[i] != '"') << i;
+	}
+	*quotes = q;
+	return o;
+#endif
+}
+
 /* p is just past the opening quote.  Returns the byte after the closing
  * quote, or NULL with *reason and *errp set. */
-static inline const char *parse_string(struct vd_arena *a, const char *p, const char *end,
-				       const char **s, size_t *n, const char **reason,
-				       const char **errp)
+static inline __attribute__((always_inline)) const char *
+parse_string(struct vd_arena *a, const char *p, const char *end, const char **s, size_t *n,
+	     const char **reason, const char **errp)
 {
 	const char *start = p;
 	bool esc = false;
 	for (;;) {
-		while (end - p >= 4 && !(str_stop[(uint8_t)p[0]] | str_stop[(uint8_t)p[1]] |
-					 str_stop[(uint8_t)p[2]] | str_stop[(uint8_t)p[3]]))
-			p += 4;
-		while (p < end && !str_stop[(uint8_t)*p])
-			p++;
-		if (VD_UNLIKELY(p >= end))
-			goto unterminated;
-		uint8_t c = (uint8_t)*p;
+		/* Byte by byte (unrolled) through the first 16 bytes: each
+		 * test is a branch the CPU predicts and runs past, where a
+		 * position computed from a bit mask would make the next
+		 * token wait for it; short strings (most keys and values)
+		 * end here.  Longer ones go on 16 bytes at a time. */
+		uint8_t c;
+		if (VD_LIKELY(end - p >= 16)) {
+#define STOP_AT(i) \
+	if (str_stop[(uint8_t)p[(i)]]) { \
+		p += (i); \
+		goto stopped; \
+	}
+			STOP_AT(0) STOP_AT(1) STOP_AT(2) STOP_AT(3)
+			STOP_AT(4) STOP_AT(5) STOP_AT(6) STOP_AT(7)
+			STOP_AT(8) STOP_AT(9) STOP_AT(10) STOP_AT(11)
+			STOP_AT(12) STOP_AT(13) STOP_AT(14) STOP_AT(15)
+#undef STOP_AT
+			p += 16;
+		}
+		for (;;) {
+			if (VD_UNLIKELY(end - p < 16)) {
+				while (p < end && !str_stop[(uint8_t)*p])
+					p++;
+				if (VD_UNLIKELY(p >= end))
+					goto unterminated;
+				break;
+			}
+			unsigned quotes, other = str_scan16(p, &quotes), all = quotes | other;
+			if (!all) {
+				p += 16;
+				continue;
+			}
+			p += __builtin_ctz(all);
+			if (VD_LIKELY(all & -all & quotes))
+				goto closed;
+			break;
+		}
+stopped:
+		c = (uint8_t)*p;
 		if (c == '"')
 			break;
 		if (c == '\\') {
@@ -73,7 +133,8 @@ static inline const char *parse_string(struct vd_arena *a, const char *p, const 
 		}
 		p += k;
 	}
-	if (!esc) {
+closed:
+	if (VD_LIKELY(!esc)) {
 		*s = start;
 		*n = (size_t)(p - start);
 		return p + 1;
@@ -90,6 +151,55 @@ unterminated:
 	return NULL;
 }
 
+/* true, false or null at p (< end) into v: the byte after it, or NULL. */
+static inline __attribute__((always_inline)) const char *
+parse_literal(struct vd_value *v, const char *p, const char *end)
+{
+	if (*p == 't' && end - p >= 4 && memcmp(p, "true", 4) == 0) {
+		v->type = VD_BOOL;
+		v->v.b = true;
+		return p + 4;
+	}
+	if (*p == 'f' && end - p >= 5 && memcmp(p, "false", 5) == 0) {
+		v->type = VD_BOOL;
+		v->v.b = false;
+		return p + 5;
+	}
+	if (*p == 'n' && end - p >= 4 && memcmp(p, "null", 4) == 0) {
+		v->type = VD_NULL;
+		return p + 4;
+	}
+	return NULL;
+}
+
+/* An object member's key and ':' from p (whitespace first) pushed on t.
+ * Returns the byte after the ':', or NULL with *reason and *errp set. */
+static inline __attribute__((always_inline)) const char *
+parse_key(struct tree_builder *t, struct vd_arena *a, const char *p, const char *end,
+	  const char **reason, const char **errp)
+{
+	p = skip_ws(p, end);
+	if (VD_UNLIKELY(p >= end || *p != '"')) {
+		*reason = p < end && *p == '}' ? "member expected (trailing comma?)"
+					       : "string key expected";
+		*errp = p;
+		return NULL;
+	}
+	const char *k;
+	size_t kn;
+	const char *q = parse_string(a, p + 1, end, &k, &kn, reason, errp);
+	if (!q)
+		return NULL;
+	tb_key(t, k, kn);
+	p = VD_LIKELY(q < end && *q == ':') ? q : skip_ws(q, end);
+	if (VD_UNLIKELY(p >= end || *p != ':')) {
+		*reason = "':' expected after key";
+		*errp = p;
+		return NULL;
+	}
+	return p + 1;
+}
+
 static int fb_decode(struct vd_arena *a, const char *bytes, size_t len,
 		     const struct vd_limits *lim, struct vd_value **out,
 		     struct vd_codec_error *err)
@@ -102,7 +212,10 @@ static int fb_decode(struct vd_arena *a, const char *bytes, size_t len,
 	const char *p = bytes, *end = bytes + len, *q;
 	const char *reason = NULL;
 	int code = VD_EPROTO;
-	struct vd_value *v;
+	/* Where the next value goes: a member's value slot, set by the key;
+	 * NULL for an array element or the root (tb_slot places it). */
+	struct vd_value *v = NULL;
+	bool in_obj = false;   /* the innermost open container is an object */
 
 value:
 	p = skip_ws(p, end);
@@ -110,55 +223,40 @@ value:
 		reason = t.depth ? "unexpected end of input" : "empty input, value expected";
 		goto fail;
 	}
-	switch (*p) {
-	case '"':
-		v = tb_slot(&t);
+	if (VD_LIKELY(*p == '"')) {
+		if (!v)
+			v = tb_slot(&t);
 		v->type = VD_STRING;
 		q = parse_string(a, p + 1, end, &v->v.s.ptr, &v->v.s.len, &reason, &p);
 		if (!q)
 			goto fail;
 		p = q;
-		break;
+		goto after_value;
+	}
+	switch (*p) {
 	case '{':
-		if (!tb_begin(&t, true))
-			goto too_deep;
-		p = skip_ws(p + 1, end);
-		if (p < end && *p == '}') {
-			p++;
-			goto close;
-		}
-		goto key;
 	case '[':
-		if (!tb_begin(&t, false))
+		in_obj = *p == '{';
+		if (!tb_begin(&t, in_obj))
 			goto too_deep;
+		v = NULL;
 		p = skip_ws(p + 1, end);
-		if (p < end && *p == ']') {
+		if (p < end && *p == (in_obj ? '}' : ']')) {
 			p++;
 			goto close;
 		}
+		if (in_obj)
+			goto key;
 		goto value;
 	case 't':
-		if (end - p < 4 || memcmp(p, "true", 4) != 0)
-			goto bad_literal;
-		p += 4;
-		v = tb_slot(&t);
-		v->type = VD_BOOL;
-		v->v.b = true;
-		break;
 	case 'f':
-		if (end - p < 5 || memcmp(p, "false", 5) != 0)
-			goto bad_literal;
-		p += 5;
-		v = tb_slot(&t);
-		v->type = VD_BOOL;
-		v->v.b = false;
-		break;
 	case 'n':
-		if (end - p < 4 || memcmp(p, "null", 4) != 0)
+		if (!v)
+			v = tb_slot(&t);
+		q = parse_literal(v, p, end);
+		if (!q)
 			goto bad_literal;
-		p += 4;
-		v = tb_slot(&t);
-		v->type = VD_NULL;
+		p = q;
 		break;
 	default:
 		if (*p != '-' && (unsigned char)(*p - '0') >= 10) {
@@ -166,7 +264,8 @@ value:
 							  : "unexpected character, value expected";
 			goto fail;
 		}
-		v = tb_slot(&t);
+		if (!v)
+			v = tb_slot(&t);
 		q = cj_number(p, end, v, &reason);
 		if (!q)
 			goto fail;
@@ -174,16 +273,18 @@ value:
 		break;
 	}
 after_value:
-	if (t.depth == 0)
-		goto done;
-	p = skip_ws(p, end);
-	if (VD_UNLIKELY(p >= end)) {
-		reason = "unexpected end of input";
-		goto fail;
-	}
-	if (t.frames[t.depth - 1].is_obj) {
+	if (in_obj) {
+		if (VD_LIKELY(p < end && *p == ',')) {
+			p++;
+			goto key;
+		}
+		p = skip_ws(p, end);
+		if (VD_UNLIKELY(p >= end)) {
+			reason = "unexpected end of input";
+			goto fail;
+		}
 		if (*p == ',') {
-			p = skip_ws(p + 1, end);
+			p++;
 			goto key;
 		}
 		if (*p == '}') {
@@ -191,41 +292,40 @@ after_value:
 			goto close;
 		}
 		reason = "',' or '}' expected";
-	} else {
-		if (*p == ',') {
-			p++;
-			goto value;
-		}
-		if (*p == ']') {
-			p++;
-			goto close;
-		}
-		reason = "',' or ']' expected";
+		goto fail;
 	}
+	if (t.depth == 0)
+		goto done;
+	v = NULL;
+	if (VD_LIKELY(p < end && *p == ',')) {
+		p++;
+		goto value;
+	}
+	p = skip_ws(p, end);
+	if (VD_UNLIKELY(p >= end)) {
+		reason = "unexpected end of input";
+		goto fail;
+	}
+	if (*p == ',') {
+		p++;
+		goto value;
+	}
+	if (*p == ']') {
+		p++;
+		goto close;
+	}
+	reason = "',' or ']' expected";
 	goto fail;
 close:
 	tb_end(&t);
+	in_obj = t.depth && t.frames[t.depth - 1].is_obj;
 	goto after_value;
 key:
-	if (VD_UNLIKELY(p >= end || *p != '"')) {
-		reason = p < end && *p == '}' ? "member expected (trailing comma?)"
-					      : "string key expected";
+	q = parse_key(&t, a, p, end, &reason, &p);
+	if (!q)
 		goto fail;
-	}
-	{
-		const char *k;
-		size_t kn;
-		q = parse_string(a, p + 1, end, &k, &kn, &reason, &p);
-		if (!q)
-			goto fail;
-		tb_key(&t, k, kn);
-		p = skip_ws(q, end);
-	}
-	if (VD_UNLIKELY(p >= end || *p != ':')) {
-		reason = "':' expected after key";
-		goto fail;
-	}
-	p++;
+	v = &t.mems[t.nmems - 1].val;
+	p = q;
 	goto value;
 done:
 	p = skip_ws(p, end);

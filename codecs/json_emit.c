@@ -7,6 +7,10 @@
  * Doubles use the shortest round-trip text; NaN and infinities become null. */
 #include "codec_int.h"
 
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
 #define NE_HAS 1   /* the container at this depth has an element */
 #define NE_OBJ 2   /* the container at this depth is an object */
 
@@ -133,18 +137,71 @@ static __attribute__((noinline)) char *put_escaped_slow(struct vd_buf *out, char
 	return o;
 }
 
+/* Nonzero when one of the 4 bytes in x needs an escape or is not ASCII. */
+static inline uint32_t swar_special4(uint32_t x)
+{
+	const uint32_t ones = 0x01010101u, highs = 0x80808080u;
+	uint32_t q = x ^ (ones * '"'), b = x ^ (ones * '\\');
+	uint32_t lt = (x - ones * 0x20) & ~x;
+	uint32_t zq = (q - ones) & ~q, zb = (b - ones) & ~b;
+	return (lt | zq | zb | x) & highs;
+}
+
+/* Copies the longest prefix of s[0..n) (n >= 16) made of whole 16-byte
+ * blocks (the last one overlapping) that need no escape; returns its
+ * length (n when the whole string is plain). */
+static __attribute__((noinline)) size_t put_plain_long(char *o, const char *s, size_t n)
+{
+	size_t i = 0;
+#ifdef __SSE2__
+	const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\');
+	const __m128i space = _mm_set1_epi8(0x20);
+	for (;;) {
+		size_t at = n - i > 16 ? i : n - 16;
+		__m128i x = _mm_loadu_si128((const __m128i *)(const void *)(s + at));
+		/* signed: bytes >= 0x80 are below 0x20 too */
+		__m128i m = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, quote),
+						      _mm_cmpeq_epi8(x, bslash)),
+					 _mm_cmplt_epi8(x, space));
+		if (_mm_movemask_epi8(m))
+			return i;
+		_mm_storeu_si128((__m128i *)(void *)(o + at), x);
+		if (at != i || i + 16 == n)
+			return n;
+		i += 16;
+	}
+#else
+	for (; i + 8 <= n; i += 8) {
+		uint64_t x;
+		memcpy(&x, s + i, 8);
+		if (swar_special(x))
+			break;
+		memcpy(o + i, &x, 8);
+	}
+	return i;
+#endif
+}
+
 /* Escaped body of s (no quotes) written at o, inside out; returns the new
- * write position.  The caller reserved room for n bytes plus its closing
- * bytes (at most 2); the slow path reserves what escapes need plus 2 (and
- * may move out->data), so the closing bytes always fit.  out->len is left
- * for the caller to set. */
-static inline __attribute__((always_inline)) char *put_escaped(struct vd_buf *out, char *o,
-							       const char *s, size_t n)
+ * write position, or NULL when the string needs the slow path from
+ * *rest (the part written so far ends at *at).  The caller reserved room
+ * for n bytes plus its closing bytes.  Reads only s[0..n). */
+static inline __attribute__((always_inline)) char *put_plain(char *o, const char *s, size_t n,
+							     const unsigned char **rest, char **at)
 {
 	const unsigned char *p = (const unsigned char *)s, *end = p + n;
-	/* fast path: copy 8 plain ASCII bytes at a time; the last (partial)
-	 * chunk is the overlapping last 8 bytes of the string */
+	if (VD_UNLIKELY(n >= 64)) {
+		/* a long string: out of line, 16 bytes at a time */
+		size_t k = put_plain_long(o, s, n);
+		o += k;
+		p += k;
+		if (p == end)
+			return o;
+		goto bytewise;
+	}
 	if (n >= 8) {
+		/* 8 plain ASCII bytes at a time; the last (partial) chunk is
+		 * the overlapping last 8 bytes of the string */
 		while (end - p > 8) {
 			uint64_t x;
 			memcpy(&x, p, 8);
@@ -160,13 +217,38 @@ static inline __attribute__((always_inline)) char *put_escaped(struct vd_buf *ou
 			memcpy(o + (end - p) - 8, &x, 8);
 			return o + (end - p);
 		}
+	} else if (n >= 4) {
+		/* 4..7 bytes: the first and the last 4, overlapping */
+		uint32_t x, y;
+		memcpy(&x, p, 4);
+		memcpy(&y, end - 4, 4);
+		if (!(swar_special4(x) | swar_special4(y))) {
+			memcpy(o, &x, 4);
+			memcpy(o + n - 4, &y, 4);
+			return o + n;
+		}
 	}
 bytewise:
 	while (p < end && !esc_class[*p])
 		*o++ = (char)*p++;
 	if (VD_LIKELY(p == end))
 		return o;
-	return put_escaped_slow(out, o, p, end);
+	*rest = p;
+	*at = o;
+	return NULL;
+}
+
+/* put_plain, then the slow path: may move out->data (the closing bytes
+ * always fit).  out->len is left for the caller to set. */
+static inline __attribute__((always_inline)) char *put_escaped(struct vd_buf *out, char *o,
+							       const char *s, size_t n)
+{
+	const unsigned char *rest;
+	char *at;
+	char *r = put_plain(o, s, n, &rest, &at);
+	if (VD_LIKELY(r != NULL))
+		return r;
+	return put_escaped_slow(out, at, rest, (const unsigned char *)s + n);
 }
 
 static void j_string(struct vd_writer *w, const char *s, size_t n)
@@ -286,31 +368,152 @@ static void j_raw(struct vd_writer *w, const void *bytes, size_t n)
 	w->out->len += n;
 }
 
-/* vw_value for this writer: the same calls, direct instead of through ops. */
-static void j_value(struct vd_writer *w, const struct vd_value *v)
+/* vw_value for this writer: a whole tree in one pass.  The separators
+ * follow from the tree's shape (no per-value state), the output pointer and
+ * the end of the reserved room stay in locals, and each value costs one
+ * room check (a string reserves its plain length; escapes reserve more in
+ * put_escaped_slow, after which the room is read again). */
+struct tw {
+	struct vd_buf *out;
+	char *end;          /* out->data + out->cap */
+	unsigned room;      /* containers that may still open (VW_MAX_DEPTH) */
+	bool deep;          /* the tree was deeper than that */
+};
+
+static __attribute__((noinline)) char *tw_grow(struct tw *t, char *o, size_t n)
+{
+	struct vd_buf *out = t->out;
+	out->len = (size_t)(o - out->data);
+	buf_reserve(out, n);
+	t->end = out->data + out->cap;
+	return out->data + out->len;
+}
+
+#define TW_ROOM(t, o, n) \
+	do { \
+		if (VD_UNLIKELY((size_t)((t)->end - (o)) < (n))) \
+			(o) = tw_grow((t), (o), (n)); \
+	} while (0)
+
+static __attribute__((noinline)) char *tw_str_slow(struct tw *t, char *o,
+						     const unsigned char *p,
+						     const unsigned char *end)
+{
+	o = put_escaped_slow(t->out, o, p, end);
+	t->end = t->out->data + t->out->cap;
+	return o;
+}
+
+/* '"' s '"' (s escaped) at o; room for n + 2 bytes was made by the caller.
+ * Returns the new end. */
+static inline __attribute__((always_inline)) char *tw_str(struct tw *t, char *o,
+							  const char *s, size_t n)
+{
+	const unsigned char *rest;
+	char *at;
+	*o++ = '"';
+	char *r = put_plain(o, s, n, &rest, &at);
+	if (VD_UNLIKELY(!r))
+		r = tw_str_slow(t, at, rest, (const unsigned char *)s + n);
+	*r++ = '"';
+	return r;
+}
+
+static char *tw_value(struct tw *t, char *o, const struct vd_value *v)
 {
 	switch (v->type) {
-	case VD_NULL: j_null(w); break;
-	case VD_BOOL: j_bool(w, v->v.b); break;
-	case VD_INT: j_int64(w, v->v.i); break;
-	case VD_UINT: j_uint64(w, v->v.u); break;
-	case VD_DOUBLE: j_double(w, v->v.d); break;
-	case VD_STRING: j_string(w, v->v.s.ptr, v->v.s.len); break;
-	case VD_ARRAY:
-		j_begin_array(w);
-		for (size_t i = 0; i < v->v.arr.n; i++)
-			j_value(w, &v->v.arr.items[i]);
-		j_end_array(w);
-		break;
-	case VD_OBJECT:
-		j_begin_object(w);
-		for (size_t i = 0; i < v->v.obj.n; i++) {
-			j_key(w, v->v.obj.members[i].key, v->v.obj.members[i].klen);
-			j_value(w, &v->v.obj.members[i].val);
+	case VD_NULL:
+		TW_ROOM(t, o, 4);
+		memcpy(o, "null", 4);
+		return o + 4;
+	case VD_BOOL:
+		TW_ROOM(t, o, 5);
+		if (v->v.b) {
+			memcpy(o, "true", 4);
+			return o + 4;
 		}
-		j_end_object(w);
-		break;
+		memcpy(o, "false", 5);
+		return o + 5;
+	case VD_INT:
+		TW_ROOM(t, o, 24);
+		return o + cj_fmt_i64(v->v.i, o);
+	case VD_UINT:
+		TW_ROOM(t, o, 24);
+		return o + cj_fmt_u64(v->v.u, o);
+	case VD_DOUBLE:
+		TW_ROOM(t, o, 40);
+		return o + cj_fmt_double(v->v.d, o);
+	case VD_STRING:
+		TW_ROOM(t, o, v->v.s.len + 2);
+		return tw_str(t, o, v->v.s.ptr, v->v.s.len);
+	case VD_ARRAY: {
+		if (VD_UNLIKELY(t->room == 0)) {
+			t->deep = true;
+			return o;
+		}
+		t->room--;
+		size_t n = v->v.arr.n;
+		const struct vd_value *it = v->v.arr.items;
+		TW_ROOM(t, o, 2);
+		*o++ = '[';
+		for (size_t i = 0; i < n; i++) {
+			if (i) {
+				TW_ROOM(t, o, 1);
+				*o++ = ',';
+			}
+			o = tw_value(t, o, &it[i]);
+		}
+		TW_ROOM(t, o, 1);
+		*o++ = ']';
+		t->room++;
+		return o;
 	}
+	case VD_OBJECT: {
+		if (VD_UNLIKELY(t->room == 0)) {
+			t->deep = true;
+			return o;
+		}
+		t->room--;
+		size_t n = v->v.obj.n;
+		const struct vd_member *m = v->v.obj.members;
+		TW_ROOM(t, o, 2);
+		*o++ = '{';
+		for (size_t i = 0; i < n; i++) {
+			/* ',' '"' key '":' */
+			TW_ROOM(t, o, m[i].klen + 4);
+			if (i)
+				*o++ = ',';
+			o = tw_str(t, o, m[i].key, m[i].klen);
+			*o++ = ':';
+			const struct vd_value *mv = &m[i].val;
+			if (VD_LIKELY(mv->type == VD_STRING)) {
+				/* the usual member value, without a call */
+				TW_ROOM(t, o, mv->v.s.len + 2);
+				o = tw_str(t, o, mv->v.s.ptr, mv->v.s.len);
+			} else {
+				o = tw_value(t, o, mv);
+			}
+		}
+		TW_ROOM(t, o, 1);
+		*o++ = '}';
+		t->room++;
+		return o;
+	}
+	}
+	return o;
+}
+
+static void j_value(struct vd_writer *w, const struct vd_value *v)
+{
+	char *o = j_slot(w, 0);   /* the separator before it, if any */
+	if (!o)
+		return;
+	struct vd_buf *out = w->out;
+	struct tw t = { out, out->data + out->cap, VW_MAX_DEPTH - 1 - w->depth, false };
+	o = tw_value(&t, o, v);
+	out->len = (size_t)(o - out->data);
+	if (VD_UNLIKELY(t.deep))
+		w->error = VD_EINVAL;   /* as j_begin past VW_MAX_DEPTH */
 }
 
 static const struct vd_writer_ops json_ops = {

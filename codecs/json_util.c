@@ -116,6 +116,33 @@ static inline bool is_digit(char c)
 	return (unsigned char)(c - '0') < 10;
 }
 
+/* Whole groups of 8 decimal digits from p into *m (m = m * 10^8 + group)
+ * while *m stays far from overflowing (below 10^11, so the result is below
+ * 10^19); *exp10 (fraction digits) goes down by 8 per group.  Returns where
+ * it stopped: the per-digit loop of the caller does the rest exactly as
+ * before. */
+static inline const char *digits8(const char *p, const char *end, uint64_t *m, long *exp10)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	while (end - p >= 8 && *m < 100000000000ull) {
+		uint64_t x;
+		memcpy(&x, p, 8);   /* little-endian: p[0] in the low byte */
+		if ((x & 0xF0F0F0F0F0F0F0F0ull) != 0x3030303030303030ull ||
+		    ((x + 0x0606060606060606ull) & 0xF0F0F0F0F0F0F0F0ull) != 0x3030303030303030ull)
+			break;   /* not 8 digits */
+		x &= 0x0F0F0F0F0F0F0F0Full;
+		x = (x * 10 + (x >> 8)) & 0x00FF00FF00FF00FFull;      /* pairs */
+		x = (x * 100 + (x >> 16)) & 0x0000FFFF0000FFFFull;    /* quads */
+		x = (x * 10000 + (x >> 32)) & 0xFFFFFFFFull;          /* eight */
+		*m = *m * 100000000ull + x;
+		if (exp10)
+			*exp10 -= 8;
+		p += 8;
+	}
+#endif
+	return p;
+}
+
 /* Correctly rounded conversion of the validated text s[0..n) by strtod. */
 static double slow_strtod(const char *s, size_t n)
 {
@@ -151,6 +178,7 @@ const char *cj_number(const char *p, const char *end, struct vd_value *v,
 			return NULL;
 		}
 	} else if (is_digit(*p)) {
+		p = digits8(p, end, &m, NULL);
 		while (p < end && is_digit(*p)) {
 			unsigned d = (unsigned)(*p - '0');
 			if (m < 1844674407370955161u || (m == 1844674407370955161u && d <= 5))
@@ -170,6 +198,7 @@ const char *cj_number(const char *p, const char *end, struct vd_value *v,
 			*reason = "digit expected after decimal point";
 			return NULL;
 		}
+		p = digits8(p, end, &m, &exp10);
 		while (p < end && is_digit(*p)) {
 			if (m <= (UINT64_MAX - 9) / 10) {
 				m = m * 10 + (unsigned)(*p - '0');
@@ -307,6 +336,15 @@ size_t cj_fmt_double(double d, char *buf)
 			}
 			return (size_t)(o + k - buf);
 		}
+	}
+	size_t k = cj_fmt_double_mid(d, buf);
+	if (k) {
+		/* always fixed notation with a '.' or an integral part only */
+		if (!memchr(buf, '.', k)) {
+			memcpy(buf + k, ".0", 2);
+			k += 2;
+		}
+		return k;
 	}
 	int n = 0;
 	/* A normal double carries more than 15 significant digits, so when 15

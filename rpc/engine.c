@@ -245,6 +245,32 @@ static void write_error_response(const struct vd_codec *codec, struct vd_buf *ou
 
 /* Run the handler with the writer positioned after the id; writes the
  * "result" member, or rolls back to the checkpoint and writes "error". */
+static void borrow_drop(struct rpc_borrow *b)
+{
+	if (b && b->bytes) {
+		b->release(b->hold);
+		b->bytes = NULL;
+		b->len = 0;
+	}
+}
+
+void rpc_result_borrow(struct rpc_call *c, const char *bytes, size_t len,
+		       void (*release)(void *hold), void *hold)
+{
+	struct rpc_borrow *b = c->borrow;
+	if (!b || b->bytes || !c->w->out) {
+		vw_raw(c->w, bytes, len);
+		release(hold);
+		return;
+	}
+	vw_raw(c->w, "", 0);  /* the separator and the writer's state of one value */
+	b->bytes = bytes;
+	b->len = len;
+	b->at = c->w->out->len;
+	b->release = release;
+	b->hold = hold;
+}
+
 static enum rpc_err run_verb(const struct rpc_verb_rt *v, struct rpc_call *c, struct vd_writer *w)
 {
 	struct vd_writer saved = *w;
@@ -260,10 +286,11 @@ static enum rpc_err run_verb(const struct rpc_verb_rt *v, struct rpc_call *c, st
 		rc = -1;
 	}
 	if (rc == 0) {
-		if (w->out->len == result_at)
+		if (w->out->len == result_at && !(c->borrow && c->borrow->bytes))
 			vw_bool(w, true);
 		return RPC_OK;
 	}
+	borrow_drop(c->borrow);  /* the output it was part of is rewound */
 	if (c->err == RPC_OK)
 		rpc_fail(c, RPC_E_INTERNAL, "handler of %s failed", v->decl->name);
 	*w = saved;
@@ -329,6 +356,8 @@ struct req_ctx {
 	uint64_t start_ns;
 	struct rpc_batch *batch;
 	size_t slot;
+	bool pieces;               /* rpc_request_info.pieces */
+	struct rpc_borrow borrow;  /* a borrowed result (top level only) */
 };
 
 enum { REQ_DONE, REQ_ASYNC };
@@ -336,7 +365,7 @@ enum { REQ_DONE, REQ_ASYNC };
 static void finish_batch(struct rpc_batch *b)
 {
 	struct vd_buf out = VD_BUF_INIT;
-	struct rpc_response r = { NULL, 0, b->codec, NULL };
+	struct rpc_response r = { .codec = b->codec };
 	bool any = false;
 	for (size_t i = 0; i < b->n; i++)
 		any |= b->slots[i].len > 0;
@@ -383,8 +412,8 @@ static void job_done(void *arg)
 		if (--b->pending == 0)
 			finish_batch(b);
 	} else {
-		struct rpc_response r = { j->out.len ? j->out.data : NULL, j->out.len,
-					  j->codec, j->id };
+		struct rpc_response r = { .bytes = j->out.len ? j->out.data : NULL,
+					  .len = j->out.len, .codec = j->codec, .id = j->id };
 		j->reply(j->rctx, &r);
 	}
 	buf_free(&j->out);
@@ -402,6 +431,7 @@ static int submit_job(struct req_ctx *rq, struct rpc_verb_rt *v, const struct rp
 	j->e = e;
 	j->v = v;
 	j->call = *c;
+	j->call.borrow = NULL;  /* the dispatcher's request is gone by then */
 	j->call.arena = &j->arena;
 	for (unsigned i = 0; i < v->decl->nparams; i++)
 		if (c->args[i] && c->args[i] != v->defs[i])
@@ -514,6 +544,9 @@ static int process_one(struct req_ctx *rq, const struct vd_value *req, struct vd
 	c.w = NULL;
 	c.err = RPC_OK;
 	c.err_detail[0] = '\0';
+	/* JSON only: the msgpack writer compacts a small container's header
+	 * when it closes, moving the bytes after it (the borrowed spot too) */
+	c.borrow = rq->batch || !rq->codec->is_json ? NULL : &rq->borrow;
 	enum rpc_err res = RPC_OK;
 	if (!(v->decl->flags & RPC_F_ALWAYS) && !rpc_engine_ready(e)) {
 		res = RPC_E_RECOVERING;
@@ -544,8 +577,10 @@ static int process_one(struct req_ctx *rq, const struct vd_value *req, struct vd
 	write_head(&w, id);
 	res = run_verb(v, &c, &w);
 	vw_end_object(&w);
-	if (notify)
+	if (notify) {
 		out->len = start;
+		borrow_drop(c.borrow);
+	}
 	if (res != RPC_OK && res != RPC_E_RECOVERING)
 		vd_log_flow(VD_LOG_DEBUG, rq->flow_id, "rpc: %s failed: %s: %s", v->decl->name,
 			    rpc_err_message(res), c.err_detail);
@@ -584,8 +619,23 @@ static void run_batch(struct req_ctx *rq, const struct vd_value *root)
 		finish_batch(b);
 }
 
+static void dispatch(struct rpc_engine *e, const struct rpc_request_info *info, bool pieces,
+		     const char *body, size_t len, rpc_reply_fn reply, void *ctx);
+
 void rpc_dispatch(struct rpc_engine *e, const struct rpc_request_info *info,
 		  const char *body, size_t len, rpc_reply_fn reply, void *ctx)
+{
+	dispatch(e, info, false, body, len, reply, ctx);
+}
+
+void rpc_dispatch_pieces(struct rpc_engine *e, const struct rpc_request_info *info,
+			 const char *body, size_t len, rpc_reply_fn reply, void *ctx)
+{
+	dispatch(e, info, true, body, len, reply, ctx);
+}
+
+static void dispatch(struct rpc_engine *e, const struct rpc_request_info *info, bool pieces,
+		     const char *body, size_t len, rpc_reply_fn reply, void *ctx)
 {
 	assert(e->sealed && info && info->codec && reply);
 	struct vd_arena local_arena;
@@ -604,6 +654,7 @@ void rpc_dispatch(struct rpc_engine *e, const struct rpc_request_info *info,
 		.e = e, .codec = info->codec, .flow_id = info->flow_id,
 		.local_addr = info->local_addr,
 		.reply = reply, .rctx = ctx, .arena = arena, .start_ns = vd_now_ns(),
+		.pieces = pieces,
 	};
 	const struct vd_value *id = NULL;
 	struct vd_value *root = NULL;
@@ -644,8 +695,20 @@ void rpc_dispatch(struct rpc_engine *e, const struct rpc_request_info *info,
 				     : "a request must be an object or a non-empty array");
 	}
 	if (answered_now) {
-		struct rpc_response r = { out->len ? out->data : NULL, out->len, info->codec, id };
+		struct rpc_borrow *b = &rq.borrow;
+		if (b->bytes && !rq.pieces) {
+			/* one piece: the borrowed result copied in */
+			buf_reserve(out, b->len);
+			memmove(out->data + b->at + b->len, out->data + b->at, out->len - b->at);
+			memcpy(out->data + b->at, b->bytes, b->len);
+			out->len += b->len;
+			borrow_drop(b);
+		}
+		struct rpc_response r = { .bytes = out->len ? out->data : NULL, .len = out->len,
+					  .codec = info->codec, .id = id,
+					  .ext = b->bytes, .ext_len = b->len, .at = b->at };
 		reply(ctx, &r);
+		borrow_drop(b);
 	}
 
 	if (nested) {

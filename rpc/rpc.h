@@ -171,7 +171,28 @@ struct rpc_call {
 	/* set by rpc_fail() */
 	enum rpc_err err;
 	char err_detail[256];
+	/* rpc_result_borrow(): where a borrowed result is recorded, NULL when
+	 * the request cannot take one (batch member, worker job) */
+	struct rpc_borrow *borrow;
 };
+
+/* A result held elsewhere (rpc_result_borrow). */
+struct rpc_borrow {
+	const char *bytes;
+	size_t len;
+	size_t at;                 /* where it goes in the response bytes */
+	void (*release)(void *hold);
+	void *hold;
+};
+
+/* The handler's whole result is bytes[0..len), already encoded with the
+ * request's codec (one value), valid until release(hold) is called.  A
+ * transport that writes pieces (rpc_dispatch_pieces) sends it from where
+ * it is, so a large cached result is not copied into the response; otherwise
+ * (and in a batch, a worker job or a msgpack request) it is copied now.  release is always
+ * called exactly once, at the latest after the reply callback returned. */
+void rpc_result_borrow(struct rpc_call *c, const char *bytes, size_t len,
+		       void (*release)(void *hold), void *hold);
 
 /* Returns 0 on success, or the (negative) value of rpc_fail(). */
 typedef int (*rpc_handler)(struct rpc_call *c);
@@ -241,6 +262,10 @@ struct rpc_response {
 	size_t len;
 	const struct vd_codec *codec;
 	const struct vd_value *id;
+	/* Only from rpc_dispatch_pieces(): the response is bytes[0..at),
+	 * then ext[0..ext_len), then bytes[at..len) (ext NULL: bytes alone). */
+	const char *ext;
+	size_t ext_len, at;
 };
 
 typedef void (*rpc_reply_fn)(void *ctx, const struct rpc_response *r);
@@ -268,6 +293,10 @@ struct rpc_request_info {
  *  - a batch of more than RPC_MAX_BATCH members is one -32600. */
 void rpc_dispatch(struct rpc_engine *e, const struct rpc_request_info *info,
 		  const char *body, size_t len, rpc_reply_fn reply, void *ctx);
+/* rpc_dispatch for a transport that writes a reply in pieces: the response
+ * may carry a borrowed result (rpc_response.ext) instead of a copy. */
+void rpc_dispatch_pieces(struct rpc_engine *e, const struct rpc_request_info *info,
+			 const char *body, size_t len, rpc_reply_fn reply, void *ctx);
 
 /* Prometheus text for requests by verb and result and the latency histogram. */
 void rpc_metrics_format(const struct rpc_engine *e, struct vd_buf *out);

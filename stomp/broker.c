@@ -284,7 +284,33 @@ void stomp_deliver(struct stomp_broker *b, struct stomp_sub *sub,
 		   const struct stomp_header *extra, unsigned nextra,
 		   const char *body, size_t len)
 {
+	const struct stomp_iov one = { body, len };
+	stomp_deliver_iov(b, sub, dest, dlen, ct, ctlen, extra, nextra, &one, 1);
+}
+
+/* What write_direct left of the pieces (skip bytes already written),
+ * appended to out. */
+static void append_rest(struct vd_buf *out, const struct stomp_iov *body, unsigned n, size_t skip)
+{
+	for (unsigned i = 0; i < n; i++) {
+		if (skip >= body[i].len) {
+			skip -= body[i].len;
+			continue;
+		}
+		buf_append(out, body[i].base + skip, body[i].len - skip);
+		skip = 0;
+	}
+}
+
+void stomp_deliver_iov(struct stomp_broker *b, struct stomp_sub *sub,
+		       const char *dest, size_t dlen, const char *ct, size_t ctlen,
+		       const struct stomp_header *extra, unsigned nextra,
+		       const struct stomp_iov *body, unsigned nbody)
+{
 	struct vd_buf *out = sub->s->out;
+	size_t len = 0;
+	for (unsigned i = 0; i < nbody; i++)
+		len += body[i].len;
 	size_t need = frame_need(sub, dest, dlen, ctlen, extra, nextra, len);
 	bool direct = len >= STOMP_DIRECT_MIN && out->len == 0 && b->write_direct;
 	buf_reserve(out, direct ? need - len : need);
@@ -326,13 +352,18 @@ void stomp_deliver(struct stomp_broker *b, struct stomp_sub *sub,
 		 * body from where they are; only what it could not write is
 		 * copied into the buffer. */
 		size_t hlen = (size_t)(w - out->data);
-		const struct stomp_iov iov[3] = { { out->data, hlen }, { body, len }, { "", 1 } };
-		size_t done = b->write_direct(b->host, sub->s, sub->s->conn, iov, 3);
+		struct stomp_iov iov[STOMP_BODY_PIECES + 2];
+		unsigned k = 0;
+		iov[k++] = (struct stomp_iov){ out->data, hlen };
+		for (unsigned i = 0; i < nbody && i < STOMP_BODY_PIECES; i++)
+			if (body[i].len)
+				iov[k++] = body[i];
+		iov[k++] = (struct stomp_iov){ "", 1 };
+		size_t done = b->write_direct(b->host, sub->s, sub->s->conn, iov, k);
 		out->len = hlen;
 		buf_consume(out, done);  /* the head, or what is left of it */
 		if (done < hlen + len)
-			buf_append(out, done > hlen ? body + (done - hlen) : body,
-				   done > hlen ? len - (done - hlen) : len);
+			append_rest(out, body, nbody, done > hlen ? done - hlen : 0);
 		if (done < hlen + len + 1)
 			buf_putc(out, '\0');
 		b->st.frames_out++;
@@ -341,8 +372,9 @@ void stomp_deliver(struct stomp_broker *b, struct stomp_sub *sub,
 			b->ops.output(b->host, sub->s, sub->s->conn);
 		return;
 	}
-	if (len)
-		w = stomp_put(w, body, len);
+	for (unsigned i = 0; i < nbody; i++)
+		if (body[i].len)
+			w = stomp_put(w, body[i].base, body[i].len);
 	*w++ = '\0';
 	out->len = (size_t)(w - out->data);
 	b->st.frames_out++;
@@ -453,6 +485,14 @@ size_t stomp_broker_reply(struct stomp_broker *b, struct stomp_session *origin,
 			  const char *dest, size_t dlen, const char *content_type,
 			  const char *body, size_t len)
 {
+	const struct stomp_iov one = { body, len };
+	return stomp_broker_reply_iov(b, origin, dest, dlen, content_type, &one, 1);
+}
+
+size_t stomp_broker_reply_iov(struct stomp_broker *b, struct stomp_session *origin,
+			      const char *dest, size_t dlen, const char *content_type,
+			      const struct stomp_iov *body, unsigned n)
+{
 	if (!dest || !dlen) {  /* no (or an empty) reply-to */
 		dest = DEFAULT_REPLY_DEST;
 		dlen = sizeof(DEFAULT_REPLY_DEST) - 1;
@@ -465,7 +505,7 @@ size_t stomp_broker_reply(struct stomp_broker *b, struct stomp_session *origin,
 				continue;
 			sub->dest->reserved = true;
 			size_t ctlen = content_type ? strlen(content_type) : 0;
-			stomp_deliver(b, sub, NULL, 0, content_type, ctlen, NULL, 0, body, len);
+			stomp_deliver_iov(b, sub, NULL, 0, content_type, ctlen, NULL, 0, body, n);
 			return 1;
 		}
 	}

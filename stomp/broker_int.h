@@ -103,6 +103,11 @@ void stomp_deliver(struct stomp_broker *b, struct stomp_sub *sub,
 		   const char *dest, size_t dlen, const char *ct, size_t ctlen,
 		   const struct stomp_header *extra, unsigned nextra,
 		   const char *body, size_t len);
+/* stomp_deliver with the body in n pieces (at most STOMP_BODY_PIECES). */
+void stomp_deliver_iov(struct stomp_broker *b, struct stomp_sub *sub,
+		       const char *dest, size_t dlen, const char *ct, size_t ctlen,
+		       const struct stomp_header *extra, unsigned nextra,
+		       const struct stomp_iov *body, unsigned n);
 
 /* Forward a SEND to every subscription whose destination equals dest or is
  * a dot-separated prefix of it, except reserved (reply / events)

@@ -211,6 +211,12 @@ bool stomp_session_closing(const struct stomp_session *s);
 size_t stomp_broker_reply(struct stomp_broker *b, struct stomp_session *origin,
 			  const char *dest, size_t dlen, const char *content_type,
 			  const char *body, size_t len);
+/* The same with a body in n pieces (1..STOMP_BODY_PIECES), sent one after
+ * the other (a large piece goes out from where it is, see write_direct). */
+#define STOMP_BODY_PIECES 3
+size_t stomp_broker_reply_iov(struct stomp_broker *b, struct stomp_session *origin,
+			      const char *dest, size_t dlen, const char *content_type,
+			      const struct stomp_iov *body, unsigned n);
 /* Fan a message out to every subscription on dest (exact match); a session
  * whose output would go over max_output with it loses it (counted).
  * Returns deliveries.  (Forwarded client SENDs obey the same bound.)

@@ -153,25 +153,33 @@ static void stomp_reply(void *ctx, const struct rpc_response *r)
 	struct stomp_req *q = ctx;
 	struct vd_server *s = q->srv;
 	struct vd_conn *c = q->conn;
-	if (r->len && c && !c->dead && !guard_admit_buf(c, &c->out, r->len + 512)) {
+	size_t total = r->len + r->ext_len;  /* a borrowed result in the middle */
+	if (total && c && !c->dead && !guard_admit_buf(c, &c->out, total + 512)) {
 		/* no room in the memory budget even after closing bigger holders:
 		 * c was closed (it was the biggest) */
-	} else if (r->len && c && !c->dead && c->out.len &&
-	    c->out.len + r->len > s->d->cfg.max_output) {
+	} else if (total && c && !c->dead && c->out.len &&
+	    c->out.len + total > s->d->cfg.max_output) {
 		/* The output bound holds before a reply is queued: a peer that
 		 * does not read its replies is closed, not buffered for. */
 		s->n.overflow_closes++;
 		log_limited(&s->ll_overflow, VD_LOG_WARN,
 			    "connection %s: %zu bytes of output pending (max_output %zu), closing "
 			    "slow reader (a %zu-byte reply was next)", c->peer, c->out.len,
-			    s->d->cfg.max_output, r->len);
+			    s->d->cfg.max_output, total);
 		conn_close(c, "output overflow");
-	} else if (r->len) {
+	} else if (total) {
 		/* a connection closed but not yet reaped gets nothing (counted) */
 		struct stomp_session *origin = stomp_session_alive(q->sess) && !(c && c->dead) ?
 			q->sess : NULL;
-		stomp_broker_reply(s->broker, origin, q->rtlen ? q->reply_to : NULL, q->rtlen,
-				   r->codec->content_type, r->bytes, r->len);
+		/* the cached part of a reply (rpc_result_borrow) is written from
+		 * the cache: no copy into the engine's buffer first */
+		const struct stomp_iov body[STOMP_BODY_PIECES] = {
+			{ r->bytes, r->ext ? r->at : r->len },
+			{ r->ext, r->ext_len },
+			{ r->ext ? r->bytes + r->at : NULL, r->ext ? r->len - r->at : 0 },
+		};
+		stomp_broker_reply_iov(s->broker, origin, q->rtlen ? q->reply_to : NULL, q->rtlen,
+				       r->codec->content_type, body, STOMP_BODY_PIECES);
 	}
 	if (q->conn) {
 		/* Events held behind this request follow its reply (wire.c). */
@@ -234,7 +242,7 @@ static void on_request(void *host, struct stomp_session *ss, const char *body, s
 	};
 	if (guard_overloaded(s))
 		s->n.budget_refused++;  /* the engine answers 1100 (guard_account set it) */
-	rpc_dispatch(d->rpc, &info, body, len, stomp_reply, q);
+	rpc_dispatch_pieces(d->rpc, &info, body, len, stomp_reply, q);
 }
 
 static void on_output(void *host, struct stomp_session *ss, void *conn)

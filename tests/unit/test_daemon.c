@@ -140,7 +140,11 @@ START_TEST(health_follows_readiness)
 	char resp[4096] = "";
 	/* Let host and virt report first (their samplers may do so from
 	 * another thread), then take readiness away by hand. */
-	for (int i = 0; i < 5000 && __atomic_load_n(&d.ready_mask, __ATOMIC_ACQUIRE) != 3; i++) {
+	/* The mask is set before the sampler thread marks the engine ready:
+	 * wait for both, or that thread's set_ready(true) can land after the
+	 * test's set_ready(false). */
+	for (int i = 0; i < 5000 && (__atomic_load_n(&d.ready_mask, __ATOMIC_ACQUIRE) != 3 ||
+				     !rpc_engine_ready(d.rpc)); i++) {
 		ev_run(d.loop, EVRUN_NOWAIT);
 		usleep(1000);
 	}

@@ -548,13 +548,23 @@ START_TEST(test_write_direct)
 		body[i] = (char)('a' + i % 26);
 	stomp_broker_set_write_direct(H.b, wd_hook);
 	ck_assert_int_gt(FEED(&A, "SUBSCRIBE\ndestination:r\nid:s1\n\n\0"), 0);
-	const size_t limits[] = { 0, 5, 100, 200, 70000, len + 150, (size_t)-1 };
-	for (size_t k = 0; k < VD_ARRAY_SIZE(limits); k++) {
-		wd_limit = limits[k];
+	/* the body whole, or in three pieces (stomp_broker_reply_iov: a
+	 * borrowed result between the envelope's head and tail), the limits
+	 * then also falling inside the first and the last piece */
+	const struct stomp_iov three[3] = { { body, 150 }, { body + 150, len - 160 },
+					    { body + len - 10, 10 } };
+	const size_t limits[] = { 0, 5, 100, 200, 250, 70000, len + 145, len + 150,
+				  (size_t)-1 };
+	for (size_t k = 0; k < 2 * VD_ARRAY_SIZE(limits); k++) {
+		bool pieces = k >= VD_ARRAY_SIZE(limits);
+		wd_limit = limits[k % VD_ARRAY_SIZE(limits)];
 		wd_calls = 0;
 		buf_reset(&wd_wire);
 		A.out.len = A.rpos = 0;
-		ck_assert_uint_eq(stomp_broker_reply(H.b, A.s, "r", 1, "application/json", body, len), 1);
+		ck_assert_uint_eq(pieces ? stomp_broker_reply_iov(H.b, A.s, "r", 1, "application/json",
+								  three, 3)
+				  : stomp_broker_reply(H.b, A.s, "r", 1, "application/json", body, len),
+				  1);
 		ck_assert_int_eq(wd_calls, 1);
 		buf_append(&wd_wire, A.out.data, A.out.len);   /* wire, then the buffered rest */
 		A.out.len = 0;

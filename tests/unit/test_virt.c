@@ -395,6 +395,39 @@ START_TEST(per_domain_path_agrees)
 }
 END_TEST
 
+/* Repeated polls are answered from the snapshot's cache, with the keys
+ * added since the cache came in (issue 25): a mark put into the cached
+ * bytes after the first poll shows up in the second reply. */
+START_TEST(repeat_polls_hit_cache)
+{
+	const struct vd_codec *cd = codec_find("yajl");
+	vfx_call_codec(&F, cd, "Host.getAllVmStats", "{}");
+	static const char *const added[] = { "\"cpuActual\":", "\"vmJobs\":{", "\"displayType\":",
+					     "\"guestCPUCount\":-1", "\"appsList\":[]" };
+	for (size_t k = 0; k < VD_ARRAY_SIZE(added); k++)
+		ck_assert_msg(strstr(F.reply, added[k]), "%s missing from the reply", added[k]);
+	struct virt_snapshot *s = virt_snapshot_get(vfx_state(&F));
+	struct vd_buf tb = VD_BUF_INIT;
+	struct vd_writer w;
+	cd->writer_init(&w, &tb);
+	buf_free(&tb);
+	struct virt_enc_cache *slot = NULL;
+	for (unsigned i = 0; i < VIRT_MAX_CODECS; i++)
+		if (s->cache[i].ops == w.ops)
+			slot = &s->cache[i];
+	ck_assert_ptr_nonnull(slot);
+	char *at = memmem(slot->bytes, slot->len, "\"vmType\":\"kvm\"", 14);
+	ck_assert_ptr_nonnull(at);
+	memcpy(at + 10, "KVM", 3);
+	vfx_call_codec(&F, cd, "Host.getAllVmStats", "{}");
+	ck_assert_ptr_nonnull(strstr(F.reply, "\"vmType\":\"KVM\""));
+	memcpy(at + 10, "kvm", 3);
+	vfx_call_codec(&F, cd, "Host.getAllVmStats", "{}");
+	ck_assert_ptr_null(strstr(F.reply, "\"vmType\":\"KVM\""));
+	snapshot_put(s);
+}
+END_TEST
+
 START_TEST(encoded_cache)
 {
 	const struct vd_codec *codecs[] = { codec_find("yajl"), codec_find("fallback") };
@@ -642,6 +675,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, bad_vm_ids);
 	tcase_add_test(tc, rates_from_two_samples);
 	tcase_add_test(tc, encoded_cache);
+	tcase_add_test(tc, repeat_polls_hit_cache);
 	tcase_add_test(tc, per_domain_path_agrees);
 	suite_add_tcase(s, tc);
 	TCase *t2 = tcase_create("misc");

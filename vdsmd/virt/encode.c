@@ -255,17 +255,18 @@ static const struct vd_codec *codec_for_ops(const struct vd_writer_ops *ops)
 	return NULL;
 }
 
-void virt_write_all_stats_cached(struct virt_state *s, struct vd_writer *w,
-				 struct virt_snapshot *snap)
+/* The cached encoding of snap's list for the codec whose writer uses ops
+ * (encoded now on first use), or NULL when it cannot be cached (caching off,
+ * unknown writer, no free slot).  Lives as long as snap. */
+static const char *cached_list(struct virt_state *s, const struct vd_writer_ops *ops,
+			       struct virt_snapshot *snap, size_t *len)
 {
-	if (s && s->no_cache) {
-		virt_encode_all_stats(w, snap);
-		return;
-	}
+	if (s && s->no_cache)
+		return NULL;
 	pthread_mutex_lock(&snap->cache_lock);
 	struct virt_enc_cache *slot = NULL;
 	for (unsigned i = 0; i < VIRT_MAX_CODECS; i++) {
-		if (snap->cache[i].ops == w->ops) {
+		if (snap->cache[i].ops == ops) {
 			slot = &snap->cache[i];
 			break;
 		}
@@ -273,15 +274,13 @@ void virt_write_all_stats_cached(struct virt_state *s, struct vd_writer *w,
 			slot = &snap->cache[i];
 	}
 	const struct vd_codec *codec = NULL;
-	if (slot && slot->ops != w->ops)
-		codec = codec_for_ops(w->ops);
-	if (!slot || (slot->ops != w->ops && !codec)) {
-		/* unknown writer (or no free slot): encode directly */
+	if (slot && slot->ops != ops)
+		codec = codec_for_ops(ops);
+	if (!slot || (slot->ops != ops && !codec)) {
 		pthread_mutex_unlock(&snap->cache_lock);
-		virt_encode_all_stats(w, snap);
-		return;
+		return NULL;
 	}
-	if (slot->ops != w->ops) {
+	if (slot->ops != ops) {
 		struct vd_buf out = VD_BUF_INIT;
 		struct vd_writer cw;
 		memset(&cw, 0, sizeof cw);
@@ -289,14 +288,45 @@ void virt_write_all_stats_cached(struct virt_state *s, struct vd_writer *w,
 		virt_encode_all_stats(&cw, snap);
 		slot->bytes = out.data;
 		slot->len = out.len;
-		slot->ops = w->ops;
+		slot->ops = ops;
 	}
 	const char *bytes = slot->bytes;
-	size_t len = slot->len;
+	*len = slot->len;
 	pthread_mutex_unlock(&snap->cache_lock);
+	return bytes;
+}
+
+void virt_write_all_stats_cached(struct virt_state *s, struct vd_writer *w,
+				 struct virt_snapshot *snap)
+{
+	size_t len;
+	const char *bytes = cached_list(s, w->ops, snap, &len);
+	if (!bytes) {
+		virt_encode_all_stats(w, snap);
+		return;
+	}
 	/* the bytes live as long as the snapshot, which the caller holds; grow
 	 * the output once to its final size rather than by doubling copies */
 	if (w->out)
 		buf_reserve(w->out, len + 256);
 	vw_raw(w, bytes, len);
+}
+
+static void snapshot_release(void *snap)
+{
+	snapshot_put(snap);
+}
+
+void virt_reply_all_stats(struct rpc_call *c, struct virt_state *s, struct virt_snapshot *snap)
+{
+	size_t len;
+	const char *bytes = cached_list(s, c->w->ops, snap, &len);
+	if (!bytes) {
+		virt_encode_all_stats(c->w, snap);
+		snapshot_put(snap);
+		return;
+	}
+	/* the reply goes out from the cache itself where the transport can
+	 * (rpc_result_borrow): the snapshot reference is kept until then */
+	rpc_result_borrow(c, bytes, len, snapshot_release, snap);
 }

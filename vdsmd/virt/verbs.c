@@ -22,8 +22,7 @@ static int verb_get_all_vm_stats(struct rpc_call *c)
 	struct virt_snapshot *snap = snap_or_fail(c);
 	if (!snap)
 		return -1;
-	virt_write_all_stats_cached(virt_state_of(c), c->w, snap);
-	snapshot_put(snap);
+	virt_reply_all_stats(c, virt_state_of(c), snap);  /* puts snap */
 	return 0;
 }
 

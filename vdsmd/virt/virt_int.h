@@ -430,6 +430,10 @@ void virt_encode_all_stats(struct vd_writer *w, const struct virt_snapshot *snap
  * allowed (filled on first use). */
 void virt_write_all_stats_cached(struct virt_state *s, struct vd_writer *w,
 				 struct virt_snapshot *snap);
+/* Host.getAllVmStats' result for c from the cache, borrowed by the reply
+ * (rpc_result_borrow) rather than copied; takes over the caller's
+ * reference to snap. */
+void virt_reply_all_stats(struct rpc_call *c, struct virt_state *s, struct virt_snapshot *snap);
 
 /* Checks common to every libvirt-calling verb: the connection (a reference)
  * or NULL with the call failed (lifecycle.c). */
