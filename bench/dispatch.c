@@ -156,7 +156,7 @@ static void bench_dispatch(bool quick)
 			const char *method = v ? "VM.getStats" : "Host.ping2";
 			struct vd_buf req = VD_BUF_INIT;
 			encode_request(l[k], &req, method, v == 1);
-			struct rpc_request_info info = { l[k], NULL, "bench" };
+			struct rpc_request_info info = { l[k], NULL, "bench", NULL };
 			struct sink s = { 0, 0 };
 			for (size_t i = 0; i < iters / 20; i++)  /* warm up */
 				rpc_dispatch(e, &info, req.data, req.len, on_reply, &s);
@@ -198,7 +198,7 @@ static double run_pool(const char *method, unsigned workers, size_t n)
 	}
 	struct vd_buf req = VD_BUF_INIT;
 	encode_request(codec_find("yajl"), &req, method, false);
-	struct rpc_request_info info = { codec_find("yajl"), NULL, "bench" };
+	struct rpc_request_info info = { codec_find("yajl"), NULL, "bench", NULL };
 	struct sink s = { 0, 0 };
 	uint64_t t0 = vd_now_ns();
 	for (size_t i = 0; i < n; i++)

@@ -100,7 +100,7 @@ int main(int argc, char **argv)
 		struct vd_writer w;
 		buf_reset(&out);
 		json->writer_init(&w, &out);
-		host_caps_encode(d.host->caps, &w);
+		host_caps_encode(d.host->caps, &w, NULL);
 	}
 	printf("%-44s %9.0f ns %9zu B\n", "Host.getCapabilities encoded each time (json)",
 	       (double)(vd_now_ns() - e0) / (double)nv, out.len);

@@ -89,7 +89,7 @@ static void on_reply(void *ctx, const struct rpc_response *r)
 static double run_getinfo(struct rpc_engine *e, const struct vd_codec *j, int nvol, double secs)
 {
 	char body[512];
-	struct rpc_request_info info = { j, NULL, "bench" };
+	struct rpc_request_info info = { j, NULL, "bench", NULL };
 	n_replies = 0;
 	long calls = 0;
 	double t0 = now_s(), t;

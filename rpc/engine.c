@@ -322,6 +322,7 @@ struct req_ctx {
 	struct rpc_engine *e;
 	const struct vd_codec *codec;
 	const char *flow_id;
+	const char *local_addr;
 	rpc_reply_fn reply;
 	void *rctx;
 	struct vd_arena *arena;
@@ -406,6 +407,8 @@ static int submit_job(struct req_ctx *rq, struct rpc_verb_rt *v, const struct rp
 		if (c->args[i] && c->args[i] != v->defs[i])
 			j->call.args[i] = rpc_value_clone(&j->arena, c->args[i]);
 	j->call.flow_id = c->flow_id ? arena_strndup(&j->arena, c->flow_id, strlen(c->flow_id)) : NULL;
+	j->call.local_addr = c->local_addr ? arena_strndup(&j->arena, c->local_addr,
+							   strlen(c->local_addr)) : NULL;
 	j->id = id ? rpc_value_clone(&j->arena, id) : NULL;
 	j->codec = rq->codec;
 	j->reply = rq->reply;
@@ -507,6 +510,7 @@ static int process_one(struct req_ctx *rq, const struct vd_value *req, struct vd
 	c.arena = rq->arena;
 	c.app = v->app;
 	c.flow_id = rq->flow_id;
+	c.local_addr = rq->local_addr;
 	c.w = NULL;
 	c.err = RPC_OK;
 	c.err_detail[0] = '\0';
@@ -598,6 +602,7 @@ void rpc_dispatch(struct rpc_engine *e, const struct rpc_request_info *info,
 
 	struct req_ctx rq = {
 		.e = e, .codec = info->codec, .flow_id = info->flow_id,
+		.local_addr = info->local_addr,
 		.reply = reply, .rctx = ctx, .arena = arena, .start_ns = vd_now_ns(),
 	};
 	const struct vd_value *id = NULL;

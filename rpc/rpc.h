@@ -161,6 +161,11 @@ struct rpc_call {
 	struct vd_arena *arena;   /* request lifetime scratch */
 	void *app;                /* the pointer given to rpc_engine_bind() */
 	const char *flow_id;      /* ovirtCorrelationId or NULL */
+	/* The server-side address of the connection the request came on
+	 * (numeric, no port; IPv4-mapped IPv6 given as IPv4), or NULL when the
+	 * transport has none (broker mode, tests).  Host.getCapabilities'
+	 * lastClientIface is the device holding it. */
+	const char *local_addr;
 	/* set by rpc_fail() */
 	enum rpc_err err;
 	char err_detail[256];
@@ -242,6 +247,7 @@ struct rpc_request_info {
 	const struct vd_codec *codec;  /* decodes the body and encodes the reply */
 	const char *flow_id;           /* may be NULL; copied by the engine */
 	const char *transport;         /* "stomp", "http", "broker": for logs/metrics */
+	const char *local_addr;        /* may be NULL; copied (rpc_call.local_addr) */
 };
 
 /* Dispatch one request body.  The engine copies what it keeps; body may be

@@ -41,6 +41,27 @@ static void peer_name(const struct sockaddr *sa, char *out, size_t n)
 	}
 }
 
+/* The server-side address of the socket, numeric; an IPv4-mapped IPv6
+ * address as plain IPv4 (what VDSM's getDeviceByIP matches either way). */
+static void local_name(int fd, char *out, size_t n)
+{
+	struct sockaddr_storage ss = { 0 };
+	socklen_t sl = sizeof(ss);
+	out[0] = '\0';
+	if (getsockname(fd, (struct sockaddr *)&ss, &sl) != 0)
+		return;
+	if (ss.ss_family == AF_INET) {
+		inet_ntop(AF_INET, &((const struct sockaddr_in *)(const void *)&ss)->sin_addr, out,
+			  (socklen_t)n);
+	} else if (ss.ss_family == AF_INET6) {
+		const struct in6_addr *a = &((const struct sockaddr_in6 *)(const void *)&ss)->sin6_addr;
+		if (IN6_IS_ADDR_V4MAPPED(a))
+			inet_ntop(AF_INET, &a->s6_addr[12], out, (socklen_t)n);
+		else
+			inet_ntop(AF_INET6, a, out, (socklen_t)n);
+	}
+}
+
 void conn_new(struct vd_server *s, int fd, const struct sockaddr *sa)
 {
 	struct vdsmd *d = s->d;
@@ -50,6 +71,7 @@ void conn_new(struct vd_server *s, int fd, const struct sockaddr *sa)
 	int one = 1;
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	peer_name(sa, c->peer, sizeof(c->peer));
+	local_name(fd, c->local, sizeof(c->local));
 	guard_set_address(c, sa);
 	c->next = s->conns;
 	if (s->conns)

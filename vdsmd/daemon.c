@@ -232,6 +232,7 @@ int daemon_init(struct vdsmd *d, char *why, size_t whylen)
 	*d->host_peers = (struct host_peers){
 		.ctx = d,
 		.write_net_caps = net_caps_write,
+		.net_config_dirty = net_config_dirty,
 		.vm_counts = peer_vm_counts,
 		.write_domain_stats = peer_domain_stats,
 		.write_jobs = peer_jobs,

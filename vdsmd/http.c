@@ -293,7 +293,10 @@ long http_conn_feed(struct vd_conn *c, char *buf, size_t len)
 			p->conn = c;
 			conn_ref(c);
 			c->http_busy = true;
-			struct rpc_request_info info = { .codec = codec, .transport = "http" };
+			struct rpc_request_info info = {
+				.codec = codec, .transport = "http",
+				.local_addr = c->local[0] ? c->local : NULL,
+			};
 			rpc_dispatch(d->rpc, &info, buf + h, body_len, http_reply, p);
 			return (long)used;
 		}

@@ -229,6 +229,7 @@ static void on_request(void *host, struct stomp_session *ss, const char *body, s
 		.codec = codec,
 		.flow_id = flow_id && flen ? flow : NULL,
 		.transport = "stomp",
+		.local_addr = c && c->local[0] ? c->local : NULL,
 	};
 	if (guard_overloaded(s))
 		s->n.budget_refused++;  /* the engine answers 1100 (guard_account set it) */

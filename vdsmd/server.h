@@ -177,6 +177,7 @@ struct vd_conn {
 	void *ssl;           /* SSL * */
 	struct stomp_session *sess;
 	char peer[INET6_ADDRSTRLEN + 16];
+	char local[INET6_ADDRSTRLEN];  /* our address on it (rpc_call.local_addr), or "" */
 	/* guard.c */
 	ev_tstamp t_open;        /* accepted */
 	ev_tstamp partial_since; /* input holds an incomplete frame since (0: none) */

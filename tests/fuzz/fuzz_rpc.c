@@ -168,7 +168,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		char *body = malloc(size ? size : 1);
 		if (size)
 			memcpy(body, data, size);
-		struct rpc_request_info info = { l[k], "fuzz-flow", "fuzz" };
+		struct rpc_request_info info = { l[k], "fuzz-flow", "fuzz", NULL };
 		replies = 0;
 		njobs = 0;
 		rpc_dispatch(eng, &info, body, size, check_reply, (void *)l[k]);

@@ -19,6 +19,7 @@ import fcntl
 import json
 import os
 import re
+import socket
 import subprocess
 import time
 import unittest
@@ -243,6 +244,27 @@ def kdump(v):
     return intish(v) or (None if int(v) in (-1, 0, 1) else "kdumpStatus %r" % v)
 
 
+def domain_versions(v):
+    """The engine: Stream.of((Object[]) v).map(o -> (Integer) o) then
+    StorageFormatType.forValue(toString) - JSON ints of known versions."""
+    if int_list(v):
+        return int_list(v)
+    return None if v and all(x in (0, 1, 2, 3, 4, 5) for x in v) else "domain_versions %r" % (v,)
+
+
+def block_sizes(v):
+    """The engine casts each value to List<Integer> and looks for 0 (auto);
+    VDSM's keys are the storage types of storage/backends.py."""
+    if obj(v):
+        return obj(v)
+    if sorted(v) != ["FCP", "GLUSTERFS", "ISCSI", "LOCALFS", "NFS", "POSIXFS"]:
+        return "supported_block_size keys %r" % sorted(v)
+    for t, sizes in v.items():
+        if int_list(sizes) or not sizes or any(x not in (0, 512, 4096) for x in sizes):
+            return "supported_block_size.%s %r" % (t, sizes)
+    return None
+
+
 def selinux(v):
     return obj(v) or intish(v.get("mode"))
 
@@ -343,11 +365,12 @@ CAPS_RULES = {
     "connector_info": (obj, "VDSM leaves it out without os-brick (managed volumes)"),
     "vncEncrypted": (json_bool, True), "backupEnabled": (json_bool, True),
     "coldBackupEnabled": (json_bool, True), "clearBitmapsEnabled": (json_bool, True),
-    "domain_versions": (int_list, "the storage backend reports it (not plugged in yet)"),
-    "supported_block_size": (obj, "the storage backend reports it (not plugged in yet)"),
+    "domain_versions": (domain_versions, True),
+    "supported_block_size": (block_sizes, True),
+    "lastClientIface": (string, True), "supportsIPv6": (json_bool, True),
     "tscFrequency": (string, True), "tscScaling": (json_bool, True),
     "fipsEnabled": (json_bool, True),
-    "boot_uuid": (string, "VDSM leaves it out when /boot's UUID is unknown"),
+    "boot_uuid": (string, "VDSM leaves it out when findmnt fails (no /boot)"),
     "cd_change_pdiv": (json_bool, True), "ovnConfigured": (json_bool, True),
     "vdsmToCpusAffinity": (int_list, True),
 }
@@ -370,7 +393,7 @@ STATS_RULES = {
     "diskStats": (per({"free": (intish, True)}), True), "haStats": (ha_stats, True),
     "bootTime": (intish, True), "cpuStatistics": (per(CPU_STATS), True),
     "numaNodeMemFree": (numa_mem_free, True),
-    "v2vJobs": (obj, "no V2V jobs run"), "dateTime": (date_time, True),
+    "v2vJobs": (obj, True), "dateTime": (date_time, True),
     "multipathHealth": (obj, "no multipath on file storage"),
 }
 
@@ -576,6 +599,27 @@ class EngineHostFlows(unittest.TestCase):
         except OSError:
             pass
         self.assertEqual(caps["kvmEnabled"], "true" if kvm else "false")
+        # the test talks to 127.0.0.1: VDSM's getDeviceByIP of the server side
+        self.assertEqual(caps["lastClientIface"], "lo")
+        try:
+            socket.socket(socket.AF_INET6, socket.SOCK_DGRAM).close()
+            v6 = True
+        except OSError:
+            v6 = False
+        self.assertIs(caps["supportsIPv6"], v6)
+        self.assertEqual(caps["netConfigDirty"], "False")
+        self.assertEqual(caps["domain_versions"], [0, 2, 3, 4, 5])
+        # LOCALFS takes blockSize 0 (detect), as the engine's 4K check wants
+        self.assertIn(0, caps["supported_block_size"]["LOCALFS"])
+        fm = subprocess.run(["findmnt", "--output=UUID", "--noheadings", "--target=/boot"],
+                            capture_output=True, text=True)
+        if fm.returncode == 0:
+            self.assertEqual(caps.get("boot_uuid"), fm.stdout.strip())
+        else:
+            self.assertNotIn("boot_uuid", caps)
+        hw = vt.call_ready(self.vds, "Host.getHardwareInfo")["result"]
+        for k, v in hw.items():     # the engine casts each to String
+            self.assertIsInstance(v, str, k)
         rng = [n for n, p in (("random", "/dev/random"), ("hwrng", "/dev/hwrng"))
                if os.path.exists(p)]
         self.assertEqual(caps["rngSources"], rng)

@@ -487,6 +487,83 @@ class HostNet(unittest.TestCase):
         self.assertEqual(self.addrs("eth0"), [])
         self.assertEqual(self.addrs("ovirtmgmt"), ["192.0.2.1/26"])
 
+    def dirty(self):
+        """netConfigDirty as getCapabilities, getNetworkCapabilities and
+        getStats report it (VDSM's str(bool)): one value, or the test fails."""
+        seen = {self.ok("Host.getCapabilities")["netConfigDirty"],
+                self.netcaps()["netConfigDirty"], self.ok("Host.getStats")["netConfigDirty"]}
+        self.assertEqual(len(seen), 1, seen)
+        return seen.pop()
+
+    # ovirt-engine's HostSetupNetworksVDSCommand for the management network
+    # of a new host: bridged as Boolean.toString, STP "yes"/"no", the MTU
+    # (an int today, a string in older engines), dhcpv6/ipv6autoconf as
+    # booleans, options.connectivityCheck as Boolean.toString
+    ENGINE_MGMT = {"nic": "eth0", "mtu": "1500", "bridged": "true", "STP": "no",
+                   "bootproto": "dhcp", "defaultRoute": True, "dhcpv6": False,
+                   "ipv6autoconf": False, "switch": "legacy"}
+
+    def test_engine_forms_flow_and_net_config_dirty(self):
+        """setupNetworks in the engine's forms -> confirmConnectivity ->
+        setSafeNetworkConfig, with netConfigDirty "True" in between and
+        lastClientIface following the engine's address onto the bridge."""
+        caps = self.ok("Host.getCapabilities")
+        self.assertEqual(caps["lastClientIface"], "eth0")    # we talk to 192.0.2.1
+        self.assertIs(caps["supportsIPv6"], True)
+        self.assertIs(self.netcaps()["supportsIPv6"], True)
+        self.assertEqual(self.dirty(), "False")
+        r = self._setup_with_confirm({"ovirtmgmt": self.ENGINE_MGMT},
+                                     {"connectivityCheck": "true", "commitOnSuccess": False,
+                                      "connectivityTimeout": 120})
+        self.assertEqual(r.get("result"), True, r)
+        self.assertEqual(self.link("eth0")["master"], "ovirtmgmt")
+        self.assertEqual(self.addrs("ovirtmgmt"), ["192.0.2.1/26"])
+        caps = self.ok("Host.getCapabilities")
+        self.assertEqual(caps["lastClientIface"], "ovirtmgmt")
+        self.assertEqual(caps["bridges"]["ovirtmgmt"]["stp"], "off")
+        self.assertEqual(caps["networks"]["ovirtmgmt"]["mtu"], 1500)
+        self.assertEqual(self.dirty(), "True")
+        self.assertEqual(self.ok("Host.setSafeNetworkConfig"), True)
+        self.assertEqual(self.dirty(), "False")
+        # a bad form is VDSM's code 21, and marks the configuration dirty as
+        # VDSM's API.setupNetworks does before it tries anything
+        r = self.setup_networks({"blue": dict(self.BLUE, STP="maybe")})
+        self.assertEqual(r["error"]["code"], 21, r)
+        self.assertIn("maybe", r["error"]["message"])
+        self.assertIsNone(self.link("blue"))
+        self.assertEqual(self.dirty(), "True")
+        # a restart starts clean (VDSM's clientIF), the safe conf in place
+        vt.restart(self.d, signal.SIGKILL)
+        self.assertTrue(self.d.wait_ready(20))
+        self.c = self.client()
+        self.assertEqual(self.dirty(), "False")
+        self.assertEqual(self.link("eth0")["master"], "ovirtmgmt")
+        # commitOnSuccess saves it: clean right after
+        r = self._setup_with_confirm(
+            {"blue": {"nic": "eth1", "bridged": "false", "vlan": "", "mtu": 9000,
+                      "ipaddr": "192.0.2.65", "prefix": "27", "switch": "legacy"}},
+            {"connectivityCheck": "false", "commitOnSuccess": True})
+        self.assertEqual(r.get("result"), True, r)
+        self.assertEqual(self.addrs("eth1"), ["192.0.2.65/27"])
+        self.assertEqual(self.link("eth1")["mtu"], 9000)
+        self.assertEqual(self.dirty(), "False")
+
+    def test_engine_forms_rollback_leaves_dirty(self):
+        """No confirmation: rolled back (code 10), and still dirty, as VDSM
+        (its flag is only cleared by a save)."""
+        r = self.setup_networks({"blue": dict(self.BLUE, bridged="true", STP="yes", mtu="1500")},
+                                options={"connectivityCheck": "True",
+                                         "connectivityTimeout": "1"})
+        self.assertEqual(r["error"]["code"], 10, r)
+        self.assert_pristine()
+        self.assertEqual(self.dirty(), "True")
+        r = self.setup_networks({"blue": self.BLUE},
+                                options={"connectivityTimeout": "soon"})
+        self.assertEqual(r["error"]["code"], 21, r)
+        self.assertIn("connectivityTimeout", r["error"]["message"])
+        self.assertEqual(self.ok("Host.setSafeNetworkConfig"), True)
+        self.assertEqual(self.dirty(), "False")
+
     def vm_with_nic(self, vm, network):
         """VM.create with the engine's XML: one NIC on network (the engine
         names it as the source bridge and in the metadata)."""

@@ -124,6 +124,25 @@ static inline int th_slow_echo(struct rpc_call *c)
 	return 0;
 }
 
+/* Where the request came from: the flow id and local address the
+ * transport gave (null when none). */
+static inline int th_where(struct rpc_call *c)
+{
+	vw_begin_object(c->w);
+	vw_keyz(c->w, "flow");
+	if (c->flow_id)
+		vw_strz(c->w, c->flow_id);
+	else
+		vw_null(c->w);
+	vw_keyz(c->w, "local");
+	if (c->local_addr)
+		vw_strz(c->w, c->local_addr);
+	else
+		vw_null(c->w);
+	vw_end_object(c->w);
+	return 0;
+}
+
 static const struct rpc_param tp_echo[] = {
 	{ "value", RPC_T_ANY, true, NULL, "anything" },
 };
@@ -153,6 +172,8 @@ static const struct rpc_verb_decl test_decls[] = {
 	{ .name = "Test.bad" },
 	{ .name = "Test.block", .params = tp_block, .nparams = 1, .flags = RPC_F_BLOCKING },
 	{ .name = "Test.slowEcho", .params = tp_echo, .nparams = 1, .flags = RPC_F_BLOCKING },
+	{ .name = "Test.where" },
+	{ .name = "Test.slowWhere", .flags = RPC_F_BLOCKING },
 	{ .name = NULL },
 };
 
@@ -165,6 +186,8 @@ static const struct rpc_binding test_bindings[] = {
 	{ "Test.bad", th_bad },
 	{ "Test.block", th_block },
 	{ "Test.slowEcho", th_slow_echo },
+	{ "Test.where", th_where },
+	{ "Test.slowWhere", th_where },
 	{ NULL, NULL },
 };
 
@@ -258,7 +281,7 @@ static inline const struct vd_codec *json_codec_for_tests(void)
 static inline void dispatch_with(struct rpc_engine *e, const struct vd_codec *cd,
 				 const char *body, struct collected *out)
 {
-	struct rpc_request_info info = { cd, "flow-1", "test" };
+	struct rpc_request_info info = { cd, "flow-1", "test", NULL };
 	size_t n = strlen(body);
 	char *copy = malloc(n + 1);
 	memcpy(copy, body, n + 1);

@@ -187,6 +187,13 @@ START_TEST(packages)
 	ck_assert_str_eq(p[0].version, "16.2.11+ds");
 	ck_assert_str_eq(p[0].release, "2");
 	ck_assert_str_eq(p[1].version, "");
+	/* the engine reads packages2.openvswitch (setOvsVersion) */
+	n = host_pkgs_parse(S("Package: openvswitch-switch\nStatus: install ok installed\n"
+			      "Version: 3.1.0-2+deb12u1\n"), p, HOST_PKGS_MAX);
+	ck_assert_uint_eq(n, 1);
+	ck_assert_str_eq(p[0].name, "openvswitch");
+	ck_assert_str_eq(p[0].version, "3.1.0");
+	ck_assert_str_eq(p[0].release, "2+deb12u1");
 	ck_assert_uint_eq(host_pkgs_parse(S(""), p, HOST_PKGS_MAX), 0);
 	ck_assert_uint_eq(host_pkgs_parse(S("\n\n\nPackage:\n"), p, HOST_PKGS_MAX), 0);
 }
@@ -442,7 +449,7 @@ static const struct vd_value *caps_of(const char *root, struct vd_arena *a, stru
 	struct host_caps *c = host_caps_new(root, &t, NULL);
 	struct vd_writer w;
 	codec_find("yajl")->writer_init(&w, b);
-	host_caps_encode(c, &w);
+	host_caps_encode(c, &w, NULL);
 	ck_assert_int_eq(w.error, 0);
 	host_caps_free(c);
 	return decode(a, b);
@@ -618,7 +625,7 @@ START_TEST(net_peer)
 		codec_find("yajl")->writer_init(&w, &b);
 		if (round == 2)
 			atomic_store(&c->peers, &np);
-		host_caps_write(c, &w);
+		host_caps_write(c, &w, NULL);
 		const struct vd_value *v = decode(&a, &b);
 		const struct vd_value *n = get(v, "networks", VD_OBJECT);
 		if (round == 1) {
@@ -638,7 +645,7 @@ START_TEST(net_peer)
 	struct vd_buf b = VD_BUF_INIT;
 	struct vd_writer w;
 	codec_find("yajl")->writer_init(&w, &b);
-	host_caps_write(c, &w);
+	host_caps_write(c, &w, NULL);
 	ck_assert_int_eq(f.calls, 2);
 	buf_free(&b);
 	arena_free(&a);

@@ -155,6 +155,139 @@ START_TEST(errors_by_cause)
 }
 END_TEST
 
+/* One network's attributes on eth1 (an object text without braces);
+ * returns the code and the parsed network in *out. */
+static int net1(const char *attrs, struct net_net *out)
+{
+	static struct net_conf empty, c;
+	struct net_err e;
+	char nets[512];
+	snprintf(nets, sizeof(nets), "{\"blue\":{\"nic\":\"eth1\"%s%s}}", attrs[0] ? "," : "",
+		 attrs);
+	int code = req(&empty, nets, "{}", &c, &e);
+	if (code == 0)
+		*out = *net_conf_net(&c, "blue");
+	return code;
+}
+
+/* The forms ovirt-engine's HostSetupNetworksVDSCommand builds (bridged as
+ * Boolean.toString, STP "yes"/"no", vlan as a string, ipv6gateway "::",
+ * dhcpv6/ipv6autoconf as booleans, remove as "true") and the ones VDSM's
+ * canonicalize.py / stp_booleanize / tobool take. */
+START_TEST(engine_forms)
+{
+	static struct net_conf empty, c;
+	struct net_err e;
+	struct net_net n;
+	ck_assert_int_eq(req(&empty, "{\"ovirtmgmt\":{\"nic\":\"eth0\",\"mtu\":1500,"
+			     "\"bridged\":\"true\",\"STP\":\"no\",\"bootproto\":\"dhcp\","
+			     "\"dhcpv6\":false,\"ipv6autoconf\":false,\"defaultRoute\":true,"
+			     "\"switch\":\"legacy\"},\"red\":{\"bonding\":\"bond0\",\"vlan\":\"10\","
+			     "\"mtu\":\"9000\",\"bridged\":\"false\",\"ipaddr\":\"192.0.2.10\","
+			     "\"prefix\":\"24\",\"gateway\":\"192.0.2.1\",\"ipv6addr\":\"2001:db8::2/64\","
+			     "\"ipv6gateway\":\"::\",\"dhcpv6\":false,\"ipv6autoconf\":false}}",
+			     "{\"bond0\":{\"nics\":[\"eth3\",\"eth2\"],\"switch\":\"legacy\","
+			     "\"options\":\"mode=4 miimon=100\"}}", &c, &e), 0);
+	const struct net_net *m = net_conf_net(&c, "ovirtmgmt"), *r = net_conf_net(&c, "red");
+	ck_assert(m->bridged && !m->stp && m->defroute);
+	ck_assert_uint_eq(m->mtu, 1500);
+	ck_assert(!r->bridged);
+	ck_assert_int_eq(r->vlan, 10);
+	ck_assert_uint_eq(r->mtu, 9000);
+	ck_assert_uint_eq(r->prefix, 24);
+	ck_assert_str_eq(r->ipv6gateway, "");   /* "::" is "no gateway" */
+	ck_assert_str_eq(net_conf_bond(&c, "bond0")->options, "mode=802.3ad miimon=100");
+	/* the engine's removal form */
+	static struct net_conf after;
+	ck_assert_int_eq(req(&c, "{\"red\":{\"remove\":\"true\"}}",
+			     "{\"bond0\":{\"remove\":\"true\"}}", &after, &e), 0);
+	ck_assert_uint_eq(after.nnets, 1);
+	ck_assert_uint_eq(after.nbonds, 0);
+
+	/* STP: stp_booleanize's words in any case, JSON booleans, null */
+	static const char *const stp_on[] = { "\"yes\"", "\"YES\"", "\"On\"", "\"true\"",
+					      "\"TRUE\"", "true" };
+	static const char *const stp_off[] = { "\"no\"", "\"Off\"", "\"false\"", "\"FALSE\"",
+					       "false", "null" };
+	char a[128];
+	for (size_t i = 0; i < VD_ARRAY_SIZE(stp_on); i++) {
+		snprintf(a, sizeof(a), "\"STP\":%s", stp_on[i]);
+		ck_assert_msg(net1(a, &n) == 0 && n.stp, "STP %s", stp_on[i]);
+		snprintf(a, sizeof(a), "\"stp\":%s", stp_on[i]);
+		ck_assert_msg(net1(a, &n) == 0 && n.stp, "stp %s", stp_on[i]);
+	}
+	for (size_t i = 0; i < VD_ARRAY_SIZE(stp_off); i++) {
+		snprintf(a, sizeof(a), "\"STP\":%s", stp_off[i]);
+		ck_assert_msg(net1(a, &n) == 0 && !n.stp, "STP %s", stp_off[i]);
+	}
+	static const char *const stp_bad[] = { "\"maybe\"", "\"\"", "1", "0", "1.5", "[]" };
+	for (size_t i = 0; i < VD_ARRAY_SIZE(stp_bad); i++) {
+		snprintf(a, sizeof(a), "\"STP\":%s", stp_bad[i]);
+		ck_assert_msg(net1(a, &n) == NET_E_PARAMS, "STP %s", stp_bad[i]);
+	}
+	/* "stp" wins over "STP"; neither is read for a bridgeless network */
+	ck_assert(net1("\"stp\":\"yes\",\"STP\":\"no\"", &n) == 0 && n.stp);
+	ck_assert(net1("\"bridged\":\"false\",\"STP\":\"maybe\"", &n) == 0 && !n.stp);
+
+	/* bridged: tobool's forms */
+	static const char *const on[] = { "true", "\"true\"", "\"True\"", "\"1\"", "1", "\" 2 \"" };
+	static const char *const off[] = { "false", "\"false\"", "\"FALSE\"", "\"0\"", "0",
+					   "\"-0\"" };
+	for (size_t i = 0; i < VD_ARRAY_SIZE(on); i++) {
+		snprintf(a, sizeof(a), "\"bridged\":%s", on[i]);
+		ck_assert_msg(net1(a, &n) == 0 && n.bridged, "bridged %s", on[i]);
+	}
+	for (size_t i = 0; i < VD_ARRAY_SIZE(off); i++) {
+		snprintf(a, sizeof(a), "\"bridged\":%s", off[i]);
+		ck_assert_msg(net1(a, &n) == 0 && !n.bridged, "bridged %s", off[i]);
+	}
+	/* VDSM reads these as false without a word; vdsmd refuses them (fix) */
+	ck_assert_int_eq(net1("\"bridged\":\"yes\"", &n), NET_E_PARAMS);
+	ck_assert_int_eq(net1("\"bridged\":\"\"", &n), NET_E_PARAMS);
+	ck_assert_int_eq(net1("\"defaultRoute\":{}", &n), NET_E_PARAMS);
+
+	/* mtu and vlan as int or string; vlan "" is none */
+	ck_assert(net1("\"mtu\":\"1500\"", &n) == 0 && n.mtu == 1500);
+	ck_assert(net1("\"mtu\":9000", &n) == 0 && n.mtu == 9000);
+	ck_assert_int_eq(net1("\"mtu\":\"jumbo\"", &n), NET_E_PARAMS);
+	ck_assert(net1("\"vlan\":\"\"", &n) == 0 && n.vlan == -1);
+	ck_assert(net1("\"vlan\":\"4094\"", &n) == 0 && n.vlan == 4094);
+	ck_assert_int_eq(net1("\"vlan\":\"ten\"", &n), NET_E_VLAN);
+	/* prefix as a string; prefix with netmask is refused as VDSM does */
+	ck_assert(net1("\"ipaddr\":\"192.0.2.5\",\"prefix\":\"26\"", &n) == 0 && n.prefix == 26);
+	ck_assert_int_eq(net1("\"ipaddr\":\"192.0.2.5\",\"prefix\":\"26\","
+			      "\"netmask\":\"255.255.255.192\"", &n), NET_E_PARAMS);
+	/* dhcpv6 / ipv6autoconf off in every form; on is a gap (refused) */
+	ck_assert_int_eq(net1("\"dhcpv6\":\"false\",\"ipv6autoconf\":\"0\"", &n), 0);
+	ck_assert_int_eq(net1("\"ipv6autoconf\":true", &n), NET_E_PARAMS);
+	ck_assert_int_eq(net1("\"dhcpv6\":\"1\"", &n), NET_E_PARAMS);
+}
+END_TEST
+
+START_TEST(value_coercions)
+{
+	bool b;
+	struct { const char *json; int rc; bool val; } t[] = {
+		{ "true", 0, true }, { "false", 0, false }, { "null", 0, false },
+		{ "\"TrUe\"", 0, true }, { "\"fAlSe\"", 0, false }, { "7", 0, true },
+		{ "0", 0, false }, { "\"+3\"", 0, true }, { "\" 0 \"", 0, false },
+		{ "\"yes\"", VD_EINVAL, false }, { "\"\"", VD_EINVAL, false },
+		{ "\"1x\"", VD_EINVAL, false }, { "\"-\"", VD_EINVAL, false },
+		{ "2.5", VD_EINVAL, false }, { "{}", VD_EINVAL, false },
+	};
+	for (size_t i = 0; i < VD_ARRAY_SIZE(t); i++) {
+		b = !t[i].val;
+		ck_assert_msg(net_value_bool(J(t[i].json), &b) == t[i].rc && b == t[i].val,
+			      "tobool %s", t[i].json);
+	}
+	ck_assert(net_value_bool(NULL, &b) == 0 && !b);
+	ck_assert(net_value_stp(J("\"oN\""), &b) == 0 && b);
+	ck_assert(net_value_stp(J("\"nO\""), &b) == 0 && !b);
+	ck_assert_int_eq(net_value_stp(J("\"1\""), &b), VD_EINVAL);
+	ck_assert_int_eq(net_value_stp(J("1"), &b), VD_EINVAL);
+}
+END_TEST
+
 static void plan_str(const struct net_plan *p, char *out, size_t outlen)
 {
 	size_t n = 0;
@@ -210,7 +343,7 @@ static void fill(struct net_conf *c)
 	struct net_err e;
 	static struct net_conf empty;
 	ck_assert_int_eq(req(&empty, "{\"ovirtmgmt\":{\"nic\":\"eth0\",\"bootproto\":\"dhcp\","
-			     "\"defaultRoute\":true},\"red\":{\"bonding\":\"bond0\",\"vlan\":10,"
+			     "\"defaultRoute\":true,\"STP\":\"yes\"},\"red\":{\"bonding\":\"bond0\",\"vlan\":10,"
 			     "\"bridged\":false,\"ipaddr\":\"192.0.2.97\",\"prefix\":27,"
 			     "\"gateway\":\"192.0.2.98\",\"ipv6addr\":\"2001:db8::5/80\","
 			     "\"ipv6gateway\":\"2001:db8::6\",\"mtu\":9000,\"stp\":true}}",
@@ -244,7 +377,9 @@ START_TEST(persistence_round_trip)
 	ck_assert_uint_eq(b->naddrs, 2);
 	ck_assert_str_eq(b->gw4, "192.0.2.62");
 	const struct net_net *r = net_conf_net(&back, "red");
-	ck_assert(r->stp);
+	/* VDSM reads STP only for a bridged network: red's "stp" is dropped */
+	ck_assert(!r->stp);
+	ck_assert(net_conf_net(&back, "ovirtmgmt")->stp);
 	ck_assert_str_eq(r->ipv6addr, "2001:db8::5/80");
 	ck_assert_str_eq(net_conf_bond(&back, "bond0")->options, "mode=active-backup miimon=100");
 	/* a change is seen */
@@ -310,6 +445,8 @@ int main(void)
 	tcase_add_test(tc, defaults_and_coercions);
 	tcase_add_test(tc, bond_options_normalized);
 	tcase_add_test(tc, errors_by_cause);
+	tcase_add_test(tc, engine_forms);
+	tcase_add_test(tc, value_coercions);
 	tcase_add_test(tc, plan_and_rollback_plan);
 	tcase_add_test(tc, persistence_round_trip);
 	tcase_add_test(tc, atomic_file);

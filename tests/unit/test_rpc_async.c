@@ -5,6 +5,7 @@
  * notifications. */
 #include "rpc_test.h"
 
+#include <arpa/inet.h>
 #include <ev.h>
 #include "../../vdsmd/pool.h"
 #include "check_main.h"
@@ -64,7 +65,7 @@ static void stop(void)
 
 static void send_req(const char *body, struct replies *rs)
 {
-	struct rpc_request_info info = { json_codec_for_tests(), "flow-a", "test" };
+	struct rpc_request_info info = { json_codec_for_tests(), "flow-a", "test", NULL };
 	size_t n = strlen(body);
 	char *copy = malloc(n + 1);
 	memcpy(copy, body, n + 1);
@@ -104,6 +105,41 @@ START_TEST(blocking_reply_later)
 			 "{\"name\":\"a\\tb\",\"list\":[1,\"two\",{\"x\":null}]}}");
 	ck_assert(rs.r[0].id_present);
 	ck_assert_str_eq(rs.r[0].id_str, "s1");
+	replies_free(&rs);
+	stop();
+}
+END_TEST
+
+/* The transport's local address reaches the handler, fast or on the pool,
+ * though the caller's buffer is gone once rpc_dispatch returns. */
+START_TEST(local_address_reaches_handlers)
+{
+	start(1, 4);
+	struct replies rs;
+	replies_init(&rs);
+	static const char *const bodies[] = {
+		"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"Test.where\"}",
+		"{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"Test.slowWhere\"}",
+	};
+	for (int i = 0; i < 2; i++) {
+		char addr[INET6_ADDRSTRLEN] = "192.0.2.1";
+		struct rpc_request_info info = { json_codec_for_tests(), NULL, "test", addr };
+		rpc_dispatch(eng, &info, bodies[i], strlen(bodies[i]), multi_reply, &rs);
+		memset(addr, 'X', sizeof(addr) - 1);
+	}
+	ev_run(loop, 0);
+	ck_assert_int_eq(rs.n, 2);
+	ck_assert_str_eq(rs.r[0].bytes, "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":"
+			 "{\"flow\":null,\"local\":\"192.0.2.1\"}}");
+	ck_assert_str_eq(rs.r[1].bytes, "{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":"
+			 "{\"flow\":null,\"local\":\"192.0.2.1\"}}");
+	/* none given: null */
+	struct rpc_request_info none = { json_codec_for_tests(), "f", "test", NULL };
+	rpc_dispatch(eng, &none, bodies[1], strlen(bodies[1]), multi_reply, &rs);
+	ev_run(loop, 0);
+	ck_assert_int_eq(rs.n, 3);
+	ck_assert_str_eq(rs.r[2].bytes, "{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":"
+			 "{\"flow\":\"f\",\"local\":null}}");
 	replies_free(&rs);
 	stop();
 }
@@ -248,7 +284,7 @@ START_TEST(every_codec_async)
 		vw_end_object(&w);
 		struct replies rs;
 		replies_init(&rs);
-		struct rpc_request_info info = { cd, NULL, "test" };
+		struct rpc_request_info info = { cd, NULL, "test", NULL };
 		rpc_dispatch(eng, &info, req.data, req.len, multi_reply, &rs);
 		memset(req.data, 0, req.len);
 		buf_free(&req);
@@ -274,6 +310,7 @@ static Suite *suite(void)
 	Suite *s = suite_create("rpc_async");
 	TCase *tc = tcase_create("async");
 	tcase_add_test(tc, blocking_reply_later);
+	tcase_add_test(tc, local_address_reaches_handlers);
 	tcase_add_test(tc, queue_full_answers_1100);
 	tcase_add_test(tc, batch_mixed);
 	tcase_add_test(tc, batch_member_rejected);

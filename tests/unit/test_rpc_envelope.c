@@ -445,7 +445,7 @@ START_TEST(every_codec)
 		vw_kint(&w, "id", 42);
 		vw_end_object(&w);
 		struct collected col = { 0 };
-		struct rpc_request_info info = { cd, NULL, "test" };
+		struct rpc_request_info info = { cd, NULL, "test", NULL };
 		rpc_dispatch(eng, &info, req.data, req.len, collect_reply, &col);
 		ck_assert_int_eq(col.calls, 1);
 		ck_assert_ptr_eq(col.codec, cd);
@@ -616,7 +616,7 @@ START_TEST(reentrant_dispatch)
 {
 	select_json_codec(_i);
 	struct collected col = { 0 };
-	struct rpc_request_info info = { json_codec_for_tests(), NULL, "test" };
+	struct rpc_request_info info = { json_codec_for_tests(), NULL, "test", NULL };
 	const char *body = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"Test.ping\"}";
 	rpc_dispatch(eng, &info, body, strlen(body), reentrant_reply, &col);
 	ck_assert_int_eq(col.calls, 2);

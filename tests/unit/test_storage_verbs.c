@@ -52,7 +52,7 @@ static const struct vd_value *call(const char *method, const char *params)
 	char body[4096];
 	snprintf(body, sizeof(body), "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"%s\",\"params\":%s}",
 		 method, params);
-	struct rpc_request_info info = { J, NULL, "test" };
+	struct rpc_request_info info = { J, NULL, "test", NULL };
 	struct reply rp = { NULL, 0 };
 	rpc_dispatch(E, &info, body, strlen(body), on_reply, &rp);
 	ck_assert_int_eq(rp.calls, 1);

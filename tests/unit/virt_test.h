@@ -123,7 +123,7 @@ static inline const struct vd_value *vfx_call_codec(struct vfx *f, const struct 
 	snprintf(body, n, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"%s\",\"params\":%s}",
 		 method, params);
 	f->reply = NULL;
-	struct rpc_request_info info = { cd ? cd : codec_find("yajl"), NULL, "test" };
+	struct rpc_request_info info = { cd ? cd : codec_find("yajl"), NULL, "test", NULL };
 	rpc_dispatch(f->e, &info, body, strlen(body), vfx_collect, f);
 	free(body);
 	ck_assert_msg(f->reply != NULL, "no reply to %s", method);

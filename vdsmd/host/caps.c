@@ -289,6 +289,7 @@ struct host_caps *host_caps_new(const char *root, const struct host_topo *topo,
 	numa_info(c, root, topo, &b);
 	buf_free(&b);
 	host_caps_ext_gather(c, root, libvirt_uri);
+	host_caps_keys_gather(c, root);
 	return c;
 }
 
@@ -331,7 +332,7 @@ static void int_array(struct vd_writer *w, const unsigned *v, size_t n)
 	vw_end_array(w);
 }
 
-void host_caps_encode(const struct host_caps *c, struct vd_writer *w)
+void host_caps_encode(const struct host_caps *c, struct vd_writer *w, const char *local_addr)
 {
 	vw_begin_object(w);
 	vw_kstr(w, "cpuModel", c->cpu.model);
@@ -395,7 +396,6 @@ void host_caps_encode(const struct host_caps *c, struct vd_writer *w)
 	vw_kstr(w, "kernelArgs", c->kernel_args);
 	vw_kstr(w, "liveSnapshot", "true");
 	vw_kstr(w, "liveMerge", "true");
-	vw_kstr(w, "netConfigDirty", "False");
 	vw_keyz(w, "numaNodes");
 	vw_begin_object(w);
 	for (size_t i = 0; i < c->nnodes; i++) {
@@ -449,6 +449,13 @@ void host_caps_encode(const struct host_caps *c, struct vd_writer *w)
 		vw_keyz(w, "nameservers");
 		vw_begin_array(w);
 		vw_end_array(w);
+		vw_kbool(w, "supportsIPv6", host_ipv6_supported());
+		vw_kstr(w, "netConfigDirty", "False");
 	}
+	host_caps_keys_encode(c, w);
+	/* VDSM's Bridge adds it to every getCapabilities answer */
+	char iface[64];
+	host_device_by_ip(local_addr, iface, sizeof(iface));
+	vw_kstr(w, "lastClientIface", iface);
 	vw_end_object(w);
 }

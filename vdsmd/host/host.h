@@ -20,9 +20,10 @@ void host_fini(struct vdsmd *d);
  *
  * write_net_caps (vdsmd/net, which reads links over netlink) writes, into the
  * open capabilities object, the keys "networks", "nics", "bridges", "vlans",
- * "bondings" (objects, VDSM's shapes: engine-flows.json "connect" step 4) and
- * "nameservers" (array); it runs for every Host.getCapabilities (the rest of
- * the capabilities is encoded once).
+ * "bondings" (objects, VDSM's shapes: engine-flows.json "connect" step 4),
+ * "nameservers" (array), "supportsIPv6" and "netConfigDirty"; it runs for
+ * every Host.getCapabilities.  net_config_dirty gives netConfigDirty for
+ * Host.getStats (NULL: "False").
  * vm_counts (vdsmd/virt) gives Host.getStats' vmCount, vmActive,
  * vmMigrating, incomingVmMigrations and outgoingVmMigrations.
  * write_domain_stats (vdsmd/storage) writes the value of getStats'
@@ -35,6 +36,7 @@ struct host_vm_counts {
 struct host_peers {
 	void *ctx;
 	void (*write_net_caps)(void *ctx, struct vd_writer *w);
+	bool (*net_config_dirty)(void *ctx);  /* Host.getStats' netConfigDirty */
 	void (*vm_counts)(void *ctx, struct host_vm_counts *out);
 	void (*write_domain_stats)(void *ctx, struct vd_writer *w);
 	void (*write_jobs)(void *ctx, struct vd_writer *w, const char *job_type,

@@ -270,6 +270,8 @@ struct host_caps {
 	size_t nhuge;
 	uint64_t huge_kb[16];              /* huge page sizes, ascending */
 	struct host_caps_ext ext;
+	char boot_uuid[64];                /* caps_keys.c */
+	bool has_boot_uuid;
 	/* network sections come from peers->write_net_caps (host.h); set at
 	 * startup, read by the loop */
 	const struct host_peers *_Atomic peers;
@@ -291,15 +293,26 @@ void host_caps_ext_free(struct host_caps *c);
 void host_caps_spec_ctrl(struct host_caps *c);
 /* (caps_ext.c) Write the keys of c->ext into the open capabilities object. */
 void host_caps_ext_encode(const struct host_caps *c, struct vd_writer *w);
+/* (caps_keys.c) boot_uuid, read at startup; then writes domain_versions,
+ * supported_block_size and boot_uuid (VDSM's forms) into the open object. */
+void host_caps_keys_gather(struct host_caps *c, const char *root);
+void host_caps_keys_encode(const struct host_caps *c, struct vd_writer *w);
+/* VDSM's getDeviceByIP: the device (the IPv4 label) holding the numeric
+ * address ip; "" when none does or ip is NULL/"". */
+void host_device_by_ip(const char *ip, char *out, size_t outlen);
+/* VDSM's ipv6_supported(): an AF_INET6 socket can be made. */
+bool host_ipv6_supported(void);
 /* The vdsm package version/release vdsmd reports (README: "Versions"). */
 #define HOST_VDSM_API_VERSION "4.50.0"
 #define HOST_VDSM_RELEASE "1.vdsmd" VDSMD_VERSION
 void host_caps_free(struct host_caps *c);
-/* (verbs.c) Write the capabilities object through w (encoded once per codec, then
- * copied with vw_raw).  Thread-safe. */
-void host_caps_write(struct host_caps *c, struct vd_writer *w);
-/* Write the object field by field (used to build the cached encoding). */
-void host_caps_encode(const struct host_caps *c, struct vd_writer *w);
+/* (verbs.c) Write the capabilities object through w for a request that came
+ * on a connection whose local address is local_addr (NULL: none known;
+ * lastClientIface is then "").  Without peers and local_addr the object is
+ * encoded once per codec, then copied with vw_raw.  Thread-safe. */
+void host_caps_write(struct host_caps *c, struct vd_writer *w, const char *local_addr);
+/* Write the object field by field (also used to build the cached encoding). */
+void host_caps_encode(const struct host_caps *c, struct vd_writer *w, const char *local_addr);
 /* (verbs.c) An object key that is the decimal text of v ("0", "17"). */
 void host_key_u(struct vd_writer *w, unsigned v);
 

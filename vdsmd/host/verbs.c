@@ -255,8 +255,13 @@ static int host_get_stats(struct rpc_call *c)
 	write_ksm(w, s);
 	write_huge_disk(w, s);
 	host_mom_write(h, w);
-	vw_kstr(w, "netConfigDirty", "False");
+	bool dirty = peers && peers->net_config_dirty && peers->net_config_dirty(peers->ctx);
+	vw_kstr(w, "netConfigDirty", dirty ? "True" : "False");
 	write_ha_stats(w);
+	/* VDSM's v2v.get_jobs_status(): vdsmd runs no virt-v2v imports */
+	vw_keyz(w, "v2vJobs");
+	vw_begin_object(w);
+	vw_end_object(w);
 	vw_end_object(w);
 	host_snapshot_put(s);
 	return 0;
@@ -277,11 +282,12 @@ static const struct vd_codec *codec_of(const struct vd_writer_ops *ops)
 	return NULL;
 }
 
-void host_caps_write(struct host_caps *c, struct vd_writer *w)
+void host_caps_write(struct host_caps *c, struct vd_writer *w, const char *local_addr)
 {
-	if (atomic_load(&c->peers)) {
-		/* the network sections change: encode everything each time */
-		host_caps_encode(c, w);
+	if (atomic_load(&c->peers) || local_addr) {
+		/* the network sections and lastClientIface change: encode
+		 * everything each time */
+		host_caps_encode(c, w, local_addr);
 		return;
 	}
 	unsigned n = atomic_load_explicit(&c->nenc, memory_order_acquire);
@@ -302,13 +308,13 @@ void host_caps_write(struct host_caps *c, struct vd_writer *w)
 	if (!codec) {
 		/* not a registered codec's writer: encode in place, uncached */
 		pthread_mutex_unlock(&c->enc_lock);
-		host_caps_encode(c, w);
+		host_caps_encode(c, w, NULL);
 		return;
 	}
 	struct vd_writer tw;
 	struct vd_buf tb = VD_BUF_INIT;
 	codec->writer_init(&tw, &tb);
-	host_caps_encode(c, &tw);
+	host_caps_encode(c, &tw, NULL);
 	c->enc[n].ops = w->ops;
 	c->enc[n].len = tb.len;
 	c->enc[n].bytes = tb.data;   /* owned now */
@@ -322,7 +328,7 @@ static int host_get_capabilities(struct rpc_call *c)
 	struct host_state *h = state_of(c);
 	if (!h || !h->caps)
 		return rpc_fail(c, RPC_E_RECOVERING, "host capabilities not gathered yet");
-	host_caps_write(h->caps, c->w);
+	host_caps_write(h->caps, c->w, c->local_addr);
 	return 0;
 }
 

@@ -139,33 +139,98 @@ int net_attr_str(const struct vd_value *a, const char *key, char *out, size_t ou
 	return 0;
 }
 
-/* Booleans as VDSM takes them: true/false, "true"/"false" (any case), 1/0. */
-int net_attr_bool(const struct vd_value *a, const char *key, bool dflt, bool *out,
-		    struct net_err *e)
+static bool ci_eq(const struct vd_value *v, const char *lit)
 {
-	const struct vd_value *v = vd_obj_get(a, key);
-	*out = dflt;
+	size_t n = strlen(lit);
+	return v->v.s.len == n && strncasecmp(v->v.s.ptr, lit, n) == 0;
+}
+
+/* A decimal integer as Python's int() reads a str: blanks around, an
+ * optional sign, digits.  Sets *nonzero. */
+static bool py_int_str(const char *s, size_t n, bool *nonzero)
+{
+	size_t i = 0;
+	while (i < n && isspace((unsigned char)s[i]))
+		i++;
+	while (n > i && isspace((unsigned char)s[n - 1]))
+		n--;
+	if (i < n && (s[i] == '+' || s[i] == '-'))
+		i++;
+	if (i == n)
+		return false;
+	*nonzero = false;
+	for (; i < n; i++) {
+		if (!isdigit((unsigned char)s[i]))
+			return false;
+		*nonzero |= s[i] != '0';
+	}
+	return true;
+}
+
+int net_value_bool(const struct vd_value *v, bool *out)
+{
+	bool nz;
+	*out = false;
 	if (!v || v->type == VD_NULL)
 		return 0;
 	if (v->type == VD_BOOL) {
 		*out = v->v.b;
 		return 0;
 	}
-	if (v->type == VD_INT && (v->v.i == 0 || v->v.i == 1)) {
-		*out = v->v.i == 1;
+	if (v->type == VD_INT) {
+		*out = v->v.i != 0;
 		return 0;
 	}
-	if (v->type == VD_STRING) {
-		if (v->v.s.len == 4 && strncasecmp(v->v.s.ptr, "true", 4) == 0) {
-			*out = true;
-			return 0;
-		}
-		if (v->v.s.len == 5 && strncasecmp(v->v.s.ptr, "false", 5) == 0) {
-			*out = false;
-			return 0;
-		}
+	if (v->type != VD_STRING)
+		return VD_EINVAL;
+	if (ci_eq(v, "true")) {
+		*out = true;
+		return 0;
 	}
-	return net_fail(e, NET_E_PARAMS, "%s must be a boolean", key);
+	if (ci_eq(v, "false"))
+		return 0;
+	if (py_int_str(v->v.s.ptr, v->v.s.len, &nz)) {
+		*out = nz;
+		return 0;
+	}
+	return VD_EINVAL;
+}
+
+int net_value_stp(const struct vd_value *v, bool *out)
+{
+	*out = false;
+	if (!v || v->type == VD_NULL)
+		return 0;
+	if (v->type == VD_BOOL) {
+		*out = v->v.b;
+		return 0;
+	}
+	if (v->type != VD_STRING)
+		return VD_EINVAL;
+	if (ci_eq(v, "true") || ci_eq(v, "on") || ci_eq(v, "yes")) {
+		*out = true;
+		return 0;
+	}
+	if (ci_eq(v, "false") || ci_eq(v, "off") || ci_eq(v, "no"))
+		return 0;
+	return VD_EINVAL;
+}
+
+int net_attr_bool(const struct vd_value *a, const char *key, bool dflt, bool *out,
+		  struct net_err *e)
+{
+	const struct vd_value *v = vd_obj_get(a, key);
+	*out = dflt;
+	if (!v)
+		return 0;
+	if (net_value_bool(v, out) == 0)
+		return 0;
+	if (v->type == VD_STRING)
+		return net_fail(e, NET_E_PARAMS, "%s must be a boolean (true/false, any case, "
+				"or a number), got \"%.*s\"", key, (int)VD_MIN(v->v.s.len, 32),
+				v->v.s.ptr);
+	return net_fail(e, NET_E_PARAMS, "%s must be a boolean, got %s", key,
+			vd_type_name(v->type));
 }
 
 /* Integer (or decimal string) in [lo, hi]; absent → dflt. */
@@ -296,13 +361,28 @@ int net_parse_net(const char *name, size_t nlen, const struct vd_value *a,
 	if (!net_ifname_ok(net_net_base(n), strlen(net_net_base(n))))
 		return net_fail(e, NET_E_NIC, "network %s: bad device name \"%s\"", n->name,
 				net_net_base(n));
-	if (net_attr_int(a, "vlan", -1, 0, 4094, NET_E_VLAN, &x, e))
+	/* vlan "" (or null) is no vlan, as in VDSM */
+	const struct vd_value *vl = vd_obj_get(a, "vlan");
+	if (vl && vl->type == VD_STRING && vl->v.s.len == 0)
+		x = -1;
+	else if (net_attr_int(a, "vlan", -1, 0, 4094, NET_E_VLAN, &x, e))
 		return VD_EINVAL;
 	n->vlan = (int)x;
-	if (net_attr_bool(a, "bridged", true, &n->bridged, e) ||
-	    net_attr_bool(a, "stp", false, &n->stp, e) ||
-	    net_attr_bool(a, "STP", n->stp, &n->stp, e))
+	if (net_attr_bool(a, "bridged", true, &n->bridged, e))
 		return VD_EINVAL;
+	/* VDSM reads "stp", else "STP", and only for a bridged network */
+	const struct vd_value *stp = vd_obj_get(a, "stp");
+	if (!stp)
+		stp = vd_obj_get(a, "STP");
+	if (n->bridged && net_value_stp(stp, &n->stp)) {
+		if (stp->type == VD_STRING)
+			return net_fail(e, NET_E_PARAMS, "network %s: \"%.*s\" is not a valid "
+					"bridge STP value (yes/no, on/off, true/false)", n->name,
+					(int)VD_MIN(stp->v.s.len, 32), stp->v.s.ptr);
+		return net_fail(e, NET_E_PARAMS, "network %s: STP must be a boolean or "
+				"yes/no, on/off, true/false, got %s", n->name,
+				vd_type_name(stp->type));
+	}
 	if (net_attr_int(a, "mtu", 1500, 68, 65535, NET_E_PARAMS, &x, e))
 		return VD_EINVAL;
 	n->mtu = (unsigned)x;
@@ -334,6 +414,14 @@ int net_parse_net(const char *name, size_t nlen, const struct vd_value *a,
 	if (n->ipaddr[0] && strcmp(n->bootproto, "dhcp") == 0)
 		return net_fail(e, NET_E_PARAMS, "network %s: ipaddr with bootproto dhcp",
 				n->name);
+	const struct vd_value *pv = vd_obj_get(a, "prefix");
+	bool has_prefix = pv && !(pv->type == VD_NULL || (pv->type == VD_INT && pv->v.i == 0) ||
+				  (pv->type == VD_STRING && pv->v.s.len == 0));
+	if (has_prefix && vd_obj_get(a, "netmask"))
+		return net_fail(e, NET_E_PARAMS, "network %s: both prefix and netmask given",
+				n->name);
+	if (pv && pv->type == VD_STRING && pv->v.s.len == 0)
+		pv = NULL;
 	if (net_attr_str(a, "netmask", tmp, sizeof(tmp), e))
 		return VD_EINVAL;
 	if (tmp[0]) {
@@ -342,8 +430,10 @@ int net_parse_net(const char *name, size_t nlen, const struct vd_value *a,
 			return net_fail(e, NET_E_ADDR, "network %s: bad netmask \"%s\"", n->name, tmp);
 		n->prefix = (unsigned)p;
 	}
-	if (net_attr_int(a, "prefix", n->prefix, 0, 32, NET_E_ADDR, &x, e))
+	if (pv && net_attr_int(a, "prefix", n->prefix, 0, 32, NET_E_ADDR, &x, e))
 		return VD_EINVAL;
+	if (!pv)
+		x = n->prefix;
 	n->prefix = (unsigned)x;
 	if (n->ipaddr[0] && n->prefix == 0)
 		return net_fail(e, NET_E_ADDR, "network %s: ipaddr needs a netmask or prefix",
@@ -369,6 +459,10 @@ int net_parse_net(const char *name, size_t nlen, const struct vd_value *a,
 					n->ipv6addr);
 		snprintf(n->ipv6addr, sizeof(n->ipv6addr), "%s/%u", host, (unsigned)p % 1000u);
 	}
+	/* "::" is the engine's "no IPv6 gateway" (HostSetupNetworksVDSCommand
+	 * sends it for every static IPv6 network not holding the default route) */
+	if (strcmp(n->ipv6gateway, "::") == 0)
+		n->ipv6gateway[0] = '\0';
 	if (n->ipv6gateway[0] && (!ip6_ok(n->ipv6gateway) || !n->ipv6addr[0]))
 		return net_fail(e, NET_E_ADDR, "network %s: bad ipv6gateway \"%s\"", n->name,
 				n->ipv6gateway);

@@ -39,12 +39,19 @@ void net_fini(struct vdsmd *d);
  * its confirmation rolls back and answers now. */
 void net_stop(struct vdsmd *d);
 
-/* Writes "networks", "bridges", "nics", "vlans", "bondings" and
- * "nameservers" (keys and values) into the object w is inside of:
+/* Writes "networks", "bridges", "nics", "vlans", "bondings",
+ * "nameservers", "supportsIPv6" and "netConfigDirty" (keys and values) into
+ * the object w is inside of:
  * Host.getCapabilities' network sections.  vdsmd is the struct vdsmd (the
  * signature of host_peers' write_net_caps).  One netlink dump
  * (~0.2 ms); thread-safe. */
 void net_caps_write(void *vdsmd, struct vd_writer *w);
+/* netConfigDirty (VDSM's semantics, net_priv.h): true from a
+ * setupNetworks until it is made safe.  vdsmd is the struct vdsmd (the
+ * signature of host_peers' net_config_dirty).  Thread-safe. */
+bool net_config_dirty(void *vdsmd);
+/* VDSM's supportsIPv6: an AF_INET6 socket can be made. */
+bool net_ipv6_supported(void);
 /* The bridge a VM NIC on VDSM network joins (the daemon hands it to virt/):
  * 0 with bridge[len] filled when net/ runs it as a bridged network (the
  * bridge has the network's name, as in VDSM), VD_EINVAL when the network

@@ -119,6 +119,15 @@ int net_attr_str(const struct vd_value *a, const char *key, char *out, size_t ou
 		 struct net_err *e);
 int net_attr_bool(const struct vd_value *a, const char *key, bool dflt, bool *out,
 		  struct net_err *e);
+/* VDSM's tobool() (vdsm.common.conv): null -> false, a JSON boolean, "true" /
+ * "false" in any case, a decimal integer (JSON or a string; nonzero = true).
+ * VDSM silently reads any other value as false and every JSON integer as
+ * false; vdsmd refuses the first (VD_EINVAL) and reads integers by value
+ * (fix).  *out is false on error. */
+int net_value_bool(const struct vd_value *v, bool *out);
+/* VDSM's stp_booleanize (netinfo/bridges.py): null -> false, a JSON boolean,
+ * yes/no, on/off, true/false in any case; anything else VD_EINVAL. */
+int net_value_stp(const struct vd_value *v, bool *out);
 int net_attr_int(const struct vd_value *a, const char *key, long dflt, long lo, long hi,
 		 enum net_ecode code, long *out, struct net_err *e);
 

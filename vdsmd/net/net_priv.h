@@ -17,6 +17,10 @@ struct net_state {
 	struct net_conf *safe;        /* the last setSafeNetworkConfig */
 	uint64_t confirm_ms;          /* last Host.confirmConnectivity (vd_now_ms) */
 	bool stopping;
+	/* netConfigDirty, as VDSM's clientIF._netConfigDirty: false at startup,
+	 * true from the start of every setupNetworks (also one that fails or is
+	 * rolled back) until a setSafeNetworkConfig or a commitOnSuccess one */
+	bool dirty;
 	char dir[PATH_MAX];
 	char bootid[64];
 	struct nl_sock *mon;          /* link/address notifications */

@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "../../common/log.h"
 #include "../server.h"
@@ -147,24 +149,14 @@ static int setup(struct rpc_call *c, struct net_state *ns, struct net_conf *old,
 	bool check = false, commit = false;
 	long timeout = 120;
 	if (opts && opts->type == VD_OBJECT) {
-		struct vd_value o = *opts;
-		const struct vd_value *v;
-		if ((v = vd_obj_get(&o, "connectivityCheck")))
-			check = (v->type == VD_BOOL && v->v.b) || (v->type == VD_INT && v->v.i) ||
-				(v->type == VD_STRING && (vd_str_eq(v, "true") || vd_str_eq(v, "True") ||
-							  vd_str_eq(v, "1")));
-		if ((v = vd_obj_get(&o, "commitOnSuccess")))
-			commit = (v->type == VD_BOOL && v->v.b) ||
-				 (v->type == VD_STRING && (vd_str_eq(v, "true") || vd_str_eq(v, "True")));
-		if ((v = vd_obj_get(&o, "connectivityTimeout"))) {
-			if (v->type == VD_INT)
-				timeout = (long)v->v.i;
-			else if (v->type == VD_STRING)
-				timeout = strtol(v->v.s.ptr, NULL, 10);
-			if (timeout < 0 || timeout > 3600)
-				return net_fail(e, NET_E_PARAMS, "connectivityTimeout %ld out of 0..3600",
-						timeout);
-		}
+		/* the engine's forms (HostSetupNetworksVDSCommand.generateOptions):
+		 * connectivityCheck "true"/"false", commitOnSuccess a boolean,
+		 * connectivityTimeout an int; read as VDSM reads them (tobool, int()) */
+		if (net_attr_bool(opts, "connectivityCheck", false, &check, e) ||
+		    net_attr_bool(opts, "commitOnSuccess", false, &commit, e) ||
+		    net_attr_int(opts, "connectivityTimeout", 120, 0, 3600, NET_E_PARAMS,
+				 &timeout, e))
+			return VD_EINVAL;
 	} else if (opts && opts->type != VD_NULL) {
 		return net_fail(e, NET_E_PARAMS, "options must be an object");
 	}
@@ -233,6 +225,9 @@ done:
 		pthread_mutex_unlock(&ns->lock);
 		if (net_persist(ns, "safe.json", new))
 			return net_fail(e, NET_E_GENERAL, "cannot persist the configuration");
+		pthread_mutex_lock(&ns->lock);
+		ns->dirty = false;
+		pthread_mutex_unlock(&ns->lock);
 	}
 	net_persist(ns, "running.json", new);
 	return 0;
@@ -246,6 +241,9 @@ static int net_setup_networks(struct rpc_call *c)
 	struct net_err e = { 0 };
 	struct net_conf *old = xmalloc(sizeof(*old)), *new = xmalloc(sizeof(*new));
 	pthread_mutex_lock(&ns->setup_lock);
+	pthread_mutex_lock(&ns->lock);
+	ns->dirty = true;  /* as VDSM's API.setupNetworks, before anything is tried */
+	pthread_mutex_unlock(&ns->lock);
 	int rc = setup(c, ns, old, new, &e);
 	pthread_mutex_unlock(&ns->setup_lock);
 	free(old);
@@ -273,6 +271,11 @@ static int net_set_safe(struct rpc_call *c)
 	int rc = net_persist(ns, "safe.json", cur);
 	if (rc == 0)
 		rc = net_persist(ns, "running.json", cur);
+	if (rc == 0) {
+		pthread_mutex_lock(&ns->lock);
+		ns->dirty = false;
+		pthread_mutex_unlock(&ns->lock);
+	}
 	pthread_mutex_unlock(&ns->setup_lock);
 	free(cur);
 	if (rc)
@@ -330,14 +333,38 @@ void net_caps_write(void *vdsmd, struct vd_writer *w)
 	vw_keyz(w, "nameservers");
 	vw_begin_array(w);
 	vw_end_array(w);
+	vw_kbool(w, "supportsIPv6", net_ipv6_supported());
+	vw_kstr(w, "netConfigDirty", net_config_dirty(d) ? "True" : "False");
 	free(cur);
+}
+
+bool net_config_dirty(void *vdsmd)
+{
+	struct vdsmd *d = vdsmd;
+	struct net_state *ns = d ? d->net : NULL;
+	if (!ns)
+		return false;
+	pthread_mutex_lock(&ns->lock);
+	bool dirty = ns->dirty;
+	pthread_mutex_unlock(&ns->lock);
+	return dirty;
+}
+
+bool net_ipv6_supported(void)
+{
+	/* VDSM's ipv6_supported(): can an AF_INET6 datagram socket be made
+	 * (IPv6 not disabled on the kernel command line nor compiled out) */
+	int fd = socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return false;
+	close(fd);
+	return true;
 }
 
 static int net_get_caps(struct rpc_call *c)
 {
 	vw_begin_object(c->w);
 	net_caps_write(c->app, c->w);
-	vw_kbool(c->w, "supportsIPv6", true);
 	vw_end_object(c->w);
 	return 0;
 }
