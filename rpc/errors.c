@@ -78,6 +78,7 @@ static struct err_wire err_lookup(enum rpc_err e)
 	case RPC_E_UPDATE_DEVICE:   return (struct err_wire){ 56, "Failed to update device" };
 	case RPC_E_HOTPLUG_MEM:     return (struct err_wire){ 70, "Failed to hotplug memory" };
 	case RPC_E_HOTUNPLUG_MEM:   return (struct err_wire){ 85, "Failed to hotunplug memory" };
+	case RPC_E_MASTER_ERR:      return (struct err_wire){ 355, "Error validating master storage domain" };
 	case RPC_E__COUNT:       break;
 	}
 	return (struct err_wire){ -32603, "Internal JSON-RPC error" };

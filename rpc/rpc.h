@@ -143,6 +143,7 @@ enum rpc_err {
 	RPC_E_UPDATE_DEVICE,    /* 56 UpdateDeviceFailed */
 	RPC_E_HOTPLUG_MEM,      /* 70 HotplugMemFailed */
 	RPC_E_HOTUNPLUG_MEM,    /* 85 HotunplugMemFailed */
+	RPC_E_MASTER_ERR,       /* 355 StorageDomainMasterError (lease unreadable) */
 	RPC_E__COUNT
 };
 

@@ -91,7 +91,7 @@ class EngineStorageFlow(unittest.TestCase):
         if self.mounted:
             subprocess.run(["umount", "-l", self.mounted], capture_output=True)
 
-    def volume_steps(self):
+    def volume_steps(self, dtype=4):
         """Steps 38-41: Volume.create over the IRS connection, task polling
         on the VDS connection, Volume.getInfo, Task.clear."""
         r = self.irs.call("Volume.create", [VOL, SP, SD, IMG, str(1 << 30), 5, 2, "DATA",
@@ -112,6 +112,13 @@ class EngineStorageFlow(unittest.TestCase):
         self.assertEqual(vi["status"], "OK")
         self.assertEqual(vi["capacity"], str(1 << 30))
         self.assertEqual(vi["description"], "disk1")
+        # VDSM's volume.py getInfo: a lease only where the domain has volume
+        # leases (sanlock: NFS / POSIXFS, version 3+), free: no owners, version
+        # null; LOCALFS (LocalLock) has none, so no "lease" key at all
+        if dtype == 4:
+            self.assertNotIn("lease", vi)
+        else:
+            self.assertEqual((vi["lease"]["owners"], vi["lease"]["version"]), ([], None))
         self.assertIs(result(self.c.call("Task.clear", [tid])), True)
         # the same create again: VDSM's 212 through the verb
         r = self.irs.call("Volume.create", [VOL, SP, SD, IMG, str(1 << 30), 5, 2], dest=IRS)
@@ -125,10 +132,15 @@ class EngineStorageFlow(unittest.TestCase):
         prep = result(self.c.call("Image.prepare", [SP, SD, IMG, VOL]))
         self.assertTrue(prep["path"].endswith("/images/%s/%s" % (IMG, VOL)), prep)
         self.assertTrue(os.path.isfile(prep["path"]))
-        self.assertEqual([v["volumeID"] for v in prep["imgVolumesInfo"]], [VOL])
+        # each entry as hsm.prepareImage builds it: the image's own UUID (not
+        # "/" and 35 of its characters), no lease keys (no volume leases)
+        self.assertEqual(prep["imgVolumesInfo"], [
+            {"domainID": SD, "imageID": IMG, "volumeID": VOL, "path": prep["path"]}])
         self.assertIs(result(self.c.call("Image.teardown", [SP, SD, IMG, VOL])), True)
         qi = result(self.c.call("Volume.getQemuImageInfo", [VOL, SP, SD, IMG]))
-        self.assertEqual((qi["format"], qi["virtualsize"]), ("raw", 1 << 30), qi)
+        # raw: qemu-img reports no cluster size, compat or bitmaps, and VDSM
+        # sends only what it reports
+        self.assertEqual(qi, {"format": "raw", "virtualsize": 1 << 30})
         r = self.c.call("Volume.setLegality", [VOL, SP, SD, IMG, "FAKE"])
         self.assertEqual(r["error"]["code"], -32602)
         self.assertIs(result(self.c.call("Volume.setLegality", [VOL, SP, SD, IMG, "ILLEGAL"])), True)
@@ -150,8 +162,13 @@ class EngineStorageFlow(unittest.TestCase):
         self.assertEqual(self.c.call("Task.revert", [tid])["error"]["code"], 410)
         prep = result(self.c.call("Image.prepare", [SP, SD, IMG, v2]))
         self.assertEqual([v["volumeID"] for v in prep["imgVolumesInfo"]], [VOL, v2])
+        self.assertEqual([v["imageID"] for v in prep["imgVolumesInfo"]], [IMG, IMG])
+        self.assertEqual(prep["imgVolumesInfo"][0]["path"],
+                         os.path.join(os.path.dirname(prep["path"]), VOL))
         qi = result(self.c.call("Volume.getQemuImageInfo", [v2, SP, SD, IMG]))
         self.assertEqual((qi["format"], qi["backingfile"], qi["compat"]), ("qcow2", VOL, "1.1"))
+        self.assertEqual(qi["clustersize"], 65536)
+        self.assertNotIn("bitmaps", qi)   # qemu-img lists none: VDSM sends no key
         m = result(self.c.call("Volume.measure", [v2, SP, SD, IMG, 5]))
         self.assertEqual(m["required"], 1 << 30)   # raw copy of the chain: its size
         m = result(self.c.call("Volume.measure", [v2, SP, SD, IMG, 4]))
@@ -165,6 +182,17 @@ class EngineStorageFlow(unittest.TestCase):
                          str(2 << 30))
         qi = result(self.c.call("Volume.getQemuImageInfo", [v2, SP, SD, IMG]))
         self.assertEqual(qi["virtualsize"], 2 << 30)
+        # a bitmap added by real qemu-img: VDSM's Qcow2BitmapInfo namedtuple
+        # goes out as the array [name, granularity, flags]
+        bm = subprocess.run(["qemu-img", "bitmap", "--add", "-g", "131072", prep["path"],
+                             "backup-1"], capture_output=True)
+        self.assertEqual(bm.returncode, 0, bm.stderr)
+        qi = result(self.c.call("Volume.getQemuImageInfo", [v2, SP, SD, IMG]))
+        self.assertEqual(qi["bitmaps"], [["backup-1", 131072, ["auto"]]])
+        # as the engine's GetQemuImageInfoVDSCommand reads it
+        self.assertEqual(int(str(qi["virtualsize"])), 2 << 30)
+        self.assertEqual(int(str(qi["clustersize"])), 65536)
+        self.assertIn(str(qi["compat"]), ("0.10", "1.1"))
         r = self.irs.call("Volume.extendSize", [SP, SD, IMG, v2, str(1 << 20)], dest=IRS)
         self.assertEqual(r["error"]["code"], -32602)   # volumes only grow
         r = self.irs.call("Image.deleteVolumes", [IMG, SP, SD, [VOL]], dest=IRS)
@@ -215,7 +243,7 @@ class EngineStorageFlow(unittest.TestCase):
         if st[0]["status"] != 0:
             self.skipTest("cannot mount a tmpfs here (status %s)" % st[0]["status"])
         make_pool(self, self.c, 6, conns, spec)
-        self.volume_steps()
+        self.volume_steps(dtype=6)
         self.assertTrue(os.path.ismount(mp))
         self.assertTrue(os.path.isdir(os.path.join(mp, SD, "images")))
         # SPM stop, pool disconnect, the domain formatted, then unmounted
@@ -345,6 +373,54 @@ class NfsMount(unittest.TestCase):
 
 
 class SpmTwoHosts(unittest.TestCase):
+    def test_not_spm_reads_the_lease(self):
+        """A host that is not SPM answers getSpmStatus from the lease on the
+        master domain at the time of the call, as VDSM inspects its cluster
+        lock (hsm.py getSpmStatus, spbackends.py getSpmStatus): the holder's
+        hostID and version; spmId -1 and the last version once it is free;
+        355 when the lease cannot be read.  (The monitor's 10 s refresh
+        alone answered stale figures.)"""
+        a, b = vt.Daemon(), vt.Daemon()
+        shared = os.path.join(a.tmp, "shared")
+        os.mkdir(shared, 0o755)
+        try:
+            ca, cb = connect(a), connect(b)
+            make_pool(self, ca, 4, conn_params(shared), shared)   # host 1 SPM, version 1
+            st = result(call_ready(cb, "StoragePool.connectStorageServer",
+                                   [BLANK, 4, conn_params(shared)]))
+            self.assertEqual(st[0]["status"], 0)
+            r = cb.call("StoragePool.connect", [SP, 2, SP, SD, 1, {SD: "active"}])
+            self.assertIs(result(r), True)
+
+            def status(c):
+                spm = result(c.call("StoragePool.getSpmStatus", [SP]))
+                # as SpmStatusVDSCommand parses them
+                self.assertIsInstance(int(str(spm["spmId"])), int)
+                self.assertIsInstance(str(spm["spmLver"]), str)
+                return spm["spmStatus"], spm["spmId"], spm["spmLver"]
+
+            self.assertEqual(status(cb), ("Free", 1, 1))
+            self.assertIs(result(ca.call("StoragePool.spmStop", [SP])), True)
+            self.assertEqual(status(cb), ("Free", -1, 1))   # free: the version stays
+            self.assertEqual(status(ca), ("Free", -1, 1))
+            tid, ts = spm_start(ca)
+            self.assertEqual(ts["taskResult"], "success", ts)
+            self.assertEqual(status(ca), ("SPM", 1, 2))
+            self.assertEqual(status(cb), ("Free", 1, 2))    # right away, no monitor round
+            self.assertIs(result(ca.call("Task.clear", [tid])), True)
+            self.assertIs(result(ca.call("StoragePool.spmStop", [SP])), True)
+            lease = os.path.join(shared, SD, "dom_md", "spm_lease")
+            with open(lease, "w") as f:
+                f.write("HOST_ID=7\nLVER=9\n_SHA_CKSUM=0\n")   # a bad checksum
+            r = cb.call("StoragePool.getSpmStatus", [SP])
+            self.assertEqual(r["error"]["code"], 355, r)
+            self.assertIn("spm", r["error"]["message"].lower())
+            ca.close()
+            cb.close()
+        finally:
+            a.__exit__(None, None, None)
+            b.__exit__(None, None, None)
+
     def test_one_spm_and_failover_after_kill(self):
         a, b = vt.Daemon(), vt.Daemon()
         shared = os.path.join(a.tmp, "shared")

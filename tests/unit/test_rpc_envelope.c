@@ -353,6 +353,7 @@ static const struct { enum rpc_err e; int code; const char *msg; } codes[] = {
 	{ RPC_E_UPDATE_DEVICE, 56, "Failed to update device" },
 	{ RPC_E_HOTPLUG_MEM, 70, "Failed to hotplug memory" },
 	{ RPC_E_HOTUNPLUG_MEM, 85, "Failed to hotunplug memory" },
+	{ RPC_E_MASTER_ERR, 355, "Error validating master storage domain" },
 };
 
 START_TEST(every_error_code)

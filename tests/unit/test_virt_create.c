@@ -398,6 +398,13 @@ START_TEST(dumpxmls_info_and_hash)
 	ck_assert_int_eq(vfx_err(&F, "VM.getExternalData",
 				 "{\"vmID\":\"00000000-0000-4000-8000-00000000dead\",\"kind\":\"tpm\"}"), 1);
 
+	/* VDSM's Bridge answers setBalloonTarget / setIoTune with the call's
+	 * status, {code: 0, message: Done}, not true */
+	r = vfx_ok(&F, "VM.setBalloonTarget", "{\"vmID\":\"" VMID "\",\"target\":524288}");
+	ck_assert_int_eq(r->type, VD_OBJECT);
+	ck_assert_int_eq(vd_obj_get(r, "code")->v.i, 0);
+	ck_assert_str_eq(vfx_str(&F, r, "message"), "Done");
+
 	ck_assert_int_eq(vfx_ok(&F, "VM.setDestroyOnReboot", "{\"vmID\":\"" VMID "\"}")->type, VD_BOOL);
 	pthread_mutex_lock(&vfx_state(&F)->lock);
 	ck_assert(track_find(vfx_state(&F), VMID)->destroy_on_reboot);

@@ -635,6 +635,13 @@ int st_lease_drop(const char *dir, int me, int64_t lver);
 int st_spm_release(struct storage_state *s);
 /* Non-SPM hosts: refresh the holder / version seen in the lease (monitor). */
 void st_spm_observe(struct storage_state *s);
+/* StoragePool.getSpmStatus on a host that does not hold the role: read the
+ * master domain's lease now, as VDSM inspects its cluster lock.  *holder is
+ * the hostID holding it (-1: free), *lver its version (-1: never taken);
+ * a host that is not contending keeps them as the last seen.  0, -ENOENT
+ * without a pool or master domain, or the read's negative errno.  Caller
+ * holds no lock. */
+int st_spm_inspect(struct storage_state *s, int *holder, int64_t *lver);
 /* Caller holds the lock: this host holds the SPM lease and its last
  * renewal began less than lease time - renewal interval / 2 ago (a renewer
  * stuck in storage I/O stops counting as SPM before a contender may take
@@ -739,12 +746,27 @@ int st_volume_set_legality(struct storage_state *s, const char *sd, const char *
 /* Re-read the size of the data file (a blocking verb). */
 int st_volume_refresh(struct storage_state *s, const char *sd, const char *img, const char *vol,
 		      struct st_err *e);
+/* One persistent bitmap of a qcow2 volume (qemu-img info's format-specific
+ * data): flags ST_QBM_IN_USE / ST_QBM_AUTO. */
+enum { ST_QBM_IN_USE = 1, ST_QBM_AUTO = 2 };
+struct st_qbitmap {
+	char *name;
+	int64_t granularity;
+	unsigned flags;
+};
+/* What qemu-img info reported; has_* say whether it reported the key at
+ * all (a raw volume has no cluster size, no compat, no bitmaps list).
+ * bitmaps is owned: st_qinfo_free. */
 struct st_qinfo {
 	char format[16];
 	int64_t virtual_size, cluster_size;
 	char backing[256];
 	char compat[8];
+	bool has_cluster, has_bitmaps;
+	struct st_qbitmap *bitmaps;
+	size_t nbitmaps;
 };
+void st_qinfo_free(struct st_qinfo *q);
 /* Volume.extendSize: grow a volume to new_size bytes, as a task (SPM). */
 int st_volume_extend(struct storage_state *s, const char *sd, const char *img, const char *vol,
 		     int64_t new_size, char task_id[37], struct st_err *e);

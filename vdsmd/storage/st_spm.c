@@ -420,20 +420,38 @@ int st_spm_release(struct storage_state *s)
 void st_spm_observe(struct storage_state *s)
 {
 	pthread_mutex_lock(&s->lock);
-	char *mdir = s->pool_connected && s->spm_state == ST_SPM_FREE ? master_dir(s) : NULL;
+	bool free_ = s->spm_state == ST_SPM_FREE;
+	pthread_mutex_unlock(&s->lock);
+	int holder;
+	int64_t lver;
+	if (free_)
+		(void)st_spm_inspect(s, &holder, &lver);
+}
+
+int st_spm_inspect(struct storage_state *s, int *holder, int64_t *lver)
+{
+	pthread_mutex_lock(&s->lock);
+	char *mdir = s->pool_connected ? master_dir(s) : NULL;
 	pthread_mutex_unlock(&s->lock);
 	if (!mdir)
-		return;
+		return -ENOENT;
 	struct lease cur;
-	if (lease_read(mdir, &cur) == 0) {
-		pthread_mutex_lock(&s->lock);
-		if (s->spm_state == ST_SPM_FREE) {
-			s->spm_holder = cur.holder ? cur.holder : -1;
-			s->spm_lver = cur.lver ? cur.lver : -1;
-		}
-		pthread_mutex_unlock(&s->lock);
-	}
+	int rc = lease_read(mdir, &cur);
 	free(mdir);
+	if (rc < 0)
+		return rc;
+	/* VDSM (spbackends.py StoragePoolMemoryBackend.getSpmStatus): a free
+	 * lease answers spmId -1 and the version it was last taken with; one
+	 * never taken answers -1 for both */
+	*holder = cur.holder ? cur.holder : -1;
+	*lver = cur.lver ? cur.lver : -1;
+	pthread_mutex_lock(&s->lock);
+	if (s->spm_state == ST_SPM_FREE) {
+		s->spm_holder = *holder;
+		s->spm_lver = *lver;
+	}
+	pthread_mutex_unlock(&s->lock);
+	return 0;
 }
 
 bool st_spm_valid(const struct storage_state *s)

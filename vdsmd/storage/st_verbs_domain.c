@@ -551,9 +551,16 @@ int vh_sp_get_spm_status(struct rpc_call *c)
 	pthread_mutex_unlock(&s->lock);
 	if (!ok)
 		return -1;
-	/* From memory (the lease is read by spmStart, the renewal thread and
-	 * the monitor, never on this thread): this host when it holds the
-	 * lease, else the holder last seen (-1: none). */
+	/* This host when it holds the lease (its renewer keeps the figures);
+	 * otherwise the lease as it is on the master domain now, as VDSM reads
+	 * its cluster lock for every call: the holder's hostID and version,
+	 * or -1 and the last version when it is free (hsm.py getSpmStatus). */
+	if (state != ST_SPM_SPM) {
+		int rc = st_spm_inspect(s, &holder, &lver);
+		if (rc < 0)
+			return rpc_fail(c, RPC_E_MASTER_ERR, "reading the SPM lease of pool %s: %s",
+					rpc_arg_str(c, "storagepoolID", NULL), strerror(-rc));
+	}
 	vw_begin_object(c->w);
 	vw_kstr(c->w, "spmStatus", state == ST_SPM_SPM ? "SPM" : state == ST_SPM_CONTEND ? "Contend"
 									      : "Free");

@@ -25,12 +25,18 @@ int vh_img_prepare(struct rpc_call *c)
 	vw_kstr(w, "path", ch.paths[0]);
 	vw_keyz(w, "imgVolumesInfo");
 	vw_begin_array(w);
+	/* hsm.prepareImage's imgVolumesInfo (VDSM's Bridge answers the path
+	 * alone; vdsmd adds the list): domainID, imageID, volumeID, path below
+	 * the domain directory.  No leasePath / leaseOffset: VDSM adds them
+	 * only for domains with volume leases (sanlock), and vdsmd keeps none. */
 	for (size_t i = ch.n; i-- > 0;) {   /* base first, as VDSM lists them */
 		const char *p = ch.paths[i];
 		const char *slash = strrchr(p, '/');
+		/* .../<image>/<volume>: the image is the 36 bytes before the slash */
+		bool named = slash && slash - p >= 37 && slash[-37] == '/';
 		vw_begin_object(w);
 		vw_kstr(w, "domainID", sd);
-		vw_kstrf(w, "imageID", "%.36s", slash && slash - p >= 37 ? slash - 36 - 1 : img);
+		vw_kstrf(w, "imageID", "%.36s", named ? slash - 36 : img);
 		vw_kstr(w, "volumeID", slash ? slash + 1 : "");
 		vw_kstr(w, "path", p);
 		vw_end_object(w);
@@ -97,19 +103,39 @@ int vh_vol_qemu_info(struct rpc_call *c)
 	if (st_volume_qemu_info(s, ARG("storagedomainID"), ARG("imageID"), ARG("volumeID"), &q,
 				&e) < 0)
 		return verb_fail(c, &e);
+	/* As VDSM builds it (volume.py getQemuImageInfo): each key only when
+	 * qemu-img reported it; bitmaps only when the qcow2 image lists any,
+	 * each a Qcow2BitmapInfo namedtuple, which VDSM's json.dumps sends as
+	 * the array [name, granularity, flags]. */
 	struct vd_writer *w = c->w;
 	vw_begin_object(w);
-	vw_kstr(w, "format", q.format);
 	vw_kint(w, "virtualsize", q.virtual_size);
-	vw_kint(w, "clustersize", q.cluster_size);
+	vw_kstr(w, "format", q.format);
+	if (q.has_cluster)
+		vw_kint(w, "clustersize", q.cluster_size);
 	if (q.backing[0])
 		vw_kstr(w, "backingfile", q.backing);
 	if (q.compat[0])
 		vw_kstr(w, "compat", q.compat);
-	vw_keyz(w, "bitmaps");
-	vw_begin_array(w);
-	vw_end_array(w);
+	if (q.has_bitmaps) {
+		vw_keyz(w, "bitmaps");
+		vw_begin_array(w);
+		for (size_t i = 0; i < q.nbitmaps; i++) {
+			vw_begin_array(w);
+			vw_strz(w, q.bitmaps[i].name);
+			vw_int(w, q.bitmaps[i].granularity);
+			vw_begin_array(w);
+			if (q.bitmaps[i].flags & ST_QBM_IN_USE)
+				vw_strz(w, "in-use");
+			if (q.bitmaps[i].flags & ST_QBM_AUTO)
+				vw_strz(w, "auto");
+			vw_end_array(w);
+			vw_end_array(w);
+		}
+		vw_end_array(w);
+	}
 	vw_end_object(w);
+	st_qinfo_free(&q);
 	return 0;
 }
 

@@ -37,14 +37,22 @@ void verb_write_volume_info(struct vd_writer *w, const struct storage_state *s,
 	vw_kstrf(w, "apparentsize", "%lld", (long long)v->apparent);
 	vw_kstrf(w, "truesize", "%lld", (long long)v->truesize);
 	vw_kstr(w, "status", v->legal ? "OK" : "ILLEGAL");
-	vw_keyz(w, "lease");
-	vw_begin_object(w);
-	vw_keyz(w, "owners");
-	vw_begin_array(w);
-	vw_end_array(w);
-	vw_keyz(w, "version");
-	vw_null(w);
-	vw_end_object(w);
+	/* VDSM sends "lease" only for a domain with volume leases (volume.py
+	 * getInfo: sanlock, i.e. NFS / POSIXFS domains of version 3 and up;
+	 * LOCALFS domains use LocalLock, versions 0-2 SafeLease, neither has
+	 * them).  No host holds a volume lease here: no owners, version null,
+	 * as VDSM reports a free lease.  Its path / offset are left out:
+	 * vdsmd keeps no <volume>.lease file to point at. */
+	if (d->type != ST_DT_LOCALFS && d->version >= 3) {
+		vw_keyz(w, "lease");
+		vw_begin_object(w);
+		vw_keyz(w, "owners");
+		vw_begin_array(w);
+		vw_end_array(w);
+		vw_keyz(w, "version");
+		vw_null(w);
+		vw_end_object(w);
+	}
 	vw_keyz(w, "children");
 	vw_begin_array(w);
 	for (size_t i = 0; v->nchildren && im && i < im->n; i++)

@@ -134,6 +134,41 @@ int st_volume_measure(struct storage_state *s, const char *sd, const char *img, 
 	return rc;
 }
 
+void st_qinfo_free(struct st_qinfo *q)
+{
+	for (size_t i = 0; i < q->nbitmaps; i++)
+		free(q->bitmaps[i].name);
+	free(q->bitmaps);
+	q->bitmaps = NULL;
+	q->nbitmaps = 0;
+}
+
+/* format-specific.data.bitmaps: [{name, granularity, flags: [...]}, ...]
+ * (present only when the qcow2 image has bitmaps). */
+static void read_bitmaps(const struct vd_value *list, struct st_qinfo *out)
+{
+	if (!list || list->type != VD_ARRAY)
+		return;
+	out->has_bitmaps = true;
+	out->bitmaps = list->v.arr.n ? xcalloc(list->v.arr.n, sizeof(*out->bitmaps)) : NULL;
+	for (size_t i = 0; i < list->v.arr.n; i++) {
+		const struct vd_value *b = &list->v.arr.items[i];
+		const struct vd_value *name = vd_obj_get(b, "name");
+		const struct vd_value *flags = vd_obj_get(b, "flags");
+		if (!name || name->type != VD_STRING)
+			continue;
+		struct st_qbitmap *q = &out->bitmaps[out->nbitmaps++];
+		q->name = xstrndup(name->v.s.ptr, name->v.s.len);
+		q->granularity = get_int(vd_obj_get(b, "granularity"));
+		for (size_t k = 0; flags && flags->type == VD_ARRAY && k < flags->v.arr.n; k++) {
+			if (vd_str_eq(&flags->v.arr.items[k], "in-use"))
+				q->flags |= ST_QBM_IN_USE;
+			else if (vd_str_eq(&flags->v.arr.items[k], "auto"))
+				q->flags |= ST_QBM_AUTO;
+		}
+	}
+}
+
 int st_volume_qemu_info(struct storage_state *s, const char *sd, const char *img,
 			const char *vol, struct st_qinfo *out, struct st_err *e)
 {
@@ -151,11 +186,14 @@ int st_volume_qemu_info(struct storage_state *s, const char *sd, const char *img
 	}
 	copy_str(vd_obj_get(root, "format"), out->format, sizeof(out->format));
 	out->virtual_size = get_int(vd_obj_get(root, "virtual-size"));
-	out->cluster_size = get_int(vd_obj_get(root, "cluster-size"));
+	const struct vd_value *cs = vd_obj_get(root, "cluster-size");
+	out->has_cluster = cs && cs->type == VD_INT;
+	out->cluster_size = get_int(cs);
 	copy_str(vd_obj_get(root, "backing-filename"), out->backing, sizeof(out->backing));
 	const struct vd_value *fs = vd_obj_get(root, "format-specific");
-	copy_str(vd_obj_get(fs ? vd_obj_get(fs, "data") : NULL, "compat"), out->compat,
-		 sizeof(out->compat));
+	const struct vd_value *data = fs ? vd_obj_get(fs, "data") : NULL;
+	copy_str(data ? vd_obj_get(data, "compat") : NULL, out->compat, sizeof(out->compat));
+	read_bitmaps(data ? vd_obj_get(data, "bitmaps") : NULL, out);
 	arena_free(&a);
 	buf_free(&b);
 	return 0;

@@ -34,6 +34,14 @@
 static char *live_element(struct rpc_call *c, virDomainPtr dom, const char *kind,
 			  const char *key);
 
+void virt_write_status_done(struct rpc_call *c)
+{
+	vw_begin_object(c->w);
+	vw_kint(c->w, "code", 0);
+	vw_kstr(c->w, "message", "Done");
+	vw_end_object(c->w);
+}
+
 int virt_on_devices(struct rpc_call *c, domain_action act, bool want_def)
 {
 	if (virt_on_domain(c, act) < 0)
@@ -512,7 +520,14 @@ static int act_balloon(struct rpc_call *c, struct virt_state *s, virDomainPtr do
 	return 0;
 }
 
-int virt_verb_set_balloon_target(struct rpc_call *c) { return virt_on_devices(c, act_balloon, false); }
+/* VDSM answers {code, message} (Bridge.py 'VM_setBalloonTarget': 'status'). */
+int virt_verb_set_balloon_target(struct rpc_call *c)
+{
+	if (virt_on_devices(c, act_balloon, false) < 0)
+		return -1;
+	virt_write_status_done(c);
+	return 0;
+}
 
 static int act_cpus(struct rpc_call *c, struct virt_state *s, virDomainPtr dom, const char *id)
 {
@@ -573,7 +588,15 @@ static int act_set_iotune(struct rpc_call *c, struct virt_state *s, virDomainPtr
 	return 0;
 }
 
-int virt_verb_set_iotune(struct rpc_call *c) { return virt_on_devices(c, act_set_iotune, false); }
+/* VDSM answers {code, message} (Bridge.py 'VM_setIoTune': 'status';
+ * vm.py setIoTune returns response.success()). */
+int virt_verb_set_iotune(struct rpc_call *c)
+{
+	if (virt_on_devices(c, act_set_iotune, false) < 0)
+		return -1;
+	virt_write_status_done(c);
+	return 0;
+}
 
 /* [{name, path, ioTune: {...}}] for every disk with a target. */
 static int act_get_iotune(struct rpc_call *c, struct virt_state *s, virDomainPtr dom,

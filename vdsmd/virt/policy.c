@@ -449,14 +449,6 @@ static int apply_iotune(virDomainPtr dom, const struct iopol *p, char *why, size
 	return 0;
 }
 
-static void write_status_done(struct rpc_call *c)
-{
-	vw_begin_object(c->w);
-	vw_kint(c->w, "code", 0);
-	vw_kstr(c->w, "message", "Done");
-	vw_end_object(c->w);
-}
-
 static int act_update_policy(struct rpc_call *c, struct virt_state *s, virDomainPtr dom,
 			     const char *id)
 {
@@ -524,7 +516,7 @@ static int act_update_policy(struct rpc_call *c, struct virt_state *s, virDomain
 		goto out;
 	}
 	virt_mark_xml_stale(s, id);
-	write_status_done(c);
+	virt_write_status_done(c);
 	rc = 0;
 out:
 	free(q.pol);

@@ -454,6 +454,10 @@ int virt_on_domain(struct rpc_call *c, domain_action act);
  * balloon); the result is the action's, or the VmDefinition when want_def
  * (devices.c; memory.c too). */
 int virt_on_devices(struct rpc_call *c, domain_action act, bool want_def);
+/* The result of the verbs VDSM's Bridge answers with the call's status
+ * ('ret': 'status': setIoTune, setBalloonTarget, updateVmPolicy, ...):
+ * {"code": 0, "message": "Done"}. */
+void virt_write_status_done(struct rpc_call *c);
 /* Fail the call from libvirt's last error (code 1 for "no domain"). */
 int virt_fail_libvirt(struct rpc_call *c, const char *what, const char *id);
 /* dom's live XML read as the engine's (engxml_parse), in c's arena; NULL
