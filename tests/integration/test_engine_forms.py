@@ -58,8 +58,9 @@ KNOWN = {
     224: (100, "VM.cont of a Down VM: VDSM's unexpected 16 (lib/vdsm/virt/vm.py:1673-1676)"),
     230: (100, "VM.seal: VDSM schedules a job and answers 0 (lib/vdsm/API.py:822-831); "
                "a missing virt-sysprep fails the job, not the call"),
-    507: (100, "VM.updateDevice of an interface libvirt cannot update: VDSM's UpdateDeviceFailed 56 "
-               "(lib/vdsm/virt/vm.py:3414-3419)"),
+    507: (-32602, "VM.updateDevice of an interface in the engine's form {deviceType, xml} "
+                  "(UpdateVmInterfaceVDSCommand.java:31-35): VDSM reads the NIC from the XML "
+                  "(lib/vdsm/virt/vm.py:3547-3554); vdsmd wants the old alias form"),
     508: (100, "VM.hotunplugNic: VDSM's hotunplugNic 50 (lib/vdsm/virt/vm.py:3604)"),
     517: (21, "Host.setupNetworks ipv6autoconf true (the engine's AUTOCONF, HostSetupNetworksVDSCommand"
               ".java:125-128): VDSM configures it (network/canonicalize.py:178-179, "
@@ -110,6 +111,10 @@ def rule(name, v):
         if v is not None and jstr(v).lower() in (a.lower() for a in allowed):
             return None
         return "want one of %s, got %r" % (allowed, v)
+    if name.startswith("enum_cs:"):   # Enum.valueOf: the exact name
+        if isinstance(v, str) and v in name[8:].split(","):
+            return None
+        return "want one of %s (exact), got %r" % (name[8:], v)
     if name.startswith("list_of:"):
         if not isinstance(v, list):
             return "want an array, got %r" % (v,)
@@ -135,6 +140,7 @@ def rule(name, v):
         "int_tostring": lambda: _digits(v, *INT32),
         "integer": lambda: not isinstance(v, bool) and isinstance(v, int) and INT32[0] <= v <= INT32[1],
         "integer_or_null": lambda: v is None or rule("integer", v) is None,
+        "double": lambda: isinstance(v, float),
         "string_long": lambda: isinstance(v, str) and _digits(v, -2**63, 2**63 - 1),
         "guid": lambda: isinstance(v, str) and UUID_RE.fullmatch(v) is not None,
         "bool": lambda: hf.boolish(v) is None,
@@ -178,7 +184,7 @@ def walk(value, segs, where=""):
         yield where, TypeError
 
 
-def check_reads(entry, res):
+def check_reads(entry, res, ph):
     """The reasons the engine could not read res (empty when it can)."""
     out = []
     why = cast(entry["result_cast"][0], res)
@@ -195,7 +201,7 @@ def check_reads(entry, res):
                 if why:
                     out.append("%s: %s [%s]" % (key, why, src))
             continue
-        for where, v in walk(res, path.split(".") if path else []):
+        for where, v in walk(res, fill(path, ph).split(".") if path else []):
             if v is KeyError:
                 if absent == "npe":
                     out.append("%s missing: the engine throws [%s]" % (where, src))
@@ -313,7 +319,7 @@ class Replay:
                 if code:
                     continue
                 res = r["result"]
-                bad = check_reads(e, res)
+                bad = check_reads(e, res, ph)
                 for name, key in e.get("save", {}).items():
                     ph[name] = res if not key else res.get(key) if isinstance(res, dict) else None
                 self.wait_for(e, res, ph)
