@@ -104,6 +104,14 @@ def _digits(v, lo=None, hi=None):
     return lo is None or lo <= n <= hi
 
 
+def _is_float(s):
+    try:
+        float(s)
+        return True
+    except ValueError:
+        return False
+
+
 def rule(name, v):
     """None when v passes the engine's rule called name, else why not."""
     if name.startswith("enum:"):
@@ -141,6 +149,13 @@ def rule(name, v):
         "integer": lambda: not isinstance(v, bool) and isinstance(v, int) and INT32[0] <= v <= INT32[1],
         "integer_or_null": lambda: v is None or rule("integer", v) is None,
         "double": lambda: isinstance(v, float),
+        # VdsBrokerObjectsBuilder.assign*Value: assignIntValue takes an Integer or casts
+        # (String) (anything else throws); assignDoubleValue a Double or parses a String
+        # (an Integer is read as null); assignLongValue an Integer/Long or a String
+        "assign_int": lambda: (not isinstance(v, bool) and isinstance(v, int) and INT32[0] <= v <= INT32[1])
+        or (isinstance(v, str) and _digits(v.split(".")[0] or "x", *INT32)),
+        "assign_double": lambda: isinstance(v, float) or (isinstance(v, str) and _is_float(v)),
+        "assign_long": lambda: _digits(v, -2**63, 2**63 - 1) or (isinstance(v, str) and _digits(v.split(".")[0] or "x")),
         "string_long": lambda: isinstance(v, str) and _digits(v, -2**63, 2**63 - 1),
         "guid": lambda: isinstance(v, str) and UUID_RE.fullmatch(v) is not None,
         "bool": lambda: hf.boolish(v) is None,
