@@ -159,7 +159,8 @@ def rule(name, v):
         "assign_int": lambda: (not isinstance(v, bool) and isinstance(v, int) and INT32[0] <= v <= INT32[1])
         or (isinstance(v, str) and _digits(v.split(".")[0] or "x", *INT32)),
         "assign_double": lambda: isinstance(v, float) or (isinstance(v, str) and _is_float(v)),
-        "assign_long": lambda: _digits(v, -2**63, 2**63 - 1) or (isinstance(v, str) and _digits(v.split(".")[0] or "x")),
+        "assign_long": lambda: _digits(v, -2**63, 2**63 - 1)
+        or (isinstance(v, str) and _digits(v.split(".")[0] or "x")),
         "string_long": lambda: isinstance(v, str) and _digits(v, -2**63, 2**63 - 1),
         "guid": lambda: isinstance(v, str) and UUID_RE.fullmatch(v) is not None,
         "bool": lambda: hf.boolish(v) is None,
@@ -318,7 +319,7 @@ class Replay:
             self.assertIs(self.ok("Task.clear", {"taskID": tid}), True)
 
     def replay(self, entries, ph, poll_client=None):
-        findings = []
+        findings, refused = [], []
         for e in entries:
             with self.subTest(step=e["step"], verb=e["verb"]):
                 params = fill(e["params"], ph)
@@ -336,6 +337,7 @@ class Replay:
                         e["step"], e["verb"], code, r.get("error", {}).get("message", ""), codes))
                     self.fail(findings[-1])
                 if code:
+                    refused.append("%d %s: %d" % (e["step"], e["verb"], code))
                     continue
                 res = r["result"]
                 # the engine's reading rules, then the result type of api/ with the
@@ -354,14 +356,16 @@ class Replay:
                     self.fail(findings[-1])
         if findings:
             print("\nengine-forms findings:\n  " + "\n  ".join(findings))
+        if refused:     # VDSM's own refusals here (the entries' expect)
+            print("\nanswered with the code VDSM gives here:\n  " + "\n  ".join(refused))
         return findings
 
 
 def placeholders(d):
     ph = {"BLANK": "00000000-0000-0000-0000-000000000000", "deadPort": vt.free_port()}
     for name in ("spUUID", "sdUUID", "sd2UUID", "imgUUID", "volUUID", "vol2UUID", "img3UUID",
-                 "vol3UUID", "img4UUID", "vol4UUID", "img5UUID", "vol5UUID", "connId", "conn2Id", "newVmId", "memDevId", "snapJob", "mergeJob",
-                 "sealJob", "jobId"):
+                 "vol3UUID", "img4UUID", "vol4UUID", "img5UUID", "vol5UUID", "connId", "conn2Id",
+                 "newVmId", "memDevId", "snapJob", "mergeJob", "sealJob", "jobId"):
         ph[name] = str(uuid.uuid4())
     for i, name in ((1, "localPath"), (2, "localPath2")):
         ph[name] = os.path.join(d.tmp, "localfs%d" % i)
