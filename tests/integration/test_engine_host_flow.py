@@ -608,6 +608,15 @@ class EngineHostFlows(unittest.TestCase):
             v6 = False
         self.assertIs(caps["supportsIPv6"], v6)
         self.assertEqual(caps["netConfigDirty"], "False")
+        # the host's DNS servers, as VDSM reports nmstate's running ones
+        servers = []
+        if os.path.exists("/etc/resolv.conf"):
+            with open("/etc/resolv.conf") as f:
+                for line in f:
+                    w = line.split()
+                    if len(w) >= 2 and w[0] == "nameserver":
+                        servers.append(w[1])
+        self.assertEqual(caps["nameservers"], servers[:8])
         self.assertEqual(caps["domain_versions"], [0, 2, 3, 4, 5])
         # LOCALFS takes blockSize 0 (detect), as the engine's 4K check wants
         self.assertIn(0, caps["supported_block_size"]["LOCALFS"])

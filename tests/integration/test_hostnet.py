@@ -522,6 +522,8 @@ class HostNet(unittest.TestCase):
         self.assertEqual(caps["lastClientIface"], "ovirtmgmt")
         self.assertEqual(caps["bridges"]["ovirtmgmt"]["stp"], "off")
         self.assertEqual(caps["networks"]["ovirtmgmt"]["mtu"], 1500)
+        self.assertIs(caps["networks"]["ovirtmgmt"]["ipv6autoconf"], False)
+        self.assertEqual(self.sysctl6("ovirtmgmt", "autoconf"), "0")
         self.assertEqual(self.dirty(), "True")
         self.assertEqual(self.ok("Host.setSafeNetworkConfig"), True)
         self.assertEqual(self.dirty(), "False")
@@ -548,6 +550,43 @@ class HostNet(unittest.TestCase):
         self.assertEqual(self.link("eth1")["mtu"], 9000)
         self.assertEqual(self.dirty(), "False")
 
+    def sysctl6(self, dev, key, value=None):
+        """/proc/sys/net/ipv6/conf/<dev>/<key> in the host namespace."""
+        path = "/proc/sys/net/ipv6/conf/%s/%s" % (dev, key)
+        cmd = [IP, "netns", "exec", self.hns, "sh", "-c",
+               ("echo %s > %s" % (value, path)) if value is not None else "cat " + path]
+        return subprocess.run(cmd, capture_output=True, text=True, check=True).stdout.strip()
+
+    def test_ipv6autoconf_on_off_and_given_back(self):
+        """ipv6autoconf (the engine's Boolean) turns SLAAC on or off on the
+        network's device, as VDSM's backend does; a nic a bridgeless network
+        borrowed gets its own setting back when released."""
+        for key in ("accept_ra", "autoconf"):
+            self.sysctl6("eth2", key, 1)
+        r = self.setup_networks({
+            "blue": dict(self.BLUE, ipv6autoconf=True, dhcpv6=False),
+            "red": {"nic": "eth2", "bridged": "false", "ipv6autoconf": "false",
+                    "switch": "legacy"}})
+        self.assertIn("result", r, r)
+        self.assertEqual((self.sysctl6("blue", "accept_ra"), self.sysctl6("blue", "autoconf")),
+                         ("1", "1"))
+        self.assertEqual((self.sysctl6("eth2", "accept_ra"), self.sysctl6("eth2", "autoconf")),
+                         ("0", "0"))
+        caps = self.netcaps()
+        self.assertIs(caps["networks"]["blue"]["ipv6autoconf"], True)
+        self.assertIs(caps["bridges"]["blue"]["ipv6autoconf"], True)
+        self.assertIs(caps["networks"]["red"]["ipv6autoconf"], False)
+        self.assertIs(caps["nics"]["eth2"]["ipv6autoconf"], False)
+        # dhcpv6 stays a gap: refused, nothing changes
+        r = self.setup_networks({"blue": dict(self.BLUE, dhcpv6=True)})
+        self.assertEqual(r["error"]["code"], 21, r)
+        self.assertEqual(self.sysctl6("blue", "autoconf"), "1")
+        r = self.setup_networks({"blue": {"remove": "true"}, "red": {"remove": "true"}})
+        self.assertIn("result", r, r)
+        self.assert_pristine()
+        self.assertEqual((self.sysctl6("eth2", "accept_ra"), self.sysctl6("eth2", "autoconf")),
+                         ("1", "1"))
+
     def test_engine_forms_rollback_leaves_dirty(self):
         """No confirmation: rolled back (code 10), and still dirty, as VDSM
         (its flag is only cleared by a save)."""
@@ -558,9 +597,11 @@ class HostNet(unittest.TestCase):
         self.assert_pristine()
         self.assertEqual(self.dirty(), "True")
         r = self.setup_networks({"blue": self.BLUE},
-                                options={"connectivityTimeout": "soon"})
+                                options={"connectivityCheck": "true",
+                                         "connectivityTimeout": "soon"})
         self.assertEqual(r["error"]["code"], 21, r)
         self.assertIn("connectivityTimeout", r["error"]["message"])
+        self.assert_pristine()
         self.assertEqual(self.ok("Host.setSafeNetworkConfig"), True)
         self.assertEqual(self.dirty(), "False")
 

@@ -91,6 +91,10 @@ class Process(unittest.TestCase):
             self.assertTrue(d.wait_log(r"listening on \[::1\]:%d " % d.port))
             c = d.stomp()
             self.assertEqual(c.connect().cmd, "CONNECTED")
+            # lastClientIface over IPv6: the device holding ::1
+            c.subscribe(vt.RESPONSES, "r")
+            caps = vt.call_ready(c, "Host.getCapabilities")["result"]
+            self.assertEqual(caps["lastClientIface"], "lo")
             c.close()
 
     def test_sigterm_with_clients_exits_zero(self):

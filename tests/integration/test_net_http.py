@@ -55,6 +55,13 @@ class Http(unittest.TestCase):
         self.assertEqual(h["content-type"], "application/json")
         self.assertEqual(json.loads(body), {"jsonrpc": "2.0", "id": 7, "result": True})
 
+    def test_last_client_iface_over_http(self):
+        """The HTTP transport hands the connection's local address on too."""
+        status, _, body = self.d.http("POST", "/jsonrpc", json.dumps(
+            {"jsonrpc": "2.0", "id": 1, "method": "Host.getCapabilities"}))
+        self.assertEqual(status, 200)
+        self.assertEqual(json.loads(body)["result"]["lastClientIface"], "lo")
+
     def test_jsonrpc_errors_and_notification(self):
         status, _, body = self.d.http("POST", "/jsonrpc", "{bad")
         self.assertEqual((status, json.loads(body)["error"]["code"]), (200, -32700))

@@ -259,8 +259,44 @@ START_TEST(engine_forms)
 			      "\"netmask\":\"255.255.255.192\"", &n), NET_E_PARAMS);
 	/* dhcpv6 / ipv6autoconf off in every form; on is a gap (refused) */
 	ck_assert_int_eq(net1("\"dhcpv6\":\"false\",\"ipv6autoconf\":\"0\"", &n), 0);
-	ck_assert_int_eq(net1("\"ipv6autoconf\":true", &n), NET_E_PARAMS);
+	ck_assert(net1("\"ipv6autoconf\":true", &n) == 0 && n.ipv6autoconf);
+	ck_assert(net1("\"ipv6autoconf\":\"False\"", &n) == 0 && !n.ipv6autoconf);
 	ck_assert_int_eq(net1("\"dhcpv6\":\"1\"", &n), NET_E_PARAMS);
+	/* VDSM's validators' codes (link/validator.py, ip/validator.py) */
+	ck_assert_int_eq(net1("\"bootproto\":\"dhcp\",\"ipaddr\":\"192.0.2.5\","
+			      "\"prefix\":24", &n), NET_E_ADDR);
+	ck_assert_int_eq(net1("\"bootproto\":\"dhcp\",\"gateway\":\"192.0.2.1\"", &n),
+			 NET_E_ADDR);
+	ck_assert_int_eq(req(&empty, "{\"blue\":{\"vlan\":\"5\"}}", "{}", &c, &e), NET_E_VLAN);
+	ck_assert_int_eq(req(&empty, "{\"blue\":{\"bonding\":\"bond-x\"}}", "{}", &c, &e),
+			 NET_E_BONDING);
+	ck_assert_int_eq(req(&empty, "{}", "{\"bond-x\":{\"nics\":[\"eth1\"]}}", &c, &e),
+			 NET_E_BONDING);
+	ck_assert_int_eq(req(&empty, "{}", "{\"bond0\":{\"nics\":[]}}", &c, &e), NET_E_PARAMS);
+	ck_assert_int_eq(req(&empty, "{}", "{\"bond0\":{\"options\":\"mode=1\"}}", &c, &e),
+			 NET_E_PARAMS);
+}
+END_TEST
+
+START_TEST(resolv_conf_nameservers)
+{
+	char ns[3][NET_IP_STR];
+	static const char text[] = "# generated\nsearch example.org\nnameserver 192.0.2.53\n"
+		"  nameserver\t2001:db8::35 # comment\nnameserver fe80::1%eth0\n"
+		"nameserver not-an-address\nnameservers 192.0.2.9\noptions ndots:2\n"
+		"nameserver 192.0.2.54\r\nnameserver 192.0.2.55";
+	size_t n = net_parse_resolv(text, sizeof(text) - 1, ns, 3);
+	ck_assert_uint_eq(n, 3);
+	ck_assert_str_eq(ns[0], "192.0.2.53");
+	ck_assert_str_eq(ns[1], "2001:db8::35");
+	ck_assert_str_eq(ns[2], "fe80::1%eth0");
+	char more[8][NET_IP_STR];
+	n = net_parse_resolv(text, sizeof(text) - 1, more, 8);
+	ck_assert_uint_eq(n, 5);
+	ck_assert_str_eq(more[3], "192.0.2.54");
+	ck_assert_str_eq(more[4], "192.0.2.55");   /* no newline at the end */
+	ck_assert_uint_eq(net_parse_resolv("", 0, more, 8), 0);
+	ck_assert_uint_eq(net_parse_resolv("nameserver", 10, more, 8), 0);
 }
 END_TEST
 
@@ -343,7 +379,7 @@ static void fill(struct net_conf *c)
 	struct net_err e;
 	static struct net_conf empty;
 	ck_assert_int_eq(req(&empty, "{\"ovirtmgmt\":{\"nic\":\"eth0\",\"bootproto\":\"dhcp\","
-			     "\"defaultRoute\":true,\"STP\":\"yes\"},\"red\":{\"bonding\":\"bond0\",\"vlan\":10,"
+			     "\"defaultRoute\":true,\"STP\":\"yes\",\"ipv6autoconf\":\"true\"},\"red\":{\"bonding\":\"bond0\",\"vlan\":10,"
 			     "\"bridged\":false,\"ipaddr\":\"192.0.2.97\",\"prefix\":27,"
 			     "\"gateway\":\"192.0.2.98\",\"ipv6addr\":\"2001:db8::5/80\","
 			     "\"ipv6gateway\":\"2001:db8::6\",\"mtu\":9000,\"stp\":true}}",
@@ -358,6 +394,8 @@ static void fill(struct net_conf *c)
 	strcpy(b->addrs[1], "2001:db8::1/64");
 	b->naddrs = 2;
 	strcpy(b->gw4, "192.0.2.62");
+	strcpy(b->accept_ra, "1");
+	strcpy(b->autoconf, "1");
 }
 
 START_TEST(persistence_round_trip)
@@ -376,10 +414,14 @@ START_TEST(persistence_round_trip)
 	ck_assert_ptr_nonnull(b);
 	ck_assert_uint_eq(b->naddrs, 2);
 	ck_assert_str_eq(b->gw4, "192.0.2.62");
+	ck_assert_str_eq(b->accept_ra, "1");
+	ck_assert_str_eq(b->autoconf, "1");
 	const struct net_net *r = net_conf_net(&back, "red");
 	/* VDSM reads STP only for a bridged network: red's "stp" is dropped */
 	ck_assert(!r->stp);
 	ck_assert(net_conf_net(&back, "ovirtmgmt")->stp);
+	ck_assert(net_conf_net(&back, "ovirtmgmt")->ipv6autoconf);
+	ck_assert(!r->ipv6autoconf);
 	ck_assert_str_eq(r->ipv6addr, "2001:db8::5/80");
 	ck_assert_str_eq(net_conf_bond(&back, "bond0")->options, "mode=active-backup miimon=100");
 	/* a change is seen */
@@ -447,6 +489,7 @@ int main(void)
 	tcase_add_test(tc, errors_by_cause);
 	tcase_add_test(tc, engine_forms);
 	tcase_add_test(tc, value_coercions);
+	tcase_add_test(tc, resolv_conf_nameservers);
 	tcase_add_test(tc, plan_and_rollback_plan);
 	tcase_add_test(tc, persistence_round_trip);
 	tcase_add_test(tc, atomic_file);

@@ -53,6 +53,32 @@ static int release_nic(struct ctx *c, const char *nic)
 			return nlfail(c, NET_E_ADDR, rc, "cannot restore an address of", nic);
 	if (b && b->gw4[0] && (rc = net_nl_defroute(c->sk, nic, b->gw4, true)) < 0)
 		return nlfail(c, NET_E_ADDR, rc, "cannot restore the default route of", nic);
+	/* a bridgeless network on the nic set its IPv6 autoconfiguration */
+	if (b && b->accept_ra[0])
+		net_ipv6_conf_write(nic, "accept_ra", b->accept_ra);
+	if (b && b->autoconf[0])
+		net_ipv6_conf_write(nic, "autoconf", b->autoconf);
+	return 0;
+}
+
+/* ipv6autoconf on the device carrying a network: SLAAC on or off, as
+ * VDSM's nmstate backend sets it (accept_ra 2 on a forwarding device).
+ * Off on a device without IPv6 is nothing to do; on is refused there. */
+static int set_autoconf(struct ctx *c, const struct net_net *n, const char *dev)
+{
+	char fwd[8] = "";
+	const char *ra = "0", *ac = "0";
+	if (n->ipv6autoconf) {
+		net_ipv6_conf_read(dev, "forwarding", fwd, sizeof(fwd));
+		ra = strcmp(fwd, "1") == 0 ? "2" : "1";
+		ac = "1";
+	}
+	int rc = net_ipv6_conf_write(dev, "accept_ra", ra);
+	if (rc == 0)
+		rc = net_ipv6_conf_write(dev, "autoconf", ac);
+	if (rc && n->ipv6autoconf)
+		return net_fail(c->e, NET_E_PARAMS, "network %s: cannot turn IPv6 "
+				"autoconfiguration on for %s (no IPv6 there?)", n->name, dev);
 	return 0;
 }
 
@@ -80,6 +106,8 @@ static int take_nic(struct ctx *c, const char *nic)
 					 d->addrs[i].prefix);
 		if (s.gw4[0] && s.gw4_ifindex == d->ifindex)
 			snprintf(b->gw4, sizeof(b->gw4), "%s", s.gw4);
+		net_ipv6_conf_read(nic, "accept_ra", b->accept_ra, sizeof(b->accept_ra));
+		net_ipv6_conf_read(nic, "autoconf", b->autoconf, sizeof(b->autoconf));
 		net_snap_free(&s);
 	}
 	const struct net_base *b = net_conf_base(c->to, nic);
@@ -188,6 +216,8 @@ static int add_net(struct ctx *c, const struct net_net *n)
 			return nlfail(c, NET_E_IFUP, rc, "cannot set up", n->name);
 		snprintf(cur, sizeof(cur), "%s", n->name);
 	}
+	if ((rc = set_autoconf(c, n, cur)))
+		return rc;
 	return add_addrs(c, n, cur);
 }
 

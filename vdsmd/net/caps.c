@@ -65,7 +65,13 @@ static void common_fields(struct vd_writer *w, const struct net_snap *s,
 	vw_kint(w, "mtu", d ? d->mtu : 1500);
 	vw_kbool(w, "dhcpv4", dhcp);
 	vw_kbool(w, "dhcpv6", false);
-	vw_kbool(w, "ipv6autoconf", false);
+	/* SLAAC as the kernel has it for the device: autoconf and accept_ra on */
+	char ra[8] = "", ac[8] = "";
+	if (d) {
+		net_ipv6_conf_read(d->name, "accept_ra", ra, sizeof(ra));
+		net_ipv6_conf_read(d->name, "autoconf", ac, sizeof(ac));
+	}
+	vw_kbool(w, "ipv6autoconf", ra[0] && ac[0] && strcmp(ra, "0") && strcmp(ac, "0"));
 }
 
 static bool is_nic(const struct net_dev *d)
@@ -230,6 +236,43 @@ void net_caps_sections(const struct net_conf *c, const struct net_snap *s,
 		if (strcmp(s->devs[i].kind, "bond") == 0)
 			write_bond(w, c, s, &s->devs[i]);
 	vw_end_object(w);
+}
+
+size_t net_parse_resolv(const char *text, size_t len, char out[][NET_IP_STR], size_t max)
+{
+	size_t n = 0;
+	const char *p = text, *end = text + len;
+	while (p < end && n < max) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		const char *le = nl ? nl : end;
+		while (p < le && (*p == ' ' || *p == '\t'))
+			p++;
+		static const char kw[] = "nameserver";
+		if ((size_t)(le - p) > sizeof(kw) && memcmp(p, kw, sizeof(kw) - 1) == 0 &&
+		    (p[sizeof(kw) - 1] == ' ' || p[sizeof(kw) - 1] == '\t')) {
+			const char *a = p + sizeof(kw) - 1;
+			while (a < le && (*a == ' ' || *a == '\t'))
+				a++;
+			const char *ae = a;
+			while (ae < le && *ae != ' ' && *ae != '\t' && *ae != '\r' && *ae != '#' &&
+			       *ae != ';')
+				ae++;
+			char buf[NET_IP_STR];
+			struct in6_addr a6;
+			size_t al = (size_t)(ae - a);
+			/* an address, IPv6 possibly with %scope (VDSM reports it as is) */
+			if (al > 0 && al < sizeof(buf)) {
+				memcpy(buf, a, al);
+				buf[al] = '\0';
+				char host[NET_IP_STR];
+				snprintf(host, sizeof(host), "%.*s", (int)strcspn(buf, "%"), buf);
+				if (inet_pton(AF_INET, host, &a6) == 1 || inet_pton(AF_INET6, host, &a6) == 1)
+					memcpy(out[n++], buf, al + 1);
+			}
+		}
+		p = nl ? nl + 1 : end;
+	}
+	return n;
 }
 
 void net_stats_write(const struct net_snap *s, struct vd_writer *w)

@@ -55,7 +55,7 @@ bool net_net_equal(const struct net_net *a, const struct net_net *b)
 	       strcmp(a->bootproto, b->bootproto) == 0 && strcmp(a->ipaddr, b->ipaddr) == 0 &&
 	       a->prefix == b->prefix && strcmp(a->gateway, b->gateway) == 0 &&
 	       a->defroute == b->defroute && strcmp(a->ipv6addr, b->ipv6addr) == 0 &&
-	       strcmp(a->ipv6gateway, b->ipv6gateway) == 0;
+	       strcmp(a->ipv6gateway, b->ipv6gateway) == 0 && a->ipv6autoconf == b->ipv6autoconf;
 }
 
 bool net_bond_equal(const struct net_bond *a, const struct net_bond *b)
@@ -294,12 +294,23 @@ static int mask_prefix(const char *s)
 
 /* The attributes vdsmd implements; any other is refused (code 21) naming
  * it, never silently dropped.  "nameservers" and "custom" are accepted only
- * empty; hostQos, OVS, dhcpv6 and ipv6autoconf are refused below. */
+ * empty; hostQos, OVS and dhcpv6 are refused below. */
 static const char *const known_net_attrs[] = {
 	"nic", "bonding", "vlan", "bridged", "stp", "STP", "mtu", "bootproto", "ipaddr",
 	"netmask", "prefix", "gateway", "defaultRoute", "ipv6addr", "ipv6gateway", "dhcpv6",
 	"ipv6autoconf", "switch", "remove", "nameservers", "custom", "blockingdhcp", NULL
 };
+
+/* VDSM's link validator: ^bond\w+$ (and a device name: at most 15). */
+static bool bond_name_ok(const char *name, size_t nlen)
+{
+	if (!net_ifname_ok(name, nlen) || nlen < 5 || strncmp(name, "bond", 4) != 0)
+		return false;
+	for (size_t i = 4; i < nlen; i++)
+		if (!isalnum((unsigned char)name[i]) && name[i] != '_')
+			return false;
+	return true;
+}
 
 static bool empty_or_absent(const struct vd_value *v)
 {
@@ -323,6 +334,54 @@ static int check_keys(const struct vd_value *a, const char *const *known, const 
 	return 0;
 }
 
+/* ipaddr, netmask or prefix, gateway: VDSM's canonicalize and ip validator. */
+static int parse_ipv4(const struct vd_value *a, struct net_net *n, struct net_err *e)
+{
+	char tmp[NET_IP_STR];
+	long x;
+	if (net_attr_str(a, "ipaddr", n->ipaddr, sizeof(n->ipaddr), e) ||
+	    net_attr_str(a, "gateway", n->gateway, sizeof(n->gateway), e))
+		return VD_EINVAL;
+	if (n->ipaddr[0] && !ip4_ok(n->ipaddr))
+		return net_fail(e, NET_E_ADDR, "network %s: bad ipaddr \"%s\"", n->name, n->ipaddr);
+	if (n->gateway[0] && !ip4_ok(n->gateway))
+		return net_fail(e, NET_E_ADDR, "network %s: bad gateway \"%s\"", n->name,
+				n->gateway);
+	if (n->ipaddr[0] && strcmp(n->bootproto, "dhcp") == 0)
+		return net_fail(e, NET_E_ADDR, "network %s: ipaddr with bootproto dhcp",
+				n->name);
+	const struct vd_value *pv = vd_obj_get(a, "prefix");
+	bool has_prefix = pv && !(pv->type == VD_NULL || (pv->type == VD_INT && pv->v.i == 0) ||
+				  (pv->type == VD_STRING && pv->v.s.len == 0));
+	if (has_prefix && vd_obj_get(a, "netmask"))
+		return net_fail(e, NET_E_PARAMS, "network %s: both prefix and netmask given",
+				n->name);
+	if (pv && pv->type == VD_STRING && pv->v.s.len == 0)
+		pv = NULL;
+	if (net_attr_str(a, "netmask", tmp, sizeof(tmp), e))
+		return VD_EINVAL;
+	if (tmp[0]) {
+		int p = mask_prefix(tmp);
+		if (p < 0)
+			return net_fail(e, NET_E_ADDR, "network %s: bad netmask \"%s\"", n->name, tmp);
+		n->prefix = (unsigned)p;
+	}
+	if (pv && net_attr_int(a, "prefix", n->prefix, 0, 32, NET_E_ADDR, &x, e))
+		return VD_EINVAL;
+	if (!pv)
+		x = n->prefix;
+	n->prefix = (unsigned)x;
+	if (n->ipaddr[0] && n->prefix == 0)
+		return net_fail(e, NET_E_ADDR, "network %s: ipaddr needs a netmask or prefix",
+				n->name);
+	/* VDSM's ip validator: a gateway or netmask without ipaddr is 22, with
+	 * bootproto dhcp too */
+	if (!n->ipaddr[0] && (n->prefix || n->gateway[0]))
+		return net_fail(e, NET_E_ADDR, "network %s: netmask/gateway without ipaddr",
+				n->name);
+	return 0;
+}
+
 int net_parse_net(const char *name, size_t nlen, const struct vd_value *a,
 		  struct net_net *n, struct net_err *e)
 {
@@ -342,7 +401,7 @@ int net_parse_net(const char *name, size_t nlen, const struct vd_value *a,
 	if (!empty_or_absent(vd_obj_get(a, "custom")))
 		return net_fail(e, NET_E_PARAMS, "network %s: custom properties are not supported "
 				"by vdsmd (no hooks)", n->name);
-	char sw[16], tmp[NET_IP_STR];
+	char sw[16];
 	long x;
 	bool b;
 	if (net_attr_str(a, "switch", sw, sizeof(sw), e))
@@ -355,9 +414,15 @@ int net_parse_net(const char *name, size_t nlen, const struct vd_value *a,
 		return VD_EINVAL;
 	if (n->nic[0] && n->bonding[0])
 		return net_fail(e, NET_E_PARAMS, "network %s: both nic and bonding given", n->name);
+	if (!n->nic[0] && !n->bonding[0] && vd_obj_get(a, "vlan"))
+		return net_fail(e, NET_E_VLAN, "network %s: a vlan needs a nic or a bonding "
+				"under it", n->name);  /* VDSM's link validator: 26 */
 	if (!n->nic[0] && !n->bonding[0])
 		return net_fail(e, NET_E_PARAMS, "network %s: needs a nic or a bonding "
 				"(nicless networks are not supported)", n->name);
+	if (n->bonding[0] && !bond_name_ok(n->bonding, strlen(n->bonding)))
+		return net_fail(e, NET_E_BONDING, "network %s: bad bond name \"%s\"", n->name,
+				n->bonding);
 	if (!net_ifname_ok(net_net_base(n), strlen(net_net_base(n))))
 		return net_fail(e, NET_E_NIC, "network %s: bad device name \"%s\"", n->name,
 				net_net_base(n));
@@ -398,49 +463,10 @@ int net_parse_net(const char *name, size_t nlen, const struct vd_value *a,
 	if (b)
 		return net_fail(e, NET_E_PARAMS, "network %s: dhcpv6 is not supported by vdsmd",
 				n->name);
-	if (net_attr_bool(a, "ipv6autoconf", false, &b, e))
+	if (net_attr_bool(a, "ipv6autoconf", false, &n->ipv6autoconf, e))
 		return VD_EINVAL;
-	if (b)
-		return net_fail(e, NET_E_PARAMS, "network %s: ipv6autoconf is not supported by "
-				"vdsmd", n->name);
-	if (net_attr_str(a, "ipaddr", n->ipaddr, sizeof(n->ipaddr), e) ||
-	    net_attr_str(a, "gateway", n->gateway, sizeof(n->gateway), e))
+	if (parse_ipv4(a, n, e))
 		return VD_EINVAL;
-	if (n->ipaddr[0] && !ip4_ok(n->ipaddr))
-		return net_fail(e, NET_E_ADDR, "network %s: bad ipaddr \"%s\"", n->name, n->ipaddr);
-	if (n->gateway[0] && !ip4_ok(n->gateway))
-		return net_fail(e, NET_E_ADDR, "network %s: bad gateway \"%s\"", n->name,
-				n->gateway);
-	if (n->ipaddr[0] && strcmp(n->bootproto, "dhcp") == 0)
-		return net_fail(e, NET_E_PARAMS, "network %s: ipaddr with bootproto dhcp",
-				n->name);
-	const struct vd_value *pv = vd_obj_get(a, "prefix");
-	bool has_prefix = pv && !(pv->type == VD_NULL || (pv->type == VD_INT && pv->v.i == 0) ||
-				  (pv->type == VD_STRING && pv->v.s.len == 0));
-	if (has_prefix && vd_obj_get(a, "netmask"))
-		return net_fail(e, NET_E_PARAMS, "network %s: both prefix and netmask given",
-				n->name);
-	if (pv && pv->type == VD_STRING && pv->v.s.len == 0)
-		pv = NULL;
-	if (net_attr_str(a, "netmask", tmp, sizeof(tmp), e))
-		return VD_EINVAL;
-	if (tmp[0]) {
-		int p = mask_prefix(tmp);
-		if (p < 0)
-			return net_fail(e, NET_E_ADDR, "network %s: bad netmask \"%s\"", n->name, tmp);
-		n->prefix = (unsigned)p;
-	}
-	if (pv && net_attr_int(a, "prefix", n->prefix, 0, 32, NET_E_ADDR, &x, e))
-		return VD_EINVAL;
-	if (!pv)
-		x = n->prefix;
-	n->prefix = (unsigned)x;
-	if (n->ipaddr[0] && n->prefix == 0)
-		return net_fail(e, NET_E_ADDR, "network %s: ipaddr needs a netmask or prefix",
-				n->name);
-	if (!n->ipaddr[0] && (n->prefix || (n->gateway[0] && strcmp(n->bootproto, "dhcp"))))
-		return net_fail(e, NET_E_ADDR, "network %s: netmask/gateway without ipaddr",
-				n->name);
 	if (net_attr_bool(a, "defaultRoute", false, &n->defroute, e))
 		return VD_EINVAL;
 	if (net_attr_str(a, "ipv6addr", n->ipv6addr, sizeof(n->ipv6addr), e) ||
@@ -482,7 +508,7 @@ int net_parse_bond(const char *name, size_t nlen, const struct vd_value *a,
 		   struct net_bond *b, struct net_err *e)
 {
 	memset(b, 0, sizeof(*b));
-	if (!net_ifname_ok(name, nlen) || nlen < 5 || strncmp(name, "bond", 4) != 0)
+	if (!bond_name_ok(name, nlen))
 		return net_fail(e, NET_E_BONDING, "bond name \"%.*s\" must be bond followed by "
 				"up to 11 characters", (int)VD_MIN(nlen, 64), name);
 	memcpy(b->name, name, nlen);
@@ -499,7 +525,8 @@ int net_parse_bond(const char *name, size_t nlen, const struct vd_value *a,
 				"legacy)", b->name, sw);
 	const struct vd_value *nics = vd_obj_get(a, "nics");
 	if (!nics || nics->type != VD_ARRAY || nics->v.arr.n == 0)
-		return net_fail(e, NET_E_BONDING, "bond %s: nics must be a non-empty list", b->name);
+		return net_fail(e, NET_E_PARAMS, "bond %s: nics must be a non-empty list",
+				b->name);  /* VDSM's link validator: 21 */
 	if (nics->v.arr.n > NET_MAX_SLAVES)
 		return net_fail(e, NET_E_BONDING, "bond %s: at most %d nics", b->name,
 				NET_MAX_SLAVES);

@@ -18,8 +18,12 @@
  * It refuses to touch the device holding the address an engine is connected
  * through unless the connectivity check is armed.
  *
+ * ipv6autoconf sets SLAAC (accept_ra, autoconf) on the network's device,
+ * on or off as VDSM does; a nic a bridgeless network used gets its own
+ * values back when released.
+ *
  * Gaps (refused with code 21 naming the option, never silently ignored):
- * OVS switch, hostQos, dhcpv6, ipv6autoconf; bootproto=dhcp requests no
+ * OVS switch, hostQos, dhcpv6 (true); bootproto=dhcp requests no
  * lease: the nic's own addresses and default route move onto the network
  * (what the engine's management network needs when the host already has
  * its address), and dhcpv4 is reported false. */
@@ -40,7 +44,8 @@ void net_fini(struct vdsmd *d);
 void net_stop(struct vdsmd *d);
 
 /* Writes "networks", "bridges", "nics", "vlans", "bondings",
- * "nameservers", "supportsIPv6" and "netConfigDirty" (keys and values) into
+ * "nameservers" (the host's, /etc/resolv.conf), "supportsIPv6" and
+ * "netConfigDirty" (keys and values) into
  * the object w is inside of:
  * Host.getCapabilities' network sections.  vdsmd is the struct vdsmd (the
  * signature of host_peers' write_net_caps).  One netlink dump

@@ -69,6 +69,7 @@ struct net_net {
 	bool defroute;
 	char ipv6addr[NET_IP_STR];   /* "addr/prefix" or "" */
 	char ipv6gateway[NET_IP_STR];
+	bool ipv6autoconf;           /* SLAAC on the network's device (accept_ra, autoconf) */
 };
 
 struct net_bond {
@@ -86,6 +87,7 @@ struct net_base {
 	unsigned naddrs;
 	char gw4[NET_IP_STR];                   /* default route through it, or "" */
 	bool up;
+	char accept_ra[4], autoconf[4];         /* its IPv6 sysctls, "" when unknown */
 };
 
 struct net_conf {
@@ -233,6 +235,10 @@ const char *net_nl_strerror(int err);
 /* sysfs attribute of a device: /sys/class/net/<dev>/<rel>. */
 int net_sysfs_write(const char *dev, const char *rel, const char *val);
 int net_sysfs_read(const char *dev, const char *rel, char *out, size_t outlen);
+/* /proc/sys/net/ipv6/conf/<dev>/<key> (accept_ra, autoconf, forwarding):
+ * 0, or VD_ENOENT / VD_EIO (no IPv6 on the device or in the kernel). */
+int net_ipv6_conf_write(const char *dev, const char *key, const char *val);
+int net_ipv6_conf_read(const char *dev, const char *key, char *out, size_t outlen);
 
 /* nl.c: rtnetlink notifications (links, addresses): a socket whose fd
  * becomes readable on a change; drain reads what is queued. */
@@ -252,5 +258,8 @@ int net_apply(const struct net_conf *from, struct net_conf *to, struct net_err *
 void net_caps_sections(const struct net_conf *c, const struct net_snap *s,
 		       struct vd_writer *w);
 void net_stats_write(const struct net_snap *s, struct vd_writer *w);
+/* The "nameserver" addresses of a resolv.conf text (invalid ones skipped),
+ * at most max: VDSM's nameservers (nmstate's running DNS servers). */
+size_t net_parse_resolv(const char *text, size_t len, char out[][NET_IP_STR], size_t max);
 
 #endif

@@ -389,30 +389,20 @@ static bool rel_ok(const char *dev, const char *rel)
 	       !strstr(rel, "..");
 }
 
-int net_sysfs_write(const char *dev, const char *rel, const char *val)
+static int write_file(const char *path, const char *val)
 {
-	char path[128];
-	if (!rel_ok(dev, rel))
-		return VD_EINVAL;
-	snprintf(path, sizeof(path), "/sys/class/net/%s/%s", dev, rel);
 	int fd = open(path, O_WRONLY | O_CLOEXEC);
 	if (fd < 0)
 		return VD_EIO;
 	size_t n = strlen(val);
 	ssize_t w = write(fd, val, n);
-	int err = errno;
 	close(fd);
-	errno = err;
 	return w == (ssize_t)n ? 0 : VD_EIO;
 }
 
-int net_sysfs_read(const char *dev, const char *rel, char *out, size_t outlen)
+static int read_file(const char *path, char *out, size_t outlen)
 {
-	char path[128];
 	out[0] = '\0';
-	if (!rel_ok(dev, rel))
-		return VD_EINVAL;
-	snprintf(path, sizeof(path), "/sys/class/net/%s/%s", dev, rel);
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return VD_ENOENT;
@@ -424,6 +414,44 @@ int net_sysfs_read(const char *dev, const char *rel, char *out, size_t outlen)
 		n--;
 	out[n] = '\0';
 	return 0;
+}
+
+int net_ipv6_conf_write(const char *dev, const char *key, const char *val)
+{
+	char path[128];
+	if (!rel_ok(dev, key) || strchr(key, '/'))
+		return VD_EINVAL;
+	snprintf(path, sizeof(path), "/proc/sys/net/ipv6/conf/%s/%s", dev, key);
+	return write_file(path, val);
+}
+
+int net_ipv6_conf_read(const char *dev, const char *key, char *out, size_t outlen)
+{
+	char path[128];
+	out[0] = '\0';
+	if (!rel_ok(dev, key) || strchr(key, '/'))
+		return VD_EINVAL;
+	snprintf(path, sizeof(path), "/proc/sys/net/ipv6/conf/%s/%s", dev, key);
+	return read_file(path, out, outlen);
+}
+
+int net_sysfs_write(const char *dev, const char *rel, const char *val)
+{
+	char path[128];
+	if (!rel_ok(dev, rel))
+		return VD_EINVAL;
+	snprintf(path, sizeof(path), "/sys/class/net/%s/%s", dev, rel);
+	return write_file(path, val);
+}
+
+int net_sysfs_read(const char *dev, const char *rel, char *out, size_t outlen)
+{
+	char path[128];
+	out[0] = '\0';
+	if (!rel_ok(dev, rel))
+		return VD_EINVAL;
+	snprintf(path, sizeof(path), "/sys/class/net/%s/%s", dev, rel);
+	return read_file(path, out, outlen);
 }
 
 /* ---- notifications ------------------------------------------------------------- */

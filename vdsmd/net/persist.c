@@ -47,6 +47,7 @@ void net_conf_write(const struct net_conf *c, const char *bootid, struct vd_writ
 		vw_kbool(w, "defaultRoute", n->defroute);
 		kstr_if(w, "ipv6addr", n->ipv6addr);
 		kstr_if(w, "ipv6gateway", n->ipv6gateway);
+		vw_kbool(w, "ipv6autoconf", n->ipv6autoconf);
 		vw_kstr(w, "switch", "legacy");
 		vw_end_object(w);
 	}
@@ -81,6 +82,8 @@ void net_conf_write(const struct net_conf *c, const char *bootid, struct vd_writ
 			vw_strz(w, b->addrs[j]);
 		vw_end_array(w);
 		kstr_if(w, "gateway", b->gw4);
+		kstr_if(w, "accept_ra", b->accept_ra);
+		kstr_if(w, "autoconf", b->autoconf);
 		vw_end_object(w);
 	}
 	vw_end_object(w);
@@ -120,7 +123,9 @@ int net_conf_read(const struct vd_value *v, struct net_conf *out, char *bootid,
 		long x;
 		if (net_attr_int(&m->val, "mtu", 1500, 68, 65535, NET_E_PARAMS, &x, e) ||
 		    net_attr_bool(&m->val, "up", true, &b->up, e) ||
-		    net_attr_str(&m->val, "gateway", b->gw4, sizeof(b->gw4), e))
+		    net_attr_str(&m->val, "gateway", b->gw4, sizeof(b->gw4), e) ||
+		    net_attr_str(&m->val, "accept_ra", b->accept_ra, sizeof(b->accept_ra), e) ||
+		    net_attr_str(&m->val, "autoconf", b->autoconf, sizeof(b->autoconf), e))
 			return VD_EINVAL;
 		b->mtu = (unsigned)x;
 		const struct vd_value *ad = vd_obj_get(&m->val, "addrs");

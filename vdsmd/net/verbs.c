@@ -151,11 +151,12 @@ static int setup(struct rpc_call *c, struct net_state *ns, struct net_conf *old,
 	if (opts && opts->type == VD_OBJECT) {
 		/* the engine's forms (HostSetupNetworksVDSCommand.generateOptions):
 		 * connectivityCheck "true"/"false", commitOnSuccess a boolean,
-		 * connectivityTimeout an int; read as VDSM reads them (tobool, int()) */
+		 * connectivityTimeout an int; read as VDSM reads them (tobool, int(),
+		 * the timeout only when the check is armed) */
 		if (net_attr_bool(opts, "connectivityCheck", false, &check, e) ||
 		    net_attr_bool(opts, "commitOnSuccess", false, &commit, e) ||
-		    net_attr_int(opts, "connectivityTimeout", 120, 0, 3600, NET_E_PARAMS,
-				 &timeout, e))
+		    (check && net_attr_int(opts, "connectivityTimeout", 120, 0, 3600,
+					   NET_E_PARAMS, &timeout, e)))
 			return VD_EINVAL;
 	} else if (opts && opts->type != VD_NULL) {
 		return net_fail(e, NET_E_PARAMS, "options must be an object");
@@ -329,9 +330,18 @@ void net_caps_write(void *vdsmd, struct vd_writer *w)
 			vw_end_object(w);
 		}
 	}
-	/* vdsmd does not manage resolv.conf (nameservers are refused) */
+	/* the host's DNS servers, as VDSM reports them (vdsmd does not manage
+	 * resolv.conf: setupNetworks refuses nameservers) */
 	vw_keyz(w, "nameservers");
 	vw_begin_array(w);
+	char text[4096], ns_addr[8][NET_IP_STR];
+	FILE *f = fopen("/etc/resolv.conf", "re");
+	size_t tl = f ? fread(text, 1, sizeof(text), f) : 0;
+	if (f)
+		fclose(f);
+	size_t nns = net_parse_resolv(text, tl, ns_addr, VD_ARRAY_SIZE(ns_addr));
+	for (size_t i = 0; i < nns; i++)
+		vw_strz(w, ns_addr[i]);
 	vw_end_array(w);
 	vw_kbool(w, "supportsIPv6", net_ipv6_supported());
 	vw_kstr(w, "netConfigDirty", net_config_dirty(d) ? "True" : "False");
