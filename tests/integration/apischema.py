@@ -31,18 +31,11 @@ import re
 # names a type or key the schema does not have, or (host and virt types) one
 # that no longer describes the daemon: the key now sent, the extra key gone.
 KNOWN_GAPS = {
-    # virt (vdsmd/virt): VM stats and definitions
-    ("RunningVmStats", "displayPort"),   # only with a console
-    ("RunningVmStats", "pauseCode"),
-} | {
     # storage (vdsmd/storage)
     # Volume.getInfo's lease (NFS / POSIXFS domains of version 3+): VDSM
     # points at <volume>.lease, offset 0 (fileSD.py:349 getVolumeLease);
     # vdsmd keeps no volume lease files, so it sends owners / version only
     ("VolumeLeaseStatus", "path"), ("VolumeLeaseStatus", "offset"),
-    ("StorageDomainInfo", "lver"), ("StorageDomainInfo", "master_ver"),
-    ("StorageDomainInfo", "spm_id"),
-    ("StorageDomainInfo", "domainClass"),  # extra: sent, not in VDSM's type
 }
 
 # VDSM_SENDS: where VDSM's code answers otherwise than its own vdsm-api.yml
@@ -70,6 +63,19 @@ VDSM_SENDS.update({
         "pitReinjection", "smartcardEnable", "smp", "smpCoresPerSocket",
         "spiceSslCipherSuite", "timeOffset", "transparentHugePages", "username", "vmName",
         "vmType")
+})
+VDSM_SENDS.update({
+    ("RunningVmStats", "displayPort"):
+        "no code in lib/vdsm sends displayPort; a console's ports are in displayInfo "
+        "(virt/vm.py:2237)",
+    ("RunningVmStats", "pauseCode"):
+        "virt/vm.py:2089 _getVmPauseCodeStats: only once the VM was paused (pause() sets it, "
+        "cont clears it)",
+})
+VDSM_SENDS.update({
+    ("StorageDomainInfo", k): "storage/sd.py:1558 getInfo (and fileSD.py:691, which adds "
+                              "remotePath) has no %s: it is StoragePool.getInfo's" % k
+    for k in ("lver", "master_ver", "spm_id")
 })
 VDSM_SENDS.update({
     ("VolumeInfoResponse", "allocType"):

@@ -416,10 +416,12 @@ class KnownGapsStillRealTest(unittest.TestCase):
             else:
                 self.assertTrue(sent, "vdsmd no longer sends the extra key %s.%s: remove "
                                 "it from apischema.KNOWN_GAPS" % (t, k))
-        # every entry of a sampled type was checked (RunningVmStats needs a
-        # VM Up in the test driver's default fleet)
+        # every entry is of a type sampled here, except the volume lease
+        # (it needs an NFS / POSIXFS domain: test_storage_engine's tmpfs flow
+        # shows its path / offset missing)
         self.assertEqual(checked, sum(1 for t, _ in apischema.KNOWN_GAPS if samples.get(t)))
-        self.assertGreater(checked, 0)
+        self.assertEqual({t for t, _ in apischema.KNOWN_GAPS if not samples.get(t)},
+                         {"VolumeLeaseStatus"})
 
 
 class ValidatorCatchesDriftTest(unittest.TestCase):

@@ -154,6 +154,12 @@ class FleetReads(unittest.TestCase):
             self.assertEqual(vm["vmName"], name)
             self.assertEqual(vm["memSize"], kib // 1024)
             self.assertEqual(vm["smp"], str(vcpus))
+            # the keys VDSM's getVMList(fullStatus) sends, vm.status(): vmId,
+            # status, statusTime (a string of digits, as vm.py's
+            # _get_status_time); the schema's other VmDefinition keys are
+            # not VDSM's (apischema.VDSM_SENDS)
+            self.assertEqual(vm["status"], status)
+            self.assertRegex(vm["statusTime"], r"^[0-9]+$")
 
 
 class Lifecycle(unittest.TestCase):

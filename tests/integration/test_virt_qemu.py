@@ -212,7 +212,11 @@ class QemuVms(unittest.TestCase):
         # PCI NIC completes only when a guest OS releases it: requested only
         nic = ('<hotplug><devices><interface type="user"><mac address="52:54:00:aa:00:02"/>'
                '<model type="virtio"/><alias name="ua-nic1"/></interface></devices></hotplug>')
-        self.call("VM.hotplugNic", {"params": {"vmId": VM, "xml": nic}})
+        # VDSM's answer (vm.py hotplugNic): the NIC's MAC and alias, and the
+        # live XML; the engine casts devices to an array and takes the alias
+        plugged = self.call("VM.hotplugNic", {"params": {"vmId": VM, "xml": nic}})
+        self.assertEqual(plugged["devices"], [{"macAddr": "52:54:00:aa:00:02", "alias": "ua-nic1"}])
+        self.assertIn("52:54:00:aa:00:02", plugged["xml"])
         self.assertIn("52:54:00:aa:00:02", self.xml())
         self.call("VM.hotunplugNic", {"params": {"vmId": VM, "xml":
               '<hotunplug><devices><interface><alias name="ua-nic1"/></interface></devices></hotunplug>'}})

@@ -281,6 +281,12 @@ struct storage_state {
 	int64_t spm_lver;          /* lease version as last seen, -1 none */
 	uint64_t spm_seq;          /* our renewal counter while SPM */
 	uint64_t spm_ok_ms;        /* vd_now_ms() of the last write of our lease */
+	/* the lease record as st_spm_inspect last read it, and the vd_now_ms()
+	 * it was first read at (0: none yet): a holder whose record has not
+	 * changed for lease_time_ms cannot hold the lease any more */
+	int spm_seen_holder;
+	int64_t spm_seen_lver;
+	uint64_t spm_seen_seq, spm_seen_ms;
 	pthread_t spm_thread;
 	bool spm_thread_started, spm_quit;
 	pthread_cond_t spm_cond;
@@ -637,7 +643,9 @@ int st_spm_release(struct storage_state *s);
 void st_spm_observe(struct storage_state *s);
 /* StoragePool.getSpmStatus on a host that does not hold the role: read the
  * master domain's lease now, as VDSM inspects its cluster lock.  *holder is
- * the hostID holding it (-1: free), *lver its version (-1: never taken);
+ * the hostID holding it (-1: free, or a holder that has not renewed for the
+ * lease time, as sanlock reports a dead host's lease), *lver its version
+ * (-1: never taken);
  * a host that is not contending keeps them as the last seen.  0, -ENOENT
  * without a pool or master domain, or the read's negative errno.  Caller
  * holds no lock. */

@@ -420,11 +420,11 @@ int st_spm_release(struct storage_state *s)
 void st_spm_observe(struct storage_state *s)
 {
 	pthread_mutex_lock(&s->lock);
-	bool free_ = s->spm_state == ST_SPM_FREE;
+	bool idle = s->spm_state == ST_SPM_FREE;
 	pthread_mutex_unlock(&s->lock);
 	int holder;
 	int64_t lver;
-	if (free_)
+	if (idle)
 		(void)st_spm_inspect(s, &holder, &lver);
 }
 
@@ -442,10 +442,22 @@ int st_spm_inspect(struct storage_state *s, int *holder, int64_t *lver)
 		return rc;
 	/* VDSM (spbackends.py StoragePoolMemoryBackend.getSpmStatus): a free
 	 * lease answers spmId -1 and the version it was last taken with; one
-	 * never taken answers -1 for both */
-	*holder = cur.holder ? cur.holder : -1;
-	*lver = cur.lver ? cur.lver : -1;
+	 * never taken answers -1 for both.  A holder that stopped renewing
+	 * counts as free once the record has stood still for the lease time
+	 * since we first read it (clusterlock.py SANLock.inspect: a dead host
+	 * cannot hold it), the rule a contender takes it over by. */
+	uint64_t now = vd_now_ms();
 	pthread_mutex_lock(&s->lock);
+	if (!s->spm_seen_ms || s->spm_seen_holder != cur.holder || s->spm_seen_lver != cur.lver ||
+	    s->spm_seen_seq != cur.seq) {
+		s->spm_seen_holder = cur.holder;
+		s->spm_seen_lver = cur.lver;
+		s->spm_seen_seq = cur.seq;
+		s->spm_seen_ms = now;
+	}
+	bool expired = cur.holder && now - s->spm_seen_ms >= s->lease_time_ms;
+	*holder = cur.holder && !expired ? cur.holder : -1;
+	*lver = cur.lver ? cur.lver : -1;
 	if (s->spm_state == ST_SPM_FREE) {
 		s->spm_holder = *holder;
 		s->spm_lver = *lver;

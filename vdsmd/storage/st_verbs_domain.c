@@ -205,11 +205,12 @@ int vh_sd_get_info(struct rpc_call *c)
 	const struct st_domain *d = verb_lock_domain(c, &s);
 	if (!d)
 		return -1;
+	/* The keys of VDSM's sd.py / fileSD.py getInfo, no more: the pool's
+	 * lver, spm_id and master_ver are StoragePool.getInfo's. */
 	vw_begin_object(w);
 	vw_kstr(w, "uuid", d->uuid);
 	vw_kstr(w, "type", st_domtype_name(d->type));
 	vw_kstr(w, "class", st_domclass_name(d->dclass));
-	vw_kstr(w, "domainClass", st_domclass_name(d->dclass));
 	vw_kstr(w, "name", d->name);
 	vw_kstr(w, "role", d->master ? "Master" : "Regular");
 	vw_kstr(w, "remotePath", d->remote[0] ? d->remote : d->base);
@@ -221,11 +222,6 @@ int vh_sd_get_info(struct rpc_call *c)
 	vw_end_array(w);
 	vw_kint(w, "block_size", 512);
 	vw_kint(w, "alignment", 1048576);
-	if (d->master) {
-		vw_kint(w, "master_ver", s->pool_master_ver);
-		vw_kint(w, "lver", s->spm_lver);
-		vw_kint(w, "spm_id", s->spm_holder);
-	}
 	vw_end_object(w);
 	pthread_mutex_unlock(&s->lock);
 	return 0;

@@ -23,6 +23,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <ctype.h>
 #include <string.h>
 #include <time.h>
 #include <libvirt/virterror.h>
@@ -158,8 +159,9 @@ static void edit_device_metadata(virDomainPtr dom, const char *id, const char *a
 	free(cur);
 }
 
+/* mac (24 bytes, may be NULL): the hot-plugged NIC's MAC address. */
 static int hotplug(struct rpc_call *c, struct virt_state *s, virDomainPtr dom, const char *id,
-		   const char *kind)
+		   const char *kind, char *mac)
 {
 	char *xml = params_xml(c);
 	if (!xml)
@@ -188,8 +190,68 @@ static int hotplug(struct rpc_call *c, struct virt_state *s, virDomainPtr dom, c
 	}
 	if (ex->has_metadata)
 		edit_device_metadata(dom, id, xml, NULL);
+	if (mac && nic)
+		snprintf(mac, 24, "%s", ex->nics[0].mac);
 	log_info("virt: %s hot-plugged into %s", kind, id);
 	return 0;
+}
+
+/* The value of attr='...' (or "...") in the start tag of el, copied to out. */
+static void attr_of(const char *el, const char *attr, char *out, size_t outlen)
+{
+	out[0] = '\0';
+	const char *gt = strchr(el, '>');
+	size_t al = strlen(attr);
+	for (const char *p = strstr(el, attr); p && (!gt || p < gt); p = strstr(p + 1, attr)) {
+		if (p == el || p[-1] != ' ' || p[al] != '=' || (p[al + 1] != '\'' && p[al + 1] != '"'))
+			continue;
+		const char *ve = strchr(p + al + 2, p[al + 1]);
+		if (ve && (size_t)(ve - p - al - 2) < outlen)
+			snprintf(out, outlen, "%.*s", (int)(ve - p - al - 2), p + al + 2);
+		return;
+	}
+}
+
+/* VM.hotplugNic's result as VDSM answers it (vm.py hotplugNic):
+ * {devices: [{macAddr, alias}], xml: the live domain XML}.  The engine's
+ * ActivateDeactivateVmNicCommand casts devices to an array (absent: a
+ * NullPointerException after a successful plug) and takes the alias of
+ * the entry with its MAC address. */
+static void write_nic_plugged(struct rpc_call *c, virDomainPtr dom, const char *mac)
+{
+	char *x = virDomainGetXMLDesc(dom, 0);
+	char alias[128] = "", want[40], got[40];
+	snprintf(want, sizeof want, "%s", mac);
+	for (char *p = want; *p; p++)
+		*p = (char)tolower((unsigned char)*p);
+	for (const char *p = x ? strstr(x, "<interface ") : NULL; p; p = strstr(p + 1, "<interface ")) {
+		const char *e = dx_elem_end(p, "interface");
+		if (!e)
+			break;
+		const char *m = dx_find_child(p, e, "mac");
+		if (!m)
+			continue;
+		attr_of(m, "address", got, sizeof got);
+		for (char *q = got; *q; q++)
+			*q = (char)tolower((unsigned char)*q);
+		if (strcmp(got, want) != 0)
+			continue;
+		const char *a = dx_find_child(p, e, "alias");
+		if (a)
+			attr_of(a, "name", alias, sizeof alias);
+		break;
+	}
+	vw_begin_object(c->w);
+	vw_keyz(c->w, "devices");
+	vw_begin_array(c->w);
+	vw_begin_object(c->w);
+	vw_kstr(c->w, "macAddr", mac);
+	vw_kstr(c->w, "alias", alias);
+	vw_end_object(c->w);
+	vw_end_array(c->w);
+	vw_kstr(c->w, "xml", x ? x : "");
+	vw_end_object(c->w);
+	free(x);
 }
 
 static int hotunplug(struct rpc_call *c, const char *id, virDomainPtr dom, const char *kind)
@@ -231,12 +293,16 @@ static int hotunplug(struct rpc_call *c, const char *id, virDomainPtr dom, const
 
 static int act_hotplug_disk(struct rpc_call *c, struct virt_state *s, virDomainPtr d, const char *id)
 {
-	return hotplug(c, s, d, id, "disk");
+	return hotplug(c, s, d, id, "disk", NULL);
 }
 
 static int act_hotplug_nic(struct rpc_call *c, struct virt_state *s, virDomainPtr d, const char *id)
 {
-	return hotplug(c, s, d, id, "interface");
+	char mac[24] = "";
+	if (hotplug(c, s, d, id, "interface", mac) < 0)
+		return -1;
+	write_nic_plugged(c, d, mac);
+	return 0;
 }
 
 static int act_unplug_disk(struct rpc_call *c, struct virt_state *s, virDomainPtr d, const char *id)
@@ -252,7 +318,7 @@ static int act_unplug_nic(struct rpc_call *c, struct virt_state *s, virDomainPtr
 }
 
 int virt_verb_hotplug_disk(struct rpc_call *c) { return virt_on_devices(c, act_hotplug_disk, true); }
-int virt_verb_hotplug_nic(struct rpc_call *c) { return virt_on_devices(c, act_hotplug_nic, true); }
+int virt_verb_hotplug_nic(struct rpc_call *c) { return virt_on_devices(c, act_hotplug_nic, false); }
 int virt_verb_hotunplug_disk(struct rpc_call *c) { return virt_on_devices(c, act_unplug_disk, true); }
 int virt_verb_hotunplug_nic(struct rpc_call *c) { return virt_on_devices(c, act_unplug_nic, true); }
 
