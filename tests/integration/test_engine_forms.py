@@ -66,9 +66,6 @@ KNOWN = {
                   "(UpdateVmInterfaceVDSCommand.java:31-35): VDSM reads the NIC from the XML "
                   "(lib/vdsm/virt/vm.py:3547-3554); vdsmd wants the old alias form"),
     508: (100, "VM.hotunplugNic: VDSM's hotunplugNic 50 (lib/vdsm/virt/vm.py:3604)"),
-    517: (21, "Host.setupNetworks ipv6autoconf true (the engine's AUTOCONF, HostSetupNetworksVDSCommand"
-              ".java:125-128): VDSM configures it (network/canonicalize.py:178-179, "
-              "network/nmstate/ip.py:67,86); vdsmd/net refuses it"),
 }
 
 
