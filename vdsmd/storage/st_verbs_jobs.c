@@ -78,7 +78,9 @@ void verb_write_job_fields(struct vd_writer *w, const struct st_job_info *j)
 	vw_kstr(w, "status", st_job_status_name(j->status));
 	vw_kstr(w, "description", j->desc);
 	vw_kstr(w, "job_type", "storage");
-	vw_kint(w, "progress", j->progress);
+	/* a float, as VDSM's qemuimg progress: the engine casts it (Double) */
+	vw_keyz(w, "progress");
+	vw_double(w, (double)j->progress);
 	if (j->status == ST_JOB_FAILED || j->status == ST_JOB_ABORTED) {
 		vw_keyz(w, "error");
 		vw_begin_object(w);
