@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 /* VDSM's DOMAIN_VERSIONS (storage/constants.py); vdsmd/storage creates and
@@ -33,14 +34,37 @@ static const struct {
 	{ "LOCALFS", true }, { "NFS", false }, { "POSIXFS", false },
 };
 
+/* Whether the filesystem of device dev is a mount this process sees in
+ * root's /proc/self/mountinfo (its "major:minor" field), as findmnt
+ * --target needs: in a chroot whose root is no mount point the covering
+ * mount is hidden and findmnt fails.  A tree without mountinfo (a fixture)
+ * is taken as showing it. */
+static bool mount_visible(const char *root, dev_t dev)
+{
+	char path[HOST_ROOT_MAX + 32];
+	snprintf(path, sizeof(path), "%s/proc/self/mountinfo", root);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return true;
+	char line[4096];
+	bool seen = false;
+	unsigned ma, mi;
+	while (!seen && fgets(line, sizeof(line), f))
+		seen = sscanf(line, "%*s %*s %u:%u", &ma, &mi) == 2 && ma == major(dev) &&
+		       mi == minor(dev);
+	fclose(f);
+	return seen;
+}
+
 void host_caps_keys_gather(struct host_caps *c, const char *root)
 {
 	char path[HOST_ROOT_MAX + 64];
 	struct stat boot;
 	c->boot_uuid[0] = '\0';
-	/* findmnt --target=/boot fails without /boot: VDSM leaves the key out */
+	/* findmnt --target=/boot fails without /boot, or without a mount that
+	 * holds it: VDSM leaves the key out */
 	snprintf(path, sizeof(path), "%s/boot", root);
-	c->has_boot_uuid = stat(path, &boot) == 0;
+	c->has_boot_uuid = stat(path, &boot) == 0 && mount_visible(root, boot.st_dev);
 	if (!c->has_boot_uuid)
 		return;
 	/* the filesystem's UUID: the udev link naming its block device ("" when
