@@ -103,6 +103,23 @@ def check_samples(tc, samples, since, label, timeline=()):
 
 # ---- helpers -----------------------------------------------------------------
 
+def send_until_blocked(socks, data, seconds):
+    """Send data on every (non-blocking) socket, round after round, until
+    none takes any more (their peer reads nothing) or seconds have passed."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        progress = False
+        for s in socks:
+            try:
+                s.send(data)
+                progress = True
+            except OSError:
+                pass
+        if not progress:
+            break
+        time.sleep(0.01)
+
+
 def req(method, params=None, rid=1):
     m = {"jsonrpc": "2.0", "method": method, "id": rid}
     if params is not None:

@@ -258,18 +258,7 @@ class NeverReads(Attack):
                        vt.frame("SUBSCRIBE", [("destination", vt.RESPONSES), ("id", "r")]))
             except OSError:
                 pass
-        deadline = time.monotonic() + 6
-        while time.monotonic() < deadline:
-            progress = False
-            for s in self.socks:
-                try:
-                    s.send(f)
-                    progress = True
-                except OSError:
-                    pass
-            if not progress:
-                break
-            time.sleep(0.01)
+        hostile.send_until_blocked(self.socks, f, 6)
         new = self.new_client_ok()
         time.sleep(2.0)
         cut = sum(closed(s, 0.2) for s in self.socks)
@@ -301,18 +290,7 @@ class HttpNeverReads(Attack):
         for i in range(10):
             s = self.sock(rcvbuf=4096)
             s.setblocking(False)
-        deadline = time.monotonic() + 5
-        while time.monotonic() < deadline:
-            progress = False
-            for s in self.socks:
-                try:
-                    s.send(req)
-                    progress = True
-                except OSError:
-                    pass
-            if not progress:
-                break
-            time.sleep(0.01)
+        hostile.send_until_blocked(self.socks, req, 5)
         time.sleep(1.0)
         cut = sum(closed(s, 0.2) for s in self.socks)
         new = self.new_client_ok()

@@ -199,18 +199,7 @@ class SlowReaders(Defaults):
                        vt.frame("SUBSCRIBE", [("destination", vt.RESPONSES), ("id", "r")]))
             except OSError:
                 pass
-        deadline = time.monotonic() + 4
-        while time.monotonic() < deadline:
-            progress = False
-            for s in self.socks:
-                try:
-                    s.send(f)
-                    progress = True
-                except OSError:
-                    pass
-            if not progress:
-                break
-            time.sleep(0.01)
+        hostile.send_until_blocked(self.socks, f, 4)
         time.sleep(1.0)
         # closed by the budget or at max_output (reading 50 sockets to see
         # it would let the throttled ones run their queued batches)

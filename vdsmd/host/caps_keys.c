@@ -76,11 +76,12 @@ void host_caps_keys_gather(struct host_caps *c, const char *root)
 	struct dirent *de;
 	while ((de = readdir(dir))) {
 		struct stat st;
-		if (de->d_name[0] == '.' || strlen(de->d_name) >= sizeof(c->boot_uuid))
+		size_t n = strlen(de->d_name);
+		if (de->d_name[0] == '.' || n >= sizeof(c->boot_uuid))
 			continue;
 		if (fstatat(dirfd(dir), de->d_name, &st, 0) == 0 && S_ISBLK(st.st_mode) &&
 		    st.st_rdev == boot.st_dev) {
-			snprintf(c->boot_uuid, sizeof(c->boot_uuid), "%s", de->d_name);
+			memcpy(c->boot_uuid, de->d_name, n + 1);  /* n checked above */
 			break;
 		}
 	}
