@@ -54,6 +54,8 @@ static struct err_wire err_lookup(enum rpc_err e)
 	case RPC_E_NO_TASK:      return (struct err_wire){ 401, "Task id unknown" };
 	case RPC_E_TASK_STATE:   return (struct err_wire){ 410, "Operation is not allowed in this task state" };
 	case RPC_E_TASK_ABORTED: return (struct err_wire){ 411, "Task is aborted" };
+	case RPC_E_TASK_NOT_DONE: return (struct err_wire){ 403, "Task not finished" };
+	case RPC_E_TASK_MOVE:    return (struct err_wire){ 441, "cannot move task to requested state" };
 	case RPC_E_NO_RESOURCES: return (struct err_wire){ 1100, "Not enough resources" };
 	case RPC_E_VM_DOWN:      return (struct err_wire){ 6, "Virtual machine is down" };
 	case RPC_E_AGENT_NONRESP: return (struct err_wire){ 19, "Guest agent non-responsive" };

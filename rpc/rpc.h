@@ -115,6 +115,8 @@ enum rpc_err {
 	RPC_E_NO_TASK,        /* 401 */
 	RPC_E_TASK_STATE,     /* 410 TaskStateError (task not in a state for the operation) */
 	RPC_E_TASK_ABORTED,   /* 411 TaskAborted (the code an aborted task's result carries) */
+	RPC_E_TASK_NOT_DONE,  /* 403 TaskNotFinished (Task.revert of a task not done) */
+	RPC_E_TASK_MOVE,      /* 441 TaskStateTransitionError (revert of a rolled-back task) */
 	RPC_E_NO_RESOURCES,   /* 1100 */
 	/* guest and block verbs of the VM (virt/guest.c, virt/blockops.c) */
 	RPC_E_VM_DOWN,        /* 6 VMIsDown */

@@ -48,12 +48,6 @@ INT32 = (-2**31, 2**31 - 1)
 # asks for its line to go (as NOT_YET_ON_MAIN of test_engine_host_flow).
 # Code 0 with a reason means the call is accepted but a read fails.
 KNOWN = {
-    139: (-32602, "Image.teardown: the engine sends leafVolID (JsonRpcVdsServer.java:1957), VDSM's "
-                  "Bridge ignores it and volumeID defaults to None (lib/vdsm/API.py:1092, "
-                  "rpc/Bridge.py:73-85); api/Image.yaml makes volumeID required"),
-    157: (410, "Task.stop of a finished task: VDSM ignores it (lib/vdsm/storage/task.py:1343-1347)"),
-    158: (410, "Task.revert of a finished task: VDSM rolls back a done task "
-               "(lib/vdsm/storage/task.py:1204-1211); vdsmd refuses with a stop message"),
     204: (100, "VM.hotplugDisk: libvirt refusing is VDSM's hotplugDisk 45 (lib/vdsm/virt/vm.py:4142)"),
     205: (100, "VM.hotunplugDisk: VDSM's hotunplugDisk 46 (lib/vdsm/virt/vm.py:4201-4203)"),
     219: (10, "VM.migrate: VDSM starts the source thread and answers 0, the failure comes "

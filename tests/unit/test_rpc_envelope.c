@@ -328,6 +328,8 @@ static const struct { enum rpc_err e; int code; const char *msg; } codes[] = {
 	{ RPC_E_NO_TASK, 401, "Task id unknown" },
 	{ RPC_E_TASK_STATE, 410, "Operation is not allowed in this task state" },
 	{ RPC_E_TASK_ABORTED, 411, "Task is aborted" },
+	{ RPC_E_TASK_NOT_DONE, 403, "Task not finished" },
+	{ RPC_E_TASK_MOVE, 441, "cannot move task to requested state" },
 	{ RPC_E_NO_RESOURCES, 1100, "Not enough resources" },
 	{ RPC_E_VM_DOWN, 6, "Virtual machine is down" },
 	{ RPC_E_AGENT_NONRESP, 19, "Guest agent non-responsive" },

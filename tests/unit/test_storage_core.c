@@ -504,6 +504,10 @@ START_TEST(task_stop_rolls_back_preallocation)
 	/* clear refuses an unfinished task */
 	ck_assert_int_eq(st_task_clear(S, tid, &e), -1);
 	ck_assert_int_eq(e.code, RPC_E_TASK_STATE);
+	/* revert refuses a task not done: VDSM's TaskNotFinished (task.py:1209-1210) */
+	ck_assert_int_eq(st_task_revert(S, tid, &e), -1);
+	ck_assert_int_eq(e.code, RPC_E_TASK_NOT_DONE);
+	ck_assert_int_eq(rpc_err_code(RPC_E_TASK_NOT_DONE), 403);
 	usleep(300000);
 	ck_assert_int_eq(st_task_stop(S, tid, &e), 0);
 	ck_assert_int_eq(st_task_wait(S, tid, 10000, &st), 0);
@@ -516,9 +520,19 @@ START_TEST(task_stop_rolls_back_preallocation)
 	ck_assert(!exists(dp));
 	ck_assert(!exists(mp));
 	ck_assert_int_eq(st_volume_info(S, SD1, IMG1, VOL1, NULL, &e), -1);
-	/* stopping a finished task is refused; clearing it works */
-	ck_assert_int_eq(st_task_stop(S, tid, &e), -1);
-	ck_assert_int_eq(e.code, RPC_E_TASK_STATE);
+	/* stopping a finished task is ignored, as VDSM does (task.py:1343-1347):
+	 * 0 and the task as it was */
+	ck_assert_int_eq(st_task_stop(S, tid, &e), 0);
+	ck_assert_int_eq(st_task_get(S, tid, &st, &e), 0);
+	ck_assert_int_eq(st.state, ST_TS_FINISHED);
+	ck_assert_int_eq(st.result, ST_TR_CLEAN_SUCCESS);
+	ck_assert_int_eq(st.code, 411);
+	/* reverting a task already rolled back: VDSM's "recovered" cannot move
+	 * to racquiring (task.py _moveto), TaskStateTransitionError 441 */
+	ck_assert_int_eq(st_task_revert(S, tid, &e), -1);
+	ck_assert_int_eq(e.code, RPC_E_TASK_MOVE);
+	ck_assert_int_eq(rpc_err_code(RPC_E_TASK_MOVE), 441);
+	/* clearing it works */
 	ck_assert_int_eq(st_task_clear(S, tid, &e), 0);
 	ck_assert_int_eq(st_task_get(S, tid, &st, &e), -1);
 	ck_assert_int_eq(e.code, RPC_E_NO_TASK);

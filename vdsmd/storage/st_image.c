@@ -26,6 +26,27 @@ int st_image_prepare(struct storage_state *s, const char *sd, const char *sp, co
 	return st_image_prepare2(s, sd, sp, img, vol, false, out, e);
 }
 
+/* The checks of st_image_prepare2 that concern the image alone: the
+ * domain, its pool and the image exist (Image.teardown without volumeID). */
+int st_image_check(struct storage_state *s, const char *sd, const char *sp, const char *img,
+		   struct st_err *e)
+{
+	if (!st_is_uuid(img))
+		return st_fail(e, RPC_E_PARAMS, "imageID: not a UUID");
+	bool any_pool = !sp || !*sp || strcmp(sp, ST_BLANK_UUID) == 0;
+	int rc = 0;
+	pthread_mutex_lock(&s->lock);
+	struct st_domain *d = st_domain_get(s, sd, e);
+	if (!d)
+		rc = -1;
+	else if (!any_pool && strcmp(d->pool, sp) != 0)
+		rc = st_fail(e, RPC_E_NO_POOL, "%s (domain %s is not attached to it)", sp, sd);
+	else if (!map_get(&d->images, img))
+		rc = st_fail(e, RPC_E_NO_IMAGE, "%s in domain %s", img, sd);
+	pthread_mutex_unlock(&s->lock);
+	return rc;
+}
+
 int st_image_prepare2(struct storage_state *s, const char *sd, const char *sp, const char *img,
 		      const char *vol, bool allow_illegal, struct st_chain *out,
 		      struct st_err *e)

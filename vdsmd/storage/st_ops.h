@@ -248,6 +248,9 @@ int st_image_prepare(struct storage_state *s, const char *sd, const char *sp, co
 int st_image_prepare2(struct storage_state *s, const char *sd, const char *sp, const char *img,
 		      const char *vol, bool allow_illegal, struct st_chain *out,
 		      struct st_err *e);
+/* Only the image: its domain, the pool it is attached to and the image. */
+int st_image_check(struct storage_state *s, const char *sd, const char *sp, const char *img,
+		   struct st_err *e);
 
 /* qemu-img's view of vol and its chain taken from our metadata, not from
  * the qcow2 headers (whoever can write a volume can point its backing file

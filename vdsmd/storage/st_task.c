@@ -385,8 +385,10 @@ int st_task_stop(struct storage_state *s, const char *id, struct st_err *e)
 		return -1;
 	}
 	if (t->state == ST_TS_FINISHED) {
+		/* VDSM ignores a stop of a done task (task.py:1343-1347) */
 		pthread_mutex_unlock(&s->lock);
-		return st_fail(e, RPC_E_TASK_STATE, "task %s is finished, it cannot be stopped", id);
+		log_debug("storage: task %s already finished, stop ignored", id);
+		return 0;
 	}
 	if (t->state != ST_TS_ABORTING) {
 		/* abort_why: written once, before abort (see st_stop_workers) */
@@ -402,6 +404,33 @@ int st_task_stop(struct storage_state *s, const char *id, struct st_err *e)
 	st_task_status_copy(t, &st);
 	pthread_mutex_unlock(&s->lock);
 	notify(s, &st);
+	return 0;
+}
+
+/* VDSM's Task.rollback (task.py:1204-1211, with the "auto" recovery policy
+ * every scheduled task has, taskManager.py:62): a task not done is refused
+ * (TaskNotFinished); a done one moves finished -> racquiring, which only a
+ * finished task may (task.py:_moveto), so a task already rolled back is
+ * refused (TaskStateTransitionError).  vdsmd keeps no undo for a completed
+ * task: a finished, successful task is answered 0 and left as it is. */
+int st_task_revert(struct storage_state *s, const char *id, struct st_err *e)
+{
+	pthread_mutex_lock(&s->lock);
+	struct st_task *t = find(s, id, e);
+	if (!t) {
+		pthread_mutex_unlock(&s->lock);
+		return -1;
+	}
+	enum st_task_state state = t->state;
+	enum st_task_result result = t->result;
+	pthread_mutex_unlock(&s->lock);
+	if (state != ST_TS_FINISHED)
+		return st_fail(e, RPC_E_TASK_NOT_DONE, "can't rollback task %s in state %s", id,
+			       st_task_state_name(state));
+	if (result != ST_TR_SUCCESS)
+		return st_fail(e, RPC_E_TASK_MOVE, "task %s is already rolled back (%s)", id,
+			       st_task_result_name(result));
+	log_debug("storage: task %s finished, nothing to roll back", id);
 	return 0;
 }
 

@@ -127,6 +127,8 @@ int st_task_get(struct storage_state *s, const char *id, struct st_task_status *
 		struct st_err *e);
 int st_task_stop(struct storage_state *s, const char *id, struct st_err *e);
 int st_task_clear(struct storage_state *s, const char *id, struct st_err *e);
+/* Task.revert: 403 unless finished, 441 if rolled back, else 0. */
+int st_task_revert(struct storage_state *s, const char *id, struct st_err *e);
 /* Tests: wait until the task is finished (or timeout_ms passes). */
 int st_task_wait(struct storage_state *s, const char *id, unsigned timeout_ms,
 		 struct st_task_status *out);

@@ -107,7 +107,17 @@ int vh_img_teardown(struct rpc_call *c)
 		return -1;
 	struct st_err e = { 0 };
 	struct st_chain ch;
-	/* Nothing was activated on a file domain; the image must exist. */
+	/* Nothing was activated on a file domain; the image must exist.  The
+	 * engine sends leafVolID, not volumeID (JsonRpcVdsServer.java:1957), so
+	 * volumeID is absent and VDSM tears the whole image down (API.py:1092,
+	 * volUUID None): the same checks, for the image alone. */
+	if (!ARG("volumeID")) {
+		if (st_image_check(s, ARG("storagedomainID"), ARG("storagepoolID"), ARG("imageID"),
+				   &e) < 0)
+			return verb_fail(c, &e);
+		vw_bool(c->w, true);
+		return 0;
+	}
 	if (st_image_prepare2(s, ARG("storagedomainID"), ARG("storagepoolID"), ARG("imageID"),
 			      ARG("volumeID"), true, &ch, &e) < 0 && e.code != RPC_E_GENERAL)
 		return verb_fail(c, &e);

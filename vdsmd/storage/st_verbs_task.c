@@ -95,9 +95,8 @@ int vh_task_get_info(struct rpc_call *c)
 	return 0;
 }
 
-/* A task rolls back when it fails or is stopped; revert is that for a task
- * still running (a finished one is already complete or rolled back: 410). */
+/* VDSM's revertTask (taskManager.py:143-148 -> task.py:1204-1211). */
 int vh_task_revert(struct rpc_call *c)
 {
-	return verb_by_id(c, "taskID", st_task_stop);
+	return verb_by_id(c, "taskID", st_task_revert);
 }
