@@ -137,9 +137,13 @@ static int act_pause(struct rpc_call *c, struct virt_state *s, virDomainPtr dom,
 	return virDomainSuspend(dom) < 0 ? virt_fail_libvirt(c, "pause", id) : 0;
 }
 
+/* VDSM refuses to resume a VM that is not running (Down after hibernate
+ * or destroy) with 'unexpected' 16 (vm.py cont, _can_resume). */
 static int act_cont(struct rpc_call *c, struct virt_state *s, virDomainPtr dom, const char *id)
 {
 	(void)s;
+	if (virDomainIsActive(dom) == 0)
+		return rpc_fail(c, RPC_E_UNEXPECTED, "cannot cont %s while Down", id);
 	return virDomainResume(dom) < 0 ? virt_fail_libvirt(c, "cont", id) : 0;
 }
 
