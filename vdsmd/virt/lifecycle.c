@@ -168,6 +168,16 @@ int virt_verb_pause(struct rpc_call *c)
 
 int virt_verb_cont(struct rpc_call *c)
 {
+	/* a VM the tracker holds as Down (gone from libvirt after hibernate or
+	 * destroy): VDSM's 'unexpected', as for an inactive domain */
+	struct virt_state *s = virt_state_of(c);
+	const char *id = rpc_arg_str(c, "vmID", NULL);
+	pthread_mutex_lock(&s->lock);
+	struct virt_track *t = id ? track_find(s, id) : NULL;
+	bool down = t && !tomb_has(s, id) && t->status == VS_DOWN;
+	pthread_mutex_unlock(&s->lock);
+	if (down)
+		return rpc_fail(c, RPC_E_UNEXPECTED, "cannot cont %s while Down", id);
 	return state_change_result(c, domain_verb(c, act_cont));
 }
 
