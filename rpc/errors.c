@@ -83,6 +83,11 @@ static struct err_wire err_lookup(enum rpc_err e)
 	case RPC_E_HOTPLUG_MEM:     return (struct err_wire){ 70, "Failed to hotplug memory" };
 	case RPC_E_HOTUNPLUG_MEM:   return (struct err_wire){ 85, "Failed to hotunplug memory" };
 	case RPC_E_MASTER_ERR:      return (struct err_wire){ 355, "Error validating master storage domain" };
+	case RPC_E_HOTPLUG_DISK:    return (struct err_wire){ 45, "Failed to hotplug disk" };
+	case RPC_E_HOTUNPLUG_DISK:  return (struct err_wire){ 46, "Failed to hotunplug disk" };
+	case RPC_E_MIG_CANCEL:      return (struct err_wire){ 47, "Migration not in progress" };
+	case RPC_E_HOTUNPLUG_NIC:   return (struct err_wire){ 50, "Failed to hotunplug NIC" };
+	case RPC_E_UNEXPECTED:      return (struct err_wire){ 16, "Unexpected exception" };
 	case RPC_E__COUNT:       break;
 	}
 	return (struct err_wire){ -32603, "Internal JSON-RPC error" };

@@ -147,6 +147,11 @@ enum rpc_err {
 	RPC_E_HOTPLUG_MEM,      /* 70 HotplugMemFailed */
 	RPC_E_HOTUNPLUG_MEM,    /* 85 HotunplugMemFailed */
 	RPC_E_MASTER_ERR,       /* 355 StorageDomainMasterError (lease unreadable) */
+	RPC_E_HOTPLUG_DISK,     /* 45 HotplugDiskFailed */
+	RPC_E_HOTUNPLUG_DISK,   /* 46 HotunplugDiskFailed */
+	RPC_E_MIG_CANCEL,       /* 47 MigrationCancelationFailed (none in progress) */
+	RPC_E_HOTUNPLUG_NIC,    /* 50 HotunplugNicFailed */
+	RPC_E_UNEXPECTED,       /* 16 UnexpectedError (e.g. cont of a VM that cannot resume) */
 	RPC_E__COUNT
 };
 

@@ -48,18 +48,10 @@ INT32 = (-2**31, 2**31 - 1)
 # asks for its line to go (as NOT_YET_ON_MAIN of test_engine_host_flow).
 # Code 0 with a reason means the call is accepted but a read fails.
 KNOWN = {
-    204: (100, "VM.hotplugDisk: libvirt refusing is VDSM's hotplugDisk 45 (lib/vdsm/virt/vm.py:4142)"),
-    205: (100, "VM.hotunplugDisk: VDSM's hotunplugDisk 46 (lib/vdsm/virt/vm.py:4201-4203)"),
     219: (10, "VM.migrate: VDSM starts the source thread and answers 0, the failure comes "
               "later in getMigrationStatus (lib/vdsm/virt/vm.py:2346-2349)"),
-    221: (12, "VM.migrateCancel with no migration: VDSM's migCancelErr 47 (lib/vdsm/virt/vm.py:2420-2426)"),
-    224: (100, "VM.cont of a Down VM: VDSM's unexpected 16 (lib/vdsm/virt/vm.py:1673-1676)"),
     230: (100, "VM.seal: VDSM schedules a job and answers 0 (lib/vdsm/API.py:822-831); "
                "a missing virt-sysprep fails the job, not the call"),
-    507: (-32602, "VM.updateDevice of an interface in the engine's form {deviceType, xml} "
-                  "(UpdateVmInterfaceVDSCommand.java:31-35): VDSM reads the NIC from the XML "
-                  "(lib/vdsm/virt/vm.py:3547-3554); vdsmd wants the old alias form"),
-    508: (100, "VM.hotunplugNic: VDSM's hotunplugNic 50 (lib/vdsm/virt/vm.py:3604)"),
 }
 
 

@@ -227,6 +227,20 @@ class QemuVms(unittest.TestCase):
         x = self.xml()
         n0 = x[x.index("52:54:00:aa:00:01"):]
         self.assertIn("<link state='down'/>", n0[:n0.index("</interface>")])
+        # and up again in the engine's form (UpdateVmInterfaceVDSCommand): the
+        # NIC's hotplug XML, found by its alias (VDSM vm.py updateDevice)
+        self.call("VM.updateDevice", {"params": {"deviceType": "interface", "xml": (
+            '<?xml version="1.0" encoding="UTF-8"?><hotplug><devices><interface type="user">'
+            '<model type="virtio"/><link state="up"/><mac address="52:54:00:aa:00:01"/>'
+            '<alias name="ua-nic0"/></interface></devices></hotplug>')}})
+        x = self.xml()
+        n0 = x[x.index("52:54:00:aa:00:01"):]
+        self.assertNotIn("<link state='down'/>", n0[:n0.index("</interface>")])
+        # a NIC the VM has not: VDSM's UpdateDeviceFailed 56
+        self.assertEqual(error_code(self.c.call("VM.updateDevice", {"vmID": VM, "params": {
+            "deviceType": "interface", "xml": '<hotplug><devices><interface type="user">'
+            '<mac address="52:54:00:aa:00:09"/><alias name="ua-nic9"/></interface>'
+            '</devices></hotplug>'}})), 56)
 
         # setTicket: the engine's console (a password that expired in 1970)
         # gets a password valid for ttl; QEMU's VNC asks for it

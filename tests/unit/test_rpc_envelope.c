@@ -357,6 +357,11 @@ static const struct { enum rpc_err e; int code; const char *msg; } codes[] = {
 	{ RPC_E_HOTPLUG_MEM, 70, "Failed to hotplug memory" },
 	{ RPC_E_HOTUNPLUG_MEM, 85, "Failed to hotunplug memory" },
 	{ RPC_E_MASTER_ERR, 355, "Error validating master storage domain" },
+	{ RPC_E_HOTPLUG_DISK, 45, "Failed to hotplug disk" },
+	{ RPC_E_HOTUNPLUG_DISK, 46, "Failed to hotunplug disk" },
+	{ RPC_E_MIG_CANCEL, 47, "Migration not in progress" },
+	{ RPC_E_HOTUNPLUG_NIC, 50, "Failed to hotunplug NIC" },
+	{ RPC_E_UNEXPECTED, 16, "Unexpected exception" },
 };
 
 START_TEST(every_error_code)

@@ -494,7 +494,8 @@ END_TEST
 /* The device and migration verbs' checks on the test driver (real QEMU
  * runs them in tests/integration/test_virt_qemu.py and test_virt_migrate.py):
  * bad params are -32602 before libvirt is asked, an unknown VM is 1, what the
- * test driver cannot do is libvirt's refusal (100), never a fake success. */
+ * test driver cannot do is libvirt's refusal (VDSM's code for the verb, else
+ * 100), never a fake success. */
 START_TEST(device_and_migration_verb_checks)
 {
 	create_engine_vm();
@@ -550,7 +551,20 @@ START_TEST(device_and_migration_verb_checks)
 	ck_assert_int_eq(vfx_err(&F, "VM.updateDevice", "{\"vmID\":\"" VMID "\",\"params\":{}}"),
 			 -32602);
 	ck_assert_int_eq(vfx_err(&F, "VM.updateDevice", "{\"vmID\":\"" VMID "\",\"params\":{"
-				 "\"deviceType\":\"interface\",\"alias\":\"ua-none\"}}"), 100);
+				 "\"deviceType\":\"interface\",\"alias\":\"ua-none\"}}"), 56);
+	/* the engine's form: the NIC's hotplug XML (VDSM vm.py updateDevice);
+	 * a NIC this VM has not is VDSM's UpdateDeviceFailed 56 */
+	ck_assert_int_eq(vfx_err(&F, "VM.updateDevice", "{\"vmID\":\"" VMID "\",\"params\":{"
+				 "\"deviceType\":\"interface\",\"xml\":\"<hotplug><devices/></hotplug>\"}}"),
+			 -32602);
+	ck_assert_int_eq(vfx_err(&F, "VM.updateDevice", "{\"vmID\":\"" VMID "\",\"params\":{"
+				 "\"deviceType\":\"interface\",\"xml\":\"<hotplug><devices><interface "
+				 "type='user'><mac address='00:1a:4a:16:01:99'/><alias name='ua-none'/>"
+				 "</interface></devices></hotplug>\"}}"), 56);
+	ck_assert_int_eq(vfx_err(&F, "VM.updateDevice", "{\"vmID\":\"" VMID "\",\"params\":{"
+				 "\"deviceType\":\"interface\",\"xml\":\"<hotplug><devices><interface "
+				 "type='user'><mac address='" MAC "'/><link state='sideways'/>"
+				 "</interface></devices></hotplug>\"}}"), -32602);
 	/* this VM has no console, no floppy drive: VDSM's 18, 56, 41 */
 	ck_assert_int_eq(vfx_err(&F, "VM.setTicket", "{\"vmID\":\"" VMID "\",\"password\":\"ab\","
 				 "\"ttl\":10}"), 18);
@@ -581,7 +595,8 @@ START_TEST(device_and_migration_verb_checks)
 	ck_assert_int_eq(vfx_err(&F, "VM.migrate", "{\"vmID\":\"" VMID "\",\"params\":{}}"), -32602);
 	ck_assert_int_eq(vfx_err(&F, "VM.migrate", "{\"vmID\":\"" VMID "\",\"params\":"
 				 "{\"dst\":\"127.0.0.1:1\"}}"), 10);
-	ck_assert_int_eq(vfx_err(&F, "VM.migrateCancel", "{\"vmID\":\"" VMID "\"}"), 12);
+	/* VDSM's migCancelErr 47 (vm.py migrateCancel) */
+	ck_assert_int_eq(vfx_err(&F, "VM.migrateCancel", "{\"vmID\":\"" VMID "\"}"), 47);
 	const struct vd_value *r = vfx_ok(&F, "VM.getMigrationStatus", "{\"vmID\":\"" VMID "\"}");
 	ck_assert_int_eq(vd_obj_get(vd_obj_get(r, "status"), "code")->v.i, 0);
 	ck_assert_int_eq(vd_obj_get(r, "progress")->v.i, 0);

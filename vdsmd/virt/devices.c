@@ -10,7 +10,8 @@
  *   VM.changeCD / VM.changeFloppy {vmID, driveSpec: {path} or the path}:
  *       the medium of the cdrom / floppy drive ("" ejects).
  *   VM.updateDevice {vmID, params: {deviceType: interface, alias,
- *       linkActive} or {deviceType: graphics, graphicsType: vnc|spice,
+ *       linkActive} or {deviceType: interface, xml} (the engine's form:
+ *       the changed NIC's hotplug XML) or {deviceType: graphics, graphicsType: vnc|spice,
  *       password, ttl, existingConnAction, disconnectAction}}.
  *   VM.setTicket {vmID, password, ttl, existingConnAction}: the console
  *       password, valid for ttl seconds.
@@ -184,8 +185,10 @@ static int hotplug(struct rpc_call *c, struct virt_state *s, virDomainPtr dom, c
 	if (!dev)
 		return rpc_fail(c, RPC_E_PARAMS, "params.xml: no <%s> element", kind);
 	if (virDomainAttachDeviceFlags(dom, dev, VIR_DOMAIN_AFFECT_LIVE) < 0) {
-		if (nic && virt_last_error_code() != VIR_ERR_NO_DOMAIN)
-			return rpc_fail(c, RPC_E_HOTPLUG_NIC, "%s: %s", id, virt_last_error());
+		/* VDSM: libvirt refusing is hotplugNic 49 / hotplugDisk 45 */
+		if (virt_last_error_code() != VIR_ERR_NO_DOMAIN)
+			return rpc_fail(c, nic ? RPC_E_HOTPLUG_NIC : RPC_E_HOTPLUG_DISK, "%s: %s", id,
+					virt_last_error());
 		return virt_fail_libvirt(c, "hotplug", id);
 	}
 	if (ex->has_metadata)
@@ -283,8 +286,14 @@ static int hotunplug(struct rpc_call *c, const char *id, virDomainPtr dom, const
 	}
 	int r = alias[0] ? virDomainDetachDeviceAlias(dom, alias, VIR_DOMAIN_AFFECT_LIVE)
 			 : virDomainDetachDeviceFlags(dom, dev, VIR_DOMAIN_AFFECT_LIVE);
-	if (r < 0)
+	if (r < 0) {
+		/* VDSM: hotunplugDisk 46 / hotunplugNic 50 (vm.py hotunplugDisk,
+		 * hotunplugNic) */
+		if (virt_last_error_code() != VIR_ERR_NO_DOMAIN)
+			return rpc_fail(c, strcmp(kind, "disk") == 0 ? RPC_E_HOTUNPLUG_DISK :
+					RPC_E_HOTUNPLUG_NIC, "%s: %s", id, virt_last_error());
 		return virt_fail_libvirt(c, "hotunplug", id);
+	}
 	if (target[0])
 		edit_device_metadata(dom, id, NULL, target);
 	log_info("virt: %s %s unplug requested from %s", kind, alias[0] ? alias : "", id);
@@ -450,10 +459,106 @@ static bool mbool(const struct vd_value *obj, const char *key, bool dflt)
 	return dflt;
 }
 
+/* el (an <interface> element) with its child element name replaced by
+ * repl (appended when el has none; repl NULL keeps el as it is). */
+static char *with_child(struct rpc_call *c, const char *el, const char *name, const char *repl)
+{
+	const char *end = el + strlen(el);
+	const char *ch = repl ? dx_find_child(el, end, name) : NULL;
+	const char *che = ch ? dx_elem_end(ch, name) : NULL;
+	if (!repl || (ch && !che))
+		return arena_strndup(c->arena, el, strlen(el));
+	const char *close = strstr(el, "</interface>");
+	const char *cut = ch ? ch : close ? close : end;
+	struct vd_buf b = VD_BUF_INIT;
+	buf_append(&b, el, (size_t)(cut - el));
+	buf_puts(&b, repl);
+	buf_puts(&b, ch ? che : cut);
+	buf_putc(&b, '\0');
+	char *out = arena_strndup(c->arena, b.data, strlen(b.data));
+	buf_free(&b);
+	return out;
+}
+
+/* The live NIC replaced by nic; libvirt refusing is VDSM's
+ * UpdateDeviceFailed 56 (vm.py _updateInterfaceDevice). */
+static int update_nic(struct rpc_call *c, virDomainPtr dom, const char *id, const char *nic,
+		      const char *name, const char *state)
+{
+	if (virDomainUpdateDeviceFlags(dom, nic, VIR_DOMAIN_AFFECT_LIVE) < 0) {
+		if (virt_last_error_code() == VIR_ERR_NO_DOMAIN)
+			return rpc_fail(c, RPC_E_NO_VM, "%s", id);
+		return rpc_fail(c, RPC_E_UPDATE_DEVICE, "NIC %s of %s: %s", name, id,
+				virt_last_error());
+	}
+	log_info("virt: NIC %s of %s updated, link %s", name, id, state);
+	return 0;
+}
+
+/* The engine's form (UpdateVmInterfaceVDSCommand): params.xml is the
+ * hotplug XML of the changed NIC.  As VDSM (vm.py updateDevice), the NIC
+ * is read from it and found among the live ones by its alias, else its
+ * MAC; its network is mapped as in VM.hotplugNic, and its link state
+ * (absent: up) and source (the network) replace the live NIC's. */
+static int update_nic_xml(struct rpc_call *c, struct virt_state *s, virDomainPtr dom,
+			  const char *id)
+{
+	char *xml = params_xml(c);
+	if (!xml)
+		return -1;
+	struct virt_engxml *ex = arena_alloc(c->arena, sizeof *ex);
+	memset(ex, 0, sizeof *ex);
+	char why[256];
+	if (engxml_parse_devices(xml, ex, why, sizeof why) < 0)
+		return rpc_fail(c, RPC_E_PARAMS, "params.%s", why);
+	if (ex->nnics != 1)
+		return rpc_fail(c, RPC_E_PARAMS, "params.xml: one <interface> in <devices> expected");
+	if (virt_resolve_nics(c, s, ex, RPC_E_UPDATE_DEVICE) < 0)
+		return -1;
+	struct vd_buf out = VD_BUF_INIT;
+	engxml_rewrite(xml, ex, NULL, &out);
+	char *want = element(c, out.data, "interface");
+	buf_free(&out);
+	if (!want)
+		return rpc_fail(c, RPC_E_PARAMS, "params.xml: no <interface> element");
+	const char *wend = want + strlen(want);
+	char alias[128] = "", mac[40], state[16] = "up", key[200];
+	const char *a = dx_find_child(want, wend, "alias");
+	if (a)
+		attr_of(a, "name", alias, sizeof alias);
+	snprintf(mac, sizeof mac, "%s", ex->nics[0].mac);
+	for (char *q = mac; *q; q++)
+		*q = (char)tolower((unsigned char)*q);
+	char *live = NULL;
+	if (alias[0] && plain_value(alias)) {
+		snprintf(key, sizeof key, "<alias name='%s'/>", alias);
+		live = live_element(c, dom, "interface", key);
+	}
+	if (!live && mac[0] && plain_value(mac)) {
+		snprintf(key, sizeof key, "<mac address='%s'/>", mac);
+		live = live_element(c, dom, "interface", key);
+	}
+	if (!live)
+		return rpc_fail(c, RPC_E_UPDATE_DEVICE, "VM %s has no NIC %s (%s)", id,
+				alias[0] ? alias : "-", mac[0] ? mac : "-");
+	const char *l = dx_find_child(want, wend, "link");
+	if (l)
+		attr_of(l, "state", state, sizeof state);
+	if (strcmp(state, "up") && strcmp(state, "down"))
+		return rpc_fail(c, RPC_E_PARAMS, "params.xml: <link state> up or down");
+	char link[32];
+	snprintf(link, sizeof link, "<link state='%s'/>", state);
+	const char *src = dx_find_child(want, wend, "source");
+	const char *srce = src ? dx_elem_end(src, "source") : NULL;
+	char *nic = with_child(c, live, "link", link);
+	if (srce)
+		nic = with_child(c, nic, "source", arena_strndup(c->arena, src, (size_t)(srce - src)));
+	return update_nic(c, dom, id, nic, alias[0] ? alias : mac, state);
+}
+
 static int act_update_device(struct rpc_call *c, struct virt_state *s, virDomainPtr dom,
 			     const char *id)
 {
-	(void)s;
 	const struct vd_value *p = rpc_arg(c, "params");
 	const char *type = mstr(c, p, "deviceType");
 	if (!type)
@@ -475,36 +580,20 @@ static int act_update_device(struct rpc_call *c, struct virt_state *s, virDomain
 	}
 	if (strcmp(type, "interface") != 0)
 		return rpc_fail(c, RPC_E_PARAMS, "params.deviceType: %s is not supported", type);
+	if (vd_obj_get(p, "xml"))
+		return update_nic_xml(c, s, dom, id);
 	const char *alias = mstr(c, p, "alias");
 	if (!plain_value(alias) || !*alias)
-		return rpc_fail(c, RPC_E_PARAMS, "params.alias: the NIC's alias");
+		return rpc_fail(c, RPC_E_PARAMS, "params.alias: the NIC's alias (or params.xml)");
 	char key[160];
 	snprintf(key, sizeof key, "<alias name='%s'/>", alias);
 	char *nic = live_element(c, dom, "interface", key);
 	if (!nic)
-		return rpc_fail(c, RPC_E_GENERAL, "VM %s has no NIC %s", id, alias);
-	bool up = mbool(p, "linkActive", true);
-	const char *state = up ? "up" : "down";
-	char *lk = strstr(nic, "<link ");
-	struct vd_buf b = VD_BUF_INIT;
-	if (lk) {
-		const char *le = strstr(lk, "/>");
-		buf_append(&b, nic, (size_t)(lk - nic));
-		buf_printf(&b, "<link state='%s'", state);
-		buf_puts(&b, le ? le : "/>");
-	} else {
-		const char *end = strstr(nic, "</interface>");
-		buf_append(&b, nic, (size_t)(end - nic));
-		buf_printf(&b, "<link state='%s'/>", state);
-		buf_puts(&b, end);
-	}
-	buf_putc(&b, '\0');
-	int r = virDomainUpdateDeviceFlags(dom, b.data, VIR_DOMAIN_AFFECT_LIVE);
-	buf_free(&b);
-	if (r < 0)
-		return virt_fail_libvirt(c, "updateDevice", id);
-	log_info("virt: link of %s on %s is %s", alias, id, state);
-	return 0;
+		return rpc_fail(c, RPC_E_UPDATE_DEVICE, "VM %s has no NIC %s", id, alias);
+	const char *state = mbool(p, "linkActive", true) ? "up" : "down";
+	char link[32];
+	snprintf(link, sizeof link, "<link state='%s'/>", state);
+	return update_nic(c, dom, id, with_child(c, nic, "link", link), alias, state);
 }
 
 int virt_verb_update_device(struct rpc_call *c) { return virt_on_devices(c, act_update_device, true); }

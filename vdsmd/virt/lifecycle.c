@@ -137,9 +137,13 @@ static int act_pause(struct rpc_call *c, struct virt_state *s, virDomainPtr dom,
 	return virDomainSuspend(dom) < 0 ? virt_fail_libvirt(c, "pause", id) : 0;
 }
 
+/* VDSM refuses to resume a VM that is not running (Down after hibernate
+ * or destroy) with 'unexpected' 16 (vm.py cont, _can_resume). */
 static int act_cont(struct rpc_call *c, struct virt_state *s, virDomainPtr dom, const char *id)
 {
 	(void)s;
+	if (virDomainIsActive(dom) == 0)
+		return rpc_fail(c, RPC_E_UNEXPECTED, "cannot cont %s while Down", id);
 	return virDomainResume(dom) < 0 ? virt_fail_libvirt(c, "cont", id) : 0;
 }
 
@@ -164,6 +168,16 @@ int virt_verb_pause(struct rpc_call *c)
 
 int virt_verb_cont(struct rpc_call *c)
 {
+	/* a VM the tracker holds as Down (gone from libvirt after hibernate or
+	 * destroy): VDSM's 'unexpected', as for an inactive domain */
+	struct virt_state *s = virt_state_of(c);
+	const char *id = rpc_arg_str(c, "vmID", NULL);
+	pthread_mutex_lock(&s->lock);
+	struct virt_track *t = id ? track_find(s, id) : NULL;
+	bool down = t && !tomb_has(s, id) && t->status == VS_DOWN;
+	pthread_mutex_unlock(&s->lock);
+	if (down)
+		return rpc_fail(c, RPC_E_UNEXPECTED, "cannot cont %s while Down", id);
 	return state_change_result(c, domain_verb(c, act_cont));
 }
 

@@ -470,10 +470,14 @@ static int act_migrate_cancel(struct rpc_call *c, struct virt_state *s, virDomai
 	struct virt_track *t = track_find(s, id);
 	bool running = t && t->migrating;
 	pthread_mutex_unlock(&s->lock);
+	/* VDSM: migCancelErr 47 when no migration runs (vm.py migrateCancel) */
 	if (!running)
-		return rpc_fail(c, RPC_E_MIGRATION, "%s is not migrating", id);
-	if (virDomainAbortJob(dom) < 0)
+		return rpc_fail(c, RPC_E_MIG_CANCEL, "%s is not migrating", id);
+	if (virDomainAbortJob(dom) < 0) {
+		if (virt_last_error_code() == VIR_ERR_OPERATION_INVALID)
+			return rpc_fail(c, RPC_E_MIG_CANCEL, "%s: %s", id, virt_last_error());
 		return virt_fail_libvirt(c, "migrateCancel", id);
+	}
 	log_info("virt: migration of %s canceled", id);
 	return 0;
 }
