@@ -47,8 +47,8 @@ void virt_refresh(struct virt_state *s)
 
 /* libvirt's domain for vmID; NULL with the call failed (code 1 when neither
  * libvirt nor the tracker knows it, else 100: the VM is Down). */
-virDomainPtr virt_lookup(struct rpc_call *c, struct virt_state *s, virConnectPtr conn,
-			 const char *id)
+static virDomainPtr lookup_as(struct rpc_call *c, struct virt_state *s, virConnectPtr conn,
+			      const char *id, enum rpc_err down)
 {
 	virDomainPtr dom = virDomainLookupByUUIDString(conn, id);
 	if (dom)
@@ -57,10 +57,16 @@ virDomainPtr virt_lookup(struct rpc_call *c, struct virt_state *s, virConnectPtr
 	bool known = track_find(s, id) != NULL && !tomb_has(s, id);
 	pthread_mutex_unlock(&s->lock);
 	if (known)
-		rpc_fail(c, RPC_E_GENERAL, "VM %s is Down", id);
+		rpc_fail(c, down, "VM %s is Down", id);
 	else
 		rpc_fail(c, RPC_E_NO_VM, "%s", id);
 	return NULL;
+}
+
+virDomainPtr virt_lookup(struct rpc_call *c, struct virt_state *s, virConnectPtr conn,
+			 const char *id)
+{
+	return lookup_as(c, s, conn, id, RPC_E_GENERAL);
 }
 
 virDomainPtr virt_lookup_active(struct rpc_call *c, struct virt_state *s, virConnectPtr conn,
@@ -83,7 +89,9 @@ int virt_fail_libvirt(struct rpc_call *c, const char *what, const char *id)
 	return rpc_fail(c, RPC_E_GENERAL, "%s %s: %s", what, id, virt_last_error());
 }
 
-int virt_on_domain(struct rpc_call *c, domain_action act)
+/* virt_on_domain, with the code for a VM the tracker knows but libvirt
+ * no longer has (Down after hibernate or destroy). */
+static int on_domain_as(struct rpc_call *c, domain_action act, enum rpc_err down)
 {
 	struct virt_state *s = virt_state_of(c);
 	const char *id = rpc_arg_str(c, "vmID", NULL);
@@ -91,13 +99,18 @@ int virt_on_domain(struct rpc_call *c, domain_action act)
 	if (!conn)
 		return -1;
 	int rc = -1;
-	virDomainPtr dom = virt_lookup(c, s, conn, id);
+	virDomainPtr dom = lookup_as(c, s, conn, id, down);
 	if (dom) {
 		rc = act(c, s, dom, id);
 		virDomainFree(dom);
 	}
 	virConnectClose(conn);
 	return rc;
+}
+
+int virt_on_domain(struct rpc_call *c, domain_action act)
+{
+	return on_domain_as(c, act, RPC_E_GENERAL);
 }
 
 struct virt_engxml *virt_live_engxml(struct rpc_call *c, virDomainPtr dom, const char *id,
@@ -121,9 +134,9 @@ struct virt_engxml *virt_live_engxml(struct rpc_call *c, virDomainPtr dom, const
 
 /* pause / cont / shutdown: act on the domain, then wait for a fresh sample;
  * they differ only in the action. */
-static int domain_verb(struct rpc_call *c, domain_action act)
+static int domain_verb(struct rpc_call *c, domain_action act, enum rpc_err down)
 {
-	if (virt_on_domain(c, act) < 0)
+	if (on_domain_as(c, act, down) < 0)
 		return -1;
 	struct virt_state *s = virt_state_of(c);
 	virt_expect_event(s, rpc_arg_str(c, "vmID", NULL));
@@ -163,22 +176,15 @@ static int state_change_result(struct rpc_call *c, int rc)
 
 int virt_verb_pause(struct rpc_call *c)
 {
-	return state_change_result(c, domain_verb(c, act_pause));
+	return state_change_result(c, domain_verb(c, act_pause, RPC_E_GENERAL));
 }
 
 int virt_verb_cont(struct rpc_call *c)
 {
-	/* a VM the tracker holds as Down (gone from libvirt after hibernate or
-	 * destroy): VDSM's 'unexpected', as for an inactive domain */
-	struct virt_state *s = virt_state_of(c);
-	const char *id = rpc_arg_str(c, "vmID", NULL);
-	pthread_mutex_lock(&s->lock);
-	struct virt_track *t = id ? track_find(s, id) : NULL;
-	bool down = t && !tomb_has(s, id) && t->status == VS_DOWN;
-	pthread_mutex_unlock(&s->lock);
-	if (down)
-		return rpc_fail(c, RPC_E_UNEXPECTED, "cannot cont %s while Down", id);
-	return state_change_result(c, domain_verb(c, act_cont));
+	/* a VM the tracker knows but libvirt no longer has (Down after
+	 * hibernate or destroy, whether or not a sample has said so yet):
+	 * VDSM's 'unexpected', as for an inactive domain */
+	return state_change_result(c, domain_verb(c, act_cont, RPC_E_UNEXPECTED));
 }
 
 void virt_mark_admin(struct virt_state *s, const char *id, const char *name, bool on)
