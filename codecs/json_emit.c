@@ -243,8 +243,10 @@ bytewise:
 static inline __attribute__((always_inline)) char *put_escaped(struct vd_buf *out, char *o,
 							       const char *s, size_t n)
 {
-	const unsigned char *rest;
-	char *at;
+	/* set by put_plain whenever it returns NULL; initialised because gcc
+	 * -O1 under TSan cannot see that (maybe-uninitialized) */
+	const unsigned char *rest = NULL;
+	char *at = NULL;
 	char *r = put_plain(o, s, n, &rest, &at);
 	if (VD_LIKELY(r != NULL))
 		return r;
@@ -409,8 +411,8 @@ static __attribute__((noinline)) char *tw_str_slow(struct tw *t, char *o,
 static inline __attribute__((always_inline)) char *tw_str(struct tw *t, char *o,
 							  const char *s, size_t n)
 {
-	const unsigned char *rest;
-	char *at;
+	const unsigned char *rest = NULL;  /* as in put_escaped */
+	char *at = NULL;
 	*o++ = '"';
 	char *r = put_plain(o, s, n, &rest, &at);
 	if (VD_UNLIKELY(!r))
