@@ -14,7 +14,6 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <unistd.h>
 
 /* VDSM's DOMAIN_VERSIONS (storage/constants.py); vdsmd/storage creates and
@@ -34,24 +33,23 @@ static const struct {
 	{ "LOCALFS", true }, { "NFS", false }, { "POSIXFS", false },
 };
 
-/* Whether the filesystem of device dev is a mount this process sees in
- * root's /proc/self/mountinfo (its "major:minor" field), as findmnt
- * --target needs: in a chroot whose root is no mount point the covering
- * mount is hidden and findmnt fails.  A tree without mountinfo (a fixture)
- * is taken as showing it. */
-static bool mount_visible(const char *root, dev_t dev)
+/* Whether a mount this process sees in root's /proc/self/mountinfo holds
+ * /boot (its mount point, the fifth field, is "/" or "/boot"), as findmnt
+ * --target=/boot needs: in a chroot whose root is no mount point there is
+ * none and findmnt fails.  A tree without mountinfo (a fixture) is taken as
+ * having one. */
+static bool boot_mounted(const char *root)
 {
 	char path[HOST_ROOT_MAX + 32];
 	snprintf(path, sizeof(path), "%s/proc/self/mountinfo", root);
 	FILE *f = fopen(path, "r");
 	if (!f)
 		return true;
-	char line[4096];
+	char line[4096], mnt[4096];
 	bool seen = false;
-	unsigned ma, mi;
 	while (!seen && fgets(line, sizeof(line), f))
-		seen = sscanf(line, "%*s %*s %u:%u", &ma, &mi) == 2 && ma == major(dev) &&
-		       mi == minor(dev);
+		seen = sscanf(line, "%*s %*s %*s %*s %4095s", mnt) == 1 &&
+		       (!strcmp(mnt, "/") || !strcmp(mnt, "/boot"));
 	fclose(f);
 	return seen;
 }
@@ -64,7 +62,7 @@ void host_caps_keys_gather(struct host_caps *c, const char *root)
 	/* findmnt --target=/boot fails without /boot, or without a mount that
 	 * holds it: VDSM leaves the key out */
 	snprintf(path, sizeof(path), "%s/boot", root);
-	c->has_boot_uuid = stat(path, &boot) == 0 && mount_visible(root, boot.st_dev);
+	c->has_boot_uuid = stat(path, &boot) == 0 && boot_mounted(root);
 	if (!c->has_boot_uuid)
 		return;
 	/* the filesystem's UUID: the udev link naming its block device ("" when
