@@ -98,8 +98,13 @@ class EscapeScan(Defaults):
         self.assertEqual(codes["plain_invalid"], -32700)
         self.assertEqual(codes["escapes_invalid"], -32700)
         self.assertEqual(codes["http_escapes"], (200, True))
+        # 3x is the optimized build's bound; under ASan (make memcheck) the
+        # escape path's instrumentation costs more than the plain one's (seen:
+        # 3.5x over HTTP on a loaded machine), so there the bound only has to
+        # catch a quadratic scan again (2 MiB of escapes took 44 s: ~1000x)
+        bound = 10.0 if SANITIZED else 3.0
         for k, v in ratio.items():
-            self.assertLessEqual(v, 3.0, "%s: escapes cost %.2fx plain" % (k, v))
+            self.assertLessEqual(v, bound, "%s: escapes cost %.2fx plain" % (k, v))
         if not SANITIZED:
             self.assertLess(worst, 0.1, "the bystander waited %.0f ms" % (worst * 1e3))
 
