@@ -88,6 +88,11 @@ static struct err_wire err_lookup(enum rpc_err e)
 	case RPC_E_MIG_CANCEL:      return (struct err_wire){ 47, "Migration not in progress" };
 	case RPC_E_HOTUNPLUG_NIC:   return (struct err_wire){ 50, "Failed to hotunplug NIC" };
 	case RPC_E_UNEXPECTED:      return (struct err_wire){ 16, "Unexpected exception" };
+	case RPC_E_GEN_MISMATCH:
+		return (struct err_wire){ 911, "The provided generation does not match the actual generation" };
+	case RPC_E_ADD_BITMAP:      return (struct err_wire){ 1620, "Failed to add bitmap" };
+	case RPC_E_REMOVE_BITMAP:   return (struct err_wire){ 1622, "Failed to remove bitmap" };
+	case RPC_E_ST_UNSUPPORTED:  return (struct err_wire){ 2009, "Unsupported operation" };
 	case RPC_E__COUNT:       break;
 	}
 	return (struct err_wire){ -32603, "Internal JSON-RPC error" };

@@ -152,6 +152,10 @@ enum rpc_err {
 	RPC_E_MIG_CANCEL,       /* 47 MigrationCancelationFailed (none in progress) */
 	RPC_E_HOTUNPLUG_NIC,    /* 50 HotunplugNicFailed */
 	RPC_E_UNEXPECTED,       /* 16 UnexpectedError (e.g. cont of a VM that cannot resume) */
+	RPC_E_GEN_MISMATCH,     /* 911 GenerationMismatch (vol_info.generation) */
+	RPC_E_ADD_BITMAP,       /* 1620 AddBitmapError */
+	RPC_E_REMOVE_BITMAP,    /* 1622 RemoveBitmapError */
+	RPC_E_ST_UNSUPPORTED,   /* 2009 storage UnsupportedOperation (clear_bitmaps of raw) */
 	RPC_E__COUNT
 };
 

@@ -87,7 +87,7 @@ static void peer_domain_stats(void *ctx, struct vd_writer *w)
 static void peer_jobs(void *ctx, struct vd_writer *w, const char *job_type,
 		      const struct vd_value *job_ids)
 {
-	/* one map: storage's jobs (SDM.copy_data) and virt's (VM.snapshot) */
+	/* one map: storage's jobs (SDM.copy_data, SDM.*_bitmap*) and virt's (VM.snapshot) */
 	vw_begin_object(w);
 	storage_write_job_members(ctx, w, job_type, job_ids);
 	virt_write_job_members(ctx, w, job_type, job_ids);

@@ -348,7 +348,8 @@ def placeholders(d):
     ph = {"BLANK": "00000000-0000-0000-0000-000000000000", "deadPort": vt.free_port()}
     for name in ("spUUID", "sdUUID", "sd2UUID", "imgUUID", "volUUID", "vol2UUID", "img3UUID",
                  "vol3UUID", "img4UUID", "vol4UUID", "img5UUID", "vol5UUID", "connId", "conn2Id",
-                 "newVmId", "memDevId", "snapJob", "mergeJob", "sealJob", "jobId"):
+                 "newVmId", "memDevId", "snapJob", "mergeJob", "sealJob", "jobId", "bmJob1",
+                 "bmJob2", "bmJob3"):
         ph[name] = str(uuid.uuid4())
     for i, name in ((1, "localPath"), (2, "localPath2")):
         ph[name] = os.path.join(d.tmp, "localfs%d" % i)

@@ -362,6 +362,10 @@ static const struct { enum rpc_err e; int code; const char *msg; } codes[] = {
 	{ RPC_E_MIG_CANCEL, 47, "Migration not in progress" },
 	{ RPC_E_HOTUNPLUG_NIC, 50, "Failed to hotunplug NIC" },
 	{ RPC_E_UNEXPECTED, 16, "Unexpected exception" },
+	{ RPC_E_GEN_MISMATCH, 911, "The provided generation does not match the actual generation" },
+	{ RPC_E_ADD_BITMAP, 1620, "Failed to add bitmap" },
+	{ RPC_E_REMOVE_BITMAP, 1622, "Failed to remove bitmap" },
+	{ RPC_E_ST_UNSUPPORTED, 2009, "Unsupported operation" },
 };
 
 START_TEST(every_error_code)

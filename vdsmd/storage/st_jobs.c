@@ -37,7 +37,7 @@ const char *st_job_status_name(enum st_job_status st)
 	return "failed";
 }
 
-static void publish(struct storage_state *s, struct st_job *j)
+void st_job_publish(struct storage_state *s, struct st_job *j)
 {
 	struct st_job_info copy;
 	pthread_mutex_lock(&s->lock);
@@ -49,7 +49,7 @@ static void publish(struct storage_state *s, struct st_job *j)
 
 /* The job's st_io: stopped by SDM.abort or shutdown (abort_why written
  * before abort is set); its qemu-img is kept in j->child under s->lock. */
-static bool job_stopped(void *ctx, char *why, size_t len)
+bool st_job_stopped(void *ctx, char *why, size_t len)
 {
 	struct st_job *j = ctx;
 	if (!__atomic_load_n(&j->abort, __ATOMIC_ACQUIRE))
@@ -60,7 +60,7 @@ static bool job_stopped(void *ctx, char *why, size_t len)
 	return true;
 }
 
-static void job_child(void *ctx, pid_t pid)
+void st_job_child(void *ctx, pid_t pid)
 {
 	struct st_job *j = ctx;
 	pthread_mutex_lock(&j->s->lock);
@@ -130,7 +130,7 @@ static void *copy_main(void *arg)
 	int sfmt = sv->format, dfmt = dv->format;
 	j->info.status = ST_JOB_RUNNING;
 	pthread_mutex_unlock(&s->lock);
-	publish(s, j);
+	st_job_publish(s, j);
 
 	struct st_chain ch = { 0 };
 	struct st_err e = { 0 };
@@ -165,7 +165,7 @@ static void *copy_main(void *arg)
 	char *argv[] = { (char *)"qemu-img", (char *)"convert", (char *)"-p", (char *)"-n",
 			 (char *)"-O", (char *)(dfmt == ST_FMT_COW ? "qcow2" : "raw"),
 			 srcspec, (char *)"/proc/self/fd/3", NULL };
-	struct st_io io = { .ctx = j, .stopped = job_stopped, .child = job_child };
+	struct st_io io = { .ctx = j, .stopped = st_job_stopped, .child = st_job_child };
 #ifdef VD_TEST_HOOKS
 	io.crash_step = "copy_data.converting";
 #endif
@@ -213,8 +213,23 @@ out:
 	else
 		log_warn("storage: job %s %s: %s (destination %s left ILLEGAL)", j->info.id,
 			 aborted ? "aborted" : "failed", err, j->dst[2]);
-	publish(s, j);
+	st_job_publish(s, j);
 	return NULL;
+}
+
+int st_job_admit(struct storage_state *s, const char *job_id, struct st_err *e)
+{
+	unsigned live = 0;
+	for (struct st_map_ent *it = map_first(&s->jobs); it; it = map_next(&s->jobs, it)) {
+		const struct st_job *o = map_val(it);
+		if (o->info.status == ST_JOB_PENDING || o->info.status == ST_JOB_RUNNING)
+			live++;
+	}
+	if (map_get(&s->jobs, job_id))
+		return st_fail(e, RPC_E_GENERAL, "job %s exists", job_id);
+	if (live >= ST_MAX_JOBS)
+		return st_fail(e, RPC_E_NO_RESOURCES, "%u storage jobs are running", live);
+	return 0;
 }
 
 int st_copy_data(struct storage_state *s, const char *job_id, const char *const src[3],
@@ -228,17 +243,7 @@ int st_copy_data(struct storage_state *s, const char *job_id, const char *const 
 	pthread_mutex_lock(&s->lock);
 	struct st_volume *sv = st_find_volume(s, src[0], src[1], src[2], &sd, e);
 	struct st_volume *dv = sv ? st_find_volume(s, dst[0], dst[1], dst[2], &dd, e) : NULL;
-	int rc = sv && dv ? 0 : -1;
-	unsigned live = 0;
-	for (struct st_map_ent *it = map_first(&s->jobs); it; it = map_next(&s->jobs, it)) {
-		const struct st_job *o = map_val(it);
-		if (o->info.status == ST_JOB_PENDING || o->info.status == ST_JOB_RUNNING)
-			live++;
-	}
-	if (rc == 0 && map_get(&s->jobs, job_id))
-		rc = st_fail(e, RPC_E_GENERAL, "job %s exists", job_id);
-	if (rc == 0 && live >= ST_MAX_JOBS)
-		rc = st_fail(e, RPC_E_NO_RESOURCES, "%u copy jobs are running", live);
+	int rc = sv && dv ? st_job_admit(s, job_id, e) : -1;
 	if (rc == 0 && (sv->busy || dv->busy))
 		rc = st_fail(e, RPC_E_GENERAL, "volume %s is busy", sv->busy ? src[2] : dst[2]);
 	if (rc == 0 && !sv->legal)
@@ -275,7 +280,7 @@ int st_copy_data(struct storage_state *s, const char *job_id, const char *const 
 		return st_fail(e, RPC_E_NO_RESOURCES, "cannot start the copy thread");
 	}
 	pthread_mutex_unlock(&s->lock);
-	publish(s, j);
+	st_job_publish(s, j);
 	return 0;
 }
 

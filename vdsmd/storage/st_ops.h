@@ -209,9 +209,15 @@ struct st_job_info {
 	char desc[160];
 };
 
+enum st_job_kind { ST_JOB_COPY, ST_JOB_ADD_BITMAP, ST_JOB_REMOVE_BITMAP, ST_JOB_CLEAR_BITMAPS };
+#define ST_BITMAP_NAME_MAX 1023   /* qemu's limit on a persistent bitmap's name */
+
 struct st_job {
 	struct st_job_info info;   /* under s->lock */
-	char src[3][37], dst[3][37];   /* sd, img, vol */
+	enum st_job_kind kind;
+	char src[3][37], dst[3][37];   /* sd, img, vol (bitmap jobs: src only) */
+	int64_t gen;               /* bitmap jobs: vol_info.generation, -1 if not given */
+	char bitmap[ST_BITMAP_NAME_MAX + 1];
 	/* stopping it (under s->lock but abort, an atomic flag) */
 	bool abort;
 	char abort_why[64];
@@ -226,6 +232,18 @@ const char *st_job_status_name(enum st_job_status st);
  * (qemu-img convert -n, on a thread); the job is visible at once. */
 int st_copy_data(struct storage_state *s, const char *job_id, const char *const src[3],
 		 const char *const dst[3], struct st_err *e);
+/* Shared by the job files: publish j's state (|jobs|status|<id>); the
+ * st_io callbacks of a job's qemu-img (abort, child pid); under s->lock,
+ * whether job_id may start (unused id, fewer than ST_MAX_JOBS running). */
+void st_job_publish(struct storage_state *s, struct st_job *j);
+bool st_job_stopped(void *ctx, char *why, size_t len);
+void st_job_child(void *ctx, pid_t pid);
+int st_job_admit(struct storage_state *s, const char *job_id, struct st_err *e);
+/* SDM.add_bitmap / remove_bitmap / clear_bitmaps (st_jobs_bitmap.c): a
+ * job on volume ids {sd, img, vol}; gen < 0 when not given; bitmap NULL
+ * for clear.  Errors of the volume are the job's, as VDSM's. */
+int st_bitmap_job(struct storage_state *s, enum st_job_kind kind, const char *job_id,
+		  const char *const ids[3], int64_t gen, const char *bitmap, struct st_err *e);
 /* Abort a running job (its qemu-img is killed). */
 int st_job_abort(struct storage_state *s, const char *id, struct st_err *e);
 /* Shutdown: abort every job and join its thread. */

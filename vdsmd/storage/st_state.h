@@ -65,7 +65,7 @@ struct storage_state {
 	pthread_cond_t monitor_cond;
 	unsigned monitor_interval_ms;
 	uint64_t monitor_rounds;
-	struct st_map jobs;        /* job id -> st_job (SDM.copy_data) */
+	struct st_map jobs;        /* job id -> st_job (SDM.copy_data, SDM bitmap jobs) */
 	void (*notify_job)(void *ctx, const struct st_job_info *info);
 	/* task state change hook (events); called without s->lock held */
 	void (*notify)(void *ctx, const struct st_task_status *st);

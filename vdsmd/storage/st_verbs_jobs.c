@@ -1,18 +1,16 @@
-/* vdsmd/storage/st_verbs_jobs.c - SDM.copy_data and Host.getJobs. */
+/* vdsmd/storage/st_verbs_jobs.c - SDM.copy_data, SDM.add_bitmap, SDM.remove_bitmap,
+ * SDM.clear_bitmaps and Host.getJobs. */
 #include "st_verbs.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* One CopyDataEndpoint: "div" (sd_id, img_id, vol_id, optional generation). */
-static int endpoint(struct rpc_call *c, const char *name, char ids[3][37], int64_t *gen)
+/* A CopyDataDIVEndpoint's sd_id, img_id, vol_id and optional generation
+ * (null or absent: -1). */
+static int div_ids(struct rpc_call *c, const char *name, const struct vd_value *ep,
+		   char ids[3][37], int64_t *gen)
 {
-	const struct vd_value *ep = rpc_arg(c, name);
-	const struct vd_value *type = vd_obj_get(ep, "endpoint_type");
-	if (!type || !vd_str_eq(type, "div"))
-		return rpc_fail(c, RPC_E_PARAMS, "%s: only endpoint_type \"div\" (a volume) is "
-				"supported", name);
 	static const char *const keys[3] = { "sd_id", "img_id", "vol_id" };
 	for (int i = 0; i < 3; i++) {
 		const struct vd_value *v = vd_obj_get(ep, keys[i]);
@@ -27,6 +25,17 @@ static int endpoint(struct rpc_call *c, const char *name, char ids[3][37], int64
 	else if (g && g->type != VD_NULL)
 		return rpc_fail(c, RPC_E_PARAMS, "%s.generation: not a non-negative integer", name);
 	return 0;
+}
+
+/* One CopyDataEndpoint: "div" (sd_id, img_id, vol_id, optional generation). */
+static int endpoint(struct rpc_call *c, const char *name, char ids[3][37], int64_t *gen)
+{
+	const struct vd_value *ep = rpc_arg(c, name);
+	const struct vd_value *type = vd_obj_get(ep, "endpoint_type");
+	if (!type || !vd_str_eq(type, "div"))
+		return rpc_fail(c, RPC_E_PARAMS, "%s: only endpoint_type \"div\" (a volume) is "
+				"supported", name);
+	return div_ids(c, name, ep, ids, gen);
 }
 
 static int check_generation(struct rpc_call *c, struct storage_state *s, char ids[3][37],
@@ -63,6 +72,41 @@ int vh_sdm_copy_data(struct rpc_call *c)
 		return verb_fail(c, &e);
 	vw_bool(c->w, true);
 	return 0;
+}
+
+/* SDM.add_bitmap / remove_bitmap / clear_bitmaps: vol_info is VDSM's
+ * VolumeInfo (sd_id, img_id, vol_id, generation?); the job checks the rest. */
+static int bitmap_verb(struct rpc_call *c, enum st_job_kind kind)
+{
+	struct storage_state *s = verb_state(c);
+	if (!s)
+		return -1;
+	char ids[3][37];
+	int64_t gen = -1;
+	if (div_ids(c, "vol_info", rpc_arg(c, "vol_info"), ids, &gen) < 0)
+		return -1;
+	const char *const p[3] = { ids[0], ids[1], ids[2] };
+	const char *bitmap = kind == ST_JOB_CLEAR_BITMAPS ? NULL : rpc_arg_str(c, "bitmap", NULL);
+	struct st_err e = { 0 };
+	if (st_bitmap_job(s, kind, rpc_arg_str(c, "job_id", NULL), p, gen, bitmap, &e) < 0)
+		return verb_fail(c, &e);
+	vw_bool(c->w, true);
+	return 0;
+}
+
+int vh_sdm_add_bitmap(struct rpc_call *c)
+{
+	return bitmap_verb(c, ST_JOB_ADD_BITMAP);
+}
+
+int vh_sdm_remove_bitmap(struct rpc_call *c)
+{
+	return bitmap_verb(c, ST_JOB_REMOVE_BITMAP);
+}
+
+int vh_sdm_clear_bitmaps(struct rpc_call *c)
+{
+	return bitmap_verb(c, ST_JOB_CLEAR_BITMAPS);
 }
 
 void verb_write_job(struct vd_writer *w, const struct st_job_info *j)
