@@ -25,7 +25,7 @@ libvirt-dev libnl-3-dev libnl-route-3-dev qemu-utils python3 python3-yaml"
 TEST_PKGS="check openssl python3-stomp clang libclang-rt-14-dev procps
 rabbitmq-server ruby-stomp libnet-stomp-perl nodejs npm cppcheck clang-tidy
 qemu-system-x86 iproute2 libvirt-daemon-system libvirt-clients util-linux
-groff-base curl libnbd-bin"
+groff-base"
 # make deb (dpkg-buildpackage, dh, lintian) and make package-test
 # (debootstrap; systemd-nspawn boots the root under systemd)
 DEB_PKGS="debhelper dpkg-dev fakeroot lintian debootstrap systemd-container"
