@@ -198,14 +198,7 @@ out:
 	}
 	sd->busy--;
 	dd->busy--;
-	if (rc == 0) {
-		j->info.status = ST_JOB_DONE;
-		j->info.progress = 100;
-	} else {
-		j->info.status = aborted ? ST_JOB_ABORTED : ST_JOB_FAILED;
-		j->info.err_code = rpc_err_code(aborted ? RPC_E_TASK_ABORTED : RPC_E_GENERAL);
-		snprintf(j->info.err_msg, sizeof(j->info.err_msg), "%.255s", err);
-	}
+	st_job_end(j, rc, aborted, RPC_E_GENERAL, err);
 	pthread_mutex_unlock(&s->lock);
 	if (rc == 0)
 		log_info("storage: job %s: copied %s/%s/%s to %s/%s/%s", j->info.id, j->src[0],
@@ -215,6 +208,37 @@ out:
 			 aborted ? "aborted" : "failed", err, j->dst[2]);
 	st_job_publish(s, j);
 	return NULL;
+}
+
+struct st_job *st_job_new(struct storage_state *s, const char *job_id, enum st_job_kind kind)
+{
+	struct st_job *j = xcalloc(1, sizeof(*j));
+	snprintf(j->info.id, sizeof(j->info.id), "%.36s", job_id);
+	j->info.status = ST_JOB_PENDING;
+	j->kind = kind;
+	j->s = s;
+	return j;
+}
+
+int st_job_launch(struct storage_state *s, struct st_job *j, void *(*run)(void *))
+{
+	map_put(&s->jobs, j->info.id, j);
+	if (pthread_create(&j->thread, NULL, run, j) == 0)
+		return 0;
+	map_del(&s->jobs, j->info.id);
+	return -1;
+}
+
+void st_job_end(struct st_job *j, int rc, bool aborted, enum rpc_err code, const char *msg)
+{
+	if (rc == 0) {
+		j->info.status = ST_JOB_DONE;
+		j->info.progress = 100;
+		return;
+	}
+	j->info.status = aborted ? ST_JOB_ABORTED : ST_JOB_FAILED;
+	j->info.err_code = rpc_err_code(aborted ? RPC_E_TASK_ABORTED : code);
+	snprintf(j->info.err_msg, sizeof(j->info.err_msg), "%s", msg);
 }
 
 int st_job_admit(struct storage_state *s, const char *job_id, struct st_err *e)
@@ -257,21 +281,16 @@ int st_copy_data(struct storage_state *s, const char *job_id, const char *const 
 		pthread_mutex_unlock(&s->lock);
 		return -1;
 	}
-	struct st_job *j = xcalloc(1, sizeof(*j));
-	snprintf(j->info.id, sizeof(j->info.id), "%.36s", job_id);
-	j->info.status = ST_JOB_PENDING;
+	struct st_job *j = st_job_new(s, job_id, ST_JOB_COPY);
 	snprintf(j->info.desc, sizeof(j->info.desc), "copy_data %.8s -> %.8s", src[2], dst[2]);
 	for (int i = 0; i < 3; i++) {
 		snprintf(j->src[i], 37, "%.36s", src[i]);
 		snprintf(j->dst[i], 37, "%.36s", dst[i]);
 	}
-	j->s = s;
 	dv->busy = true;
 	sd->busy++;
 	dd->busy++;
-	map_put(&s->jobs, j->info.id, j);
-	if (pthread_create(&j->thread, NULL, copy_main, j) != 0) {
-		map_del(&s->jobs, j->info.id);
+	if (st_job_launch(s, j, copy_main) < 0) {
 		dv->busy = false;
 		sd->busy--;
 		dd->busy--;

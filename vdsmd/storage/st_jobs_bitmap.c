@@ -199,14 +199,7 @@ static void *bitmap_main(void *arg)
 	int rc = run_job(s, j, &e);
 	bool aborted = __atomic_load_n(&j->abort, __ATOMIC_ACQUIRE);
 	pthread_mutex_lock(&s->lock);
-	if (rc == 0) {
-		j->info.status = ST_JOB_DONE;
-		j->info.progress = 100;
-	} else {
-		j->info.status = aborted ? ST_JOB_ABORTED : ST_JOB_FAILED;
-		j->info.err_code = rpc_err_code(aborted ? RPC_E_TASK_ABORTED : e.code);
-		snprintf(j->info.err_msg, sizeof(j->info.err_msg), "%s", e.msg);
-	}
+	st_job_end(j, rc, aborted, e.code, e.msg);
 	pthread_mutex_unlock(&s->lock);
 	if (rc == 0)
 		log_info("storage: job %s: %s on %s/%s/%s done", j->info.id, kind_name(j->kind),
@@ -231,20 +224,14 @@ int st_bitmap_job(struct storage_state *s, enum st_job_kind kind, const char *jo
 		pthread_mutex_unlock(&s->lock);
 		return -1;
 	}
-	struct st_job *j = xcalloc(1, sizeof(*j));
-	snprintf(j->info.id, sizeof(j->info.id), "%.36s", job_id);
-	j->info.status = ST_JOB_PENDING;
+	struct st_job *j = st_job_new(s, job_id, kind);
 	snprintf(j->info.desc, sizeof(j->info.desc), "%s", kind_name(kind));
-	j->kind = kind;
 	for (int i = 0; i < 3; i++)
 		snprintf(j->src[i], 37, "%.36s", ids[i]);
 	j->gen = gen;
 	if (bitmap)
 		snprintf(j->bitmap, sizeof(j->bitmap), "%s", bitmap);
-	j->s = s;
-	map_put(&s->jobs, j->info.id, j);
-	if (pthread_create(&j->thread, NULL, bitmap_main, j) != 0) {
-		map_del(&s->jobs, j->info.id);
+	if (st_job_launch(s, j, bitmap_main) < 0) {
 		pthread_mutex_unlock(&s->lock);
 		free(j);
 		return st_fail(e, RPC_E_NO_RESOURCES, "cannot start the job thread");

@@ -239,6 +239,14 @@ void st_job_publish(struct storage_state *s, struct st_job *j);
 bool st_job_stopped(void *ctx, char *why, size_t len);
 void st_job_child(void *ctx, pid_t pid);
 int st_job_admit(struct storage_state *s, const char *job_id, struct st_err *e);
+/* A job record for job_id (PENDING, kind, s; the caller fills the rest). */
+struct st_job *st_job_new(struct storage_state *s, const char *job_id, enum st_job_kind kind);
+/* Under s->lock: enter j in s->jobs and start run(j) on its thread; -1
+ * (j left out of the map, still the caller's to free) when no thread starts. */
+int st_job_launch(struct storage_state *s, struct st_job *j, void *(*run)(void *));
+/* Under s->lock: j's end state: DONE (rc 0), else ABORTED (code 411) or
+ * FAILED with code and msg. */
+void st_job_end(struct st_job *j, int rc, bool aborted, enum rpc_err code, const char *msg);
 /* SDM.add_bitmap / remove_bitmap / clear_bitmaps (st_jobs_bitmap.c): a
  * job on volume ids {sd, img, vol}; gen < 0 when not given; bitmap NULL
  * for clear.  Errors of the volume are the job's, as VDSM's. */
