@@ -82,7 +82,10 @@ class Daemon:
                "--log-level", self.log_level, "--log-file", "stderr",
                "--libvirt-uri", self.libvirt_uri,
                "--storage-root", os.path.join(self.tmp, "storage"),
-               "--tls", "on" if self.tls else "off"]
+               "--tls", "on" if self.tls else "off",
+               # the image server's fixed default port (54322) would collide
+               # between daemons: tests that use it pass --image-port
+               "--image-port", "0"]
         if self.tls:
             p = self.pki
             cmd += ["--cert-file", os.path.join(p, "server.crt"),
