@@ -344,7 +344,8 @@ static uint64_t transferred(const struct ticket *k)
 	}
 	size_t n = 0;
 	struct range *all = xmalloc((k->nranges + k->nongoing) * sizeof(*all));
-	memcpy(all, k->ranges, k->nranges * sizeof(*all));
+	if (k->nranges)  /* ranges is NULL before the first one */
+		memcpy(all, k->ranges, k->nranges * sizeof(*all));
 	n = k->nranges;
 	for (const struct ticket_op *op = k->ongoing; op; op = op->next)
 		if (op->done)
