@@ -93,6 +93,9 @@ static struct err_wire err_lookup(enum rpc_err e)
 	case RPC_E_ADD_BITMAP:      return (struct err_wire){ 1620, "Failed to add bitmap" };
 	case RPC_E_REMOVE_BITMAP:   return (struct err_wire){ 1622, "Failed to remove bitmap" };
 	case RPC_E_ST_UNSUPPORTED:  return (struct err_wire){ 2009, "Unsupported operation" };
+	case RPC_E_IMAGE_TICKETS:   return (struct err_wire){ 481, "Cannot communicate with image daemon" };
+	case RPC_E_IMAGE_DAEMON:    return (struct err_wire){ 482, "Image daemon request failed" };
+	case RPC_E_IMAGE_UNSUPPORTED: return (struct err_wire){ 483, "Image daemon is unsupported" };
 	case RPC_E__COUNT:       break;
 	}
 	return (struct err_wire){ -32603, "Internal JSON-RPC error" };

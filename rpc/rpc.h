@@ -156,6 +156,10 @@ enum rpc_err {
 	RPC_E_ADD_BITMAP,       /* 1620 AddBitmapError */
 	RPC_E_REMOVE_BITMAP,    /* 1622 RemoveBitmapError */
 	RPC_E_ST_UNSUPPORTED,   /* 2009 storage UnsupportedOperation (clear_bitmaps of raw) */
+	/* image tickets (VDSM storage/exception.py; vdsmd/image/) */
+	RPC_E_IMAGE_TICKETS,    /* 481 ImageTicketsError (the ticket table cannot take it) */
+	RPC_E_IMAGE_DAEMON,     /* 482 ImageDaemonError (the image daemon refused the request) */
+	RPC_E_IMAGE_UNSUPPORTED, /* 483 ImageDaemonUnsupported (no image backend) */
 	RPC_E__COUNT
 };
 

@@ -366,6 +366,9 @@ static const struct { enum rpc_err e; int code; const char *msg; } codes[] = {
 	{ RPC_E_ADD_BITMAP, 1620, "Failed to add bitmap" },
 	{ RPC_E_REMOVE_BITMAP, 1622, "Failed to remove bitmap" },
 	{ RPC_E_ST_UNSUPPORTED, 2009, "Unsupported operation" },
+	{ RPC_E_IMAGE_TICKETS, 481, "Cannot communicate with image daemon" },
+	{ RPC_E_IMAGE_DAEMON, 482, "Image daemon request failed" },
+	{ RPC_E_IMAGE_UNSUPPORTED, 483, "Image daemon is unsupported" },
 };
 
 START_TEST(every_error_code)
