@@ -93,6 +93,9 @@ static struct err_wire err_lookup(enum rpc_err e)
 	case RPC_E_ADD_BITMAP:      return (struct err_wire){ 1620, "Failed to add bitmap" };
 	case RPC_E_REMOVE_BITMAP:   return (struct err_wire){ 1622, "Failed to remove bitmap" };
 	case RPC_E_ST_UNSUPPORTED:  return (struct err_wire){ 2009, "Unsupported operation" };
+	case RPC_E_POOL_NOT_CONN:   return (struct err_wire){ 313, "Storage pool not connected" };
+	case RPC_E_BITMAP_CHAIN:    return (struct err_wire){ 946, "Invalid bitmap chain" };
+	case RPC_E_NO_BITMAP:       return (struct err_wire){ 947, "Bitmap does not exist" };
 	case RPC_E__COUNT:       break;
 	}
 	return (struct err_wire){ -32603, "Internal JSON-RPC error" };

@@ -156,6 +156,9 @@ enum rpc_err {
 	RPC_E_ADD_BITMAP,       /* 1620 AddBitmapError */
 	RPC_E_REMOVE_BITMAP,    /* 1622 RemoveBitmapError */
 	RPC_E_ST_UNSUPPORTED,   /* 2009 storage UnsupportedOperation (clear_bitmaps of raw) */
+	RPC_E_POOL_NOT_CONN,    /* 313 StoragePoolNotConnected */
+	RPC_E_BITMAP_CHAIN,     /* 946 InvalidBitmapChain (in use, disabled, a hole) */
+	RPC_E_NO_BITMAP,        /* 947 BitmapDoesNotExist */
 	RPC_E__COUNT
 };
 

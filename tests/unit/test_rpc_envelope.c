@@ -366,6 +366,9 @@ static const struct { enum rpc_err e; int code; const char *msg; } codes[] = {
 	{ RPC_E_ADD_BITMAP, 1620, "Failed to add bitmap" },
 	{ RPC_E_REMOVE_BITMAP, 1622, "Failed to remove bitmap" },
 	{ RPC_E_ST_UNSUPPORTED, 2009, "Unsupported operation" },
+	{ RPC_E_POOL_NOT_CONN, 313, "Storage pool not connected" },
+	{ RPC_E_BITMAP_CHAIN, 946, "Invalid bitmap chain" },
+	{ RPC_E_NO_BITMAP, 947, "Bitmap does not exist" },
 };
 
 START_TEST(every_error_code)
