@@ -1,7 +1,7 @@
 """NBD.start_server / NBD.stop_server against the real vdsmd: volumes of a
 LOCALFS domain in a connected pool exported by qemu-nbd on a unix socket
-under --run-dir, read with clients that are not ours (libnbd's nbdinfo and
-nbdcopy, qemu-io, qemu-img compare).  VDSM's semantics (storage/nbd.py):
+under --run-dir (vdsmtest's <tmp>/run), read with clients that are not
+ours (libnbd's nbdinfo and nbdcopy, qemu-io, qemu-img compare).  VDSM's semantics (storage/nbd.py):
 the URL nbd:unix:<socket>, read-only exports refuse writes,
 backing_chain=false exports only the top volume, a bitmap export shows the
 ranges written since SDM.add_bitmap (qemu:dirty-bitmap:<name>), bitmap
@@ -101,10 +101,8 @@ def wait_gone(pred, timeout=10):
 class NBD(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.d = vt.Daemon(start=False)
-        cls.run_dir = os.path.join(cls.d.tmp, "run")
-        cls.d.args += ["--run-dir", cls.run_dir]
-        cls.d.start()
+        cls.d = vt.Daemon()
+        cls.run_dir = os.path.join(cls.d.tmp, "run")   # vdsmtest's --run-dir
         cls.c = connect(cls.d)
         cls.root = os.path.join(cls.d.tmp, "dom")
         os.mkdir(cls.root, 0o755)
@@ -239,6 +237,9 @@ class NBD(unittest.TestCase):
         dirty = [(o, n) for o, n, t in nbd_map(url, "qemu:dirty-bitmap:" + bm) if t & 1]
         self.assertEqual(dirty, [(4 * MiB, 64 * 1024), (7 * MiB, 128 * 1024)])
         self.copy_compare(url, self.path(IMG_C, TOP), "qcow2")
+        # what this is for: the engine offers cold backup on this host
+        caps = result(call_ready(self.c, "Host.getCapabilities", [], timeout=30))
+        self.assertIs(caps["coldBackupEnabled"], True)
         # refusals of VDSM's ServerConfig / start_server
         for cfg, code in ((self.cfg(IMG_C, TOP, readonly=False, bitmap=bm), 2009),
                           (self.cfg(IMG_C, TOP, readonly=True, bitmap=bm,
@@ -339,10 +340,8 @@ class NBD(unittest.TestCase):
 class NoPool(unittest.TestCase):
     def test_pool_not_connected(self):
         """VDSM's hsm checks the pool first: 313, nothing started."""
-        with vt.Daemon(start=False) as d:
+        with vt.Daemon() as d:
             run_dir = os.path.join(d.tmp, "run")
-            d.args += ["--run-dir", run_dir]
-            d.start()
             c = connect(d)
             try:
                 r = call_ready(c, "NBD.start_server",
