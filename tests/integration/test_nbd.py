@@ -264,6 +264,29 @@ class NBD(unittest.TestCase):
         finally:
             run("qemu-img", "bitmap", "--remove", self.path(IMG_C, BASE), bm)
 
+    def test_bitmap_chain_merge(self):
+        """In the base and in the top (a snapshot taken after the bitmap):
+        VDSM's overlay merges both copies; the export shows the writes made
+        to either volume while the bitmap was on it."""
+        bm = str(uuid.uuid4())
+        base, top = self.path(IMG_C, BASE), self.path(IMG_C, TOP)
+        run("qemu-img", "bitmap", "--add", "--enable", base, bm)
+        try:
+            self.io(base, "qcow2", "write -P 0x55 6M 64k")
+            run("qemu-img", "bitmap", "--add", "--enable", top, bm)
+            self.io(top, "qcow2", "write -P 0x66 3584k 64k")
+            sid, url = self.start(self.cfg(IMG_C, TOP, readonly=True, bitmap=bm))
+            dirty = [(o, n) for o, n, t in nbd_map(url, "qemu:dirty-bitmap:" + bm) if t & 1]
+            self.assertEqual(dirty, [(3584 * 1024, 64 * 1024), (6 * MiB, 64 * 1024)])
+            self.copy_compare(url, top, "qcow2")
+            # the overlay is gone once qemu-nbd holds it; the volumes keep theirs
+            self.assertEqual(sorted(os.listdir(os.path.join(self.run_dir, "nbd"))),
+                             [sid + ".pid", sid + ".sock"])
+            self.stop(sid)
+        finally:
+            run("qemu-img", "bitmap", "--remove", top, bm, check=False)
+            run("qemu-img", "bitmap", "--remove", base, bm)
+
     def test_refusals(self):
         other = "d2b3c4d5-e6f7-4081-9a2b-c3d4e5f60aff"
         for cfg, code in ((self.cfg(IMG_C, other), 201),

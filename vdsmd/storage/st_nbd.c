@@ -20,8 +20,9 @@
  * then SIGKILL; vdsmd's shutdown stops them all.  A server left by a
  * vdsmd killed with SIGKILL is found by its pid file <id>.pid when the
  * engine stops it (checked against /proc/<pid>/cmdline before a signal).
- * A bitmap present in more than one volume of the chain (VDSM merges the
- * copies into a temporary overlay) is refused with 2009 for now. */
+ * A bitmap present in more than one volume of the chain is merged, as
+ * VDSM does, into a qcow2 overlay <id>.overlay over the chain, removed once
+ * qemu-nbd has it open. */
 #include "st_ops.h"
 #include "../../common/log.h"
 
@@ -172,13 +173,14 @@ static int bitmap_flags_check(const struct st_qbitmap *b, const char *vol, struc
 	return 0;
 }
 
-/* VDSM's _find_bitmap over the chain from our metadata: the volumes
- * holding a usable copy of the bitmap (*found), the top first; a copy that
- * is in use or disabled, or one below a volume lacking it, is 946. */
+/* VDSM's _find_bitmap over the chain from our metadata: how many volumes
+ * hold a usable copy of the bitmap (*found: they are ids[0..found), the top
+ * first, as a hole fails); a copy that is in use or disabled, or one below
+ * a volume lacking it, is 946. */
 static int find_bitmap(struct storage_state *s, const char *sd, const char *vol,
-		       const char *bitmap, size_t *found, struct st_err *e)
+		       const char *bitmap, char ids[NBD_CHAIN_MAX][2][37], size_t *found,
+		       struct st_err *e)
 {
-	char ids[NBD_CHAIN_MAX][2][37];
 	size_t n = 0, missing = 0;
 	*found = 0;
 	pthread_mutex_lock(&s->lock);
@@ -373,9 +375,55 @@ static int check_cfg(const struct st_nbd_cfg *c, struct st_err *e)
 	return 0;
 }
 
-/* The volume, its format and image spec; the bitmap checked. */
-static int resolve(struct storage_state *s, const struct st_nbd_cfg *c, char **spec, bool *cow,
-		   bool *direct, struct st_err *e)
+/* VDSM's _create_overlay: a bitmap in several volumes of the chain is
+ * exported from a qcow2 overlay over the chain holding the merge of every
+ * copy.  Replaces *spec by the overlay's (its backing the chain's spec);
+ * the file goes once qemu-nbd holds it open. */
+static int make_overlay(struct storage_state *s, struct st_domain *d, const char *overlay,
+			const char *bitmap, char ids[NBD_CHAIN_MAX][2][37], size_t found,
+			int64_t size, char **spec, struct st_err *e)
+{
+	if (strpbrk(overlay, "\"\\") || strlen(overlay) > 200)
+		return st_fail(e, RPC_E_GENERAL, "run_dir unusable in a json: spec: %s", overlay);
+	char sz[32], err[256];
+	snprintf(sz, sizeof(sz), "%lld", (long long)size);
+	unlink(overlay);
+	char *create[] = { (char *)"qemu-img", (char *)"create", (char *)"-q", (char *)"-f",
+			   (char *)"qcow2", (char *)"-u", (char *)"-F", (char *)"qcow2",
+			   (char *)"-b", *spec, (char *)overlay, sz, NULL };
+	char *add[] = { (char *)"qemu-img", (char *)"bitmap", (char *)"--add", (char *)"-f",
+			(char *)"qcow2", (char *)"--", (char *)overlay, (char *)bitmap, NULL };
+	if (st_run_qemu_img(NULL, create, -1, err, sizeof(err)) < 0 ||
+	    st_run_qemu_img(NULL, add, -1, err, sizeof(err)) < 0)
+		goto fail;
+	for (size_t i = 0; i < found; i++) {
+		char *src = st_chain_json_top(s, d, ids[i][1], err, sizeof(err));
+		if (!src)
+			goto fail;
+		char *merge[] = { (char *)"qemu-img", (char *)"bitmap", (char *)"--merge",
+				  (char *)bitmap, (char *)"-F", (char *)"qcow2", (char *)"-b", src,
+				  (char *)"-f", (char *)"qcow2", (char *)"--", (char *)overlay,
+				  (char *)bitmap, NULL };
+		int rc = st_run_qemu_img(NULL, merge, -1, err, sizeof(err));
+		free(src);
+		if (rc < 0)
+			goto fail;
+	}
+	char *ov = st_pathf("json:{\"driver\":\"qcow2\",\"file\":{\"driver\":\"file\","
+			    "\"filename\":\"%s\"},\"backing\":%s}", overlay, *spec + 5);
+	free(*spec);
+	*spec = ov;
+	return 0;
+fail:
+	unlink(overlay);
+	return st_fail(e, RPC_E_GENERAL, "merging bitmap %s of %zu volumes into an overlay: %s",
+		       bitmap, found, err);
+}
+
+/* The volume, its format and image spec; the bitmap checked (merged into
+ * the overlay file when several volumes have it: *used_overlay). */
+static int resolve(struct storage_state *s, const struct st_nbd_cfg *c, const char *overlay,
+		   char **spec, bool *cow, bool *direct, bool *used_overlay, struct st_err *e)
 {
 	struct st_domain *d = NULL;
 	pthread_mutex_lock(&s->lock);
@@ -385,31 +433,45 @@ static int resolve(struct storage_state *s, const struct st_nbd_cfg *c, char **s
 	}
 	struct st_volume *v = st_find_volume(s, c->sd, c->img, c->vol, &d, e);
 	*cow = v && v->format == ST_FMT_COW;
+	int64_t size = v ? v->capacity : 0;
 	pthread_mutex_unlock(&s->lock);
 	if (!v)
 		return -1;
+	char (*ids)[2][37] = NULL;
+	size_t found = 0;
 	if (c->bitmap) {
 		if (!*cow)
 			return st_fail(e, RPC_E_ST_UNSUPPORTED, "reason=Cannot export bitmap from RAW "
 				       "volume, context={}");
-		size_t found = 0;
-		if (find_bitmap(s, c->sd, c->vol, c->bitmap, &found, e) < 0)
-			return -1;
-		if (found == 0)
-			return st_fail(e, RPC_E_NO_BITMAP, "{'reason': 'Bitmap does not exist in "
-				       "volume %s', 'bitmap': '%s'}", c->vol, c->bitmap);
-		if (found > 1)
-			return st_fail(e, RPC_E_ST_UNSUPPORTED, "reason=Bitmap %s is in %zu volumes "
-				       "of the chain; exporting it through a merged overlay is not "
-				       "supported yet, context={}", c->bitmap, found);
+		ids = xcalloc(NBD_CHAIN_MAX, sizeof(*ids));
+		if (find_bitmap(s, c->sd, c->vol, c->bitmap, ids, &found, e) < 0)
+			goto fail;
+		if (found == 0) {
+			st_fail(e, RPC_E_NO_BITMAP, "{'reason': 'Bitmap does not exist in volume "
+				"%s', 'bitmap': '%s'}", c->vol, c->bitmap);
+			goto fail;
+		}
 	}
 	char err[256];
 	*spec = c->backing_chain ? st_chain_json(s, d, c->vol, err, sizeof(err))
 				 : st_chain_json_top(s, d, c->vol, err, sizeof(err));
-	if (!*spec)
-		return st_fail(e, RPC_E_GENERAL, "%s", err);
+	if (!*spec) {
+		st_fail(e, RPC_E_GENERAL, "%s", err);
+		goto fail;
+	}
+	*used_overlay = found > 1;
+	if (*used_overlay &&
+	    make_overlay(s, d, overlay, c->bitmap, ids, found, size, spec, e) < 0) {
+		free(*spec);
+		*spec = NULL;
+		goto fail;
+	}
+	free(ids);
 	*direct = direct_io_ok(d, c->img, c->vol);
 	return 0;
+fail:
+	free(ids);
+	return -1;
 }
 
 /* Reserve the id (an entry without a child), or fail. */
@@ -475,8 +537,10 @@ int st_nbd_start(struct storage_state *s, const char *id, const struct st_nbd_cf
 	if (!n)
 		return -1;
 	char *spec = NULL;
-	bool cow = false, direct = false;
-	if (resolve(s, c, &spec, &cow, &direct, e) < 0) {
+	bool cow = false, direct = false, overlay = false;
+	char *ovpath = st_pathf("%s/nbd/%s.overlay", run_dir(s), id);
+	if (resolve(s, c, ovpath, &spec, &cow, &direct, &overlay, e) < 0) {
+		free(ovpath);
 		unreserve(s, n);
 		return -1;
 	}
@@ -508,14 +572,20 @@ int st_nbd_start(struct storage_state *s, const char *id, const struct st_nbd_cf
 	argv[k++] = spec;
 	argv[k] = NULL;
 	char err[NBD_OUT + 128];
-	if (spawn(n, (char *const *)argv, err, sizeof(err)) < 0) {
-		free(spec);
+	int rc = spawn(n, (char *const *)argv, err, sizeof(err));
+	free(spec);
+	if (rc == 0) {
+		write_pidfile(n);
+		rc = wait_ready(n, err, sizeof(err));
+	}
+	/* qemu-nbd has the overlay open once it serves (VDSM removes it too) */
+	if (overlay)
+		unlink(ovpath);
+	free(ovpath);
+	if (rc < 0 && !n->thr_started) {
 		unreserve(s, n);
 		return st_fail(e, RPC_E_GENERAL, "NBD server %s: %s", id, err);
 	}
-	free(spec);
-	write_pidfile(n);
-	int rc = wait_ready(n, err, sizeof(err));
 	if (rc == 0) {
 		/* from here its exit is the supervisor's to handle */
 		pthread_mutex_lock(&s->lock);
