@@ -96,6 +96,9 @@ static struct err_wire err_lookup(enum rpc_err e)
 	case RPC_E_IMAGE_TICKETS:   return (struct err_wire){ 481, "Cannot communicate with image daemon" };
 	case RPC_E_IMAGE_DAEMON:    return (struct err_wire){ 482, "Image daemon request failed" };
 	case RPC_E_IMAGE_UNSUPPORTED: return (struct err_wire){ 483, "Image daemon is unsupported" };
+	case RPC_E_POOL_NOT_CONN:   return (struct err_wire){ 313, "Storage pool not connected" };
+	case RPC_E_BITMAP_CHAIN:    return (struct err_wire){ 946, "Invalid bitmap chain" };
+	case RPC_E_NO_BITMAP:       return (struct err_wire){ 947, "Bitmap does not exist" };
 	case RPC_E__COUNT:       break;
 	}
 	return (struct err_wire){ -32603, "Internal JSON-RPC error" };

@@ -160,6 +160,9 @@ enum rpc_err {
 	RPC_E_IMAGE_TICKETS,    /* 481 ImageTicketsError (the ticket table cannot take it) */
 	RPC_E_IMAGE_DAEMON,     /* 482 ImageDaemonError (the image daemon refused the request) */
 	RPC_E_IMAGE_UNSUPPORTED, /* 483 ImageDaemonUnsupported (no image backend) */
+	RPC_E_POOL_NOT_CONN,    /* 313 StoragePoolNotConnected */
+	RPC_E_BITMAP_CHAIN,     /* 946 InvalidBitmapChain (in use, disabled, a hole) */
+	RPC_E_NO_BITMAP,        /* 947 BitmapDoesNotExist */
 	RPC_E__COUNT
 };
 

@@ -369,6 +369,9 @@ static const struct { enum rpc_err e; int code; const char *msg; } codes[] = {
 	{ RPC_E_IMAGE_TICKETS, 481, "Cannot communicate with image daemon" },
 	{ RPC_E_IMAGE_DAEMON, 482, "Image daemon request failed" },
 	{ RPC_E_IMAGE_UNSUPPORTED, 483, "Image daemon is unsupported" },
+	{ RPC_E_POOL_NOT_CONN, 313, "Storage pool not connected" },
+	{ RPC_E_BITMAP_CHAIN, 946, "Invalid bitmap chain" },
+	{ RPC_E_NO_BITMAP, 947, "Bitmap does not exist" },
 };
 
 START_TEST(every_error_code)

@@ -257,6 +257,25 @@ int st_job_abort(struct storage_state *s, const char *id, struct st_err *e);
 /* Shutdown: abort every job and join its thread. */
 void st_jobs_stop(struct storage_state *s);
 
+/* ---- NBD servers (st_nbd.c) ----------------------------------------------- */
+
+/* NBD.start_server's config (VDSM's NBDServerConfig); bitmap NULL: none. */
+struct st_nbd_cfg {
+	const char *sd, *img, *vol;
+	bool readonly, discard, detect_zeroes, backing_chain;
+	const char *bitmap;
+};
+/* Export the volume with qemu-nbd on <run_dir>/nbd/<id>.sock; answers once
+ * the socket accepts connections.  *url: "nbd:unix:<socket>" (owned by the
+ * caller).  Blocks (qemu-img info, the wait): a worker thread. */
+int st_nbd_start(struct storage_state *s, const char *id, const struct st_nbd_cfg *cfg,
+		 char **url, struct st_err *e);
+/* Terminate the server and wait (bounded), remove its socket.  An unknown
+ * id succeeds (VDSM).  Blocks. */
+int st_nbd_stop(struct storage_state *s, const char *id, struct st_err *e);
+/* Shutdown: stop every server (st_close). */
+void st_nbd_stop_all(struct storage_state *s);
+
 /* ---- images (st_image.c) -------------------------------------------------- */
 
 /* A disk's volume chain: paths[0] is the leaf (the volume asked for), then
@@ -284,6 +303,9 @@ int st_image_check(struct storage_state *s, const char *sd, const char *sp, cons
  * checked (st_vol_stat).  NULL with err filled.  Caller holds no lock. */
 char *st_chain_json(struct storage_state *s, const struct st_domain *d, const char *vol,
 		    char *err, size_t errlen);
+/* The same for the volume alone (its backing null): NBD's backing_chain=false. */
+char *st_chain_json_top(struct storage_state *s, const struct st_domain *d, const char *vol,
+			char *err, size_t errlen);
 
 /* ---- image copy between domains (st_imgcopy.c) -------------------------- */
 
