@@ -49,6 +49,7 @@ START_TEST(every_kind_registered)
 		{ ST_TK_CREATE, "createVolume" },   { ST_TK_DELETE, "deleteVolume" },
 		{ ST_TK_IMAGE_DELETE, "deleteImage" }, { ST_TK_SPM_START, "spmStart" },
 		{ ST_TK_EXTEND, "extendVolumeSize" }, { ST_TK_IMAGE_COPY, "moveImage" },
+		{ ST_TK_PREPARE_MERGE, "prepareMerge" }, { ST_TK_FINALIZE_MERGE, "finalizeMerge" },
 	};
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
 		const struct st_task_op *op = st_task_op_of(S, want[i].kind);
@@ -58,7 +59,7 @@ START_TEST(every_kind_registered)
 		ck_assert_ptr_nonnull(op->run);
 		ck_assert_ptr_nonnull(op->recover);
 	}
-	for (int k = ST_TK_IMAGE_COPY + 1; k < ST_TASK_KINDS; k++)
+	for (int k = ST_TK_FINALIZE_MERGE + 1; k < ST_TASK_KINDS; k++)
 		ck_assert_ptr_null(st_task_op_of(S, k));
 	ck_assert_ptr_null(st_task_op_of(S, -1));
 	ck_assert_ptr_null(st_task_op_of(S, ST_TASK_KINDS));
