@@ -159,7 +159,8 @@ class ColdMerge(unittest.TestCase):
         self.assertEqual(j["status"], "done", j)
         self.assertDone(self.task("finalizeMerge", self.sub(self.top, self.base)))
         t, b = self.info(self.top), self.info(self.base)
-        self.assertEqual((t["legality"], t["parent"]), ("ILLEGAL", self.base))  # left for the engine
+        # the top is left ILLEGAL for the engine to delete
+        self.assertEqual((t["legality"], t["parent"]), ("ILLEGAL", self.base))
         self.assertEqual((b["legality"], b["generation"]), ("LEGAL", g1 + 1))
         self.assertEqual(self.backing(self.top), self.base)
         st = wait_task(self.c, result(self.c.call("Volume.delete", [
@@ -193,6 +194,31 @@ class ColdMerge(unittest.TestCase):
         self.assertDone(self.task("finalizeMerge", self.sub(top, base)))
         self.assertEqual(self.info(top)["legality"], "ILLEGAL")
         self.assertSame(base)
+
+    def bitmaps(self, vol):
+        info = json.loads(subprocess.check_output(
+            ["qemu-img", "info", "-U", "--output=json", self.path(vol)]))
+        data = info.get("format-specific", {}).get("data", {})
+        return {b["name"]: b["flags"] for b in data.get("bitmaps", [])}
+
+    def test_bitmaps(self):
+        """prepare prunes a COW base's stale bitmaps (bitmaps.prune_bitmaps);
+        merge_bitmaps adds top's valid bitmaps to base and merges them."""
+        img, base, top = str(uuid.uuid4()), str(uuid.uuid4()), str(uuid.uuid4())
+        self.img = img
+        self.mkvol(base, COW_FMT, 8 * MiB, BLANK)
+        self.mkvol(top, COW_FMT, 8 * MiB, base)
+        for vol, name in ((base, "stale"), (base, "both"), (top, "both"), (top, "new")):
+            subprocess.check_call(["qemu-img", "bitmap", "--add", self.path(vol), name])
+        subprocess.check_call(["qemu-img", "bitmap", "--add", "--disable", self.path(top),
+                               "off"])
+        self.io(top, "qcow2", "write -P 0x51 2M 64k")
+        self.assertDone(self.task("prepareMerge", self.sub(top, base)))
+        self.assertEqual(self.bitmaps(base), {"both": ["auto"]})      # "stale" pruned
+        j = self.job(self.sub(top, base), True)
+        self.assertEqual(j["status"], "done", j)
+        # "new" added and merged; "off" (disabled in top) is not valid: skipped
+        self.assertEqual(self.bitmaps(base), {"both": ["auto"], "new": ["auto"]})
 
     def test_refusals(self):
         other = str(uuid.uuid4())

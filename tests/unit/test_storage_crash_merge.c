@@ -1,6 +1,7 @@
 /* tests/unit/test_storage_crash_merge.c - kill -9 at every step of a cold
- * merge (StoragePool.prepareMerge, SDM.merge, StoragePool.finalizeMerge;
- * the "merge.*" steps of vdsmd/storage/st_crash.h), then restart.
+ * merge (StoragePool.prepareMerge, SDM.merge, StoragePool.finalizeMerge: the
+ * "prepare_merge.*", "merge.*" and "finalize_merge.*" steps of
+ * vdsmd/storage/st_crash.h), then restart.
  *
  * The image: BASE (raw, 1 MiB) <- MID (qcow2, 2 MiB) <- TOP (qcow2, 2 MiB),
  * each written with its own pattern (MID beyond BASE's end too), and a

@@ -129,11 +129,12 @@ START_TEST(crash_steps_belong_to_operations)
 		if (k != ST_TK_IMAGE_DELETE)   /* shares "delete" with ST_TK_DELETE */
 			owned += mine;
 	}
-	/* every step but SDM.copy_data's (a host job) and StoragePool.create's
-	 * (no task) belongs to one registered operation */
+	/* every step but SDM.copy_data's and SDM.merge's (host jobs) and
+	 * StoragePool.create's (no task) belongs to one registered operation */
 	size_t other = 0;
 	for (size_t i = 0; i < st_crash_nsteps; i++)
 		if (strncmp(st_crash_steps[i].name, "copy_data.", 10) == 0 ||
+		    strncmp(st_crash_steps[i].name, "merge.", 6) == 0 ||
 		    strncmp(st_crash_steps[i].name, "pool.", 5) == 0)
 			other++;
 	ck_assert_int_eq(owned + other, st_crash_nsteps);

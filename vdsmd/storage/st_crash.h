@@ -95,15 +95,15 @@ enum st_crash_op {
 	X("extend.grown", ST_CO_EXTEND_RAW | ST_CO_EXTEND_COW) /* data grown + synced */ \
 	X("extend.meta", ST_CO_EXTEND_RAW | ST_CO_EXTEND_COW)  /* new capacity written */ \
 	/* cold merge (st_op_merge.c, st_jobs_merge.c) */ \
-	X("merge.prepare-record", ST_CO_PREP_MERGE) /* task record written */ \
-	X("merge.base-grown", ST_CO_PREP_MERGE_RAW) /* RAW base data grown + synced */ \
-	X("merge.base-capacity", ST_CO_PREP_MERGE)  /* base capacity written, task not finished */ \
-	X("merge.committing", ST_CO_MERGE_JOB)      /* qemu-img commit running */ \
-	X("merge.committed", ST_CO_MERGE_JOB)       /* committed + synced, generation not bumped */ \
-	X("merge.finalize-record", ST_CO_FIN_MERGE) /* task record written */ \
-	X("merge.top-illegal", ST_CO_FIN_MERGE)     /* top ILLEGAL on disk */ \
-	X("merge.child-rebased", ST_CO_FIN_MERGE_INT) /* child's qcow2 backing is base */ \
-	X("merge.child-parent", ST_CO_FIN_MERGE_INT)  /* child's metadata names base, task not finished */
+	X("prepare_merge.record", ST_CO_PREP_MERGE)      /* task record written */ \
+	X("prepare_merge.base-grown", ST_CO_PREP_MERGE_RAW) /* RAW base grown + synced */ \
+	X("prepare_merge.base-capacity", ST_CO_PREP_MERGE) /* base capacity written */ \
+	X("merge.committing", ST_CO_MERGE_JOB)           /* qemu-img commit running */ \
+	X("merge.committed", ST_CO_MERGE_JOB)            /* committed + synced, same generation */ \
+	X("finalize_merge.record", ST_CO_FIN_MERGE)      /* task record written */ \
+	X("finalize_merge.top-illegal", ST_CO_FIN_MERGE) /* top ILLEGAL on disk */ \
+	X("finalize_merge.child-rebased", ST_CO_FIN_MERGE_INT) /* child's qcow2 backing is base */ \
+	X("finalize_merge.child-parent", ST_CO_FIN_MERGE_INT)  /* child's metadata names base */
 
 struct st_crash_step {
 	const char *name;

@@ -62,13 +62,16 @@ static int merge_bitmaps(struct storage_state *s, struct st_job *j, const struct
 	if (pv)
 		snprintf(pimg, sizeof(pimg), "%s", pv->image);
 	pthread_mutex_unlock(&s->lock);
-	int rc = st_volume_qemu_info(s, j->src[0], j->src[1], j->src[2], &qt, e);
-	if (rc == 0)
-		rc = st_volume_qemu_info(s, j->dst[0], j->dst[1], j->dst[2], &qb, e);
-	if (rc == 0 && pimg[0])
-		rc = st_volume_qemu_info(s, j->dst[0], pimg, base_parent, &qp, e);
 	char *top = st_pathf("%s/images/%s/%s", d->dir, j->src[1], j->src[2]);
 	char *base = st_pathf("%s/images/%s/%s", d->dir, j->dst[1], j->dst[2]);
+	int rc = st_qemu_info_path(top, &qt, e);
+	if (rc == 0)
+		rc = st_qemu_info_path(base, &qb, e);
+	if (rc == 0 && pimg[0]) {
+		char *pp = st_pathf("%s/images/%s/%s", d->dir, pimg, base_parent);
+		rc = st_qemu_info_path(pp, &qp, e);
+		free(pp);
+	}
 	for (size_t i = 0; rc == 0 && i < qt.nbitmaps; i++) {
 		const struct st_qbitmap *b = &qt.bitmaps[i];
 		if (!(b->flags & ST_QBM_AUTO) || (b->flags & ST_QBM_IN_USE))
@@ -166,17 +169,20 @@ static int run_merge(struct storage_state *s, struct st_job *j, struct st_err *e
 	snprintf(sc.top, sizeof(sc.top), "%s", j->src[2]);
 	snprintf(sc.base, sizeof(sc.base), "%s", j->dst[2]);
 	struct st_domain *d = NULL;
-	struct st_volume *top, *base, *child;
+	struct st_volume *top = NULL, *base = NULL, *child = NULL;
 	pthread_mutex_lock(&s->lock);
-	int rc = st_subchain_check(s, &sc, &d, &top, &base, &child, e);
-	if (rc == 0 && (top->busy || base->busy))
-		rc = st_fail(e, RPC_E_GENERAL, "volume %s is busy", top->busy ? sc.top : sc.base);
+	int rc = st_subchain_check(s, &sc, &d, &top, &base, &child, e) < 0 || !d || !top || !base
+		 ? -1 : 0;
+	if (rc == 0 && (top->busy || base->busy)) {
+		st_fail(e, RPC_E_GENERAL, "volume %s is busy", top->busy ? sc.top : sc.base);
+		rc = -1;
+	}
 	if (rc == 0) {
 		top->busy = base->busy = true;
 		d->busy++;
 	}
 	pthread_mutex_unlock(&s->lock);
-	if (rc < 0)
+	if (rc < 0 || !d)
 		return -1;
 	rc = commit(s, j, d, e);
 	pthread_mutex_lock(&s->lock);

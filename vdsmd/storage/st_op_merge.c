@@ -1,10 +1,12 @@
 /* vdsmd/storage/st_op_merge.c - the SPM steps of a cold merge:
  * StoragePool.prepareMerge and StoragePool.finalizeMerge as tasks (kinds
- * ST_TK_PREPARE_MERGE, ST_TK_FINALIZE_MERGE, crash steps "merge.*").  The
+ * ST_TK_PREPARE_MERGE, ST_TK_FINALIZE_MERGE, crash steps "prepare_merge.*"
+ * and "finalize_merge.*").  The
  * data step between them is the host job SDM.merge (st_jobs_merge.c).
  *
  * As VDSM's lib/vdsm/storage/merge.py on a file domain:
- *   prepare: when top is larger than base, base grows to top's capacity -
+ *   prepare: a COW base's stale bitmaps (not valid ones of top) are
+ *     removed; when top is larger than base, base grows to top's capacity -
  *     a RAW base as extendSize grows it (data first, synced, then the
  *     metadata), a COW base in its metadata only (qemu-img commit resizes
  *     the qcow2 image); legality and generation are left alone.
@@ -44,6 +46,7 @@ int st_subchain_check(struct storage_state *s, const struct st_subchain *sc,
 		      struct st_domain **dp, struct st_volume **top, struct st_volume **base,
 		      struct st_volume **child, struct st_err *e)
 {
+	*top = *base = *child = NULL;
 	struct st_domain *d = st_domain_get(s, sc->sd, e);
 	if (!d)
 		return -1;
@@ -71,7 +74,6 @@ int st_subchain_check(struct storage_state *s, const struct st_subchain *sc,
 			break;   /* a template's volume ends the chain */
 		v = map_get(&d->volumes, v->parent);
 	}
-	*top = *base = *child = NULL;
 	for (size_t i = 0; i < n; i++) {
 		if (strcmp(chain[i]->uuid, sc->base) == 0)
 			*base = chain[i];
@@ -102,17 +104,20 @@ static int queue_merge(struct storage_state *s, const struct st_task_op *op, con
 	if (st_image_check(s, sc->sd, sp, sc->img, e) < 0)
 		return -1;
 	struct st_domain *d = NULL;
-	struct st_volume *top, *base, *child;
+	struct st_volume *top = NULL, *base = NULL, *child = NULL;
 	pthread_mutex_lock(&s->lock);
-	int rc = st_subchain_check(s, sc, &d, &top, &base, &child, e);
-	if (rc == 0)
-		rc = st_spm_require(s, d, e);
-	if (rc == 0 && (top->busy || base->busy || (child && child->busy)))
-		rc = st_fail(e, RPC_E_GENERAL, "a volume of the subchain %s <- %s is busy",
-			     sc->base, sc->top);
-	if (rc == 0 && !st_task_queue_has_room(s))
-		rc = st_fail(e, RPC_E_NO_RESOURCES, "too many storage tasks queued");
-	if (rc < 0) {
+	int rc = st_subchain_check(s, sc, &d, &top, &base, &child, e) < 0 || !d || !top || !base
+		 ? -1 : st_spm_require(s, d, e);
+	if (rc == 0 && (top->busy || base->busy || (child && child->busy))) {
+		st_fail(e, RPC_E_GENERAL, "a volume of the subchain %s <- %s is busy", sc->base,
+			sc->top);
+		rc = -1;
+	}
+	if (rc == 0 && !st_task_queue_has_room(s)) {
+		st_fail(e, RPC_E_NO_RESOURCES, "too many storage tasks queued");
+		rc = -1;
+	}
+	if (rc < 0 || !d || !top || !base) {
 		pthread_mutex_unlock(&s->lock);
 		return -1;
 	}
@@ -143,7 +148,7 @@ static int queue_merge(struct storage_state *s, const struct st_task_op *op, con
 		st_task_free(t);
 		return st_fail(e, RPC_E_GENERAL, "cannot record the task: %s", strerror(-rc));
 	}
-	ST_CRASH(prepare ? "merge.prepare-record" : "merge.finalize-record");
+	ST_CRASH(prepare ? "prepare_merge.record" : "finalize_merge.record");
 	snprintf(task_id, 37, "%s", t->id);
 	st_task_submit(s, t);
 	return 0;
@@ -248,13 +253,57 @@ static void release(struct storage_state *s, struct st_domain *d, struct st_task
 	pthread_mutex_unlock(&s->lock);
 }
 
-static void finish(struct storage_state *s, struct st_task *t, int rc, const char *err)
+static void finish(struct storage_state *s, struct st_task *t, int rc, enum rpc_err code,
+		   const char *err)
 {
 	if (rc == 0)
 		st_task_finish(s, t, ST_TR_SUCCESS, 0, "1 jobs completed successfully");
 	else
 		st_task_finish(s, t, ST_TR_CLEAN_SUCCESS,
-			       rpc_err_code(rc == -ECANCELED ? RPC_E_TASK_ABORTED : RPC_E_GENERAL), err);
+			       rpc_err_code(rc == -ECANCELED ? RPC_E_TASK_ABORTED : code), err);
+}
+
+static bool valid_in(const struct st_qinfo *q, const char *name)
+{
+	for (size_t i = 0; i < q->nbitmaps; i++)
+		if (strcmp(q->bitmaps[i].name, name) == 0)
+			return (q->bitmaps[i].flags & ST_QBM_AUTO) &&
+			       !(q->bitmaps[i].flags & ST_QBM_IN_USE);
+	return false;
+}
+
+/* bitmaps.prune_bitmaps: a bitmap of a COW base that is not a valid
+ * bitmap of top is stale (a failed removal left it) and would only take
+ * room in the commit: removed (qemu-img bitmap --remove). */
+static int prune_bitmaps(struct st_task *t, struct st_task_io *tio,
+			 const struct st_domain *d, char *err, size_t errlen)
+{
+	struct st_qinfo qb = { 0 }, qt = { 0 };
+	struct st_err e = { 0 };
+	char *base = st_pathf("%s/images/%s/%s", d->dir, t->img, t->vols[1]);
+	char *top = st_pathf("%s/images/%s/%s", d->dir, t->img, t->vols[0]);
+	int rc = st_qemu_info_path(base, &qb, &e);
+	if (rc == 0)
+		rc = st_qemu_info_path(top, &qt, &e);
+	free(top);
+	if (rc < 0)
+		snprintf(err, errlen, "%s", e.msg);
+	for (size_t i = 0; rc == 0 && i < qb.nbitmaps; i++) {
+		if (valid_in(&qt, qb.bitmaps[i].name))
+			continue;
+		log_warn("storage: task %s: pruning stale bitmap %.64s of base %s", t->id,
+			 qb.bitmaps[i].name, t->vols[1]);
+		char *argv[] = { (char *)"qemu-img", (char *)"bitmap", (char *)"--remove",
+				 (char *)"-f", (char *)"qcow2", base, qb.bitmaps[i].name, NULL };
+		char why[200];
+		if ((rc = st_run_qemu_img(&tio->io, argv, -1, why, sizeof(why))) < 0)
+			snprintf(err, errlen, "removing bitmap %.64s of base %s: %.100s",
+				 qb.bitmaps[i].name, t->vols[1], why);
+	}
+	free(base);
+	st_qinfo_free(&qb);
+	st_qinfo_free(&qt);
+	return rc;
 }
 
 static void run_prepare(struct storage_state *s, struct st_task *t)
@@ -267,18 +316,22 @@ static void run_prepare(struct storage_state *s, struct st_task *t)
 	pthread_mutex_unlock(&s->lock);
 	struct st_task_io tio;
 	st_task_io_init(&tio, s, t);
+	enum rpc_err code = RPC_E_GENERAL;
 	if (tio.io.stopped(tio.io.ctx, err, sizeof(err)))
 		rc = -ECANCELED;
+	if (rc == 0 && base.format == ST_FMT_COW &&
+	    (rc = prune_bitmaps(t, &tio, d, err, sizeof(err))) < 0)
+		code = RPC_E_REMOVE_BITMAP;
 	if (rc == 0 && t->size > base.capacity) {
 		log_info("storage: task %s: base %s grows to %lld bytes (top %s is larger)", t->id,
 			 base.uuid, (long long)t->size, t->vols[0]);
 		if (base.format == ST_FMT_RAW && (rc = grow_raw(d, &base, t->size, err,
 								sizeof(err))) == 0)
-			ST_CRASH("merge.base-grown");
+			ST_CRASH("prepare_merge.base-grown");
 		if (rc == 0 && (rc = edit_meta(s, d, base.uuid, set_capacity, &t->size)) < 0)
 			snprintf(err, sizeof(err), "writing base volume metadata: %s", strerror(-rc));
 		if (rc == 0)
-			ST_CRASH("merge.base-capacity");
+			ST_CRASH("prepare_merge.base-capacity");
 	}
 	int64_t app, tru;
 	if (st_vol_stat(d, base.image, base.uuid, &app, &tru) == 0) {
@@ -289,7 +342,7 @@ static void run_prepare(struct storage_state *s, struct st_task *t)
 		pthread_mutex_unlock(&s->lock);
 	}
 	release(s, d, t);
-	finish(s, t, rc, err);
+	finish(s, t, rc, code, err);
 }
 
 static void recover_prepare(struct storage_state *s, struct st_task *t)
@@ -390,7 +443,7 @@ static void run_finalize(struct storage_state *s, struct st_task *t)
 		snprintf(err, sizeof(err), "marking top volume %s ILLEGAL: %s", t->vols[0],
 			 strerror(-rc));
 	if (rc == 0)
-		ST_CRASH("merge.top-illegal");
+		ST_CRASH("finalize_merge.top-illegal");
 	if (rc == 0 && t->nvols == 3) {
 		log_info("storage: task %s: rebasing %s onto %s (%s leaves the chain)", t->id,
 			 t->vols[2], t->vols[1], t->vols[0]);
@@ -402,19 +455,19 @@ static void run_finalize(struct storage_state *s, struct st_task *t)
 				log_error("storage: task %s: top volume %s stays ILLEGAL: %s", t->id,
 					  t->vols[0], strerror(-r2));
 		} else {
-			ST_CRASH("merge.child-rebased");
+			ST_CRASH("finalize_merge.child-rebased");
 			if ((rc = edit_meta(s, d, t->vols[2], set_parent, t->vols[1])) < 0)
 				snprintf(err, sizeof(err), "writing child volume %s metadata: %s",
 					 t->vols[2], strerror(-rc));
 			else
-				ST_CRASH("merge.child-parent");
+				ST_CRASH("finalize_merge.child-parent");
 		}
 	}
 	release(s, d, t);
 	if (rc == 0)
 		log_info("storage: task %s: %s left the chain of image %s, ILLEGAL until deleted",
 			 t->id, t->vols[0], t->img);
-	finish(s, t, rc, err);
+	finish(s, t, rc, RPC_E_GENERAL, err);
 }
 
 static void recover_finalize(struct storage_state *s, struct st_task *t)
@@ -425,7 +478,7 @@ static void recover_finalize(struct storage_state *s, struct st_task *t)
 	struct st_volume *top = t->nvols >= 2 ? map_get(&d->volumes, t->vols[0]) : NULL;
 	struct st_volume *child = t->nvols == 3 ? map_get(&d->volumes, t->vols[2]) : NULL;
 	bool done = false;
-	if (!top || (t->nvols == 3 && !child)) {
+	if (!top || (t->nvols != 2 && !child)) {
 		st_op_recovered(t, false);
 		return;
 	}
@@ -492,7 +545,7 @@ const struct st_task_op st_op_prepare_merge = {
 	.claims = claims_none,
 	.save = save_merge,
 	.load = load_merge,
-	.crash_prefix = "merge",
+	.crash_prefix = "prepare_merge",
 };
 
 const struct st_task_op st_op_finalize_merge = {
@@ -501,5 +554,5 @@ const struct st_task_op st_op_finalize_merge = {
 	.run = run_finalize,
 	.recover = recover_finalize,
 	.claims = claims_none,
-	.crash_prefix = "merge",
+	.crash_prefix = "finalize_merge",
 };

@@ -1,7 +1,7 @@
 /* vdsmd/storage/st_ops.h - the operations of the storage backend, what the
  * verbs call: each long one a file that registers its task descriptor
  * (st_op_create.c, st_op_delete.c, st_op_extend.c, st_op_spmstart.c,
- * st_imgcopy.c; the table: st_optable.c), and the domain, pool, SPM,
+ * st_op_merge.c, st_imgcopy.c; the table: st_optable.c), and the domain, pool, SPM,
  * connection, image and host-job operations.  Built on st_state.h. */
 #ifndef VD_VDSMD_STORAGE_ST_OPS_H
 #define VD_VDSMD_STORAGE_ST_OPS_H
@@ -376,6 +376,8 @@ int st_volume_measure(struct storage_state *s, const char *sd, const char *img, 
 /* qemu-img info on the volume's checked path. */
 int st_volume_qemu_info(struct storage_state *s, const char *sd, const char *img,
 			const char *vol, struct st_qinfo *out, struct st_err *e);
+/* The same on a path the caller checked (a volume its job holds busy). */
+int st_qemu_info_path(const char *path, struct st_qinfo *out, struct st_err *e);
 /* ---- domains and the pool (st_sdcreate.c, st_pool.c, st_pool_ops.c, st_poolrec.c) */
 
 int st_domain_create(struct storage_state *s, const char *sd, int type, const char *type_args,
