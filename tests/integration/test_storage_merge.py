@@ -9,7 +9,10 @@ What the guest sees (qemu-img convert of the chain to raw) is compared
 before and after; the metadata (parent, legality, generation, capacity) is
 checked against what VDSM's merge.py leaves; the refusals carry VDSM's
 codes (920 VolumeIsNotInChain, 921 WrongParentVolume, 911
-GenerationMismatch, 358, 268)."""
+GenerationMismatch, 358, 268).  CrashAtStep kills vdsmd (SIGKILL at a named
+step of a test build) before and after the rebase of finalizeMerge and
+during SDM.merge's commit: after the restart the chain is the old one or the
+new one, the task says which, and the engine's retry works."""
 
 import filecmp
 import json
@@ -27,23 +30,22 @@ MiB = 1 << 20
 COW_FMT, RAW_FMT, SPARSE = 4, 5, 2
 
 
-class ColdMerge(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.d = vt.Daemon()
-        cls.d.__enter__()
-        cls.c = connect(cls.d)
-        cls.root = os.path.join(cls.d.tmp, "dom")
-        os.mkdir(cls.root, 0o755)
-        r = call_ready(cls.c, "StorageDomain.create", [SD, 4, cls.root, "cm", 1, "5", 0, 250])
+def hooks_build():
+    """True when VDSMD_BIN has the crash points (-DVD_TEST_HOOKS)."""
+    with open(vt.VDSMD_BIN, "rb") as f:
+        return b"VDSMD_TEST_CRASH_AT" in f.read()
+
+
+class MergeBase:
+    """The chain and the helpers (self.d, self.c, self.root set by the test)."""
+
+    @staticmethod
+    def make_domain(c, root):
+        os.mkdir(root, 0o755)
+        r = call_ready(c, "StorageDomain.create", [SD, 4, root, "cm", 1, "5", 0, 250])
         assert result(r) is True, r
 
-    @classmethod
-    def tearDownClass(cls):
-        cls.c.close()
-        cls.d.__exit__(None, None, None)
-
-    def setUp(self):
+    def make_chain(self):
         self.img = str(uuid.uuid4())
         self.base, self.mid, self.top = (str(uuid.uuid4()) for _ in range(3))
         self.mkvol(self.base, RAW_FMT, 4 * MiB, BLANK)
@@ -122,7 +124,23 @@ class ColdMerge(unittest.TestCase):
         finally:
             os.unlink(now)
 
-    # ---- the tests -------------------------------------------------------
+
+class ColdMerge(MergeBase, unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.d = vt.Daemon()
+        cls.d.__enter__()
+        cls.c = connect(cls.d)
+        cls.root = os.path.join(cls.d.tmp, "dom")
+        cls.make_domain(cls.c, cls.root)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.c.close()
+        cls.d.__exit__(None, None, None)
+
+    def setUp(self):
+        self.make_chain()
 
     def test_merge_internal_then_leaf(self):
         g0 = self.info(self.base)["generation"]
@@ -253,6 +271,119 @@ class ColdMerge(unittest.TestCase):
             self.assertEqual(self.info(vol)["legality"], "LEGAL")
         self.assertEqual(self.backing(self.top), self.mid)
         self.assertSame(self.top)
+
+
+
+class CrashAtStep(MergeBase, unittest.TestCase):
+    """vdsmd killed (SIGKILL, VDSMD_TEST_CRASH_AT of a test build) at a step
+    of the merge; after the restart the chain is the old one or the new one
+    and the task says which.  Skipped, with the reason, against a vdsmd
+    built without the test hooks (the ASan tree has them)."""
+
+    def setUp(self):
+        if not hooks_build():
+            self.skipTest("kill -9 at a named step needs a VD_TEST_HOOKS build of vdsmd "
+                          "(make memcheck runs this file against one)")
+        self.d = vt.Daemon()
+        self.d.__enter__()
+        self.c = connect(self.d)
+        self.root = os.path.join(self.d.tmp, "dom")
+        self.make_domain(self.c, self.root)
+        self.make_chain()
+        self.sc = self.sub(self.mid, self.base)
+        self.assertDone(self.task("prepareMerge", self.sc))
+
+    def tearDown(self):
+        self.c.close()
+        self.d.__exit__(None, None, None)
+
+    def arm(self, step):
+        """Restart vdsmd set to die at step."""
+        self.c.close()
+        self.d.stop()
+        os.environ["VDSMD_TEST_CRASH_AT"] = step
+        try:
+            with self.d._lock:
+                self.d._lines = []
+            self.d.start()
+        finally:
+            del os.environ["VDSMD_TEST_CRASH_AT"]
+        self.c = connect(self.d)
+
+    def died(self, step):
+        try:
+            self.d.proc.wait(30)
+        except subprocess.TimeoutExpired:
+            self.fail("vdsmd did not die at step %s" % step)
+        self.assertEqual(self.d.proc.returncode, -9, "killed by SIGKILL at %s" % step)
+        self.c.close()
+        vt.restart(self.d)
+        self.c = connect(self.d)
+
+    def wait_orphans(self):
+        """A qemu-img the killed vdsmd ran lives on (as under systemd until
+        its cgroup is killed): wait for it to end before the engine retries."""
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            busy = False
+            for pid in filter(str.isdigit, os.listdir("/proc")):
+                try:
+                    with open("/proc/%s/cmdline" % pid, "rb") as f:
+                        busy |= self.root.encode() in f.read()
+                except OSError:
+                    pass
+            if not busy:
+                return
+            time.sleep(0.05)
+        self.fail("qemu-img of the killed vdsmd still runs")
+
+    def finalize_killed_at(self, step):
+        self.assertEqual(self.job(self.sc)["status"], "done")
+        self.arm(step)
+        tid = result(call_ready(self.c, "StoragePool.finalizeMerge", [BLANK, self.sc]))
+        self.died(step)
+        return result(call_ready(self.c, "Task.getStatus", [tid]))
+
+    def test_kill_before_rebase_keeps_old_chain(self):
+        st = self.finalize_killed_at("finalize_merge.top-illegal")
+        self.assertEqual((st["taskState"], st["taskResult"], st["code"]),
+                         ("finished", "cleanSuccess", 411), st)
+        self.assertEqual(self.info(self.mid)["legality"], "LEGAL")   # LEGAL again
+        self.assertEqual(self.info(self.top)["parent"], self.mid)
+        self.assertEqual(self.backing(self.top), self.mid)
+        self.assertSame(self.top)
+        # the engine retries the finalize: it works
+        self.assertDone(self.task("finalizeMerge", self.sc))
+        self.assertEqual(self.info(self.mid)["legality"], "ILLEGAL")
+        self.assertEqual(self.backing(self.top), self.base)
+        self.assertSame(self.top)
+
+    def test_kill_after_rebase_completes(self):
+        st = self.finalize_killed_at("finalize_merge.child-rebased")
+        self.assertEqual((st["taskState"], st["taskResult"], st["code"]),
+                         ("finished", "success", 0), st)
+        self.assertEqual(self.info(self.mid)["legality"], "ILLEGAL")
+        self.assertEqual(self.info(self.top)["parent"], self.base)
+        self.assertEqual(self.backing(self.top), self.base)
+        self.assertSame(self.top)
+
+    def test_kill_during_commit(self):
+        g = self.info(self.base)["generation"]
+        self.arm("merge.committing")
+        jid = str(uuid.uuid4())
+        self.assertIs(result(call_ready(self.c, "SDM.merge", [jid, self.sc])), True)
+        self.died("merge.committing")
+        self.wait_orphans()
+        # the job ended with vdsmd; the generation says it did not finish
+        self.assertEqual(result(self.c.call("Host.getJobs", ["storage", [jid]])), {})
+        self.assertEqual(self.info(self.base)["generation"], g)
+        for vol in (self.base, self.mid, self.top):
+            self.assertEqual(self.info(vol)["legality"], "LEGAL")
+        self.assertSame(self.top)
+        # the engine retries the merge
+        self.assertEqual(self.job(self.sub(self.mid, self.base, base_generation=g))["status"],
+                         "done")
+        self.assertEqual(self.info(self.base)["generation"], g + 1)
 
 
 if __name__ == "__main__":
