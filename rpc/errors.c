@@ -90,6 +90,10 @@ static struct err_wire err_lookup(enum rpc_err e)
 	case RPC_E_UNEXPECTED:      return (struct err_wire){ 16, "Unexpected exception" };
 	case RPC_E_GEN_MISMATCH:
 		return (struct err_wire){ 911, "The provided generation does not match the actual generation" };
+	case RPC_E_NOT_IN_CHAIN:    return (struct err_wire){ 920, "Volume is not part of the chain." };
+	case RPC_E_WRONG_PARENT:    return (struct err_wire){ 921, "Wrong parent volume." };
+	case RPC_E_SHARED_RO:       return (struct err_wire){ 219, "Shared volume is read only" };
+	case RPC_E_MERGE_BITMAP:    return (struct err_wire){ 1621, "Failed to merge bitmaps" };
 	case RPC_E_ADD_BITMAP:      return (struct err_wire){ 1620, "Failed to add bitmap" };
 	case RPC_E_REMOVE_BITMAP:   return (struct err_wire){ 1622, "Failed to remove bitmap" };
 	case RPC_E_ST_UNSUPPORTED:  return (struct err_wire){ 2009, "Unsupported operation" };

@@ -231,5 +231,8 @@ const struct rpc_binding storage_bindings[] = {
 	{ "StoragePool.spmStart", vh_sp_spm_start },
 	{ "StoragePool.spmStop", vh_sp_spm_stop },
 	{ "StoragePool.disconnectStorageServer", vh_sp_disconnect_server },
+	{ "StoragePool.prepareMerge", vh_sp_prepare_merge },
+	{ "StoragePool.finalizeMerge", vh_sp_finalize_merge },
+	{ "SDM.merge", vh_sdm_merge },
 	{ NULL, NULL },
 };
