@@ -59,6 +59,7 @@ BACKENDS = {
     "virt": "rpc_schema_vm",
     "storage": "rpc_schema_storage",
     "net": "rpc_schema_net",
+    "image": "rpc_schema_image",
 }
 UNIMPL_TABLE = "rpc_schema_unimplemented"
 

@@ -90,9 +90,19 @@ static struct err_wire err_lookup(enum rpc_err e)
 	case RPC_E_UNEXPECTED:      return (struct err_wire){ 16, "Unexpected exception" };
 	case RPC_E_GEN_MISMATCH:
 		return (struct err_wire){ 911, "The provided generation does not match the actual generation" };
+	case RPC_E_NOT_IN_CHAIN:    return (struct err_wire){ 920, "Volume is not part of the chain." };
+	case RPC_E_WRONG_PARENT:    return (struct err_wire){ 921, "Wrong parent volume." };
+	case RPC_E_SHARED_RO:       return (struct err_wire){ 219, "Shared volume is read only" };
+	case RPC_E_MERGE_BITMAP:    return (struct err_wire){ 1621, "Failed to merge bitmaps" };
 	case RPC_E_ADD_BITMAP:      return (struct err_wire){ 1620, "Failed to add bitmap" };
 	case RPC_E_REMOVE_BITMAP:   return (struct err_wire){ 1622, "Failed to remove bitmap" };
 	case RPC_E_ST_UNSUPPORTED:  return (struct err_wire){ 2009, "Unsupported operation" };
+	case RPC_E_IMAGE_TICKETS:   return (struct err_wire){ 481, "Cannot communicate with image daemon" };
+	case RPC_E_IMAGE_DAEMON:    return (struct err_wire){ 482, "Image daemon request failed" };
+	case RPC_E_IMAGE_UNSUPPORTED: return (struct err_wire){ 483, "Image daemon is unsupported" };
+	case RPC_E_POOL_NOT_CONN:   return (struct err_wire){ 313, "Storage pool not connected" };
+	case RPC_E_BITMAP_CHAIN:    return (struct err_wire){ 946, "Invalid bitmap chain" };
+	case RPC_E_NO_BITMAP:       return (struct err_wire){ 947, "Bitmap does not exist" };
 	case RPC_E__COUNT:       break;
 	}
 	return (struct err_wire){ -32603, "Internal JSON-RPC error" };

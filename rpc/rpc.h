@@ -153,9 +153,20 @@ enum rpc_err {
 	RPC_E_HOTUNPLUG_NIC,    /* 50 HotunplugNicFailed */
 	RPC_E_UNEXPECTED,       /* 16 UnexpectedError (e.g. cont of a VM that cannot resume) */
 	RPC_E_GEN_MISMATCH,     /* 911 GenerationMismatch (vol_info.generation) */
+	RPC_E_NOT_IN_CHAIN,     /* 920 VolumeIsNotInChain (cold merge subchain) */
+	RPC_E_WRONG_PARENT,     /* 921 WrongParentVolume (top's parent is not base) */
+	RPC_E_SHARED_RO,        /* 219 SharedVolumeNonWritable (a template's volume) */
+	RPC_E_MERGE_BITMAP,     /* 1621 MergeBitmapError (SDM.merge merge_bitmaps) */
 	RPC_E_ADD_BITMAP,       /* 1620 AddBitmapError */
 	RPC_E_REMOVE_BITMAP,    /* 1622 RemoveBitmapError */
 	RPC_E_ST_UNSUPPORTED,   /* 2009 storage UnsupportedOperation (clear_bitmaps of raw) */
+	/* image tickets (VDSM storage/exception.py; vdsmd/image/) */
+	RPC_E_IMAGE_TICKETS,    /* 481 ImageTicketsError (the ticket table cannot take it) */
+	RPC_E_IMAGE_DAEMON,     /* 482 ImageDaemonError (the image daemon refused the request) */
+	RPC_E_IMAGE_UNSUPPORTED, /* 483 ImageDaemonUnsupported (no image backend) */
+	RPC_E_POOL_NOT_CONN,    /* 313 StoragePoolNotConnected */
+	RPC_E_BITMAP_CHAIN,     /* 946 InvalidBitmapChain (in use, disabled, a hole) */
+	RPC_E_NO_BITMAP,        /* 947 BitmapDoesNotExist */
 	RPC_E__COUNT
 };
 

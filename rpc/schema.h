@@ -11,6 +11,7 @@ extern const struct rpc_verb_decl rpc_schema_host[];     /* backend: host */
 extern const struct rpc_verb_decl rpc_schema_vm[];       /* backend: virt */
 extern const struct rpc_verb_decl rpc_schema_storage[];  /* backend: storage */
 extern const struct rpc_verb_decl rpc_schema_net[];      /* backend: net */
+extern const struct rpc_verb_decl rpc_schema_image[];    /* backend: image */
 extern const struct rpc_verb_decl rpc_schema_unimplemented[];  /* implemented: false */
 
 #endif

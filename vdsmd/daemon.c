@@ -13,6 +13,7 @@
 #include "../rpc/rpc.h"
 #include "broker.h"
 #include "host/host.h"
+#include "image/image.h"
 #include "net/net.h"
 #include "pool.h"
 #include "server.h"
@@ -158,7 +159,8 @@ static int build_engine(struct vdsmd *d, char *why, size_t whylen)
 	if (rpc_engine_bind(d->rpc, host_bindings, d) < 0 ||
 	    rpc_engine_bind(d->rpc, virt_bindings, d) < 0 ||
 	    rpc_engine_bind(d->rpc, storage_bindings, d) < 0 ||
-	    rpc_engine_bind(d->rpc, net_bindings, d) < 0) {
+	    rpc_engine_bind(d->rpc, net_bindings, d) < 0 ||
+	    rpc_engine_bind(d->rpc, image_bindings, d) < 0) {
 		snprintf(why, whylen, "cannot bind verb handlers");
 		return VD_EINVAL;
 	}
@@ -222,6 +224,10 @@ int daemon_init(struct vdsmd *d, char *why, size_t whylen)
 		snprintf(why, whylen, "net: %s", vd_strerror(rc));
 		return rc;
 	}
+	if ((rc = image_init(d))) {
+		snprintf(why, whylen, "image: %s", vd_strerror(rc));
+		return rc;
+	}
 	const struct virt_deps deps = { .prepare_image = virt_prepare_image, .prepare_ctx = d,
 					.volume_size = virt_volume_size,
 					.set_capacity = virt_set_capacity,
@@ -264,6 +270,8 @@ void daemon_fini(struct vdsmd *d)
 		free(d->host_peers);
 		d->host_peers = NULL;
 	}
+	if (d->image)
+		image_fini(d);
 	if (d->net)
 		net_fini(d);
 	if (d->storage)

@@ -35,6 +35,7 @@ struct vdsmd {
 	unsigned ready_mask;           /* subsystems that reported ready (atomic ops) */
 	struct vd_broker *broker;      /* broker mode (vdsmd/broker.h), NULL when off */
 	struct net_state *net;         /* vdsmd/net */
+	struct image_state *image;     /* vdsmd/image (tickets) */
 	/* Small interfaces between backends, set by the one that provides them
 	 * (NULL: not provided).  Set by net_init, used by host/: */
 	void (*confirm_connectivity)(struct vdsmd *d);  /* Host.confirmConnectivity */

@@ -136,6 +136,8 @@ def rule(name, v):
         "integer": lambda: not isinstance(v, bool) and isinstance(v, int) and INT32[0] <= v <= INT32[1],
         "integer_or_null": lambda: v is None or rule("integer", v) is None,
         "double": lambda: isinstance(v, float),
+        "number": lambda: not isinstance(v, bool) and isinstance(v, (int, float)),  # (Number)
+        "boolean": lambda: isinstance(v, bool),                                     # (Boolean)
         # VdsBrokerObjectsBuilder.assign*Value: assignIntValue takes an Integer or casts
         # (String) (anything else throws); assignDoubleValue a Double or parses a String
         # (an Integer is read as null); assignLongValue an Integer/Long or a String
@@ -349,7 +351,8 @@ def placeholders(d):
     for name in ("spUUID", "sdUUID", "sd2UUID", "imgUUID", "volUUID", "vol2UUID", "img3UUID",
                  "vol3UUID", "img4UUID", "vol4UUID", "img5UUID", "vol5UUID", "connId", "conn2Id",
                  "newVmId", "memDevId", "snapJob", "mergeJob", "sealJob", "jobId", "bmJob1",
-                 "bmJob2", "bmJob3"):
+                 "bmJob2", "bmJob3", "ticketId", "transferId", "nbdServer", "img6UUID",
+                 "vol6UUID", "vol7UUID", "cmJob"):
         ph[name] = str(uuid.uuid4())
     for i, name in ((1, "localPath"), (2, "localPath2")):
         ph[name] = os.path.join(d.tmp, "localfs%d" % i)

@@ -82,6 +82,7 @@ class Daemon:
                "--log-level", self.log_level, "--log-file", "stderr",
                "--libvirt-uri", self.libvirt_uri,
                "--storage-root", os.path.join(self.tmp, "storage"),
+               "--run-dir", os.path.join(self.tmp, "run"),
                "--tls", "on" if self.tls else "off",
                # the image server's fixed default port (54322) would collide
                # between daemons: tests that use it pass --image-port

@@ -363,9 +363,19 @@ static const struct { enum rpc_err e; int code; const char *msg; } codes[] = {
 	{ RPC_E_HOTUNPLUG_NIC, 50, "Failed to hotunplug NIC" },
 	{ RPC_E_UNEXPECTED, 16, "Unexpected exception" },
 	{ RPC_E_GEN_MISMATCH, 911, "The provided generation does not match the actual generation" },
+	{ RPC_E_NOT_IN_CHAIN, 920, "Volume is not part of the chain." },
+	{ RPC_E_WRONG_PARENT, 921, "Wrong parent volume." },
+	{ RPC_E_SHARED_RO, 219, "Shared volume is read only" },
+	{ RPC_E_MERGE_BITMAP, 1621, "Failed to merge bitmaps" },
 	{ RPC_E_ADD_BITMAP, 1620, "Failed to add bitmap" },
 	{ RPC_E_REMOVE_BITMAP, 1622, "Failed to remove bitmap" },
 	{ RPC_E_ST_UNSUPPORTED, 2009, "Unsupported operation" },
+	{ RPC_E_IMAGE_TICKETS, 481, "Cannot communicate with image daemon" },
+	{ RPC_E_IMAGE_DAEMON, 482, "Image daemon request failed" },
+	{ RPC_E_IMAGE_UNSUPPORTED, 483, "Image daemon is unsupported" },
+	{ RPC_E_POOL_NOT_CONN, 313, "Storage pool not connected" },
+	{ RPC_E_BITMAP_CHAIN, 946, "Invalid bitmap chain" },
+	{ RPC_E_NO_BITMAP, 947, "Bitmap does not exist" },
 };
 
 START_TEST(every_error_code)

@@ -8,6 +8,7 @@
 #include "../../vdsmd/virt/virt.h"
 #include "../../vdsmd/storage/storage.h"
 #include "../../vdsmd/net/net.h"
+#include "../../vdsmd/image/image.h"
 
 static int h_ok(struct rpc_call *c)
 {
@@ -123,6 +124,7 @@ START_TEST(daemon_bindings_match_schema)
 	ck_assert_int_eq(rpc_engine_bind(e, virt_bindings, NULL), 0);
 	ck_assert_int_eq(rpc_engine_bind(e, storage_bindings, NULL), 0);
 	ck_assert_int_eq(rpc_engine_bind(e, net_bindings, NULL), 0);
+	ck_assert_int_eq(rpc_engine_bind(e, image_bindings, NULL), 0);
 	char why[256] = "";
 	ck_assert_msg(rpc_engine_seal(e, why, sizeof why) == 0, "seal: %s", why);
 	rpc_engine_free(e);

@@ -49,6 +49,7 @@ START_TEST(every_kind_registered)
 		{ ST_TK_CREATE, "createVolume" },   { ST_TK_DELETE, "deleteVolume" },
 		{ ST_TK_IMAGE_DELETE, "deleteImage" }, { ST_TK_SPM_START, "spmStart" },
 		{ ST_TK_EXTEND, "extendVolumeSize" }, { ST_TK_IMAGE_COPY, "moveImage" },
+		{ ST_TK_PREPARE_MERGE, "prepareMerge" }, { ST_TK_FINALIZE_MERGE, "finalizeMerge" },
 	};
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
 		const struct st_task_op *op = st_task_op_of(S, want[i].kind);
@@ -58,7 +59,7 @@ START_TEST(every_kind_registered)
 		ck_assert_ptr_nonnull(op->run);
 		ck_assert_ptr_nonnull(op->recover);
 	}
-	for (int k = ST_TK_IMAGE_COPY + 1; k < ST_TASK_KINDS; k++)
+	for (int k = ST_TK_FINALIZE_MERGE + 1; k < ST_TASK_KINDS; k++)
 		ck_assert_ptr_null(st_task_op_of(S, k));
 	ck_assert_ptr_null(st_task_op_of(S, -1));
 	ck_assert_ptr_null(st_task_op_of(S, ST_TASK_KINDS));
@@ -128,11 +129,12 @@ START_TEST(crash_steps_belong_to_operations)
 		if (k != ST_TK_IMAGE_DELETE)   /* shares "delete" with ST_TK_DELETE */
 			owned += mine;
 	}
-	/* every step but SDM.copy_data's (a host job) and StoragePool.create's
-	 * (no task) belongs to one registered operation */
+	/* every step but SDM.copy_data's and SDM.merge's (host jobs) and
+	 * StoragePool.create's (no task) belongs to one registered operation */
 	size_t other = 0;
 	for (size_t i = 0; i < st_crash_nsteps; i++)
 		if (strncmp(st_crash_steps[i].name, "copy_data.", 10) == 0 ||
+		    strncmp(st_crash_steps[i].name, "merge.", 6) == 0 ||
 		    strncmp(st_crash_steps[i].name, "pool.", 5) == 0)
 			other++;
 	ck_assert_int_eq(owned + other, st_crash_nsteps);

@@ -451,13 +451,14 @@ void host_caps_ext_encode(const struct host_caps *c, struct vd_writer *w)
 	vw_kstr(w, "reservedMem", "321");
 	vw_kstr(w, "guestOverhead", "65");
 	/* features vdsmd does not implement are reported off, not assumed;
-	 * coldBackupEnabled also needs NBD.start_server of a bitmap */
+	 * cold backup is SDM.add_bitmap + NBD.start_server with a bitmap
+	 * (tests/integration/test_nbd.py) */
 	vw_kbool(w, "hostedEngineDeployed", false);
 	vw_keyz(w, "additionalFeatures");
 	vw_begin_array(w);
 	vw_end_array(w);
 	vw_kbool(w, "backupEnabled", false);
-	vw_kbool(w, "coldBackupEnabled", false);
+	vw_kbool(w, "coldBackupEnabled", true);
 	vw_kbool(w, "clearBitmapsEnabled", true);   /* SDM.clear_bitmaps (st_jobs_bitmap.c) */
 	vw_kbool(w, "cd_change_pdiv", false);
 	vw_kbool(w, "ovnConfigured", false);

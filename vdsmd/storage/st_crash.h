@@ -34,8 +34,15 @@ enum st_crash_op {
 	ST_CO_POOL_CREATE = 1 << 10, /* StoragePool.create over two domains */
 	ST_CO_EXTEND_RAW = 1 << 11,  /* Volume.extendSize of a RAW volume */
 	ST_CO_EXTEND_COW = 1 << 12,  /* Volume.extendSize of a qcow2 leaf */
+	ST_CO_PREP_MERGE_RAW = 1 << 13,  /* prepareMerge, RAW base smaller than top */
+	ST_CO_PREP_MERGE_COW = 1 << 14,  /* prepareMerge, COW base smaller than top */
+	ST_CO_MERGE_JOB = 1 << 15,       /* SDM.merge of an internal volume */
+	ST_CO_FIN_MERGE_INT = 1 << 16,   /* finalizeMerge of an internal volume */
+	ST_CO_FIN_MERGE_LEAF = 1 << 17,  /* finalizeMerge of the leaf */
 };
-#define ST_CO_LAST ST_CO_EXTEND_COW
+#define ST_CO_LAST ST_CO_FIN_MERGE_LEAF
+#define ST_CO_PREP_MERGE (ST_CO_PREP_MERGE_RAW | ST_CO_PREP_MERGE_COW)
+#define ST_CO_FIN_MERGE (ST_CO_FIN_MERGE_INT | ST_CO_FIN_MERGE_LEAF)
 #define ST_CO_CREATE (ST_CO_CREATE_RAW | ST_CO_CREATE_SNAP)
 #define ST_CO_DELETE (ST_CO_VOL_DELETE | ST_CO_IMG_DELETE | ST_CO_VOLS_DELETE)
 #define ST_CO_STRUCT (ST_CO_CLONE | ST_CO_COPY | ST_CO_MOVE)
@@ -86,7 +93,17 @@ enum st_crash_op {
 	X("pool.meta", ST_CO_POOL_CREATE)           /* pool.meta written, intent not cleared */ \
 	/* Volume.extendSize (st_op_extend.c) */ \
 	X("extend.grown", ST_CO_EXTEND_RAW | ST_CO_EXTEND_COW) /* data grown + synced */ \
-	X("extend.meta", ST_CO_EXTEND_RAW | ST_CO_EXTEND_COW)  /* new capacity written */
+	X("extend.meta", ST_CO_EXTEND_RAW | ST_CO_EXTEND_COW)  /* new capacity written */ \
+	/* cold merge (st_op_merge.c, st_jobs_merge.c) */ \
+	X("prepare_merge.record", ST_CO_PREP_MERGE)      /* task record written */ \
+	X("prepare_merge.base-grown", ST_CO_PREP_MERGE_RAW) /* RAW base grown + synced */ \
+	X("prepare_merge.base-capacity", ST_CO_PREP_MERGE) /* base capacity written */ \
+	X("merge.committing", ST_CO_MERGE_JOB)           /* qemu-img commit running */ \
+	X("merge.committed", ST_CO_MERGE_JOB)            /* committed + synced, same generation */ \
+	X("finalize_merge.record", ST_CO_FIN_MERGE)      /* task record written */ \
+	X("finalize_merge.top-illegal", ST_CO_FIN_MERGE) /* top ILLEGAL on disk */ \
+	X("finalize_merge.child-rebased", ST_CO_FIN_MERGE_INT) /* child's qcow2 backing is base */ \
+	X("finalize_merge.child-parent", ST_CO_FIN_MERGE_INT)  /* child's metadata names base */
 
 struct st_crash_step {
 	const char *name;

@@ -111,6 +111,8 @@ int st_run_tool_cb(const struct st_io *io, const char *tool, const char *pkg,
 		   char *const argv[], int datafd, struct vd_buf *output,
 		   void (*cb)(void *ctx, const char *data, size_t n), void *ctx, char *err,
 		   size_t errlen);
+/* The executable name in PATH (a fresh string), or NULL. */
+char *st_find_exe(const char *name);
 /* The same for any tool found in PATH (mount, umount). */
 int st_run_tool(const struct st_io *io, const char *tool, const char *pkg, char *const argv[],
 		int datafd, char *err, size_t errlen);

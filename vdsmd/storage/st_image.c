@@ -147,8 +147,8 @@ static void json_str(struct vd_buf *b, const char *s)
 	buf_append(b, "\"", 1);
 }
 
-char *st_chain_json(struct storage_state *s, const struct st_domain *d, const char *vol,
-		    char *err, size_t errlen)
+static char *chain_json(struct storage_state *s, const struct st_domain *d, const char *vol,
+		       bool top_only, char *err, size_t errlen)
 {
 	enum { MAXDEPTH = 256 };
 	struct lvl {
@@ -164,7 +164,7 @@ char *st_chain_json(struct storage_state *s, const struct st_domain *d, const ch
 		snprintf(lv[n].img, 37, "%s", v->image);
 		snprintf(lv[n].vol, 37, "%s", v->uuid);
 		lv[n++].fmt = v->format;
-		if (v->format != ST_FMT_COW || strcmp(v->parent, ST_BLANK_UUID) == 0)
+		if (top_only || v->format != ST_FMT_COW || strcmp(v->parent, ST_BLANK_UUID) == 0)
 			break;
 		v = map_get(&d->volumes, v->parent);
 		broken = !v;
@@ -202,4 +202,16 @@ char *st_chain_json(struct storage_state *s, const struct st_domain *d, const ch
 done:
 	free(lv);
 	return out;
+}
+
+char *st_chain_json(struct storage_state *s, const struct st_domain *d, const char *vol,
+		    char *err, size_t errlen)
+{
+	return chain_json(s, d, vol, false, err, errlen);
+}
+
+char *st_chain_json_top(struct storage_state *s, const struct st_domain *d, const char *vol,
+			char *err, size_t errlen)
+{
+	return chain_json(s, d, vol, true, err, errlen);
 }

@@ -72,7 +72,7 @@ void st_job_child(void *ctx, pid_t pid)
 }
 
 /* qemu-img -p prints "    (12.34/100%)\r". */
-static void on_output(void *ctx, const char *data, size_t n)
+void st_job_output(void *ctx, const char *data, size_t n)
 {
 	struct st_job *j = ctx;
 	for (size_t i = 0; i + 1 < n; i++) {
@@ -169,7 +169,7 @@ static void *copy_main(void *arg)
 #ifdef VD_TEST_HOOKS
 	io.crash_step = "copy_data.converting";
 #endif
-	rc = st_run_tool_cb(&io, "qemu-img", "qemu-utils", argv, fd, NULL, on_output, j,
+	rc = st_run_tool_cb(&io, "qemu-img", "qemu-utils", argv, fd, NULL, st_job_output, j,
 			    err, sizeof(err));
 	if (rc == 0 && fsync(fd) < 0) {
 		rc = -errno;

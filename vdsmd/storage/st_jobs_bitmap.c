@@ -35,7 +35,7 @@ static const char *kind_name(enum st_job_kind k)
 	case ST_JOB_ADD_BITMAP: return "add_bitmap";
 	case ST_JOB_REMOVE_BITMAP: return "remove_bitmap";
 	case ST_JOB_CLEAR_BITMAPS: return "clear_bitmaps";
-	case ST_JOB_COPY: break;
+	case ST_JOB_COPY: case ST_JOB_MERGE: break;
 	}
 	return "copy_data";
 }

@@ -49,6 +49,7 @@ struct storage_state *st_open(const char *root_cfg, char *why, size_t whylen)
 	map_init(&s->domains);
 	map_init(&s->tasks);
 	map_init(&s->jobs);
+	map_init(&s->nbd);
 	s->monitor_interval_ms = 10000;
 	st_ops_register(s);
 
@@ -98,6 +99,7 @@ void st_close(struct storage_state *s)
 	st_stop_monitor(s);
 	st_stop_workers(s);
 	st_jobs_stop(s);
+	st_nbd_stop_all(s);
 	st_spm_release(s);
 	for (struct st_map_ent *e = map_first(&s->domains); e; e = map_next(&s->domains, e))
 		dom_free(map_val(e));
@@ -108,6 +110,8 @@ void st_close(struct storage_state *s)
 		free(map_val(e));
 	map_free(&s->jobs);
 	map_free(&s->tasks);
+	map_free(&s->nbd);
+	free(s->run_dir);
 	pthread_mutex_destroy(&s->lock);
 	pthread_mutex_destroy(&s->reg_lock);
 	pthread_cond_destroy(&s->task_cond);

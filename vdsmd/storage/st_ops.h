@@ -1,7 +1,7 @@
 /* vdsmd/storage/st_ops.h - the operations of the storage backend, what the
  * verbs call: each long one a file that registers its task descriptor
  * (st_op_create.c, st_op_delete.c, st_op_extend.c, st_op_spmstart.c,
- * st_imgcopy.c; the table: st_optable.c), and the domain, pool, SPM,
+ * st_op_merge.c, st_imgcopy.c; the table: st_optable.c), and the domain, pool, SPM,
  * connection, image and host-job operations.  Built on st_state.h. */
 #ifndef VD_VDSMD_STORAGE_ST_OPS_H
 #define VD_VDSMD_STORAGE_ST_OPS_H
@@ -12,7 +12,7 @@
  * task engine knows none of them: each operation registers its descriptor
  * (struct st_task_op) under its kind, st_ops_register. */
 enum st_task_kind { ST_TK_CREATE, ST_TK_DELETE, ST_TK_IMAGE_DELETE, ST_TK_SPM_START,
-		    ST_TK_EXTEND, ST_TK_IMAGE_COPY };
+		    ST_TK_EXTEND, ST_TK_IMAGE_COPY, ST_TK_PREPARE_MERGE, ST_TK_FINALIZE_MERGE };
 /* st_optable.c: register every operation (st_open, before the records are
  * read). */
 void st_ops_register(struct storage_state *s);
@@ -21,7 +21,8 @@ void st_ops_register(struct storage_state *s);
 
 /* Their descriptors (st_optable.c registers them). */
 extern const struct st_task_op st_op_create, st_op_delete, st_op_image_delete,
-	st_op_spm_start, st_op_extend, st_op_image_copy;
+	st_op_spm_start, st_op_extend, st_op_image_copy, st_op_prepare_merge,
+	st_op_finalize_merge;
 /* recover: the task's domain (t->sd), or NULL with t failed "storage domain
  * ... is not available" (code 100). */
 struct st_domain *st_op_recover_domain(struct storage_state *s, struct st_task *t);
@@ -64,6 +65,32 @@ int st_volume_set_description(struct storage_state *s, const char *sd, const cha
  * frees it with free()). */
 int st_volume_info(struct storage_state *s, const char *sd, const char *img, const char *vol,
 		   struct st_volume *out, struct st_err *e);
+
+/* ---- cold merge (st_op_merge.c: the SPM tasks; st_jobs_merge.c: the job) -- */
+
+/* VDSM's SubchainInfo: top and its parent base in image img of domain sd;
+ * base_gen < 0 when not given. */
+struct st_subchain {
+	char sd[37], img[37], top[37], base[37];
+	int64_t base_gen;
+};
+/* Caller holds s->lock: VDSM's SubchainInfo.validate on the image's chain
+ * (leaf down to its base, plus a template it is cloned from): base and top
+ * in it (920), top's parent is base (921), neither a template's shared
+ * volume (219); unknown domain 358, image 268.  *child is the volume
+ * backed by top (NULL: top is the leaf). */
+int st_subchain_check(struct storage_state *s, const struct st_subchain *sc,
+		      struct st_domain **dp, struct st_volume **top, struct st_volume **base,
+		      struct st_volume **child, struct st_err *e);
+/* StoragePool.prepareMerge / finalizeMerge: queue the SPM task (sp blank:
+ * any pool, else the domain must be attached to sp). */
+int st_merge_prepare(struct storage_state *s, const char *sp, const struct st_subchain *sc,
+		     char task_id[37], struct st_err *e);
+int st_merge_finalize(struct storage_state *s, const char *sp, const struct st_subchain *sc,
+		      char task_id[37], struct st_err *e);
+/* SDM.merge: start the host job (qemu-img commit of top into base). */
+int st_merge_job(struct storage_state *s, const char *job_id, const struct st_subchain *sc,
+		 bool merge_bitmaps, struct st_err *e);
 
 /* ---- storage server connections (st_conn.c) ------------------------------ */
 
@@ -209,7 +236,8 @@ struct st_job_info {
 	char desc[160];
 };
 
-enum st_job_kind { ST_JOB_COPY, ST_JOB_ADD_BITMAP, ST_JOB_REMOVE_BITMAP, ST_JOB_CLEAR_BITMAPS };
+enum st_job_kind { ST_JOB_COPY, ST_JOB_ADD_BITMAP, ST_JOB_REMOVE_BITMAP, ST_JOB_CLEAR_BITMAPS,
+		   ST_JOB_MERGE };
 #define ST_BITMAP_NAME_MAX 1023   /* qemu's limit on a persistent bitmap's name */
 
 struct st_job {
@@ -218,6 +246,7 @@ struct st_job {
 	char src[3][37], dst[3][37];   /* sd, img, vol (bitmap jobs: src only) */
 	int64_t gen;               /* bitmap jobs: vol_info.generation, -1 if not given */
 	char bitmap[ST_BITMAP_NAME_MAX + 1];
+	bool merge_bitmaps;        /* SDM.merge */
 	/* stopping it (under s->lock but abort, an atomic flag) */
 	bool abort;
 	char abort_why[64];
@@ -238,6 +267,8 @@ int st_copy_data(struct storage_state *s, const char *job_id, const char *const 
 void st_job_publish(struct storage_state *s, struct st_job *j);
 bool st_job_stopped(void *ctx, char *why, size_t len);
 void st_job_child(void *ctx, pid_t pid);
+/* st_run_tool_cb output callback of a job's qemu-img -p: its progress. */
+void st_job_output(void *ctx, const char *data, size_t n);
 int st_job_admit(struct storage_state *s, const char *job_id, struct st_err *e);
 /* A job record for job_id (PENDING, kind, s; the caller fills the rest). */
 struct st_job *st_job_new(struct storage_state *s, const char *job_id, enum st_job_kind kind);
@@ -256,6 +287,25 @@ int st_bitmap_job(struct storage_state *s, enum st_job_kind kind, const char *jo
 int st_job_abort(struct storage_state *s, const char *id, struct st_err *e);
 /* Shutdown: abort every job and join its thread. */
 void st_jobs_stop(struct storage_state *s);
+
+/* ---- NBD servers (st_nbd.c) ----------------------------------------------- */
+
+/* NBD.start_server's config (VDSM's NBDServerConfig); bitmap NULL: none. */
+struct st_nbd_cfg {
+	const char *sd, *img, *vol;
+	bool readonly, discard, detect_zeroes, backing_chain;
+	const char *bitmap;
+};
+/* Export the volume with qemu-nbd on <run_dir>/nbd/<id>.sock; answers once
+ * the socket accepts connections.  *url: "nbd:unix:<socket>" (owned by the
+ * caller).  Blocks (qemu-img info, the wait): a worker thread. */
+int st_nbd_start(struct storage_state *s, const char *id, const struct st_nbd_cfg *cfg,
+		 char **url, struct st_err *e);
+/* Terminate the server and wait (bounded), remove its socket.  An unknown
+ * id succeeds (VDSM).  Blocks. */
+int st_nbd_stop(struct storage_state *s, const char *id, struct st_err *e);
+/* Shutdown: stop every server (st_close). */
+void st_nbd_stop_all(struct storage_state *s);
 
 /* ---- images (st_image.c) -------------------------------------------------- */
 
@@ -284,6 +334,9 @@ int st_image_check(struct storage_state *s, const char *sd, const char *sp, cons
  * checked (st_vol_stat).  NULL with err filled.  Caller holds no lock. */
 char *st_chain_json(struct storage_state *s, const struct st_domain *d, const char *vol,
 		    char *err, size_t errlen);
+/* The same for the volume alone (its backing null): NBD's backing_chain=false. */
+char *st_chain_json_top(struct storage_state *s, const struct st_domain *d, const char *vol,
+			char *err, size_t errlen);
 
 /* ---- image copy between domains (st_imgcopy.c) -------------------------- */
 
@@ -345,6 +398,8 @@ int st_volume_measure(struct storage_state *s, const char *sd, const char *img, 
 /* qemu-img info on the volume's checked path. */
 int st_volume_qemu_info(struct storage_state *s, const char *sd, const char *img,
 			const char *vol, struct st_qinfo *out, struct st_err *e);
+/* The same on a path the caller checked (a volume its job holds busy). */
+int st_qemu_info_path(const char *path, struct st_qinfo *out, struct st_err *e);
 /* ---- domains and the pool (st_sdcreate.c, st_pool.c, st_pool_ops.c, st_poolrec.c) */
 
 int st_domain_create(struct storage_state *s, const char *sd, int type, const char *type_args,

@@ -14,6 +14,8 @@ void st_ops_register(struct storage_state *s)
 		&st_op_spm_start,    /* st_op_spmstart.c */
 		&st_op_extend,       /* st_op_extend.c */
 		&st_op_image_copy,   /* st_imgcopy.c */
+		&st_op_prepare_merge,   /* st_op_merge.c */
+		&st_op_finalize_merge,  /* st_op_merge.c */
 	};
 	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)
 		st_task_register(s, table[i]);

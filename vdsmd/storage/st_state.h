@@ -15,6 +15,7 @@
 
 enum { ST_SPM_FREE, ST_SPM_CONTEND, ST_SPM_SPM };
 struct st_job_info;
+struct st_nbd;
 
 /* ---- the state ---------------------------------------------------------- */
 
@@ -67,6 +68,10 @@ struct storage_state {
 	uint64_t monitor_rounds;
 	struct st_map jobs;        /* job id -> st_job (SDM.copy_data, SDM bitmap jobs) */
 	void (*notify_job)(void *ctx, const struct st_job_info *info);
+	/* NBD servers (st_nbd.c), under lock */
+	char *run_dir;             /* sockets in <run_dir>/nbd/; NULL: /run/vdsmd */
+	struct st_map nbd;         /* server_id -> st_nbd */
+	struct st_nbd *nbd_dead;   /* exited on their own, not joined yet */
 	/* task state change hook (events); called without s->lock held */
 	void (*notify)(void *ctx, const struct st_task_status *st);
 	void *notify_ctx;

@@ -94,6 +94,13 @@ int vh_sdm_copy_data(struct rpc_call *c);
 int vh_sdm_add_bitmap(struct rpc_call *c);
 int vh_sdm_remove_bitmap(struct rpc_call *c);
 int vh_sdm_clear_bitmaps(struct rpc_call *c);
+/* st_verbs_nbd.c: NBD.* */
+int vh_nbd_start_server(struct rpc_call *c);
+int vh_nbd_stop_server(struct rpc_call *c);
+/* st_verbs_merge.c: cold merge */
+int vh_sp_prepare_merge(struct rpc_call *c);
+int vh_sp_finalize_merge(struct rpc_call *c);
+int vh_sdm_merge(struct rpc_call *c);
 /* The storage jobs as members of Host.getJobs' map (storage_write_job_members). */
 void st_write_jobs(struct storage_state *s, struct vd_writer *w, const char *type,
 		   const struct vd_value *ids);

@@ -87,17 +87,17 @@ static int64_t get_int(const struct vd_value *v)
 	return v && v->type == VD_INT ? v->v.i : 0;
 }
 
-/* qemu-img <argv> on the volume's checked path (argv's NULL slot at
- * path_at is filled), its JSON output in *b (the caller frees it after the
- * tree: strings point into it) parsed into *root (arena a). */
+/* qemu-img <argv> on the volume's checked path (or path, when given; argv's
+ * NULL slot at path_at is filled), its JSON output in *b (the caller frees
+ * it after the tree: strings point into it) parsed into *root (arena a). */
 static int qemu_json(struct storage_state *s, const char *sd, const char *img, const char *vol,
-		     char **argv, int path_at, struct vd_arena *a, struct vd_buf *b,
-		     struct vd_value **root, struct st_err *e)
+		     const char *path, char **argv, int path_at, struct vd_arena *a,
+		     struct vd_buf *b, struct vd_value **root, struct st_err *e)
 {
-	struct st_chain c;
-	if (st_image_prepare2(s, sd, NULL, img, vol, true, &c, e) < 0)
+	struct st_chain c = { 0 };
+	if (!path && st_image_prepare2(s, sd, NULL, img, vol, true, &c, e) < 0)
 		return -1;
-	argv[path_at] = c.paths[0];
+	argv[path_at] = path ? (char *)path : c.paths[0];
 	char err[512];
 	int rc = st_run_tool_out(NULL, "qemu-img", "qemu-utils", argv, -1, b, err, sizeof(err));
 	st_chain_free(&c);
@@ -123,7 +123,7 @@ int st_volume_measure(struct storage_state *s, const char *sd, const char *img, 
 	arena_init(&a, 4096);
 	struct vd_value *root = NULL;
 	struct vd_buf b = VD_BUF_INIT;
-	int rc = qemu_json(s, sd, img, vol, argv, 6, &a, &b, &root, e);
+	int rc = qemu_json(s, sd, img, vol, NULL, argv, 6, &a, &b, &root, e);
 	if (rc == 0) {
 		*required = get_int(vd_obj_get(root, "required"));
 		if (*required <= 0)
@@ -169,8 +169,8 @@ static void read_bitmaps(const struct vd_value *list, struct st_qinfo *out)
 	}
 }
 
-int st_volume_qemu_info(struct storage_state *s, const char *sd, const char *img,
-			const char *vol, struct st_qinfo *out, struct st_err *e)
+static int qinfo(struct storage_state *s, const char *sd, const char *img, const char *vol,
+		 const char *path, struct st_qinfo *out, struct st_err *e)
 {
 	memset(out, 0, sizeof(*out));
 	char *argv[] = { (char *)"qemu-img", (char *)"info", (char *)"--output=json", (char *)"-U",
@@ -179,7 +179,7 @@ int st_volume_qemu_info(struct storage_state *s, const char *sd, const char *img
 	arena_init(&a, 4096);
 	struct vd_value *root = NULL;
 	struct vd_buf b = VD_BUF_INIT;
-	if (qemu_json(s, sd, img, vol, argv, 4, &a, &b, &root, e) < 0) {
+	if (qemu_json(s, sd, img, vol, path, argv, 4, &a, &b, &root, e) < 0) {
 		arena_free(&a);
 		buf_free(&b);
 		return -1;
@@ -199,3 +199,13 @@ int st_volume_qemu_info(struct storage_state *s, const char *sd, const char *img
 	return 0;
 }
 
+int st_volume_qemu_info(struct storage_state *s, const char *sd, const char *img,
+			const char *vol, struct st_qinfo *out, struct st_err *e)
+{
+	return qinfo(s, sd, img, vol, NULL, out, e);
+}
+
+int st_qemu_info_path(const char *path, struct st_qinfo *out, struct st_err *e)
+{
+	return qinfo(NULL, NULL, NULL, NULL, path, out, e);
+}

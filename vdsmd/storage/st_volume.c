@@ -256,7 +256,7 @@ static int preallocate(const struct st_vol_spec *sp, const struct st_io *io, int
  * owner (a task, a job) kills it when the work is stopped; the thread that
  * spawned it always reaps it.  Output goes to a pipe (first 512 bytes kept
  * for the error message). */
-static char *find_exe(const char *name)
+char *st_find_exe(const char *name)
 {
 	const char *path = getenv("PATH");
 	if (!path || !*path)
@@ -305,7 +305,7 @@ int st_run_tool_cb(const struct st_io *io, const char *tool, const char *pkg,
 		   void (*cb)(void *ctx, const char *data, size_t n), void *ctx, char *err,
 		   size_t errlen)
 {
-	char *exe = find_exe(tool);
+	char *exe = st_find_exe(tool);
 	if (!exe) {
 		snprintf(err, errlen, "%s not found in PATH (install %s)", tool, pkg);
 		return -ENOENT;

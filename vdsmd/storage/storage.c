@@ -69,6 +69,7 @@ int storage_init(struct vdsmd *d)
 		st_close(s);
 		return VD_EIO;
 	}
+	s->run_dir = xstrdup(d->cfg.run_dir && *d->cfg.run_dir ? d->cfg.run_dir : "/run/vdsmd");
 	d->storage = s;
 	log_info("storage: %zu domain(s), %zu task record(s) under %s%s", s->domains.n,
 		 s->tasks.n, root, s->scan_removed || s->tasks_aborted ? " (leftovers reconciled)" : "");
@@ -205,6 +206,8 @@ const struct rpc_binding storage_bindings[] = {
 	{ "SDM.add_bitmap", vh_sdm_add_bitmap },
 	{ "SDM.remove_bitmap", vh_sdm_remove_bitmap },
 	{ "SDM.clear_bitmaps", vh_sdm_clear_bitmaps },
+	{ "NBD.start_server", vh_nbd_start_server },
+	{ "NBD.stop_server", vh_nbd_stop_server },
 	{ "Task.revert", vh_task_revert },
 	{ "Image.prepare", vh_img_prepare },
 	{ "Image.teardown", vh_img_teardown },
@@ -228,5 +231,8 @@ const struct rpc_binding storage_bindings[] = {
 	{ "StoragePool.spmStart", vh_sp_spm_start },
 	{ "StoragePool.spmStop", vh_sp_spm_stop },
 	{ "StoragePool.disconnectStorageServer", vh_sp_disconnect_server },
+	{ "StoragePool.prepareMerge", vh_sp_prepare_merge },
+	{ "StoragePool.finalizeMerge", vh_sp_finalize_merge },
+	{ "SDM.merge", vh_sdm_merge },
 	{ NULL, NULL },
 };
