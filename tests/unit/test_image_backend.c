@@ -24,13 +24,13 @@
  * in the runner process (an unchecked fixture), so that a failed test, which
  * ends its forked child, still leaves nothing behind. */
 static const char *const bases[] = { "/tmp", "/dev/shm" };
-static int nbases;
+static int nbases; /* 1 or 2 (VD_ARRAY_SIZE(bases)) */
 static char tmps[2][PATH_MAX], roots[2][PATH_MAX];
 static const char *tmp, *root; /* the pair a test uses (use()) */
 
 static void setup(void)
 {
-	for (int i = 0; i < nbases; i++) {
+	for (int i = 0; i < nbases && i < (int)VD_ARRAY_SIZE(bases); i++) {
 		ck_assert_int_lt(snprintf(tmps[i], sizeof(tmps[i]), "%s/vd-imgbe-XXXXXX", bases[i]),
 				 (int)sizeof(tmps[i]));
 		ck_assert_ptr_nonnull(mkdtemp(tmps[i]));
@@ -42,7 +42,7 @@ static void setup(void)
 
 static void teardown(void)
 {
-	for (int i = 0; i < nbases; i++) {
+	for (int i = 0; i < nbases && i < (int)VD_ARRAY_SIZE(bases); i++) {
 		char cmd[PATH_MAX + 16];
 		if (!tmps[i][0])
 			continue;
