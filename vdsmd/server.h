@@ -96,6 +96,7 @@ struct vd_server {
 	struct stomp_broker *broker;
 	struct ssl_ctx_st *tls;
 	struct ssl_ctx_st *peer_tls;   /* client side, for peer hosts (tls on) */
+	struct ssl_ctx_st *image_tls;  /* the image port's (tls on, image_port set) */
 	struct vd_conn *conns;      /* doubly-linked list of live connections */
 	struct vd_conn *dead;       /* closed, waiting to be freed */
 	unsigned nconns;

@@ -138,7 +138,8 @@ static int authorize(struct conn *k, const char *id, unsigned op, uint64_t offse
 	}
 	k->ref = r;
 	snprintf(k->ref_id, sizeof(k->ref_id), "%s", id);
-	struct img_backend_opts o = { .root = k->h->root,
+	struct img_backend_opts o = { .root = k->h->root, .allowed = k->h->path_allowed,
+				      .allowed_ctx = k->h->path_ctx,
 				      .writable = (ticket_ref_ops(r) & TICKET_OP_WRITE) != 0 };
 	int rc = img_backend_open(ticket_ref_url(r), &o, &k->be);
 	if (rc != 0) {
@@ -259,13 +260,15 @@ static int do_get(struct conn *k, const struct img_http_req *q)
 			off = size - len;
 		} else {
 			off = q->range.first;
-			uint64_t last = q->range.has_last ? q->range.last : (size ? size - 1 : 0);
-			if (last >= size && size)
-				last = size - 1;
-			len = off < size && last >= off ? last - off + 1 : 0;
 			if (off >= size)
 				return send_error(k, IMG_HTTP_RANGE_NOT_SATISFIABLE,
 						  "Requested range not satisfiable", size);
+			/* past the ticket's size: refused below (416); past the
+			 * image's end within the ticket: cut at the end */
+			uint64_t last = q->range.has_last ? q->range.last : size - 1;
+			if (last >= size && last < tsize)
+				last = size - 1;
+			len = last - off + 1;
 		}
 	}
 	if ((rc = authorize(k, q->ticket_id, TICKET_OP_READ, off, len)))

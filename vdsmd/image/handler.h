@@ -28,6 +28,7 @@
 #define VD_IMAGE_HANDLER_H
 
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 struct io_conn;
@@ -48,7 +49,9 @@ struct image_counters {
 
 struct image_handler {
 	struct ticket_table *tickets;
-	const char *root;           /* file: urls must resolve beneath it */
+	const char *root;           /* file: urls must resolve beneath it, */
+	bool (*path_allowed)(void *ctx, const char *real);  /* or be allowed here */
+	void *path_ctx;
 	const char *unix_socket;    /* what OPTIONS reports (NULL: none) */
 	unsigned timeout_ms;        /* waiting for a request or its next bytes */
 	struct image_counters n;
