@@ -131,6 +131,18 @@ static const struct key keys[] = {
 	  "run as this user: root privileges are dropped once the port is bound and the log and TLS files are open (empty: keep the starting user)" },
 	{ "allow_plaintext", K_BOOL, OFF(allow_plaintext), "no", 0, 0,
 	  "allow tls = off on a non-loopback listen address (logged as a warning)" },
+	{ "image_port", K_UINT, OFF(image_port), "54322", 0, 65535,
+	  "image server (ovirt-imageio's HTTP API for disk upload and download) on the listen "
+	  "address: TLS with cert_file and key_file when tls is on, no client certificate asked "
+	  "(the ticket id is the credential); 0: off" },
+	{ "image_socket", K_STR, OFF(image_socket), "", 0, 0,
+	  "image server: also listen on this unix socket, plain HTTP, for clients on the host "
+	  "(empty: none)" },
+	{ "image_max_connections", K_UINT, OFF(image_max_connections), "64", 1, 4096,
+	  "image server: connections open at once (one thread each); past it new ones are closed" },
+	{ "image_timeout", K_UINT, OFF(image_timeout), "60", 1, 86400,
+	  "image server: seconds a connection may wait for a request or for the next bytes of "
+	  "one before it is closed" },
 };
 
 static void *field(struct vd_config *cfg, const struct key *k)

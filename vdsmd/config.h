@@ -62,6 +62,11 @@ struct vd_config {
 	/* security (issue 8) */
 	char *user;                 /* "": keep the starting user; else drop to it */
 	bool allow_plaintext;       /* tls off on a non-loopback address (warned) */
+	/* image server (issue 28, vdsmd/image/) */
+	unsigned image_port;        /* 54322; 0 = off */
+	char *image_socket;         /* "" = no unix socket */
+	unsigned image_max_connections; /* 64 */
+	unsigned image_timeout;     /* seconds, 60 */
 	/* where the file came from, for messages */
 	char *config_file;
 };

@@ -119,6 +119,12 @@ static int virt_prepare_image(void *ctx, const char *pool, const char *domain,
 
 /* virt's VM.diskSizeExtend interface (a worker): a volume's sizes, and the
  * capacity a running VM's disk was resized to. */
+/* image/'s file: urls: volume files of the domains storage knows. */
+static bool image_path_allowed(void *ctx, const char *real)
+{
+	return storage_path_is_volume(ctx, real);
+}
+
 static int virt_volume_size(void *ctx, const char *domain, const char *image,
 			    const char *volume, struct virt_volsize *out, char *why, size_t whylen)
 {
@@ -224,10 +230,10 @@ int daemon_init(struct vdsmd *d, char *why, size_t whylen)
 		snprintf(why, whylen, "net: %s", vd_strerror(rc));
 		return rc;
 	}
-	if ((rc = image_init(d))) {
-		snprintf(why, whylen, "image: %s", vd_strerror(rc));
+	const struct image_deps ideps = { .tls = d->srv ? d->srv->image_tls : NULL,
+					  .path_allowed = image_path_allowed, .ctx = d };
+	if ((rc = image_init(d, &ideps, why, whylen)))
 		return rc;
-	}
 	const struct virt_deps deps = { .prepare_image = virt_prepare_image, .prepare_ctx = d,
 					.volume_size = virt_volume_size,
 					.set_capacity = virt_set_capacity,

@@ -10,6 +10,7 @@
 #include "../rpc/rpc.h"
 #include "pool.h"
 #include "broker.h"
+#include "image/image.h"
 
 static void metric(struct vd_buf *o, const char *name, const char *type, const char *help,
 		   uint64_t v)
@@ -127,4 +128,5 @@ void metrics_format(struct vd_server *s, struct vd_buf *o)
 		broker_metrics_format(d->broker, o);
 	if (d->rpc)
 		rpc_metrics_format(d->rpc, o);
+	image_metrics_write(d, o);
 }

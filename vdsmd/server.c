@@ -538,6 +538,8 @@ int server_listen(struct vdsmd *d, char *why, size_t whylen)
 		int rc = tls_ctx_new(&d->cfg, &s->tls, why, whylen);
 		if (!rc)
 			rc = tls_peer_ctx_new(&d->cfg, &s->peer_tls, why, whylen);
+		if (!rc && d->cfg.image_port)
+			rc = tls_image_ctx_new(&d->cfg, &s->image_tls, why, whylen);
 		if (rc)
 			return rc;
 	}
@@ -635,6 +637,8 @@ void server_free(struct vd_server *s)
 		tls_ctx_free(s->tls);
 	if (s->peer_tls)
 		tls_ctx_free(s->peer_tls);
+	if (s->image_tls)
+		tls_ctx_free(s->image_tls);
 	free(s->rbuf);
 	s->d->srv = NULL;
 	free(s);

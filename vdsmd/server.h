@@ -96,6 +96,7 @@ struct vd_server {
 	struct stomp_broker *broker;
 	struct ssl_ctx_st *tls;
 	struct ssl_ctx_st *peer_tls;   /* client side, for peer hosts (tls on) */
+	struct ssl_ctx_st *image_tls;  /* the image port's (tls on, image_port set) */
 	struct vd_conn *conns;      /* doubly-linked list of live connections */
 	struct vd_conn *dead;       /* closed, waiting to be freed */
 	unsigned nconns;
@@ -309,6 +310,10 @@ void guard_pause_accept(struct vd_server *s, int err);
 /* Build the server context from cfg (key, cert, CA); names a missing or
  * unreadable file in why. */
 int tls_ctx_new(const struct vd_config *cfg, struct ssl_ctx_st **out, char *why, size_t whylen);
+/* The image port's context: the same certificate and key, no client
+ * certificate asked for (ca_file is not read). */
+int tls_image_ctx_new(const struct vd_config *cfg, struct ssl_ctx_st **out, char *why,
+		      size_t whylen);
 /* The client context for calls to peer hosts (VM.migrationCreate on the
  * destination): this host's certificate and key, the peer's certificate
  * must chain to ca_file (no host name check, as VDSM). */

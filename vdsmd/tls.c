@@ -42,12 +42,16 @@ static void ssl_reason(char *out, size_t n)
 	ERR_clear_error();
 }
 
-int tls_ctx_new(const struct vd_config *cfg, struct ssl_ctx_st **out, char *why, size_t whylen)
+/* The server context: the host's certificate and key; with client_ca, a
+ * client certificate chaining to ca_file is required (the main port), else
+ * none is asked for (the image port: the ticket id is the credential). */
+static int server_ctx_new(const struct vd_config *cfg, bool client_ca, struct ssl_ctx_st **out,
+			  char *why, size_t whylen)
 {
 	int rc;
 	if ((rc = check_file("key_file", cfg->key_file, why, whylen)) ||
 	    (rc = check_file("cert_file", cfg->cert_file, why, whylen)) ||
-	    (rc = check_file("ca_file", cfg->ca_file, why, whylen)))
+	    (client_ca && (rc = check_file("ca_file", cfg->ca_file, why, whylen))))
 		return rc;
 	SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
 	char r[256];
@@ -75,7 +79,7 @@ int tls_ctx_new(const struct vd_config *cfg, struct ssl_ctx_st **out, char *why,
 		what = "key_file"; file = cfg->key_file;
 	} else if (SSL_CTX_check_private_key(ctx) != 1) {
 		what = "key_file (does not match cert_file)"; file = cfg->key_file;
-	} else if (SSL_CTX_load_verify_locations(ctx, cfg->ca_file, NULL) != 1) {
+	} else if (client_ca && SSL_CTX_load_verify_locations(ctx, cfg->ca_file, NULL) != 1) {
 		what = "ca_file"; file = cfg->ca_file;
 	}
 	if (what) {
@@ -84,12 +88,27 @@ int tls_ctx_new(const struct vd_config *cfg, struct ssl_ctx_st **out, char *why,
 		SSL_CTX_free(ctx);
 		return VD_EINVAL;
 	}
-	STACK_OF(X509_NAME) *names = SSL_load_client_CA_file(cfg->ca_file);
-	if (names)
-		SSL_CTX_set_client_CA_list(ctx, names);
-	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, NULL);
+	if (client_ca) {
+		STACK_OF(X509_NAME) *names = SSL_load_client_CA_file(cfg->ca_file);
+		if (names)
+			SSL_CTX_set_client_CA_list(ctx, names);
+		SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, NULL);
+	} else {
+		SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, NULL);
+	}
 	*out = ctx;
 	return 0;
+}
+
+int tls_ctx_new(const struct vd_config *cfg, struct ssl_ctx_st **out, char *why, size_t whylen)
+{
+	return server_ctx_new(cfg, true, out, why, whylen);
+}
+
+int tls_image_ctx_new(const struct vd_config *cfg, struct ssl_ctx_st **out, char *why,
+		      size_t whylen)
+{
+	return server_ctx_new(cfg, false, out, why, whylen);
 }
 
 int tls_peer_ctx_new(const struct vd_config *cfg, struct ssl_ctx_st **out, char *why,

@@ -83,7 +83,10 @@ class Daemon:
                "--libvirt-uri", self.libvirt_uri,
                "--storage-root", os.path.join(self.tmp, "storage"),
                "--run-dir", os.path.join(self.tmp, "run"),
-               "--tls", "on" if self.tls else "off"]
+               "--tls", "on" if self.tls else "off",
+               # the image server's fixed default port (54322) would collide
+               # between daemons: tests that use it pass --image-port
+               "--image-port", "0"]
         if self.tls:
             p = self.pki
             cmd += ["--cert-file", os.path.join(p, "server.crt"),

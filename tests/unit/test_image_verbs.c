@@ -18,6 +18,7 @@
 #define TK "5a8b0c4e-3f21-4d7a-9b6e-1c2d3e4f5a6b"
 
 static struct vdsmd D;
+static char why_[256];
 static struct rpc_engine *E;
 static const struct vd_codec *J;
 static struct vd_arena A;
@@ -118,7 +119,7 @@ END_TEST
 
 START_TEST(engine_flow)
 {
-	ck_assert_int_eq(image_init(&D), 0);
+	ck_assert_int_eq(image_init(&D, NULL, why_, sizeof(why_)), 0);
 	const struct vd_value *r = ok("Host.add_image_ticket", "{\"ticket\":" TICKET("[\"write\"]") "}");
 	ck_assert(r->type == VD_BOOL && r->v.b);
 	r = ok("Host.get_image_ticket", "{\"uuid\":\"" TK "\"}");
@@ -149,7 +150,7 @@ END_TEST
 
 START_TEST(refusals_are_482)
 {
-	ck_assert_int_eq(image_init(&D), 0);
+	ck_assert_int_eq(image_init(&D, NULL, why_, sizeof(why_)), 0);
 	ck_assert_int_eq(err("Host.add_image_ticket", "[" TICKET("[\"delete\"]") "]",
 			     "status=400, reason=Bad Request, error=Invalid ticket: Invalid value "
 			     "for 'ops'"), 482);
@@ -168,7 +169,7 @@ END_TEST
 
 START_TEST(full_table_is_482)
 {
-	ck_assert_int_eq(image_init(&D), 0);
+	ck_assert_int_eq(image_init(&D, NULL, why_, sizeof(why_)), 0);
 	char p[512];
 	for (int i = 0; i <= IMAGE_TICKETS_MAX; i++) {
 		snprintf(p, sizeof p, "[{\"uuid\":\"00000000-0000-0000-0000-%012d\",\"size\":1,"

@@ -49,7 +49,10 @@ int img_extents_add(struct img_extents *e, uint64_t start, uint64_t length, bool
 		    bool dirty);
 
 struct img_backend_opts {
-	const char *root;        /* the url's path must resolve beneath it */
+	const char *root;        /* the url's path must resolve beneath it, */
+	/* or, when set, be a path this says yes to (the resolved path) */
+	bool (*allowed)(void *ctx, const char *real);
+	void *allowed_ctx;
 	bool writable;           /* the ticket has "write" in ops */
 	unsigned max_connections;/* readers (and writers where allowed); 0: 8 */
 };

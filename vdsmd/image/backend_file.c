@@ -303,7 +303,7 @@ int img_backend_file_open(const char *url, const struct img_backend_opts *opts,
 			  struct img_backend **out)
 {
 	*out = NULL;
-	if (!opts->root || opts->root[0] != '/')
+	if ((!opts->root || opts->root[0] != '/') && !opts->allowed)
 		return VD_EINVAL;
 	if (strncmp(url, "file://", 7) != 0)
 		return VD_EINVAL;
@@ -315,11 +315,14 @@ int img_backend_file_open(const char *url, const struct img_backend_opts *opts,
 	if (has_dot_component(path))
 		return VD_EPERM;
 	char root[PATH_MAX], real[PATH_MAX];
-	if (!realpath(opts->root, root))
-		return errno == ENOENT ? VD_ENOENT : VD_EIO;
 	if (!realpath(path, real))
 		return errno == ENOENT || errno == ENOTDIR ? VD_ENOENT : VD_EPERM;
-	if (!beneath(real, root))
+	bool ok = false;
+	if (opts->root && opts->root[0] == '/' && realpath(opts->root, root))
+		ok = beneath(real, root);
+	if (!ok && opts->allowed)
+		ok = opts->allowed(opts->allowed_ctx, real);
+	if (!ok)
 		return VD_EPERM;
 	int flags = (opts->writable ? O_RDWR : O_RDONLY) | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY;
 	int fd = open(real, flags);

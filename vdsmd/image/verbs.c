@@ -157,23 +157,6 @@ static int image_remove_ticket(struct rpc_call *c)
 	return 0;
 }
 
-int image_init(struct vdsmd *d)
-{
-	struct image_state *s = xcalloc(1, sizeof(*s));
-	s->tickets = ticket_table_new(IMAGE_TICKETS_MAX, NULL, NULL);
-	d->image = s;
-	return 0;
-}
-
-void image_fini(struct vdsmd *d)
-{
-	if (!d->image)
-		return;
-	ticket_table_free(d->image->tickets);
-	free(d->image);
-	d->image = NULL;
-}
-
 const struct rpc_binding image_bindings[] = {
 	{ "Host.add_image_ticket", image_add_ticket },
 	{ "Host.get_image_ticket", image_get_ticket },

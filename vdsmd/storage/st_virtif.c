@@ -5,7 +5,9 @@
 #include "st_ops.h"
 #include "storage.h"
 
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -80,4 +82,35 @@ int storage_set_volume_capacity(struct vdsmd *d, const char *sd, const char *img
 		return fail_out(&e, err, msg, msglen);
 	}
 	return 0;
+}
+
+bool storage_path_is_volume(struct vdsmd *d, const char *real)
+{
+	if (!d || !d->storage || !real || real[0] != '/')
+		return false;
+	struct storage_state *s = d->storage;
+	pthread_mutex_lock(&s->lock);
+	size_t n = 0;
+	char **dirs = xcalloc(s->domains.n + 1, sizeof(*dirs));
+	for (struct st_map_ent *e = map_first(&s->domains); e; e = map_next(&s->domains, e)) {
+		const struct st_domain *dom = map_val(e);
+		if (dom->dir && !dom->formatting)
+			dirs[n++] = xstrdup(dom->dir);
+	}
+	pthread_mutex_unlock(&s->lock);
+	bool ok = false;
+	for (size_t i = 0; i < n; i++) {
+		char rd[PATH_MAX + 16];
+		if (!ok && realpath(dirs[i], rd)) {
+			strcat(rd, "/images/");
+			size_t l = strlen(rd);
+			/* exactly <image>/<file> below images/ */
+			const char *rest = real + l, *slash;
+			ok = strncmp(real, rd, l) == 0 && (slash = strchr(rest, '/')) &&
+			     slash > rest && slash[1] && !strchr(slash + 1, '/');
+		}
+		free(dirs[i]);
+	}
+	free(dirs);
+	return ok;
 }

@@ -69,4 +69,10 @@ int storage_set_volume_capacity(struct vdsmd *d, const char *sd, const char *img
 				const char *vol, int64_t capacity, enum rpc_err *err, char *msg,
 				size_t msglen);
 
+/* For the image server's file: urls (any thread; reads the index, then
+ * resolves paths without the lock): is real, a resolved absolute path, a
+ * file of an image directory (<domain dir>/images/<image>/<file>) of a
+ * domain this host knows? */
+bool storage_path_is_volume(struct vdsmd *d, const char *real);
+
 #endif
