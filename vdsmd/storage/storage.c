@@ -170,7 +170,7 @@ int storage_teardown_image(struct vdsmd *d, const char *sd_uuid, const char *sp_
 
 void storage_image_free(struct storage_image *im)
 {
-	struct st_chain c = { im->chain, im->nchain };
+	struct st_chain c = { im->chain, im->nchain, false };
 	st_chain_free(&c);
 	memset(im, 0, sizeof(*im));
 }
