@@ -9,6 +9,7 @@ The failover time is printed (it is not asserted as a timing)."""
 
 import os
 import signal
+import shutil
 import subprocess
 import time
 import unittest
@@ -173,6 +174,24 @@ class EngineStorageFlow(unittest.TestCase):
         self.assertEqual(vi["legality"], "ILLEGAL")
         self.assertEqual(self.c.call("Image.prepare", [SP, SD, IMG, VOL])["error"]["code"], 100)
         self.assertIn("path", result(self.c.call("Image.prepare", [SP, SD, IMG, VOL, True])))
+        # VM.seal of the ILLEGAL disk (as the engine seals a template's): the
+        # job prepares it with allowIllegal, then runs virt-sysprep
+        job = "5ea1c0de-0000-4000-8000-0000000005ea"
+        self.assertIs(result(self.c.call("VM.seal", {
+            "vmID": "5ea1c0de-0000-4000-8000-00000000ffff", "job_id": job, "sp_id": SP,
+            "images": [{"sd_id": SD, "img_id": IMG, "vol_id": VOL}]})), True)
+        deadline = time.monotonic() + 60
+        while True:
+            jobs = result(self.c.call("Host.getJobs", {"job_type": "virt", "job_ids": [job]}))
+            if jobs[job]["status"] in ("done", "failed") or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        if shutil.which("virt-sysprep") is None:
+            self.assertEqual((jobs[job]["status"], jobs[job]["error"]["code"]), ("failed", 100))
+            self.assertIn("virt-sysprep: not installed", jobs[job]["error"]["message"])
+        else:   # a blank disk holds no OS to seal: virt-sysprep itself fails
+            self.assertEqual(jobs[job]["status"], "failed", jobs)
+            self.assertIn("virt-sysprep failed", jobs[job]["error"]["message"])
         self.assertIs(result(self.c.call("Volume.setLegality", [VOL, SP, SD, IMG, "LEGAL"])), True)
         with open(prep["path"], "r+b") as f:   # a guest writes
             f.write(b"x" * 65536)
