@@ -369,14 +369,15 @@ static void *migrate_main(void *arg)
 		bool canceled = !fail_code && (virt_last_error_code() == VIR_ERR_OPERATION_ABORTED ||
 					       strstr(err, "cancel") != NULL);
 		log_warn("virt: migration of %s failed: %s", m->id, err);
-		set_migration(s, m->id, canceled ? 0 : fail_code ? fail_code
-			      : rpc_err_code(RPC_E_MIGRATION), canceled ? "Migration canceled" : err,
-			      -1, false);
+		/* Up first: whoever sees the failed status sees the VM Up */
 		pthread_mutex_lock(&s->lock);
 		struct virt_track *t = track_find(s, m->id);
 		if (t && t->status == VS_MIGRATION_SOURCE)
 			t->status = VS_UP;
 		pthread_mutex_unlock(&s->lock);
+		set_migration(s, m->id, canceled ? 0 : fail_code ? fail_code
+			      : rpc_err_code(RPC_E_MIGRATION), canceled ? "Migration canceled" : err,
+			      -1, false);
 		virt_publish_status(s, m->id, VS_UP, NULL);
 		virt_kick(s);
 	}
