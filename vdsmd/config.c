@@ -86,6 +86,9 @@ static const struct key keys[] = {
 	  "VMs VM.migrationCreate may expect at once (VDSM's default); more get code 82" },
 	{ "incoming_migration_timeout", K_UINT, OFF(incoming_migration_timeout), "300", 1, 86400,
 	  "seconds a VM.migrationCreate waits for the migration to arrive before it is dropped" },
+	{ "migration_libvirt_uri", K_STR, OFF(migration_libvirt_uri), "qemu+tls://%s/system", 0, 0,
+	  "libvirt URI of a migration's destination host, %s the host of VM.migrate's dst "
+	  "(VDSM's qemu+tls://%s/system; qemu+tcp://%s/system where libvirt listens on TCP)" },
 	{ "codec", K_CODEC, OFF(codec), "yajl", 0, 0,
 	  "JSON codec: yajl, fallback or msgpack (when built in)" },
 	{ "workers", K_UINT, OFF(workers), "4", 1, 256,
@@ -426,7 +429,17 @@ int config_load(struct vd_config *cfg, int argc, char **argv, char *why, size_t 
 		if (rc)
 			return rc == VD_EIO ? VD_EINVAL : rc;
 	}
-	return load_flags(cfg, argc, argv, why, whylen);
+	rc = load_flags(cfg, argc, argv, why, whylen);
+	if (rc)
+		return rc;
+	/* a printf template with at most one %s and no other conversion */
+	const char *pct = strchr(cfg->migration_libvirt_uri, '%');
+	if (pct && (pct[1] != 's' || strchr(pct + 2, '%'))) {
+		snprintf(why, whylen, "migration_libvirt_uri: \"%s\": only one %%s (the host) may "
+			 "appear", cfg->migration_libvirt_uri);
+		return VD_EINVAL;
+	}
+	return 0;
 }
 
 void config_free(struct vd_config *cfg)

@@ -36,6 +36,7 @@ struct vd_config {
 	unsigned max_connections_per_address; /* 64; 0 = no limit */
 	unsigned max_incoming_migrations;     /* 2: pending VM.migrationCreate */
 	unsigned incoming_migration_timeout;  /* 300 s until a migration arrives */
+	char *migration_libvirt_uri;          /* "qemu+tls://%s/system" (%s: the host) */
 	/* rpc */
 	char *codec;                /* "yajl" */
 	unsigned workers;           /* 4 */

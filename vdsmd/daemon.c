@@ -97,13 +97,14 @@ static void peer_jobs(void *ctx, struct vd_writer *w, const char *job_type,
 
 /* virt's disk interface (VM.create, on a worker): the leaf path of the
  * volume chain storage prepares. */
-static int virt_prepare_image(void *ctx, const char *pool, const char *domain,
-			      const char *image, const char *volume, char *path,
-			      size_t pathlen, char *why, size_t whylen)
+static int prepare_leaf(void *ctx, const char *pool, const char *domain, const char *image,
+			const char *volume, bool allow_illegal, char *path, size_t pathlen,
+			char *why, size_t whylen)
 {
 	struct storage_image im = { 0 };
 	enum rpc_err err;
-	if (storage_prepare_image(ctx, domain, pool, image, volume, &im, &err, why, whylen) < 0)
+	if (storage_prepare_image2(ctx, domain, pool, image, volume, allow_illegal, &im, &err, why,
+				   whylen) < 0)
 		return VD_ENOENT;
 	int rc = 0;
 	size_t n = strlen(im.path);
@@ -115,6 +116,21 @@ static int virt_prepare_image(void *ctx, const char *pool, const char *domain,
 	}
 	storage_image_free(&im);
 	return rc;
+}
+
+static int virt_prepare_image(void *ctx, const char *pool, const char *domain,
+			      const char *image, const char *volume, char *path,
+			      size_t pathlen, char *why, size_t whylen)
+{
+	return prepare_leaf(ctx, pool, domain, image, volume, false, path, pathlen, why, whylen);
+}
+
+/* VM.seal's (a virt job thread): an ILLEGAL leaf too. */
+static int virt_prepare_image_illegal(void *ctx, const char *pool, const char *domain,
+				      const char *image, const char *volume, char *path,
+				      size_t pathlen, char *why, size_t whylen)
+{
+	return prepare_leaf(ctx, pool, domain, image, volume, true, path, pathlen, why, whylen);
 }
 
 /* virt's VM.diskSizeExtend interface (a worker): a volume's sizes, and the
@@ -235,6 +251,7 @@ int daemon_init(struct vdsmd *d, char *why, size_t whylen)
 	if ((rc = image_init(d, &ideps, why, whylen)))
 		return rc;
 	const struct virt_deps deps = { .prepare_image = virt_prepare_image, .prepare_ctx = d,
+					.prepare_image_illegal = virt_prepare_image_illegal,
 					.volume_size = virt_volume_size,
 					.set_capacity = virt_set_capacity,
 					.network_bridge = virt_network_bridge, .network_ctx = d,

@@ -416,12 +416,9 @@ class KnownGapsStillRealTest(unittest.TestCase):
             else:
                 self.assertTrue(sent, "vdsmd no longer sends the extra key %s.%s: remove "
                                 "it from apischema.KNOWN_GAPS" % (t, k))
-        # every entry is of a type sampled here, except the volume lease
-        # (it needs an NFS / POSIXFS domain: test_storage_engine's tmpfs flow
-        # shows its path / offset missing)
+        # every entry is of a type sampled here
         self.assertEqual(checked, sum(1 for t, _ in apischema.KNOWN_GAPS if samples.get(t)))
-        self.assertEqual({t for t, _ in apischema.KNOWN_GAPS if not samples.get(t)},
-                         {"VolumeLeaseStatus"})
+        self.assertEqual({t for t, _ in apischema.KNOWN_GAPS if not samples.get(t)}, set())
 
 
 class ValidatorCatchesDriftTest(unittest.TestCase):

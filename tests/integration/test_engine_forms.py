@@ -47,12 +47,7 @@ INT32 = (-2**31, 2**31 - 1)
 # Each of these must still answer so: when one is fixed the test fails and
 # asks for its line to go (as NOT_YET_ON_MAIN of test_engine_host_flow).
 # Code 0 with a reason means the call is accepted but a read fails.
-KNOWN = {
-    219: (10, "VM.migrate: VDSM starts the source thread and answers 0, the failure comes "
-              "later in getMigrationStatus (lib/vdsm/virt/vm.py:2346-2349)"),
-    230: (100, "VM.seal: VDSM schedules a job and answers 0 (lib/vdsm/API.py:822-831); "
-               "a missing virt-sysprep fails the job, not the call"),
-}
+KNOWN = {}
 
 
 def load_corpus():

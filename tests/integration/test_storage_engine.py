@@ -9,6 +9,7 @@ The failover time is printed (it is not asserted as a timing)."""
 
 import os
 import signal
+import shutil
 import subprocess
 import time
 import unittest
@@ -117,30 +118,42 @@ class EngineStorageFlow(unittest.TestCase):
         self.assertEqual(vi["description"], "disk1")
         # VDSM's volume.py getInfo: a lease only where the domain has volume
         # leases (sanlock: NFS / POSIXFS, version 3+), free: no owners, version
-        # null; LOCALFS (LocalLock) has none, so no "lease" key at all
+        # null; LOCALFS (LocalLock) has none, so no "lease" key at all and no
+        # lease file
+        prep = result(self.c.call("Image.prepare", [SP, SD, IMG, VOL]))
+        lease_file = prep["path"] + ".lease"
         if dtype == 4:
             self.assertNotIn("lease", vi)
+            self.assertFalse(os.path.exists(lease_file))
         else:
-            self.assertEqual((vi["lease"]["owners"], vi["lease"]["version"]), ([], None))
-            # no <volume>.lease file to point at (apischema.KNOWN_GAPS)
-            self.assertEqual(set(vi["lease"]), {"owners", "version"})
+            # fileSD.py getVolumeLease: <volume path>.lease, offset 0; the file
+            # made with the volume (fileVolume.newVolumeLease)
+            self.assertEqual(vi["lease"], {"path": lease_file, "offset": 0, "owners": [],
+                                           "version": None})
+            self.assertTrue(os.path.isfile(lease_file))
+        self.assertIs(result(self.c.call("Image.teardown", [SP, SD, IMG, VOL])), True)
         self.assertIs(result(self.c.call("Task.clear", [tid])), True)
         # the same create again: VDSM's 212 through the verb
         r = self.irs.call("Volume.create", [VOL, SP, SD, IMG, str(1 << 30), 5, 2], dest=IRS)
         self.assertEqual(r["error"]["code"], 212)
         self.assertEqual(result(self.c.call("StorageDomain.getImages", [SD])), [IMG])
-        self.image_steps()
+        self.image_steps(leases=dtype != 4)
+        # the volumes are gone and their lease files with them
+        self.assertFalse(os.path.exists(lease_file))
+        self.assertFalse(os.path.exists(os.path.dirname(lease_file)))
 
-    def image_steps(self):
+    def image_steps(self, leases):
         """Image.prepare / teardown, Volume.getQemuImageInfo / setLegality /
         refresh, Task.getInfo / revert on the volume just made."""
         prep = result(self.c.call("Image.prepare", [SP, SD, IMG, VOL]))
         self.assertTrue(prep["path"].endswith("/images/%s/%s" % (IMG, VOL)), prep)
         self.assertTrue(os.path.isfile(prep["path"]))
         # each entry as hsm.prepareImage builds it: the image's own UUID (not
-        # "/" and 35 of its characters), no lease keys (no volume leases)
-        self.assertEqual(prep["imgVolumesInfo"], [
-            {"domainID": SD, "imageID": IMG, "volumeID": VOL, "path": prep["path"]}])
+        # "/" and 35 of its characters), the lease keys only with volume leases
+        want = {"domainID": SD, "imageID": IMG, "volumeID": VOL, "path": prep["path"]}
+        if leases:
+            want.update(leasePath=prep["path"] + ".lease", leaseOffset=0)
+        self.assertEqual(prep["imgVolumesInfo"], [want])
         self.assertIs(result(self.c.call("Image.teardown", [SP, SD, IMG, VOL])), True)
         # the engine's form: leafVolID, no volumeID (JsonRpcVdsServer.java:1957);
         # VDSM's volumeID defaults to None, the whole image (lib/vdsm/API.py:1092)
@@ -161,6 +174,24 @@ class EngineStorageFlow(unittest.TestCase):
         self.assertEqual(vi["legality"], "ILLEGAL")
         self.assertEqual(self.c.call("Image.prepare", [SP, SD, IMG, VOL])["error"]["code"], 100)
         self.assertIn("path", result(self.c.call("Image.prepare", [SP, SD, IMG, VOL, True])))
+        # VM.seal of the ILLEGAL disk (as the engine seals a template's): the
+        # job prepares it with allowIllegal, then runs virt-sysprep
+        job = "5ea1c0de-0000-4000-8000-0000000005ea"
+        self.assertIs(result(self.c.call("VM.seal", {
+            "vmID": "5ea1c0de-0000-4000-8000-00000000ffff", "job_id": job, "sp_id": SP,
+            "images": [{"sd_id": SD, "img_id": IMG, "vol_id": VOL}]})), True)
+        deadline = time.monotonic() + 60
+        while True:
+            jobs = result(self.c.call("Host.getJobs", {"job_type": "virt", "job_ids": [job]}))
+            if jobs[job]["status"] in ("done", "failed") or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        if shutil.which("virt-sysprep") is None:
+            self.assertEqual((jobs[job]["status"], jobs[job]["error"]["code"]), ("failed", 100))
+            self.assertIn("virt-sysprep: not installed", jobs[job]["error"]["message"])
+        else:   # a blank disk holds no OS to seal: virt-sysprep itself fails
+            self.assertEqual(jobs[job]["status"], "failed", jobs)
+            self.assertIn("virt-sysprep failed", jobs[job]["error"]["message"])
         self.assertIs(result(self.c.call("Volume.setLegality", [VOL, SP, SD, IMG, "LEGAL"])), True)
         with open(prep["path"], "r+b") as f:   # a guest writes
             f.write(b"x" * 65536)

@@ -16,7 +16,6 @@ start."""
 
 import base64
 import re
-import shutil
 import struct
 import time
 import unittest
@@ -158,14 +157,29 @@ class TestDriver(unittest.TestCase):
         self.assertFalse([x for x in self.d.log_lines() if "pw0rd" in x])
 
     def test_seal(self):
+        """VM.seal answers at once and runs a seal_vm job (VDSM's
+        jobs/seal.py); a disk that cannot be prepared fails the job with
+        100 (VDSM's GeneralException), not the call."""
         img = {"sd_id": NO_VM, "img_id": NO_VM, "vol_id": NO_VM}
-        r = self.c.call("VM.seal", {"vmID": TEST_VM, "job_id": NO_VM, "sp_id": BLANK,
+        job = "5ea1c0de-0000-4000-8000-000000000230"
+        r = self.c.call("VM.seal", {"vmID": TEST_VM, "job_id": job, "sp_id": BLANK,
                                     "images": [img]})
-        if shutil.which("virt-sysprep") is None:
-            self.assertEqual(error_code(r), 100, r)
-            self.assertIn("virt-sysprep", r["error"]["message"])
-        else:
-            self.assertEqual(error_code(r), 44, r)
+        self.assertIs(result(r), True, r)
+        deadline = time.monotonic() + 10
+        while True:
+            jobs = result(self.c.call("Host.getJobs", {"job_type": "virt", "job_ids": [job]}))
+            if jobs.get(job, {}).get("status") in ("done", "failed") or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        self.assertEqual((jobs[job]["status"], jobs[job]["description"], jobs[job]["job_type"]),
+                         ("failed", "seal_vm", "virt"), jobs)
+        self.assertEqual(jobs[job]["error"]["code"], 100)
+        self.assertIn("Cannot prepare image %s/%s/%s" % (NO_VM, NO_VM, NO_VM),
+                      jobs[job]["error"]["message"])
+        # the same job id again: refused, the job exists
+        r = self.c.call("VM.seal", {"vmID": TEST_VM, "job_id": job, "sp_id": BLANK,
+                                    "images": [img]})
+        self.assertEqual(error_code(r), 100, r)
         self.assertEqual(error_code(self.c.call("VM.seal", {
             "vmID": TEST_VM, "job_id": NO_VM, "sp_id": BLANK, "images": [{"sd_id": 1}]})),
             -32602)

@@ -75,18 +75,12 @@ class Host:
     """One vdsmd on its own private libvirtd, with a requests and an events
     connection."""
 
-    def __init__(self, lv, env=None, pki=None):
-        old = {k: os.environ.get(k) for k in (env or {})}
-        os.environ.update(env or {})
-        try:
-            self.d = vt.Daemon(libvirt_uri=lv.uri if lv else "test:///default",
-                               tls=pki is not None, pki=pki)
-        finally:
-            for k, v in old.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
+    def __init__(self, lv, migration_uri=None, pki=None):
+        # migration_libvirt_uri: the destination's libvirt (a private
+        # libvirtd here, VDSM's qemu+tls://%s/system by default)
+        args = ["--migration-libvirt-uri", migration_uri] if migration_uri else []
+        self.d = vt.Daemon(*args, libvirt_uri=lv.uri if lv else "test:///default",
+                           tls=pki is not None, pki=pki)
         self.c, self.ev = vt.vm_connections(self.d, self.d.tls_sock if pki else None)
 
     def close(self):
@@ -99,6 +93,24 @@ class Host:
             if v["vmId"] == vm:
                 return v["status"]
         return None
+
+    def wait_status(self, want, timeout=20):
+        deadline = time.monotonic() + timeout
+        while self.status() != want and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return self.status()
+
+    def failed_migration(self, timeout=20):
+        """VM.getMigrationStatus once the migration has failed (VDSM: the
+        verb answered at once, the failure comes here) and the VM is Up."""
+        deadline = time.monotonic() + timeout
+        while True:
+            ms = result(self.c.call("VM.getMigrationStatus", {"vmID": VM}))
+            if ms["status"]["code"] != 0 and self.status() == "Up":
+                return ms
+            if time.monotonic() > deadline:
+                raise AssertionError("migration did not fail: %r, %s" % (ms, self.status()))
+            time.sleep(0.05)
 
     def events_any(self, until, timeout=30):
         """(kind, params) of VM's |virt|<kind>| events until until(list)."""
@@ -160,6 +172,62 @@ def host_pki(pki, name, signer):
     return d
 
 
+class AnswersAtOnce(unittest.TestCase):
+    """VM.migrate as VDSM answers it (vm.py migrate: the SourceThread is
+    started, the call returns "Migration in progress"): accepted before the
+    destination is contacted; a destination that cannot be reached or
+    refuses fails the migration, seen in VM.getMigrationStatus with the VM
+    Up again, never in the verb's answer.  libvirt's test driver: the
+    migration never gets as far as libvirt."""
+
+    def setUp(self):
+        self.h = Host(None)
+        self.addCleanup(self.h.close)
+        p = {"vmID": VM, "vmParams": {"vmId": VM, "vmName": "mig-at-once", "memSize": 64}}
+        result(self.h.c.call("VM.create", p, timeout=60))
+        self.assertEqual(self.h.wait_status("Up"), "Up")
+
+    def test_unreachable_destination(self):
+        dead = vt.free_port()
+        t0 = time.monotonic()
+        r = self.h.c.call("VM.migrate", {"vmID": VM, "params": {
+            "vmId": VM, "src": "127.0.0.1", "dst": "127.0.0.1:%d" % dead, "method": "online",
+            "tunneled": "false", "abortOnError": "true", "downtime": "500",
+            "autoConverge": "true", "compressed": "false", "maxBandwidth": 52}})
+        self.assertIs(result(r), True, r)
+        self.assertLess(time.monotonic() - t0, 5)
+        ms = self.h.failed_migration()
+        self.assertEqual(ms["status"]["code"], 12, ms)   # migrateErr
+        self.assertIn("127.0.0.1:%d" % dead, ms["status"]["message"])
+        self.assertEqual(self.h.status(), "Up")
+        # the VM can be migrated again (no migration is left running)
+        self.assertIs(result(self.h.c.call("VM.migrate", {"vmID": VM, "params": {
+            "dst": "127.0.0.1:%d" % dead}})), True)
+        self.assertEqual(self.h.failed_migration()["status"]["code"], 12)
+
+    def test_destination_refuses(self):
+        refuse = ScriptedDestination(lambda req: {"error": {
+            "code": 4, "message": "Virtual machine already exists"}})
+        self.addCleanup(refuse.close)
+        self.assertIs(result(self.h.c.call("VM.migrate", {"vmID": VM, "params": {
+            "dst": "127.0.0.1:%d" % refuse.port}})), True)
+        ms = self.h.failed_migration()
+        self.assertEqual(ms["status"]["code"], 4, ms)    # the destination's own
+        self.assertIn("Virtual machine already exists", ms["status"]["message"])
+        self.assertEqual(len(refuse.requests), 1)
+        self.assertEqual(refuse.requests[0]["method"], "VM.migrationCreate")
+        self.assertEqual(refuse.requests[0]["params"]["params"]["vmId"], VM)
+
+    def test_call_errors_stay_synchronous(self):
+        # what vm.py checks before the thread starts: no such VM, bad params
+        other = "5e1f0000-1111-4222-8333-4444555566ff"
+        r = self.h.c.call("VM.migrate", {"vmID": other, "params": {"dst": "127.0.0.1:1"}})
+        self.assertEqual(vt.error_code(r), 1, r)
+        r = self.h.c.call("VM.migrate", {"vmID": VM, "params": {"method": "online"}})
+        self.assertEqual(vt.error_code(r), -32602, r)   # no dst
+        self.assertEqual(self.h.status(), "Up")
+
+
 class Migration(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -169,7 +237,7 @@ class Migration(unittest.TestCase):
             for x in cls.lvs:
                 x.stop()
             raise unittest.SkipTest("private libvirtd: " + reason)
-        cls.src = Host(cls.lvs[0], {"VDSMD_MIGRATION_URI": cls.lvs[1].uri})
+        cls.src = Host(cls.lvs[0], cls.lvs[1].uri)
         cls.dst = Host(cls.lvs[1])
 
     @classmethod
@@ -194,7 +262,8 @@ class Migration(unittest.TestCase):
         self.assertIs(result(self.src.c.call("VM.migrate", {"vmID": VM, "params": {
             "dst": dst, "maxBandwidth": 1}})), True)
         self.assertEqual(self.src.status(), "Migration Source")
-        self.assertEqual(self.dst.status(), "Migration Destination")
+        # the destination is prepared by the migration job, after the answer
+        self.assertEqual(self.dst.wait_status("Migration Destination"), "Migration Destination")
         deadline = time.monotonic() + 10
         while "Outgoing migration" not in self.lvs[0].virsh("domjobinfo", "mig1").stdout:
             self.assertLess(time.monotonic(), deadline, "no migration job in libvirt")
@@ -218,7 +287,7 @@ class Migration(unittest.TestCase):
         t0 = time.monotonic()
         self.assertIs(result(self.src.c.call("VM.migrate", {"vmID": VM, "params": {
             "dst": dst}})), True)
-        print("\nVM.migrate answered (migrationCreate over HTTP included): %.1f ms"
+        print("\nVM.migrate answered (before VM.migrationCreate, as VDSM): %.1f ms"
               % ((time.monotonic() - t0) * 1000))
         def finished(got):
             return (any(k == "VM_status" and e["status"] == "Down" for k, e in got) and
@@ -252,16 +321,19 @@ class Migration(unittest.TestCase):
             delattr(type(self), h)
         pki = vt.make_pki(tempfile.mkdtemp(prefix="vdsmpki-"))
         self.addCleanup(shutil.rmtree, pki, True)
-        type(self).src = Host(self.lvs[0], {"VDSMD_MIGRATION_URI": self.lvs[1].uri},
-                              pki=host_pki(pki, "hosta", "ca"))
+        type(self).src = Host(self.lvs[0], self.lvs[1].uri, pki=host_pki(pki, "hosta", "ca"))
         type(self).dst = Host(self.lvs[1], pki=host_pki(pki, "hostb", "ca"))
         rogue = vt.Daemon(tls=True, pki=host_pki(pki, "rogue", "wrong-ca"))
         self.addCleanup(rogue.__exit__, None, None, None)
         self.create()
-        r = self.src.c.call("VM.migrate", {"vmID": VM, "params": {
-            "dst": "127.0.0.1:%d" % rogue.port}})
-        self.assertEqual(r.get("error", {}).get("code"), 10, r)
-        self.assertIn("certificate verify failed", r["error"]["message"])
+        # accepted at once (VDSM); the refused handshake fails the
+        # migration: code 12 (SourceThread._recover: migrateErr) with the
+        # reason, the VM Up again here
+        self.assertIs(result(self.src.c.call("VM.migrate", {"vmID": VM, "params": {
+            "dst": "127.0.0.1:%d" % rogue.port}})), True)
+        ms = self.src.failed_migration()
+        self.assertEqual(ms["status"]["code"], 12, ms)
+        self.assertIn("certificate verify failed", ms["status"]["message"])
         self.assertEqual(self.src.status(), "Up")
         # the rogue host never got the request (talked to with its own CA)
         rc = rogue.stomp(rogue.tls_sock(ca=os.path.join(pki, "wrong-ca.crt")))
@@ -273,7 +345,7 @@ class Migration(unittest.TestCase):
         t0 = time.monotonic()
         self.assertIs(result(self.src.c.call("VM.migrate", {"vmID": VM, "params": {
             "dst": "127.0.0.1:%d" % self.dst.d.port}})), True)
-        print("\nVM.migrate answered (migrationCreate over TLS included): %.1f ms"
+        print("\nVM.migrate answered (over TLS, before VM.migrationCreate): %.1f ms"
               % ((time.monotonic() - t0) * 1000))
         got = self.src.events_any(lambda g: any(k == "VM_status" and e["status"] == "Down"
                                                 for k, e in g))
@@ -314,14 +386,17 @@ class Migration(unittest.TestCase):
         self.assertEqual(self.src.status(), "Up")
         self.assertIn('on &quot;error&quot;: call the admin',
                       echo.requests[0]["params"]["params"]["_srcDomXML"])
-        # a destination that refuses: its message, code 12, the VM stays Up
+        # a destination that refuses: the call is accepted, the migration
+        # fails with the destination's code and message (SourceThread:
+        # self.status = result), the VM Up again
         refuse = ScriptedDestination(lambda req: {"error": {
             "code": 4, "message": "Virtual machine already exists"}})
         self.addCleanup(refuse.close)
-        r = self.src.c.call("VM.migrate", {"vmID": VM, "params": {
-            "dst": "127.0.0.1:%d" % refuse.port}})
-        self.assertEqual(r.get("error", {}).get("code"), 12, r)
-        self.assertIn("Virtual machine already exists (code 4)", r["error"]["message"])
+        self.assertIs(result(self.src.c.call("VM.migrate", {"vmID": VM, "params": {
+            "dst": "127.0.0.1:%d" % refuse.port}})), True)
+        ms = self.src.failed_migration()
+        self.assertEqual(ms["status"]["code"], 4, ms)
+        self.assertIn("Virtual machine already exists (code 4)", ms["status"]["message"])
         self.assertEqual(self.src.status(), "Up")
         self.assertEqual(self.lvs[1].qemu_pids(), [])
         result(self.src.c.call("VM.destroy", {"vmID": VM}))

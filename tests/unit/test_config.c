@@ -45,6 +45,7 @@ START_TEST(defaults)
 	ck_assert_uint_eq(c.workers, 4);
 	ck_assert_str_eq(c.log_level, "info");
 	ck_assert_str_eq(c.libvirt_uri, "qemu:///system");
+	ck_assert_str_eq(c.migration_libvirt_uri, "qemu+tls://%s/system");   /* VDSM's */
 	ck_assert_str_eq(c.config_file, "/dev/null");
 	config_free(&c);
 }
@@ -137,6 +138,31 @@ START_TEST(bad_flags)
 }
 END_TEST
 
+/* migration_libvirt_uri is a printf template: one %s (the host) at most */
+START_TEST(migration_uri_template)
+{
+	struct vd_config c;
+	char why[256] = "";
+	const char *ok1[] = { "vdsmd", "--config", "/dev/null", "--migration-libvirt-uri",
+			      "qemu+tcp://%s/system" };
+	ck_assert_int_eq(load(&c, why, sizeof(why), 5, ok1), 0);
+	ck_assert_str_eq(c.migration_libvirt_uri, "qemu+tcp://%s/system");
+	config_free(&c);
+	const char *ok2[] = { "vdsmd", "--config", "/dev/null",
+			      "--migration-libvirt-uri=qemu+unix:///system?socket=/run/x.sock" };
+	ck_assert_int_eq(load(&c, why, sizeof(why), 4, ok2), 0);
+	config_free(&c);
+	static const char *const bad[] = { "qemu+tcp://%d/system", "qemu://%s/%s", "x%", "%n" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		const char *a[] = { "vdsmd", "--config", "/dev/null", "--migration-libvirt-uri",
+				    bad[i] };
+		ck_assert_msg(load(&c, why, sizeof(why), 5, a) == VD_EINVAL, "%s", bad[i]);
+		ck_assert_msg(strstr(why, "migration_libvirt_uri: ") == why, "%s", why);
+		config_free(&c);
+	}
+}
+END_TEST
+
 START_TEST(usage_lists_every_key)
 {
 	char *text = NULL;
@@ -165,6 +191,7 @@ int main(void)
 	tcase_add_test(tc, unknown_key_names_line);
 	tcase_add_test(tc, bad_values);
 	tcase_add_test(tc, bad_flags);
+	tcase_add_test(tc, migration_uri_template);
 	tcase_add_test(tc, usage_lists_every_key);
 	suite_add_tcase(s, tc);
 	return check_run(s);

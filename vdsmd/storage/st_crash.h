@@ -59,6 +59,7 @@ enum st_crash_op {
 	X("create.prealloc-chunk", ST_CO_CREATE_RAW) /* first chunk allocated */ \
 	X("create.cow-written", ST_CO_CREATE_SNAP)  /* qemu-img create done */ \
 	X("create.data-synced", ST_CO_CREATE)       /* data complete and fsynced */ \
+	X("create.lease", ST_CO_CREATE)             /* <vol>.lease made (SD1 has volume leases) */ \
 	X("create.meta-legal", ST_CO_CREATE)        /* LEGAL .meta written, task not finished */ \
 	/* Volume.delete / Image.delete / Image.deleteVolumes (st_op_delete.c) */ \
 	X("delete.record", ST_CO_DELETE)            /* task record written */ \

@@ -101,6 +101,7 @@ int st_image_prepare2(struct storage_state *s, const char *sd, const char *sp, c
 	}
 	d->busy++;   /* pinned while its files are checked */
 	dir = xstrdup(d->dir);
+	out->leases = st_dom_has_volume_leases(d);
 	pthread_mutex_unlock(&s->lock);
 
 	int rc = 0;

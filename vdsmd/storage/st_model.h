@@ -142,7 +142,11 @@ int st_vol_read_meta_at(int ifd, const char *name, struct st_volume *v);
 /* Size of the data file (no lock held; may block on storage). */
 int st_vol_stat(const struct st_domain *d, const char *img, const char *vol, int64_t *apparent,
 		int64_t *truesize);
-/* Remove the data file (meta false) or <vol>.meta; ENOENT is success. */
+/* VDSM's hasVolumeLeases: NFS / POSIXFS domains of version 3 and up. */
+bool st_dom_has_volume_leases(const struct st_domain *d);
+#define ST_LEASE_EXT ".lease"
+/* Remove the data file and its <vol>.lease (meta false) or <vol>.meta;
+ * ENOENT is success. */
 int st_vol_unlink(const struct st_domain *d, const char *img, const char *vol, bool meta);
 /* postZero: overwrite the data with zeros; discard: punch it out. */
 int st_vol_scrub(const struct st_domain *d, const char *img, const char *vol, bool zero,
@@ -159,8 +163,9 @@ struct st_vol_spec {
 	bool prealloc_force_write;
 #endif
 };
-/* Allocate the data file of sp on d (O_EXCL: -EEXIST when one is there);
- * io is polled for a stop and told the progress. */
+/* Allocate the data file of sp on d (O_EXCL: -EEXIST when one is there),
+ * then its <vol>.lease where d has volume leases; io is polled for a stop
+ * and told the progress.  A failure leaves neither file. */
 int st_vol_create_data(const struct st_domain *d, const struct st_vol_spec *sp,
 		       const struct st_io *io, char *err, size_t errlen);
 const char *st_volfmt_name(int f);

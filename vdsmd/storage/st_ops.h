@@ -314,6 +314,7 @@ void st_nbd_stop_all(struct storage_state *s);
 struct st_chain {
 	char **paths;
 	size_t n;
+	bool leases;   /* the domain has volume leases: <path>.lease, offset 0 */
 };
 void st_chain_free(struct st_chain *c);
 /* sp blank/NULL: any pool; otherwise the domain must be attached to it. */

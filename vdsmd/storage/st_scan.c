@@ -11,6 +11,8 @@
  *   LEGAL without data, unclaimed                          -> indexed ILLEGAL
  *   unreadable / corrupt .meta, unclaimed                  -> left alone, logged
  *   data file without .meta: claimed -> removed; else left alone, logged
+ *   <vol>.lease of no indexed volume: claimed -> removed; else left alone,
+ *                                                          logged
  *   *.tmp (an interrupted atomic write)                    -> removed
  *   image directory left empty                             -> removed
  * Every access is relative to the domain's directory descriptor and never
@@ -67,7 +69,11 @@ static void scan_image(struct storage_state *s, struct st_domain *d, const char 
 			remove_at(s, ifd, idir, n, "interrupted write");
 			continue;
 		}
-		if (strlen(n) == 36 && vd_is_uuid(n, 36)) {
+		/* data files and leases are looked at once the .meta files have
+		 * said which volumes exist (pass 2) */
+		if ((strlen(n) == 36 && vd_is_uuid(n, 36)) ||
+		    (strlen(n) == 36 + strlen(ST_LEASE_EXT) && ends_with(n, ST_LEASE_EXT) &&
+		     vd_is_uuid(n, 36))) {
 			datafiles = xrealloc(datafiles, (ndata + 1) * sizeof(*datafiles));
 			datafiles[ndata++] = xstrdup(n);
 			continue;
@@ -120,19 +126,23 @@ static void scan_image(struct storage_state *s, struct st_domain *d, const char 
 		}
 	}
 	closedir(dh);
-	/* Pass 2: data files nobody describes. */
+	/* Pass 2: data files and leases nobody describes. */
 	for (size_t i = 0; i < ndata; i++) {
-		struct st_volume *v = map_get(&d->volumes, datafiles[i]);
+		char vol[37];
+		snprintf(vol, sizeof(vol), "%.36s", datafiles[i]);
+		bool lease = datafiles[i][36] != '\0';
+		struct st_volume *v = map_get(&d->volumes, vol);
 		if (!v || strcmp(v->image, img) != 0) {
 			char mname[48];
-			snprintf(mname, sizeof(mname), "%s.meta", datafiles[i]);
+			snprintf(mname, sizeof(mname), "%s.meta", vol);
 			struct stat st;
 			bool has_meta = fstatat(ifd, mname, &st, AT_SYMLINK_NOFOLLOW) == 0;
-			if (st_task_claim(s, d->uuid, datafiles[i]))
-				remove_at(s, ifd, idir, datafiles[i], "data of an interrupted task");
+			if (st_task_claim(s, d->uuid, vol))
+				remove_at(s, ifd, idir, datafiles[i], lease ? "lease of an interrupted "
+					  "task" : "data of an interrupted task");
 			else if (!has_meta)
-				log_warn("storage: scan: data file %s/%s without metadata left alone",
-					 idir, datafiles[i]);
+				log_warn("storage: scan: %s %s/%s without metadata left alone",
+					 lease ? "lease" : "data file", idir, datafiles[i]);
 		}
 		free(datafiles[i]);
 	}

@@ -80,8 +80,8 @@ int vh_img_prepare(struct rpc_call *c)
 	vw_begin_array(w);
 	/* hsm.prepareImage's imgVolumesInfo (VDSM's Bridge answers the path
 	 * alone; vdsmd adds the list): domainID, imageID, volumeID, path below
-	 * the domain directory.  No leasePath / leaseOffset: VDSM adds them
-	 * only for domains with volume leases (sanlock), and vdsmd keeps none. */
+	 * the domain directory; leasePath / leaseOffset only for domains with
+	 * volume leases (hsm.py prepareImage: getVolumeLease's path, offset). */
 	for (size_t i = ch.n; i-- > 0;) {   /* base first, as VDSM lists them */
 		const char *p = ch.paths[i];
 		const char *slash = strrchr(p, '/');
@@ -92,6 +92,10 @@ int vh_img_prepare(struct rpc_call *c)
 		vw_kstrf(w, "imageID", "%.36s", named ? slash - 36 : img);
 		vw_kstr(w, "volumeID", slash ? slash + 1 : "");
 		vw_kstr(w, "path", p);
+		if (ch.leases) {
+			vw_kstrf(w, "leasePath", "%s" ST_LEASE_EXT, p);
+			vw_kint(w, "leaseOffset", 0);
+		}
 		vw_end_object(w);
 	}
 	vw_end_array(w);

@@ -84,14 +84,15 @@ void verb_write_volume_info(struct vd_writer *w, const struct storage_state *s,
 	vw_kstrf(w, "truesize", "%lld", (long long)v->truesize);
 	vw_kstr(w, "status", v->legal ? "OK" : "ILLEGAL");
 	/* VDSM sends "lease" only for a domain with volume leases (volume.py
-	 * getInfo: sanlock, i.e. NFS / POSIXFS domains of version 3 and up;
-	 * LOCALFS domains use LocalLock, versions 0-2 SafeLease, neither has
-	 * them).  No host holds a volume lease here: no owners, version null,
-	 * as VDSM reports a free lease.  Its path / offset are left out:
-	 * vdsmd keeps no <volume>.lease file to point at. */
-	if (d->type != ST_DT_LOCALFS && d->version >= 3) {
+	 * getInfo, fileSD.py getVolumeLease): the path of <volume>.lease
+	 * beside the data (made with the volume), offset 0.  No host holds a
+	 * volume lease here: no owners, version null, as VDSM reports a free
+	 * lease. */
+	if (st_dom_has_volume_leases(d)) {
 		vw_keyz(w, "lease");
 		vw_begin_object(w);
+		vw_kstrf(w, "path", "%s/images/%s/%s" ST_LEASE_EXT, d->dir, v->image, v->uuid);
+		vw_kint(w, "offset", 0);
 		vw_keyz(w, "owners");
 		vw_begin_array(w);
 		vw_end_array(w);

@@ -1,5 +1,6 @@
-/* vdsmd/storage/st_volume.c - volume files: images/<imgUUID>/<volUUID> data
- * and <volUUID>.meta metadata.
+/* vdsmd/storage/st_volume.c - volume files: images/<imgUUID>/<volUUID> data,
+ * <volUUID>.meta metadata and, on domains with volume leases, the
+ * <volUUID>.lease file (VDSM's fileVolume.newVolumeLease).
  *
  * RAW sparse: ftruncate.  RAW preallocated: fallocate in chunks (falling back
  * to writing zeros when the filesystem cannot), with progress and abort
@@ -34,6 +35,32 @@ const char *st_volfmt_name(int f)
 const char *st_alloc_name(int a)
 {
 	return a == ST_PREALLOCATED ? "PREALLOCATED" : "SPARSE";
+}
+
+/* VDSM's hasVolumeLeases: sanlock domains (NFS / POSIXFS of version 3 and
+ * up); LOCALFS uses LocalLock, versions 0-2 SafeLease, neither has them. */
+bool st_dom_has_volume_leases(const struct st_domain *d)
+{
+	return d->type != ST_DT_LOCALFS && d->version >= 3;
+}
+
+/* <vol>.lease beside the data file, empty: VDSM truncates it to its offset
+ * (0) and then has sanlock write the resource; vdsmd takes no volume
+ * leases (no sanlock), so the file is there for what reads the path. */
+static int make_lease(int ifd, const char *vol, char *err, size_t errlen)
+{
+	char name[48];
+	snprintf(name, sizeof(name), "%.36s" ST_LEASE_EXT, vol);
+	int fd = openat(ifd, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0660);
+	int rc = fd < 0 ? -errno : 0;
+	if (fd >= 0) {
+		if (fsync(fd) < 0)
+			rc = -errno;
+		close(fd);
+	}
+	if (rc < 0)
+		snprintf(err, errlen, "creating volume lease %s: %s", name, strerror(-rc));
+	return rc;
 }
 
 static int write_zeros(int fd, off_t off, off_t len)
@@ -142,6 +169,10 @@ int st_vol_unlink(const struct st_domain *d, const char *img, const char *vol, b
 	char name[48];
 	snprintf(name, sizeof(name), "%.36s%s", vol, meta ? ".meta" : "");
 	int rc = unlinkat(ifd, name, 0) < 0 && errno != ENOENT ? -errno : 0;
+	/* the lease goes with the data (fileVolume.delete: rmFile of both) */
+	snprintf(name, sizeof(name), "%.36s" ST_LEASE_EXT, vol);
+	if (rc == 0 && !meta && unlinkat(ifd, name, 0) < 0 && errno != ENOENT)
+		rc = -errno;
 	if (rc == 0 && fsync(ifd) < 0)
 		rc = -errno;
 	close(ifd);
@@ -513,7 +544,19 @@ int st_vol_create_data(const struct st_domain *d, const struct st_vol_spec *t,
 	if (rc == 0)
 		ST_CRASH("create.data-synced");
 	close(fd);
+	if (rc == 0 && st_dom_has_volume_leases(d)) {
+		rc = make_lease(ifd, t->vol, err, errlen);
+		if (rc == 0 && fsync(ifd) < 0) {
+			rc = -errno;
+			snprintf(err, errlen, "syncing image directory %s: %s", t->img, strerror(-rc));
+		}
+		if (rc == 0)
+			ST_CRASH("create.lease");
+	}
 	if (rc < 0) {
+		char lname[48];
+		snprintf(lname, sizeof(lname), "%.36s" ST_LEASE_EXT, t->vol);
+		unlinkat(ifd, lname, 0);
 		unlinkat(ifd, t->vol, 0);
 		fsync(ifd);
 	}

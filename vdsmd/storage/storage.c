@@ -142,12 +142,21 @@ int storage_prepare_image(struct vdsmd *d, const char *sd_uuid, const char *sp_u
 			  const char *img_uuid, const char *vol_uuid, struct storage_image *out,
 			  enum rpc_err *err, char *msg, size_t msglen)
 {
+	return storage_prepare_image2(d, sd_uuid, sp_uuid, img_uuid, vol_uuid, false, out, err,
+				      msg, msglen);
+}
+
+int storage_prepare_image2(struct vdsmd *d, const char *sd_uuid, const char *sp_uuid,
+			   const char *img_uuid, const char *vol_uuid, bool allow_illegal,
+			   struct storage_image *out, enum rpc_err *err, char *msg, size_t msglen)
+{
 	memset(out, 0, sizeof(*out));
 	if (!d || !d->storage)
 		return no_storage(err, msg, msglen);
 	struct st_err e = { 0 };
 	struct st_chain c;
-	if (st_image_prepare(d->storage, sd_uuid, sp_uuid, img_uuid, vol_uuid, &c, &e) < 0) {
+	if (st_image_prepare2(d->storage, sd_uuid, sp_uuid, img_uuid, vol_uuid, allow_illegal, &c,
+			      &e) < 0) {
 		*err = e.code ? e.code : RPC_E_GENERAL;
 		snprintf(msg, msglen, "%s", e.msg);
 		return -1;
@@ -171,7 +180,7 @@ int storage_teardown_image(struct vdsmd *d, const char *sd_uuid, const char *sp_
 
 void storage_image_free(struct storage_image *im)
 {
-	struct st_chain c = { im->chain, im->nchain };
+	struct st_chain c = { im->chain, im->nchain, false };
 	st_chain_free(&c);
 	memset(im, 0, sizeof(*im));
 }

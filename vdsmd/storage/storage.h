@@ -51,6 +51,11 @@ int storage_teardown_image(struct vdsmd *d, const char *sd_uuid, const char *sp_
 			   const char *img_uuid, const char *vol_uuid, enum rpc_err *err,
 			   char *msg, size_t msglen);
 void storage_image_free(struct storage_image *im);
+/* storage_prepare_image; allow_illegal lets an ILLEGAL leaf through (as
+ * Image.prepare's allowIllegal: VM.seal's template disks). */
+int storage_prepare_image2(struct vdsmd *d, const char *sd_uuid, const char *sp_uuid,
+			   const char *img_uuid, const char *vol_uuid, bool allow_illegal,
+			   struct storage_image *out, enum rpc_err *err, char *msg, size_t msglen);
 
 /* For virt's VM.diskSizeExtend (st_virtif.c; a worker thread, may block).
  * storage_volume_size: the volume's format and sizes in bytes, the data

@@ -10,8 +10,7 @@
  *   raw:   the volume was grown by storage first (Volume.extendSize); the
  *          guest is told the data file's size, whatever newSize says.
  * The answer is the disk's new size in bytes, as a string.  A failed resize
- * is code 56 (VDSM's updateDevice); a bad newSize code 58.  VM.seal: see
- * virt_verb_seal. */
+ * is code 56 (VDSM's updateDevice); a bad newSize code 58. */
 #include "virt_int.h"
 
 #include <inttypes.h>
@@ -153,56 +152,4 @@ out:
 int virt_verb_disk_size_extend(struct rpc_call *c)
 {
 	return virt_on_domain(c, act_extend);
-}
-
-/* ---- VM.seal --------------------------------------------------------- */
-
-/* True when name is an executable in $PATH (or /usr/bin). */
-static bool have_tool(const char *name)
-{
-	const char *path = getenv("PATH");
-	if (!path || !*path)
-		path = "/usr/bin:/bin";
-	char buf[512];
-	for (const char *p = path; *p;) {
-		const char *colon = strchr(p, ':');
-		size_t n = colon ? (size_t)(colon - p) : strlen(p);
-		if (n && n + strlen(name) + 2 <= sizeof buf) {
-			snprintf(buf, sizeof buf, "%.*s/%s", (int)n, p, name);
-			if (access(buf, X_OK) == 0)
-				return true;
-		}
-		p += n + (colon ? 1 : 0);
-	}
-	snprintf(buf, sizeof buf, "/usr/bin/%s", name);
-	return access(buf, X_OK) == 0;
-}
-
-/* VM.seal {vmID, job_id, sp_id, images}: VDSM runs virt-sysprep over the
- * template's disks as a job the engine follows with Host.getJobs.  Where
- * virt-sysprep is missing that job fails with code 100 naming it: vdsmd
- * answers that error at once.  Running the job needs virt jobs in
- * Host.getJobs, which vdsmd does not have yet: with virt-sysprep installed
- * the answer is code 44 (not implemented), never a success. */
-int virt_verb_seal(struct rpc_call *c)
-{
-	const struct vd_value *imgs = rpc_arg(c, "images");
-	if (!imgs || imgs->type != VD_ARRAY || imgs->v.arr.n == 0)
-		return rpc_fail(c, RPC_E_PARAMS, "images: a list of {sd_id, img_id, vol_id}");
-	for (size_t i = 0; i < imgs->v.arr.n; i++) {
-		char u[37];
-		const struct vd_value *im = &imgs->v.arr.items[i];
-		if (im->type != VD_OBJECT || !spec_uuid(im, "sd_id", u) ||
-		    !spec_uuid(im, "img_id", u) || !spec_uuid(im, "vol_id", u))
-			return rpc_fail(c, RPC_E_PARAMS, "images[%zu]: {sd_id, img_id, vol_id} UUIDs",
-					i);
-	}
-	const char *id = rpc_arg_str(c, "vmID", NULL);
-	if (!have_tool("virt-sysprep")) {
-		log_warn("virt: seal of %s: virt-sysprep is not installed", id);
-		return rpc_fail(c, RPC_E_GENERAL, "virt-sysprep: not installed (Debian package "
-				"libguestfs-tools)");
-	}
-	return rpc_fail(c, RPC_E_NOT_IMPL, "sealing runs as a Host.getJobs job, which vdsmd "
-			"does not run for VMs yet");
 }

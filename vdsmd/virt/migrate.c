@@ -2,21 +2,26 @@
  * does it:
  *
  *   source  VM.migrate {vmID, params: {dst: "host:port", dstqemu?,
- *           maxBandwidth? (MiB/s)}}: asks the destination vdsmd to expect
- *           the VM (VM.migrationCreate over its JSON-RPC HTTP endpoint, POST
- *           /jsonrpc), reports "Migration Source", answers at once, and a
- *           background job runs libvirt's peer-to-peer migration to the
- *           destination's libvirt, publishing |virt|VM_migration_status|
- *           {progress} while it runs.  Success: the VM goes Down with
- *           exitReason 4 (events.c); failure or VM.migrateCancel: it stays
- *           Up and VM.getMigrationStatus says why.
+ *           maxBandwidth? (MiB/s)}}: checks the call and the VM, reports
+ *           "Migration Source" and answers at once, as VDSM (vm.py migrate
+ *           starts migration.SourceThread and returns "Migration in
+ *           progress"); a background job then asks the destination vdsmd
+ *           to expect the VM (VM.migrationCreate over its JSON-RPC HTTP
+ *           endpoint, POST /jsonrpc) and runs libvirt's peer-to-peer
+ *           migration to the destination's libvirt, publishing
+ *           |virt|VM_migration_status| {progress} while it runs.  Success:
+ *           the VM goes Down with exitReason 4 (events.c); any failure (the
+ *           destination unreachable or refusing, libvirt's error) or
+ *           VM.migrateCancel: it is Up again and VM.getMigrationStatus says
+ *           why (code 12 migrateErr, or the destination's own error code, as
+ *           SourceThread._recover), never the verb's answer.
  *   dest    VM.migrationCreate {vmID?, params: {vmId, _srcDomXML|xml}}:
  *           reports the VM "Migration Destination" until libvirt starts it
  *           here (then Up, through the usual events).
  *
- * The destination's libvirt URI: VDSM's qemu+tls://<dst host>/system, or
- * the VDSMD_MIGRATION_URI environment variable (a URI with an optional %s
- * for the host; the tests point it at a private libvirtd).  The QEMU
+ * The destination's libvirt URI: the migration_libvirt_uri setting, a URI
+ * with an optional %s for the host; VDSM's qemu+tls://%s/system by default
+ * (the tests point it at a private libvirtd).  The QEMU
  * migration stream goes to tcp://<dstqemu or dst host>, and the destination
  * QEMU listens on that address.  The call to the destination vdsmd is
  * HTTPS when this vdsmd serves TLS (its own certificate and key, the
@@ -189,10 +194,12 @@ out:
 
 /* The destination's JSON-RPC answer to VM.migrationCreate, decoded with
  * the codec of its content type (else this daemon's): 0 for a result, or
- * VD_EPROTO with why (its error, or what is wrong with the reply). */
+ * VD_EPROTO with why (its error, or what is wrong with the reply) and
+ * *code its error code (0 when it sent none). */
 static int peer_reply_check(const struct vd_codec *codec, const char *ct,
-			    const struct vd_buf *reply, char *why, size_t whylen)
+			    const struct vd_buf *reply, char *why, size_t whylen, int *err_code)
 {
+	*err_code = 0;
 	const struct vd_codec *rc = *ct ? codec_find_content_type(ct, strlen(ct)) : NULL;
 	if (rc)
 		codec = rc;
@@ -212,6 +219,8 @@ static int peer_reply_check(const struct vd_codec *codec, const char *ct,
 	if (e && e->type != VD_NULL) {
 		const struct vd_value *m = e->type == VD_OBJECT ? vd_obj_get(e, "message") : NULL;
 		const struct vd_value *code = e->type == VD_OBJECT ? vd_obj_get(e, "code") : NULL;
+		if (code && code->type == VD_INT && code->v.i > 0 && code->v.i < 100000)
+			*err_code = (int)code->v.i;
 		if (m && m->type == VD_STRING)
 			snprintf(why, whylen, "%.*s (code %lld)", (int)VD_MIN(m->v.s.len, 200u),
 				 m->v.s.ptr, code && code->type == VD_INT ? (long long)code->v.i : 0LL);
@@ -234,6 +243,9 @@ done:
 struct migration {
 	struct virt_state *s;
 	char id[37];
+	char *dst;                 /* the destination vdsmd, host:port (owned) */
+	struct ssl_ctx_st *tls;    /* its TLS context, NULL: plain HTTP */
+	struct vd_buf body;        /* the VM.migrationCreate request */
 	char dconnuri[512];
 	char qemu_uri[300];
 	char listen[256];
@@ -297,16 +309,41 @@ static void *progress_main(void *arg)
 	return NULL;
 }
 
+/* The destination is asked to expect the VM: 0, or the code the
+ * migration fails with (12 migrateErr, or the destination's) and why. */
+static int migrate_prepare_dest(struct migration *m, char *why, size_t whylen)
+{
+	struct virt_state *s = m->s;
+	struct vd_buf reply = VD_BUF_INIT;
+	char ct[128], reason[224];
+	uint64_t t0 = vd_now_ns();
+	int code = 0;
+	if (peer_call(m->dst, m->tls, m->body.data, m->body.len, &reply, ct, sizeof ct, why,
+		      whylen) < 0) {
+		code = rpc_err_code(RPC_E_MIGRATION);
+	} else if (peer_reply_check(s->d->codec, ct, &reply, reason, sizeof reason, &code) < 0) {
+		snprintf(why, whylen, "destination %.255s refused the VM: %s", m->dst, reason);
+		if (!code)
+			code = rpc_err_code(RPC_E_MIGRATION);
+	} else {
+		log_info("virt: migrating %s to %s (VM.migrationCreate over %s: %.1f ms)", m->id,
+			 m->dst, m->tls ? "TLS" : "HTTP", (double)(vd_now_ns() - t0) / 1e6);
+	}
+	buf_free(&reply);
+	return code;
+}
+
 static void *migrate_main(void *arg)
 {
 	struct migration *m = arg;
 	struct virt_state *s = m->s;
 	atomic_init(&m->done, false);
-	bool prog = pthread_create(&m->progress, NULL, progress_main, m) == 0;
-	virConnectPtr c;
-	virDomainPtr d = virt_bg_domain(s, m->id, &c);
-	int rc = -1;
 	char err[512] = "libvirt is not reachable";
+	int fail_code = migrate_prepare_dest(m, err, sizeof err);
+	bool prog = !fail_code && pthread_create(&m->progress, NULL, progress_main, m) == 0;
+	virConnectPtr c = NULL;
+	virDomainPtr d = fail_code ? NULL : virt_bg_domain(s, m->id, &c);
+	int rc = -1;
 	if (d) {
 		virTypedParameterPtr tp = NULL;
 		int n = 0, max = 0;
@@ -329,20 +366,24 @@ static void *migrate_main(void *arg)
 		set_migration(s, m->id, 0, "Migration done", 100, false);
 		publish_progress(s, m->id, 100);
 	} else {
-		bool canceled = virt_last_error_code() == VIR_ERR_OPERATION_ABORTED ||
-				strstr(err, "cancel") != NULL;
+		bool canceled = !fail_code && (virt_last_error_code() == VIR_ERR_OPERATION_ABORTED ||
+					       strstr(err, "cancel") != NULL);
 		log_warn("virt: migration of %s failed: %s", m->id, err);
-		set_migration(s, m->id, canceled ? 0 : 12,
-			      canceled ? "Migration canceled" : err, -1, false);
+		/* Up first: whoever sees the failed status sees the VM Up */
 		pthread_mutex_lock(&s->lock);
 		struct virt_track *t = track_find(s, m->id);
 		if (t && t->status == VS_MIGRATION_SOURCE)
 			t->status = VS_UP;
 		pthread_mutex_unlock(&s->lock);
+		set_migration(s, m->id, canceled ? 0 : fail_code ? fail_code
+			      : rpc_err_code(RPC_E_MIGRATION), canceled ? "Migration canceled" : err,
+			      -1, false);
 		virt_publish_status(s, m->id, VS_UP, NULL);
 		virt_kick(s);
 	}
 	virt_bg_release(c, d);
+	buf_free(&m->body);
+	free(m->dst);
 	virt_bg_done(s, m);
 	return NULL;
 }
@@ -375,7 +416,7 @@ int virt_verb_migrate(struct rpc_call *c)
 		return -1;
 	int rc = -1;
 	char *xml = NULL;
-	struct vd_buf body = VD_BUF_INIT, reply = VD_BUF_INIT;
+	struct migration *m = NULL;
 	virDomainPtr dom = virt_lookup(c, s, conn, id);
 	if (!dom)
 		goto out;
@@ -392,10 +433,16 @@ int virt_verb_migrate(struct rpc_call *c)
 		virt_fail_libvirt(c, "migrate", id);
 		goto out;
 	}
-	/* the destination expects the VM (VDSM's migration_parameters) */
+	m = xcalloc(1, sizeof *m);
+	m->s = s;
+	snprintf(m->id, sizeof m->id, "%s", id);
+	m->dst = xstrdup(dst);
+	/* what the destination is asked to expect (VDSM's migration_parameters),
+	 * sent by the background job */
 	struct vd_writer w;
 	memset(&w, 0, sizeof w);
-	s->d->codec->writer_init(&w, &body);
+	buf_init(&m->body);
+	s->d->codec->writer_init(&w, &m->body);
 	vw_begin_object(&w);
 	vw_kstr(&w, "jsonrpc", "2.0");
 	vw_kstr(&w, "id", "vdsmd-migration-create");
@@ -411,25 +458,10 @@ int virt_verb_migrate(struct rpc_call *c)
 	vw_end_object(&w);
 	vw_end_object(&w);
 	vw_end_object(&w);
-	char why[512] = "";
 	pthread_mutex_lock(&s->lock);
-	struct ssl_ctx_st *tls = s->deps.peer_tls;
+	m->tls = s->deps.peer_tls;
 	pthread_mutex_unlock(&s->lock);
-	uint64_t t0 = vd_now_ns();
-	char ct[128];
-	if (peer_call(dst, tls, body.data, body.len, &reply, ct, sizeof ct, why, sizeof why) < 0) {
-		rpc_fail(c, RPC_E_NO_PEER, "%s", why);
-		goto out;
-	}
-	double peer_ms = (double)(vd_now_ns() - t0) / 1e6;
-	if (peer_reply_check(s->d->codec, ct, &reply, why, sizeof why) < 0) {
-		rpc_fail(c, RPC_E_MIGRATION, "destination %s refused the VM: %s", dst, why);
-		goto out;
-	}
-	struct migration *m = xcalloc(1, sizeof *m);
-	m->s = s;
-	snprintf(m->id, sizeof m->id, "%s", id);
-	const char *tmpl = getenv("VDSMD_MIGRATION_URI");
+	const char *tmpl = s->d->cfg.migration_libvirt_uri;
 	if (!tmpl || !*tmpl)
 		tmpl = "qemu+tls://%s/system";
 	if (strstr(tmpl, "%s") && !strstr(strstr(tmpl, "%s") + 2, "%"))
@@ -444,19 +476,28 @@ int virt_verb_migrate(struct rpc_call *c)
 		m->bandwidth = (unsigned long)bw->v.i;
 	virt_transfer_begin(s, dom, id, VS_MIGRATION_SOURCE, "Migration in progress");
 	if (virt_bg_spawn(s, migrate_main, m) < 0) {
-		free(m);
-		set_migration(s, id, 12, "cannot start the migration thread", -1, false);
+		set_migration(s, id, rpc_err_code(RPC_E_MIGRATION), "cannot start the migration thread",
+			      -1, false);
+		pthread_mutex_lock(&s->lock);
+		t = track_find(s, id);
+		if (t && t->status == VS_MIGRATION_SOURCE)
+			t->status = VS_UP;
+		pthread_mutex_unlock(&s->lock);
+		virt_publish_status(s, id, VS_UP, NULL);
 		rpc_fail(c, RPC_E_MIGRATION, "cannot start the migration of %s", id);
 		goto out;
 	}
-	log_info("virt: migrating %s to %s (VM.migrationCreate over %s: %.1f ms)", id, dst,
-		 tls ? "TLS" : "HTTP", peer_ms);
+	m = NULL;   /* the job's now */
+	log_info("virt: migration of %s to %s started", id, dst);
 	virt_refresh(s);
 	rc = 0;
 out:
 	free(xml);
-	buf_free(&body);
-	buf_free(&reply);
+	if (m) {
+		buf_free(&m->body);
+		free(m->dst);
+		free(m);
+	}
 	if (dom)
 		virDomainFree(dom);
 	virConnectClose(conn);

@@ -57,6 +57,11 @@ struct virt_deps {
 			     const char *volume, char *path, size_t pathlen,
 			     char *why, size_t whylen);
 	void *prepare_ctx;
+	/* the same, an ILLEGAL leaf allowed (VM.seal: Image.prepare's
+	 * allowIllegal), ctx = prepare_ctx */
+	int (*prepare_image_illegal)(void *ctx, const char *pool, const char *domain,
+				     const char *image, const char *volume, char *path,
+				     size_t pathlen, char *why, size_t whylen);
 	int (*network_bridge)(void *ctx, const char *network, char *bridge, size_t len);
 	void *network_ctx;
 	/* TLS client context (an SSL_CTX: this host's certificate, key and CA)
