@@ -8,7 +8,8 @@ remove), GET with and without Range (200 / 206 / 416), PUT with
 Content-Range and ?flush=, PATCH zero (holes punched: extents match
 qemu-img map) and flush, OPTIONS, GET .../extents; every refusal (unknown,
 expired, removed ticket: 403; a read ticket asked to write: 403; past the
-ticket's size: 416; a url outside the domains: 400); a client that
+ticket's size: 416; a url outside the domains: 400; a second writer while
+the image takes one: 409); a client that
 disconnects mid-upload (the volume stays usable); a ticket removed while an
 upload streams ends it; the unix socket; TLS on the image port without a
 client certificate while the main port still demands one; /metrics."""
@@ -323,6 +324,37 @@ class ImageTransfer(unittest.TestCase):
         so.close()
         r, _ = self.request("GET", "/images/" + tid)
         self.assertEqual(r.status, 403)
+
+    def test_two_writers_where_one_is_allowed(self):
+        path = self.prepare(IMG, VOL)
+        tid = self.ticket(path, ["write"])
+        r, body = self.request("OPTIONS", "/images/" + tid)
+        self.assertEqual(json.loads(body)["max_writers"], 1)
+        first = socket.create_connection(("127.0.0.1", self.iport), timeout=10)
+        first.sendall(b"PUT /images/%s HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n"
+                      % (tid.encode(), 2 * MiB))
+        first.sendall(b"\x01" * MiB)
+        while not self.info(tid)["active"]:
+            time.sleep(0.02)
+        # a second writer while the first streams: refused, nothing written
+        r, body = self.request("PUT", "/images/" + tid, body=b"\x02" * 4096)
+        self.assertEqual(r.status, 409, body)
+        r, body = self.request("PATCH", "/images/" + tid,
+                               body=json.dumps({"op": "zero", "offset": 0, "size": 4096}))
+        self.assertEqual(r.status, 409, body)
+        # reads go on meanwhile
+        r, _ = self.request("GET", "/images/" + tid, headers={"Range": "bytes=0-15"})
+        self.assertEqual(r.status, 206)
+        first.sendall(b"\x01" * MiB)
+        f = first.makefile("rb")
+        self.assertIn(b" 200 ", f.readline())
+        f.close()
+        first.close()
+        with open(path, "rb") as fh:
+            self.assertEqual(fh.read(2 * MiB), b"\x01" * (2 * MiB))
+        # the writer ended: the next one is taken
+        r, _ = self.request("PUT", "/images/" + tid, body=b"\x03" * 4096)
+        self.assertEqual(r.status, 200)
 
     # -- other listeners ------------------------------------------------------
 

@@ -286,6 +286,28 @@ START_TEST(idle_and_inactivity)
 }
 END_TEST
 
+START_TEST(writers_bounded)
+{
+	add("{\"uuid\":\"" U1 "\",\"size\":100,\"ops\":[\"write\"],\"timeout\":300,"
+	    "\"url\":\"file:///x\"}");
+	struct ticket_ref *a, *b;
+	char why[128];
+	ck_assert_int_eq(ticket_authorize(T, U1, TICKET_OP_WRITE, 0, 10, &a, why, sizeof why),
+			 TICKET_OK);
+	ck_assert_int_eq(ticket_authorize(T, U1, TICKET_OP_WRITE, 0, 10, &b, why, sizeof why),
+			 TICKET_OK);
+	ck_assert_int_eq(ticket_writer_begin(a, 1), 0);
+	ck_assert_int_eq(ticket_writer_begin(b, 1), VD_EBUSY);  /* through any reference */
+	ck_assert_int_eq(ticket_writer_begin(b, 2), 0);         /* a backend that takes two */
+	ticket_writer_end(a);
+	ticket_writer_end(b);
+	ck_assert_int_eq(ticket_writer_begin(b, 1), 0);
+	ticket_writer_end(b);
+	ticket_ref_release(a);
+	ticket_ref_release(b);
+}
+END_TEST
+
 START_TEST(ops_and_size_refusals)
 {
 	add("{\"uuid\":\"" U1 "\",\"size\":100,\"ops\":[\"read\"],\"timeout\":300,"
@@ -551,6 +573,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, remove_times_out_then_finishes);
 	tcase_add_test(tc, replaced_ticket_keeps_its_ops);
 	tcase_add_test(tc, real_clock);
+	tcase_add_test(tc, writers_bounded);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -188,6 +188,16 @@ static char *chunk(struct conn *k)
 	return k->chunk;
 }
 
+/* More writers than the backend takes at once (its max_writers, which
+ * OPTIONS announced): refused rather than interleaved. */
+static int too_many_writers(struct conn *k)
+{
+	char msg[128];
+	snprintf(msg, sizeof(msg), "Too many writers: this image takes %u at a time "
+		 "(OPTIONS max_writers)", k->be->max_writers);
+	return send_error(k, IMG_HTTP_CONFLICT, msg, 0);
+}
+
 static int do_options(struct conn *k, const struct img_http_req *q)
 {
 	struct img_http_options o = { .unix_socket = k->h->unix_socket,
@@ -337,9 +347,13 @@ static int do_put(struct conn *k, const struct img_http_req *q)
 	int rc = authorize(k, q->ticket_id, TICKET_OP_WRITE, off, len);
 	if (rc)
 		return rc < 0 ? rc : 0;
+	if (ticket_writer_begin(k->ref, k->be->max_writers) != 0)
+		return too_many_writers(k);
 	struct ticket_op *op = NULL;
-	if (ticket_op_begin(k->ref, off, &op) != 0)
+	if (ticket_op_begin(k->ref, off, &op) != 0) {
+		ticket_writer_end(k->ref);
 		return send_error(k, IMG_HTTP_FORBIDDEN, "Ticket was canceled", 0);
+	}
 	if (q->expect_continue && k->in_len == 0) {
 		char cont[64];
 		long n = img_http_format_continue(cont, sizeof(cont));
@@ -374,6 +388,7 @@ static int do_put(struct conn *k, const struct img_http_req *q)
 		log_warn("image: %s: transfer %s: flush failed: %s", k->peer,
 			 ticket_ref_transfer_id(k->ref), strerror(k->be->err_no));
 	bool canceled = ticket_op_end(op) != 0;
+	ticket_writer_end(k->ref);
 	if (rc == VD_ECLOSED || rc == VD_ETIMEDOUT || rc == VD_AGAIN) {
 		if (done < len)
 			log_info("image: %s: transfer %s: upload ended after %" PRIu64 " of %" PRIu64
@@ -438,8 +453,14 @@ static int do_patch(struct conn *k, const struct img_http_req *q)
 		rc = rc < 0 ? rc : 0;
 		goto out;
 	}
+	if (zero && ticket_writer_begin(k->ref, k->be->max_writers) != 0) {
+		rc = too_many_writers(k);
+		goto out;
+	}
 	struct ticket_op *op = NULL;
 	if (ticket_op_begin(k->ref, off, &op) != 0) {
+		if (zero)
+			ticket_writer_end(k->ref);
 		rc = send_error(k, IMG_HTTP_FORBIDDEN, "Ticket was canceled", 0);
 		goto out;
 	}
@@ -452,6 +473,8 @@ static int do_patch(struct conn *k, const struct img_http_req *q)
 		ticket_op_progress(op, size);
 	if (ticket_op_end(op) != 0)
 		k->close = true;
+	if (zero)
+		ticket_writer_end(k->ref);
 	if (io != 0) {
 		log_warn("image: %s: transfer %s: %s failed: %s", k->peer,
 			 ticket_ref_transfer_id(k->ref), zero ? "zero" : "flush",

@@ -29,6 +29,7 @@ struct ticket {
 	unsigned refs;                    /* references, +1 while linked */
 	unsigned connections;
 	unsigned nongoing;
+	unsigned writers;                 /* write operations running */
 	struct ticket_op *ongoing;
 	struct range *ranges;             /* sorted, disjoint, not adjacent */
 	size_t nranges, rcap;
@@ -574,6 +575,26 @@ int ticket_op_begin(struct ticket_ref *r, uint64_t offset, struct ticket_op **ou
 	pthread_mutex_unlock(&k->table->mu);
 	*out = op;
 	return 0;
+}
+
+int ticket_writer_begin(struct ticket_ref *r, unsigned max)
+{
+	struct ticket *k = ref_tk(r);
+	pthread_mutex_lock(&k->table->mu);
+	int rc = k->writers >= max ? VD_EBUSY : 0;
+	if (!rc)
+		k->writers++;
+	pthread_mutex_unlock(&k->table->mu);
+	return rc;
+}
+
+void ticket_writer_end(struct ticket_ref *r)
+{
+	struct ticket *k = ref_tk(r);
+	pthread_mutex_lock(&k->table->mu);
+	if (k->writers)
+		k->writers--;
+	pthread_mutex_unlock(&k->table->mu);
 }
 
 void ticket_op_progress(struct ticket_op *op, uint64_t done)

@@ -177,6 +177,11 @@ void ticket_conn_detach(struct ticket_ref *r);
  * ticket is touched; VD_EPERM when it was canceled meanwhile (the server
  * ends the transfer), else 0.  The op handle is freed by end. */
 struct ticket_op;
+/* A write (PUT, PATCH zero) runs as a writer: at most max at once per
+ * ticket (the backend's max_writers, which OPTIONS announces).  0, or
+ * VD_EBUSY when max writers run; each 0 is ended by ticket_writer_end(). */
+int ticket_writer_begin(struct ticket_ref *r, unsigned max);
+void ticket_writer_end(struct ticket_ref *r);
 int ticket_op_begin(struct ticket_ref *r, uint64_t offset, struct ticket_op **op);
 void ticket_op_progress(struct ticket_op *op, uint64_t done);
 /* True once the ticket is canceled: the server stops at its next I/O. */
