@@ -93,6 +93,11 @@ static struct err_wire err_lookup(enum rpc_err e)
 	case RPC_E_ADD_BITMAP:      return (struct err_wire){ 1620, "Failed to add bitmap" };
 	case RPC_E_REMOVE_BITMAP:   return (struct err_wire){ 1622, "Failed to remove bitmap" };
 	case RPC_E_ST_UNSUPPORTED:  return (struct err_wire){ 2009, "Unsupported operation" };
+	case RPC_E_BACKUP:          return (struct err_wire){ 1600, "Backup Error" };
+	case RPC_E_NO_BACKUP:       return (struct err_wire){ 1601, "No such backup Error" };
+	case RPC_E_CHECKPOINT:      return (struct err_wire){ 1610, "Checkpoint Error" };
+	case RPC_E_NO_CHECKPOINT:   return (struct err_wire){ 1611, "No such checkpoint Error" };
+	case RPC_E_CHECKPOINT_BAD:  return (struct err_wire){ 1612, "Inconsistent checkpoint Error" };
 	case RPC_E__COUNT:       break;
 	}
 	return (struct err_wire){ -32603, "Internal JSON-RPC error" };

@@ -156,6 +156,11 @@ enum rpc_err {
 	RPC_E_ADD_BITMAP,       /* 1620 AddBitmapError */
 	RPC_E_REMOVE_BITMAP,    /* 1622 RemoveBitmapError */
 	RPC_E_ST_UNSUPPORTED,   /* 2009 storage UnsupportedOperation (clear_bitmaps of raw) */
+	RPC_E_BACKUP,           /* 1600 BackupError */
+	RPC_E_NO_BACKUP,        /* 1601 NoSuchBackupError */
+	RPC_E_CHECKPOINT,       /* 1610 CheckpointError */
+	RPC_E_NO_CHECKPOINT,    /* 1611 NoSuchCheckpointError */
+	RPC_E_CHECKPOINT_BAD,   /* 1612 InconsistentCheckpointError */
 	RPC_E__COUNT
 };
 

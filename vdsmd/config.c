@@ -109,6 +109,9 @@ static const struct key keys[] = {
 	  "seconds between VM statistics samples" },
 	{ "storage_root", K_STR, OFF(storage_root), "/var/lib/vdsmd/storage", 0, 0,
 	  "directory holding the file storage domains" },
+	{ "run_dir", K_STR, OFF(run_dir), "/run/vdsmd", 0, 0,
+	  "runtime directory: a live backup's NBD socket is backup/<backup_id> in it (QEMU "
+	  "creates it: backup/ must be writable by the QEMU user)" },
 	{ "net_state_dir", K_STR, OFF(net_state_dir), "/var/lib/vdsmd/netconf", 0, 0,
 	  "directory of the persisted network configuration (running.json, safe.json); "
 	  "restored at startup when it exists" },

@@ -50,6 +50,7 @@ struct vd_config {
 	char *libvirt_uri;          /* "qemu:///system" */
 	unsigned vm_sample_interval;   /* seconds, 15 */
 	char *storage_root;         /* "/var/lib/vdsmd/storage" */
+	char *run_dir;              /* "/run/vdsmd": sockets (backup/<id> NBD exports) */
 	char *net_state_dir;        /* "/var/lib/vdsmd/netconf" */
 	/* broker mode (vdsmd/broker.h); off while broker_uri is empty */
 	char *broker_uri;           /* "" | stomp://HOST[:PORT] | stomps://HOST[:PORT] */

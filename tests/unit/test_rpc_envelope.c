@@ -364,6 +364,11 @@ static const struct { enum rpc_err e; int code; const char *msg; } codes[] = {
 	{ RPC_E_UNEXPECTED, 16, "Unexpected exception" },
 	{ RPC_E_GEN_MISMATCH, 911, "The provided generation does not match the actual generation" },
 	{ RPC_E_ADD_BITMAP, 1620, "Failed to add bitmap" },
+	{ RPC_E_BACKUP, 1600, "Backup Error" },
+	{ RPC_E_NO_BACKUP, 1601, "No such backup Error" },
+	{ RPC_E_CHECKPOINT, 1610, "Checkpoint Error" },
+	{ RPC_E_NO_CHECKPOINT, 1611, "No such checkpoint Error" },
+	{ RPC_E_CHECKPOINT_BAD, 1612, "Inconsistent checkpoint Error" },
 	{ RPC_E_REMOVE_BITMAP, 1622, "Failed to remove bitmap" },
 	{ RPC_E_ST_UNSUPPORTED, 2009, "Unsupported operation" },
 };
