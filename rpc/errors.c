@@ -103,6 +103,11 @@ static struct err_wire err_lookup(enum rpc_err e)
 	case RPC_E_POOL_NOT_CONN:   return (struct err_wire){ 313, "Storage pool not connected" };
 	case RPC_E_BITMAP_CHAIN:    return (struct err_wire){ 946, "Invalid bitmap chain" };
 	case RPC_E_NO_BITMAP:       return (struct err_wire){ 947, "Bitmap does not exist" };
+	case RPC_E_BACKUP:          return (struct err_wire){ 1600, "Backup Error" };
+	case RPC_E_NO_BACKUP:       return (struct err_wire){ 1601, "No such backup Error" };
+	case RPC_E_CHECKPOINT:      return (struct err_wire){ 1610, "Checkpoint Error" };
+	case RPC_E_NO_CHECKPOINT:   return (struct err_wire){ 1611, "No such checkpoint Error" };
+	case RPC_E_CHECKPOINT_BAD:  return (struct err_wire){ 1612, "Inconsistent checkpoint Error" };
 	case RPC_E__COUNT:       break;
 	}
 	return (struct err_wire){ -32603, "Internal JSON-RPC error" };

@@ -167,6 +167,11 @@ enum rpc_err {
 	RPC_E_POOL_NOT_CONN,    /* 313 StoragePoolNotConnected */
 	RPC_E_BITMAP_CHAIN,     /* 946 InvalidBitmapChain (in use, disabled, a hole) */
 	RPC_E_NO_BITMAP,        /* 947 BitmapDoesNotExist */
+	RPC_E_BACKUP,           /* 1600 BackupError */
+	RPC_E_NO_BACKUP,        /* 1601 NoSuchBackupError */
+	RPC_E_CHECKPOINT,       /* 1610 CheckpointError */
+	RPC_E_NO_CHECKPOINT,    /* 1611 NoSuchCheckpointError */
+	RPC_E_CHECKPOINT_BAD,   /* 1612 InconsistentCheckpointError */
 	RPC_E__COUNT
 };
 

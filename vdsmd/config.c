@@ -116,7 +116,9 @@ static const struct key keys[] = {
 	  "directory of the persisted network configuration (running.json, safe.json); "
 	  "restored at startup when it exists" },
 	{ "run_dir", K_STR, OFF(run_dir), "/run/vdsmd", 0, 0,
-	  "runtime directory: NBD.start_server's unix sockets live in <run_dir>/nbd/" },
+	  "runtime directory: NBD.start_server's unix sockets are nbd/<id>.sock in it; a live "
+	  "backup's NBD socket is backup/<backup_id> (QEMU creates it: backup/ must be writable "
+	  "by the QEMU user)" },
 	{ "broker_uri", K_STR, OFF(broker_uri), "", 0, 0,
 	  "broker mode: stomp://HOST[:PORT] or stomps://HOST[:PORT] (TLS with cert_file, "
 	  "key_file, ca_file) of a STOMP broker (RabbitMQ); empty: off" },

@@ -52,7 +52,8 @@ struct vd_config {
 	unsigned vm_sample_interval;   /* seconds, 15 */
 	char *storage_root;         /* "/var/lib/vdsmd/storage" */
 	char *net_state_dir;        /* "/var/lib/vdsmd/netconf" */
-	char *run_dir;              /* "/run/vdsmd": runtime sockets (nbd/<id>.sock) */
+	char *run_dir;              /* "/run/vdsmd": runtime sockets (nbd/<id>.sock,
+	                               backup/<id>) */
 	/* broker mode (vdsmd/broker.h); off while broker_uri is empty */
 	char *broker_uri;           /* "" | stomp://HOST[:PORT] | stomps://HOST[:PORT] */
 	char *broker_login;         /* "" = no login header */

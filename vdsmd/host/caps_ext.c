@@ -457,8 +457,8 @@ void host_caps_ext_encode(const struct host_caps *c, struct vd_writer *w)
 	vw_keyz(w, "additionalFeatures");
 	vw_begin_array(w);
 	vw_end_array(w);
-	vw_kbool(w, "backupEnabled", false);
-	vw_kbool(w, "coldBackupEnabled", true);
+	vw_kbool(w, "backupEnabled", true);      /* VM.start_backup etc. (virt/backup.c) */
+	vw_kbool(w, "coldBackupEnabled", true);  /* SDM.add_bitmap + NBD.start_server bitmap */
 	vw_kbool(w, "clearBitmapsEnabled", true);   /* SDM.clear_bitmaps (st_jobs_bitmap.c) */
 	vw_kbool(w, "cd_change_pdiv", false);
 	vw_kbool(w, "ovnConfigured", false);

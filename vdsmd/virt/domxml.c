@@ -26,7 +26,7 @@ const char *dx_elem_end(const char *p, const char *name)
 
 /* Value of attribute name in the start tag at p (up to its '>'), copied into
  * out[outlen].  Returns true when found. */
-static bool tag_attr(const char *p, const char *name, char *out, size_t outlen)
+bool dx_tag_attr(const char *p, const char *name, char *out, size_t outlen)
 {
 	const char *gt = strchr(p, '>');
 	if (!gt)
@@ -102,19 +102,19 @@ static uint64_t fnv1a(const char *s, const char *end)
 static void parse_disk(const char *p, const char *end, struct virt_domxml *x)
 {
 	char device[16] = "disk";
-	tag_attr(p, "device", device, sizeof device);
+	dx_tag_attr(p, "device", device, sizeof device);
 	if (strcmp(device, "disk") != 0)
 		return;   /* cdrom, floppy, lun: not in VDSM's disk stats */
 	struct virt_xdisk dk;
 	memset(&dk, 0, sizeof dk);
 	const char *t = dx_find_child(p, end, "target");
-	if (!t || !tag_attr(t, "dev", dk.dev, sizeof dk.dev) || !dk.dev[0])
+	if (!t || !dx_tag_attr(t, "dev", dk.dev, sizeof dk.dev) || !dk.dev[0])
 		return;
 	const char *src = dx_find_child(p, end, "source");
 	char path[1024] = "";
-	if (src && !tag_attr(src, "file", path, sizeof path) &&
-	    !tag_attr(src, "dev", path, sizeof path))
-		tag_attr(src, "name", path, sizeof path);
+	if (src && !dx_tag_attr(src, "file", path, sizeof path) &&
+	    !dx_tag_attr(src, "dev", path, sizeof path))
+		dx_tag_attr(src, "name", path, sizeof path);
 	dk.path = xstrdup(path);
 	dx_child_text(p, end, "serial", dk.image_id, sizeof dk.image_id);
 	x->disks = xrealloc(x->disks, (x->ndisks + 1) * sizeof *x->disks);
@@ -127,13 +127,13 @@ static void parse_nic(const char *p, const char *end, struct virt_domxml *x)
 	memset(&n, 0, sizeof n);
 	const char *t = dx_find_child(p, end, "target");
 	if (t)
-		tag_attr(t, "dev", n.ifname, sizeof n.ifname);
+		dx_tag_attr(t, "dev", n.ifname, sizeof n.ifname);
 	const char *m = dx_find_child(p, end, "mac");
 	if (m)
-		tag_attr(m, "address", n.mac, sizeof n.mac);
+		dx_tag_attr(m, "address", n.mac, sizeof n.mac);
 	const char *s = dx_find_child(p, end, "source");
-	if (s && !tag_attr(s, "network", n.network, sizeof n.network))
-		tag_attr(s, "bridge", n.network, sizeof n.network);
+	if (s && !dx_tag_attr(s, "network", n.network, sizeof n.network))
+		dx_tag_attr(s, "bridge", n.network, sizeof n.network);
 	if (!n.ifname[0])
 		return;   /* not started: no host-side device to read stats from */
 	x->nics = xrealloc(x->nics, (x->nnics + 1) * sizeof *x->nics);
@@ -146,13 +146,13 @@ static void parse_graphics(const char *p, struct virt_domxml *x)
 		return;
 	struct virt_xdisplay *g = &x->displays[x->ndisplays];
 	memset(g, 0, sizeof *g);
-	if (!tag_attr(p, "type", g->type, sizeof g->type))
+	if (!dx_tag_attr(p, "type", g->type, sizeof g->type))
 		return;
 	if (strcmp(g->type, "vnc") != 0 && strcmp(g->type, "spice") != 0)
 		return;
-	tag_attr(p, "port", g->port, sizeof g->port);
-	tag_attr(p, "tlsPort", g->tls_port, sizeof g->tls_port);
-	if (!tag_attr(p, "listen", g->listen, sizeof g->listen))
+	dx_tag_attr(p, "port", g->port, sizeof g->port);
+	dx_tag_attr(p, "tlsPort", g->tls_port, sizeof g->tls_port);
+	if (!dx_tag_attr(p, "listen", g->listen, sizeof g->listen))
 		strcpy(g->listen, "0");
 	x->ndisplays++;
 }

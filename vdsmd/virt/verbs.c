@@ -198,5 +198,12 @@ const struct rpc_binding virt_bindings[] = {
 	{ "VM.hibernate", virt_verb_hibernate },
 	{ "VM.snapshot", virt_verb_snapshot },
 	{ "VM.merge", virt_verb_merge },
+	{ "VM.start_backup", virt_verb_start_backup },
+	{ "VM.stop_backup", virt_verb_stop_backup },
+	{ "VM.backup_info", virt_verb_backup_info },
+	{ "VM.list_checkpoints", virt_verb_list_checkpoints },
+	{ "VM.dump_checkpoint", virt_verb_dump_checkpoint },
+	{ "VM.delete_checkpoints", virt_verb_delete_checkpoints },
+	{ "VM.redefine_checkpoints", virt_verb_redefine_checkpoints },
 	{ NULL, NULL },
 };

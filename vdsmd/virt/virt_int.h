@@ -89,6 +89,8 @@ const char *dx_elem_end(const char *p, const char *name);
 const char *dx_find_child(const char *p, const char *end, const char *child);
 bool dx_child_text(const char *p, const char *end, const char *child,
 		   char *out, size_t outlen);
+/* Attribute name of the start tag at p into out[outlen]; false if absent. */
+bool dx_tag_attr(const char *p, const char *name, char *out, size_t outlen);
 
 /* ---- the engine's domain XML (engxml.c) ------------------------------- */
 
@@ -589,6 +591,41 @@ void virt_encode_vm_jobs(struct vd_writer *w, const struct virt_vm *vm);
 /* After (re)connecting: follow again the merges a previous vdsmd started
  * (kept in each domain's metadata). */
 void virt_merge_recover(struct virt_state *s, virConnectPtr c);
+
+/* backup.c: VM.start_backup/stop_backup/backup_info; checkpoint.c: the
+ * checkpoint verbs.  A backup config as VDSM reads it (backup.py
+ * BackupConfig): disks matched to the VM's drives by their volume. */
+struct virt_bkdisk {
+	char dev[32];               /* the drive's target */
+	char image[37];
+	bool checkpoint;            /* in the new checkpoint */
+	char mode[16];              /* "", full or incremental */
+	char scratch[1024];         /* "" when vdsmd makes it */
+	char stype[8];              /* file or block */
+};
+struct virt_bkconfig {
+	char backup_id[37];
+	char from_cp[37], to_cp[37];     /* "" when not given */
+	bool require_consistency;
+	int64_t creation_time;           /* 0 when not given */
+	struct virt_bkdisk disks[VIRT_ENG_MAX_DEV];
+	unsigned ndisks;
+};
+/* Read cfg (an object) and match its disks on dom: 0, or -1 with the call
+ * failed with code (RPC_E_BACKUP for start_backup, RPC_E_CHECKPOINT for a
+ * redefinition). */
+int virt_backup_config(struct rpc_call *c, virDomainPtr dom, const char *id,
+		       const struct vd_value *cfg, enum rpc_err code, struct virt_bkconfig *out);
+/* The <domaincheckpoint> VDSM makes of a config with to_checkpoint_id
+ * (NUL-terminated in b). */
+void virt_checkpoint_xml(struct vd_buf *b, const struct virt_bkconfig *cfg);
+int virt_verb_start_backup(struct rpc_call *c);
+int virt_verb_stop_backup(struct rpc_call *c);
+int virt_verb_backup_info(struct rpc_call *c);
+int virt_verb_list_checkpoints(struct rpc_call *c);
+int virt_verb_dump_checkpoint(struct rpc_call *c);
+int virt_verb_delete_checkpoints(struct rpc_call *c);
+int virt_verb_redefine_checkpoints(struct rpc_call *c);
 
 /* Human text of the last libvirt error (thread-local in libvirt). */
 const char *virt_last_error(void);
