@@ -93,6 +93,8 @@ static struct err_wire err_lookup(enum rpc_err e)
 	case RPC_E_ADD_BITMAP:      return (struct err_wire){ 1620, "Failed to add bitmap" };
 	case RPC_E_REMOVE_BITMAP:   return (struct err_wire){ 1622, "Failed to remove bitmap" };
 	case RPC_E_ST_UNSUPPORTED:  return (struct err_wire){ 2009, "Unsupported operation" };
+	case RPC_E_VOL_UPDATE:      return (struct err_wire){ 235, "Cannot update volume attributes" };
+	case RPC_E_IMAGE_VERIFY:    return (struct err_wire){ 484, "Image verification failed" };
 	case RPC_E__COUNT:       break;
 	}
 	return (struct err_wire){ -32603, "Internal JSON-RPC error" };

@@ -156,6 +156,8 @@ enum rpc_err {
 	RPC_E_ADD_BITMAP,       /* 1620 AddBitmapError */
 	RPC_E_REMOVE_BITMAP,    /* 1622 RemoveBitmapError */
 	RPC_E_ST_UNSUPPORTED,   /* 2009 storage UnsupportedOperation (clear_bitmaps of raw) */
+	RPC_E_VOL_UPDATE,       /* 235 InvalidVolumeUpdate (SDM.update_volume) */
+	RPC_E_IMAGE_VERIFY,     /* 484 ImageVerificationError (Volume.verify_untrusted) */
 	RPC_E__COUNT
 };
 

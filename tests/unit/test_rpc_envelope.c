@@ -366,6 +366,8 @@ static const struct { enum rpc_err e; int code; const char *msg; } codes[] = {
 	{ RPC_E_ADD_BITMAP, 1620, "Failed to add bitmap" },
 	{ RPC_E_REMOVE_BITMAP, 1622, "Failed to remove bitmap" },
 	{ RPC_E_ST_UNSUPPORTED, 2009, "Unsupported operation" },
+	{ RPC_E_VOL_UPDATE, 235, "Cannot update volume attributes" },
+	{ RPC_E_IMAGE_VERIFY, 484, "Image verification failed" },
 };
 
 START_TEST(every_error_code)

@@ -34,8 +34,10 @@ enum st_crash_op {
 	ST_CO_POOL_CREATE = 1 << 10, /* StoragePool.create over two domains */
 	ST_CO_EXTEND_RAW = 1 << 11,  /* Volume.extendSize of a RAW volume */
 	ST_CO_EXTEND_COW = 1 << 12,  /* Volume.extendSize of a qcow2 leaf */
+	ST_CO_UPDATE_VOL = 1 << 13,  /* SDM.update_volume of a leaf's metadata */
+	ST_CO_AMEND = 1 << 14,       /* SDM.amend_volume of a qcow2 leaf to compat 0.10 */
 };
-#define ST_CO_LAST ST_CO_EXTEND_COW
+#define ST_CO_LAST ST_CO_AMEND
 #define ST_CO_CREATE (ST_CO_CREATE_RAW | ST_CO_CREATE_SNAP)
 #define ST_CO_DELETE (ST_CO_VOL_DELETE | ST_CO_IMG_DELETE | ST_CO_VOLS_DELETE)
 #define ST_CO_STRUCT (ST_CO_CLONE | ST_CO_COPY | ST_CO_MOVE)
@@ -86,7 +88,13 @@ enum st_crash_op {
 	X("pool.meta", ST_CO_POOL_CREATE)           /* pool.meta written, intent not cleared */ \
 	/* Volume.extendSize (st_op_extend.c) */ \
 	X("extend.grown", ST_CO_EXTEND_RAW | ST_CO_EXTEND_COW) /* data grown + synced */ \
-	X("extend.meta", ST_CO_EXTEND_RAW | ST_CO_EXTEND_COW)  /* new capacity written */
+	X("extend.meta", ST_CO_EXTEND_RAW | ST_CO_EXTEND_COW)  /* new capacity written */ \
+	/* SDM.update_volume (st_jobs_update.c), SDM.amend_volume (st_jobs_amend.c) */ \
+	X("update_volume.checked", ST_CO_UPDATE_VOL) /* attributes checked, nothing written */ \
+	X("update_volume.written", ST_CO_UPDATE_VOL) /* new .meta on disk, job not ended */ \
+	X("amend.amending", ST_CO_AMEND)            /* qemu-img amend running */ \
+	X("amend.amended", ST_CO_AMEND)             /* amended, generation not bumped */ \
+	X("amend.meta", ST_CO_AMEND)                /* generation bumped on disk */
 
 struct st_crash_step {
 	const char *name;
