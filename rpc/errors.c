@@ -108,6 +108,8 @@ static struct err_wire err_lookup(enum rpc_err e)
 	case RPC_E_CHECKPOINT:      return (struct err_wire){ 1610, "Checkpoint Error" };
 	case RPC_E_NO_CHECKPOINT:   return (struct err_wire){ 1611, "No such checkpoint Error" };
 	case RPC_E_CHECKPOINT_BAD:  return (struct err_wire){ 1612, "Inconsistent checkpoint Error" };
+	case RPC_E_VOL_UPDATE:      return (struct err_wire){ 235, "Cannot update volume attributes" };
+	case RPC_E_IMAGE_VERIFY:    return (struct err_wire){ 484, "Image verification failed" };
 	case RPC_E__COUNT:       break;
 	}
 	return (struct err_wire){ -32603, "Internal JSON-RPC error" };

@@ -172,6 +172,8 @@ enum rpc_err {
 	RPC_E_CHECKPOINT,       /* 1610 CheckpointError */
 	RPC_E_NO_CHECKPOINT,    /* 1611 NoSuchCheckpointError */
 	RPC_E_CHECKPOINT_BAD,   /* 1612 InconsistentCheckpointError */
+	RPC_E_VOL_UPDATE,       /* 235 InvalidVolumeUpdate (SDM.update_volume) */
+	RPC_E_IMAGE_VERIFY,     /* 484 ImageVerificationError (Volume.verify_untrusted) */
 	RPC_E__COUNT
 };
 

@@ -381,6 +381,8 @@ static const struct { enum rpc_err e; int code; const char *msg; } codes[] = {
 	{ RPC_E_POOL_NOT_CONN, 313, "Storage pool not connected" },
 	{ RPC_E_BITMAP_CHAIN, 946, "Invalid bitmap chain" },
 	{ RPC_E_NO_BITMAP, 947, "Bitmap does not exist" },
+	{ RPC_E_VOL_UPDATE, 235, "Cannot update volume attributes" },
+	{ RPC_E_IMAGE_VERIFY, 484, "Image verification failed" },
 };
 
 START_TEST(every_error_code)

@@ -39,8 +39,10 @@ enum st_crash_op {
 	ST_CO_MERGE_JOB = 1 << 15,       /* SDM.merge of an internal volume */
 	ST_CO_FIN_MERGE_INT = 1 << 16,   /* finalizeMerge of an internal volume */
 	ST_CO_FIN_MERGE_LEAF = 1 << 17,  /* finalizeMerge of the leaf */
+	ST_CO_UPDATE_VOL = 1 << 18,  /* SDM.update_volume of a leaf's metadata */
+	ST_CO_AMEND = 1 << 19,       /* SDM.amend_volume of a qcow2 leaf to compat 0.10 */
 };
-#define ST_CO_LAST ST_CO_FIN_MERGE_LEAF
+#define ST_CO_LAST ST_CO_AMEND
 #define ST_CO_PREP_MERGE (ST_CO_PREP_MERGE_RAW | ST_CO_PREP_MERGE_COW)
 #define ST_CO_FIN_MERGE (ST_CO_FIN_MERGE_INT | ST_CO_FIN_MERGE_LEAF)
 #define ST_CO_CREATE (ST_CO_CREATE_RAW | ST_CO_CREATE_SNAP)
@@ -104,7 +106,13 @@ enum st_crash_op {
 	X("finalize_merge.record", ST_CO_FIN_MERGE)      /* task record written */ \
 	X("finalize_merge.top-illegal", ST_CO_FIN_MERGE) /* top ILLEGAL on disk */ \
 	X("finalize_merge.child-rebased", ST_CO_FIN_MERGE_INT) /* child's qcow2 backing is base */ \
-	X("finalize_merge.child-parent", ST_CO_FIN_MERGE_INT)  /* child's metadata names base */
+	X("finalize_merge.child-parent", ST_CO_FIN_MERGE_INT)  /* child's metadata names base */ \
+	/* SDM.update_volume (st_jobs_update.c), SDM.amend_volume (st_jobs_amend.c) */ \
+	X("update_volume.checked", ST_CO_UPDATE_VOL) /* attributes checked, nothing written */ \
+	X("update_volume.written", ST_CO_UPDATE_VOL) /* new .meta on disk, job not ended */ \
+	X("amend.amending", ST_CO_AMEND)            /* qemu-img amend running */ \
+	X("amend.amended", ST_CO_AMEND)             /* amended, generation not bumped */ \
+	X("amend.meta", ST_CO_AMEND)                /* generation bumped on disk */
 
 struct st_crash_step {
 	const char *name;

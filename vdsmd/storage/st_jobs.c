@@ -338,3 +338,86 @@ void st_jobs_stop(struct storage_state *s)
 		}
 	}
 }
+
+struct st_job *st_job_prep(struct storage_state *s, const char *job_id, enum st_job_kind kind,
+			   const char *desc, const char *const ids[3], int64_t gen,
+			   struct st_err *e)
+{
+	if (!st_is_uuid(job_id)) {
+		st_fail(e, RPC_E_PARAMS, "job_id: not a UUID");
+		return NULL;
+	}
+	struct st_job *j = st_job_new(s, job_id, kind);
+	snprintf(j->info.desc, sizeof(j->info.desc), "%s", desc);
+	for (int i = 0; i < 3; i++)
+		snprintf(j->src[i], 37, "%.36s", ids[i]);
+	j->gen = gen;
+	return j;
+}
+
+int st_job_start(struct storage_state *s, struct st_job *j, void *(*run)(void *),
+		 struct st_err *e)
+{
+	pthread_mutex_lock(&s->lock);
+	int rc = st_job_admit(s, j->info.id, e);
+	if (rc == 0 && st_job_launch(s, j, run) < 0)
+		rc = st_fail(e, RPC_E_NO_RESOURCES, "cannot start the job thread");
+	pthread_mutex_unlock(&s->lock);
+	if (rc < 0) {
+		free(j);
+		return -1;
+	}
+	st_job_publish(s, j);
+	return 0;
+}
+
+struct st_volume *st_job_vol_busy(struct storage_state *s, struct st_job *j,
+				  struct st_domain **d, struct st_volume *copy, struct st_err *e)
+{
+	pthread_mutex_lock(&s->lock);
+	struct st_volume *v = st_find_volume(s, j->src[0], j->src[1], j->src[2], d, e);
+	if (v && v->busy) {
+		st_fail(e, RPC_E_GENERAL, "volume %s is busy", j->src[2]);
+		v = NULL;
+	}
+	if (v) {
+		v->busy = true;
+		(*d)->busy++;
+		*copy = *v;
+	}
+	pthread_mutex_unlock(&s->lock);
+	return v;
+}
+
+void st_job_vol_release(struct storage_state *s, struct st_job *j, struct st_domain *d)
+{
+	pthread_mutex_lock(&s->lock);
+	struct st_volume *v = map_get(&d->volumes, j->src[2]);
+	v->busy = false;
+	d->busy--;
+	pthread_mutex_unlock(&s->lock);
+}
+
+void *st_job_thread(struct st_job *j, int (*work)(struct storage_state *, struct st_job *,
+						    struct st_err *))
+{
+	struct storage_state *s = j->s;
+	pthread_mutex_lock(&s->lock);
+	j->info.status = ST_JOB_RUNNING;
+	pthread_mutex_unlock(&s->lock);
+	st_job_publish(s, j);
+	struct st_err e = { 0 };
+	int rc = work(s, j, &e);
+	bool aborted = __atomic_load_n(&j->abort, __ATOMIC_ACQUIRE);
+	pthread_mutex_lock(&s->lock);
+	st_job_end(j, rc, aborted, e.code, e.msg);
+	pthread_mutex_unlock(&s->lock);
+	if (rc == 0)
+		log_info("storage: job %s: %s on %s/%s/%s done", j->info.id, j->info.desc,
+			 j->src[0], j->src[1], j->src[2]);
+	else
+		log_warn("storage: job %s: %s on volume %s failed: %s", j->info.id, j->info.desc,
+			 j->src[2], e.msg);
+	st_job_publish(s, j);
+	return NULL;
+}

@@ -26,7 +26,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#define ST_MAX_GENERATION 999   /* VDSM's sc.MAX_GENERATION: GEN is 3 ASCII digits */
 #define CHAIN_MAX 128           /* parents walked for add_bitmap's chain check */
 
 static const char *kind_name(enum st_job_kind k)
@@ -35,6 +34,8 @@ static const char *kind_name(enum st_job_kind k)
 	case ST_JOB_ADD_BITMAP: return "add_bitmap";
 	case ST_JOB_REMOVE_BITMAP: return "remove_bitmap";
 	case ST_JOB_CLEAR_BITMAPS: return "clear_bitmaps";
+	case ST_JOB_AMEND: return "amend_volume";
+	case ST_JOB_UPDATE: return "update_volume";
 	case ST_JOB_COPY: case ST_JOB_MERGE: break;
 	}
 	return "copy_data";

@@ -51,6 +51,7 @@ struct st_volume {
 	char *description;
 	bool legal;
 	bool busy;              /* create/delete in flight */
+	bool shared;            /* VOLTYPE=SHARED (a template's volume: SDM.update_volume) */
 	unsigned nchildren;     /* volumes backed by this one (any image) */
 	int64_t ctime, mtime;
 	unsigned generation;

@@ -237,7 +237,18 @@ struct st_job_info {
 };
 
 enum st_job_kind { ST_JOB_COPY, ST_JOB_ADD_BITMAP, ST_JOB_REMOVE_BITMAP, ST_JOB_CLEAR_BITMAPS,
-		   ST_JOB_MERGE };
+		   ST_JOB_MERGE, ST_JOB_AMEND, ST_JOB_UPDATE };
+#define ST_MAX_GENERATION 999   /* VDSM's sc.MAX_GENERATION: GEN is 3 ASCII digits */
+
+/* SDM.update_volume's vol_attr (VDSM's validators.VolumeAttributes): what
+ * is not given is left as it is. */
+struct st_vol_attr {
+	int legality;              /* -1 not given, 0 ILLEGAL, 1 LEGAL */
+	int64_t generation;        /* -1: not given (the job bumps it) */
+	bool shared;               /* type SHARED */
+	bool has_desc;
+	char desc[ST_DESC_MAX + 1];
+};
 #define ST_BITMAP_NAME_MAX 1023   /* qemu's limit on a persistent bitmap's name */
 
 struct st_job {
@@ -247,6 +258,8 @@ struct st_job {
 	int64_t gen;               /* bitmap jobs: vol_info.generation, -1 if not given */
 	char bitmap[ST_BITMAP_NAME_MAX + 1];
 	bool merge_bitmaps;        /* SDM.merge */
+	char compat[8];            /* amend: qcow2 compat "0.10" / "1.1" */
+	struct st_vol_attr attr;   /* update_volume */
 	/* stopping it (under s->lock but abort, an atomic flag) */
 	bool abort;
 	char abort_why[64];
@@ -278,11 +291,41 @@ int st_job_launch(struct storage_state *s, struct st_job *j, void *(*run)(void *
 /* Under s->lock: j's end state: DONE (rc 0), else ABORTED (code 411) or
  * FAILED with code and msg. */
 void st_job_end(struct st_job *j, int rc, bool aborted, enum rpc_err code, const char *msg);
+/* A job on one volume (amend, update): job_id checked, the record made
+ * with desc, ids and gen (NULL, e filled, when job_id is no UUID). */
+struct st_job *st_job_prep(struct storage_state *s, const char *job_id, enum st_job_kind kind,
+			   const char *desc, const char *const ids[3], int64_t gen,
+			   struct st_err *e);
+/* Admit and launch j on run (j freed when it cannot start), publish it. */
+int st_job_start(struct storage_state *s, struct st_job *j, void *(*run)(void *),
+		 struct st_err *e);
+/* The job's volume src[] made busy (a copy of its record in *copy; its
+ * description pointer stays the volume's), or NULL with e filled (unknown,
+ * busy); st_job_vol_release ends it. */
+struct st_volume *st_job_vol_busy(struct storage_state *s, struct st_job *j,
+				  struct st_domain **d, struct st_volume *copy, struct st_err *e);
+void st_job_vol_release(struct storage_state *s, struct st_job *j, struct st_domain *d);
+/* A job thread's body: RUNNING, work(), its end state, log, publish. */
+void *st_job_thread(struct st_job *j, int (*work)(struct storage_state *, struct st_job *,
+						    struct st_err *));
 /* SDM.add_bitmap / remove_bitmap / clear_bitmaps (st_jobs_bitmap.c): a
  * job on volume ids {sd, img, vol}; gen < 0 when not given; bitmap NULL
  * for clear.  Errors of the volume are the job's, as VDSM's. */
 int st_bitmap_job(struct storage_state *s, enum st_job_kind kind, const char *job_id,
 		  const char *const ids[3], int64_t gen, const char *bitmap, struct st_err *e);
+/* SDM.amend_volume (st_jobs_amend.c): qemu-img amend -o compat= of a
+ * qcow2 volume as a host job; compat must be "0.10" or "1.1" (else 100 at
+ * once, as VDSM's ValueError). */
+int st_amend_job(struct storage_state *s, const char *job_id, const char *const ids[3],
+		 int64_t gen, const char *compat, struct st_err *e);
+/* SDM.update_volume (st_jobs_update.c): a metadata update as a host job;
+ * gen < 0 (not given) fails the job with 911, as VDSM's. */
+int st_update_job(struct storage_state *s, const char *job_id, const char *const ids[3],
+		  int64_t gen, const struct st_vol_attr *attr, struct st_err *e);
+/* Volume.verify_untrusted (st_volverify.c): the uploaded data of a volume
+ * checked against its metadata (code 484 when it does not match). */
+int st_volume_verify_untrusted(struct storage_state *s, const char *sp, const char *sd,
+			       const char *img, const char *vol, struct st_err *e);
 /* Abort a running job (its qemu-img is killed). */
 int st_job_abort(struct storage_state *s, const char *id, struct st_err *e);
 /* Shutdown: abort every job and join its thread. */

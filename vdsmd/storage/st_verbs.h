@@ -76,6 +76,7 @@ int vh_vol_delete(struct rpc_call *c);
 int vh_vol_set_description(struct rpc_call *c);
 int vh_vol_set_legality(struct rpc_call *c);
 int vh_vol_refresh(struct rpc_call *c);
+int vh_vol_verify_untrusted(struct rpc_call *c);
 int vh_vol_qemu_info(struct rpc_call *c);
 int vh_vol_measure(struct rpc_call *c);
 int vh_vol_extend_size(struct rpc_call *c);
@@ -101,6 +102,9 @@ int vh_nbd_stop_server(struct rpc_call *c);
 int vh_sp_prepare_merge(struct rpc_call *c);
 int vh_sp_finalize_merge(struct rpc_call *c);
 int vh_sdm_merge(struct rpc_call *c);
+/* st_verbs_jobs.c: SDM.amend_volume, SDM.update_volume */
+int vh_sdm_amend_volume(struct rpc_call *c);
+int vh_sdm_update_volume(struct rpc_call *c);
 /* The storage jobs as members of Host.getJobs' map (storage_write_job_members). */
 void st_write_jobs(struct storage_state *s, struct vd_writer *w, const char *type,
 		   const struct vd_value *ids);

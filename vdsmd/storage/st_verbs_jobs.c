@@ -1,5 +1,5 @@
 /* vdsmd/storage/st_verbs_jobs.c - SDM.copy_data, SDM.add_bitmap, SDM.remove_bitmap,
- * SDM.clear_bitmaps and Host.getJobs. */
+ * SDM.clear_bitmaps, SDM.amend_volume, SDM.update_volume and Host.getJobs. */
 #include "st_verbs.h"
 
 #include <stdio.h>
@@ -107,6 +107,105 @@ int vh_sdm_remove_bitmap(struct rpc_call *c)
 int vh_sdm_clear_bitmaps(struct rpc_call *c)
 {
 	return bitmap_verb(c, ST_JOB_CLEAR_BITMAPS);
+}
+
+/* vol_info of amend_volume / update_volume: VolumeInfo or a "div"
+ * CopyDataDIVEndpoint (the keys past the ids are ignored); a generation
+ * past 999 is VDSM's ValueError (100). */
+static int vol_info(struct rpc_call *c, char ids[3][37], int64_t *gen)
+{
+	if (div_ids(c, "vol_info", rpc_arg(c, "vol_info"), ids, gen) < 0)
+		return -1;
+	if (*gen > ST_MAX_GENERATION)
+		return rpc_fail(c, RPC_E_GENERAL, "vol_info.generation: at most %d",
+				ST_MAX_GENERATION);
+	return 0;
+}
+
+int vh_sdm_amend_volume(struct rpc_call *c)
+{
+	struct storage_state *s = verb_state(c);
+	if (!s)
+		return -1;
+	char ids[3][37];
+	int64_t gen = -1;
+	if (vol_info(c, ids, &gen) < 0)
+		return -1;
+	const struct vd_value *qa = rpc_arg(c, "qcow2_attr");
+	if (!qa || qa->type != VD_OBJECT)
+		return rpc_fail(c, RPC_E_PARAMS, "qcow2_attr: an object {compat}");
+	const struct vd_value *cv = vd_obj_get(qa, "compat");
+	char compat[16] = "";
+	if (cv && cv->type == VD_STRING)
+		snprintf(compat, sizeof(compat), "%.*s", (int)VD_MIN(cv->v.s.len, 15), cv->v.s.ptr);
+	else if (cv && cv->type != VD_NULL)
+		return rpc_fail(c, RPC_E_GENERAL, "Unsupported qcow2 compat (not a string)");
+	const char *const p[3] = { ids[0], ids[1], ids[2] };
+	struct st_err e = { 0 };
+	if (st_amend_job(s, rpc_arg_str(c, "job_id", NULL), p, gen,
+			 cv && cv->type == VD_STRING ? compat : NULL, &e) < 0)
+		return verb_fail(c, &e);
+	vw_bool(c->w, true);
+	return 0;
+}
+
+/* A value for a message: a string's first 32 bytes, else a placeholder. */
+#define STR_SHOW(x) (x)->type == VD_STRING ? (int)VD_MIN((x)->v.s.len, 32) : 14, \
+	(x)->type == VD_STRING ? (x)->v.s.ptr : "(not a string)"
+
+/* vol_attr (VDSM's VolumeAttributes): a wrong value is VDSM's ValueError. */
+static int vol_attr(struct rpc_call *c, struct st_vol_attr *a)
+{
+	const struct vd_value *va = rpc_arg(c, "vol_attr");
+	if (!va || va->type != VD_OBJECT)
+		return rpc_fail(c, RPC_E_PARAMS, "vol_attr: an object");
+	*a = (struct st_vol_attr){ .legality = -1, .generation = -1 };
+	const struct vd_value *l = vd_obj_get(va, "legality"), *d = vd_obj_get(va, "description");
+	const struct vd_value *g = vd_obj_get(va, "generation"), *t = vd_obj_get(va, "type");
+	if (l && l->type != VD_NULL) {
+		if (vd_str_eq(l, "LEGAL") || vd_str_eq(l, "ILLEGAL"))
+			a->legality = vd_str_eq(l, "LEGAL");
+		else
+			return rpc_fail(c, RPC_E_GENERAL, "Legality not supported %.*s",
+					STR_SHOW(l));
+	}
+	if (d && d->type == VD_STRING) {
+		a->has_desc = true;
+		snprintf(a->desc, sizeof(a->desc), "%.*s", (int)VD_MIN(d->v.s.len, ST_DESC_MAX),
+			 d->v.s.ptr);
+	} else if (d && d->type != VD_NULL) {
+		return rpc_fail(c, RPC_E_GENERAL, "vol_attr.description: not a string");
+	}
+	if (g && g->type == VD_INT && g->v.i >= 0 && g->v.i <= ST_MAX_GENERATION)
+		a->generation = g->v.i;
+	else if (g && g->type != VD_NULL)
+		return rpc_fail(c, RPC_E_GENERAL, "vol_attr.generation: an integer from 0 to %d",
+				ST_MAX_GENERATION);
+	if (t && t->type != VD_NULL) {
+		if (!vd_str_eq(t, "SHARED"))
+			return rpc_fail(c, RPC_E_GENERAL, "Volume type not supported %.*s",
+					STR_SHOW(t));
+		a->shared = true;
+	}
+	return 0;
+}
+
+int vh_sdm_update_volume(struct rpc_call *c)
+{
+	struct storage_state *s = verb_state(c);
+	if (!s)
+		return -1;
+	char ids[3][37];
+	int64_t gen = -1;
+	struct st_vol_attr a;
+	if (vol_info(c, ids, &gen) < 0 || vol_attr(c, &a) < 0)
+		return -1;
+	const char *const p[3] = { ids[0], ids[1], ids[2] };
+	struct st_err e = { 0 };
+	if (st_update_job(s, rpc_arg_str(c, "job_id", NULL), p, gen, &a, &e) < 0)
+		return verb_fail(c, &e);
+	vw_bool(c->w, true);
+	return 0;
 }
 
 void verb_write_job(struct vd_writer *w, const struct st_job_info *j)

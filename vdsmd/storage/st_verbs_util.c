@@ -70,7 +70,7 @@ void verb_write_volume_info(struct vd_writer *w, const struct storage_state *s,
 	vw_kstr(w, "allocType", st_alloc_name(v->alloc));
 	vw_kstr(w, "format", st_volfmt_name(v->format));
 	vw_kstr(w, "disktype", v->disktype);
-	vw_kstr(w, "voltype", v->nchildren ? "INTERNAL" : "LEAF");
+	vw_kstr(w, "voltype", v->shared ? "SHARED" : v->nchildren ? "INTERNAL" : "LEAF");
 	vw_kstrf(w, "capacity", "%lld", (long long)v->capacity);
 	vw_kstr(w, "parent", v->parent);
 	vw_kstr(w, "description", v->description ? v->description : "");

@@ -177,6 +177,19 @@ int vh_vol_set_legality(struct rpc_call *c)
 	return 0;
 }
 
+int vh_vol_verify_untrusted(struct rpc_call *c)
+{
+	struct storage_state *s = verb_state(c);
+	if (!s)
+		return -1;
+	struct st_err e = { 0 };
+	if (st_volume_verify_untrusted(s, ARG("storagepoolID"), ARG("storagedomainID"),
+				       ARG("imageID"), ARG("volumeID"), &e) < 0)
+		return verb_fail(c, &e);
+	vw_bool(c->w, true);
+	return 0;
+}
+
 int vh_vol_refresh(struct rpc_call *c)
 {
 	struct storage_state *s = verb_state(c);

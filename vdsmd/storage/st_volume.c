@@ -91,6 +91,8 @@ static void vol_to_kv(const struct st_domain *d, const struct st_volume *v, stru
 	kv_set(kv, "DISKTYPE", v->disktype);
 	kv_set(kv, "DESCRIPTION", v->description ? v->description : "");
 	kv_set(kv, "LEGALITY", v->legal ? "LEGAL" : "ILLEGAL");
+	if (v->shared)   /* LEAF/INTERNAL are derived from the chain, never written */
+		kv_set(kv, "VOLTYPE", "SHARED");
 	kv_setf(kv, "CTIME", "%lld", (long long)v->ctime);
 	kv_setf(kv, "MTIME", "%lld", (long long)v->mtime);
 	kv_setf(kv, "GEN", "%u", v->generation);
@@ -130,6 +132,7 @@ int st_vol_read_meta_at(int ifd, const char *name, struct st_volume *v)
 	v->format = strcmp(fmt, "COW") == 0 ? ST_FMT_COW : ST_FMT_RAW;
 	v->alloc = strcmp(type, "PREALLOCATED") == 0 ? ST_PREALLOCATED : ST_SPARSE;
 	v->legal = strcmp(leg, "LEGAL") == 0;
+	v->shared = kv_get(&kv, "VOLTYPE") && strcmp(kv_get(&kv, "VOLTYPE"), "SHARED") == 0;
 	snprintf(v->parent, sizeof(v->parent), "%.36s", pu);
 	v->capacity = cap;
 	snprintf(v->disktype, sizeof(v->disktype), "%s",

@@ -1,0 +1,396 @@
+"""SDM.amend_volume, SDM.update_volume and Volume.verify_untrusted on a
+LOCALFS domain: real vdsmd, real qcow2/raw files, real qemu-img and qemu-io.
+The SDM verbs start host jobs followed through Host.getJobs; the results are
+checked on the volume files (qemu-img info, qemu-io reads) and with
+Volume.getInfo; each refusal with VDSM's code (sdm/api/amend_volume.py,
+update_volume.py, volume.update_attributes, hsm.verify_untrusted_volume):
+100 for a wrong attribute (at once) or a volume amend cannot take (the job),
+911 for a stale or missing generation, 235 InvalidVolumeUpdate, 484
+ImageVerificationError, 201/268/358 for what does not exist."""
+
+import json
+import os
+import signal
+import struct
+import subprocess
+import time
+import unittest
+import uuid
+
+import vdsmtest as vt
+from test_storage import BLANK, call_ready, connect, result, wait_task
+
+SD = "5c1b3d4e-3d3f-4c9b-8c2a-3b2a7c0e8d51"
+IMG = "e1b2c3d4-e5f6-4a70-8b91-c2d3e4f5a651"
+BASE = "f2c3d4e5-f6a7-4b81-9c2d-d3e4f5a6b751"     # COW base of LEAF
+LEAF = "f2c3d4e5-f6a7-4b81-9c2d-d3e4f5a6b752"     # COW top
+RAW_IMG = "e1b2c3d4-e5f6-4a70-8b91-c2d3e4f5a652"
+RAW = "f2c3d4e5-f6a7-4b81-9c2d-d3e4f5a6b753"
+SOLO_IMG = "e1b2c3d4-e5f6-4a70-8b91-c2d3e4f5a653"
+SOLO = "f2c3d4e5-f6a7-4b81-9c2d-d3e4f5a6b754"     # COW without parent or child
+UP_IMG = "e1b2c3d4-e5f6-4a70-8b91-c2d3e4f5a654"
+UP_RAW = "f2c3d4e5-f6a7-4b81-9c2d-d3e4f5a6b755"   # "uploaded" volumes
+UP_COW = "f2c3d4e5-f6a7-4b81-9c2d-d3e4f5a6b756"
+UP_TOP = "f2c3d4e5-f6a7-4b81-9c2d-d3e4f5a6b757"   # COW top of UP_COW
+OTHER = "f2c3d4e5-f6a7-4b81-9c2d-d3e4f5a6b799"
+MiB = 1 << 20
+COW_FMT, RAW_FMT, SPARSE = 4, 5, 2
+
+
+class Base(unittest.TestCase):
+    VOLS = ()
+
+    @classmethod
+    def setUpClass(cls):
+        cls.d = vt.Daemon()
+        cls.d.__enter__()
+        cls.c = connect(cls.d)
+        cls.root = os.path.join(cls.d.tmp, "dom")
+        os.mkdir(cls.root, 0o755)
+        r = call_ready(cls.c, "StorageDomain.create", [SD, 4, cls.root, "am", 1, "5", 0, 250])
+        assert result(r) is True, r
+        for vol, img, fmt, parent in cls.VOLS:
+            tid = result(cls.c.call("Volume.create", [vol, BLANK, SD, img, str(64 * MiB), fmt,
+                                                      SPARSE, "DATA", "v",
+                                                      img if parent != BLANK else BLANK,
+                                                      parent]))
+            st = wait_task(cls.c, tid)
+            assert st["taskResult"] == "success", st
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.c.close()
+        cls.d.__exit__(None, None, None)
+
+    def path(self, img, vol):
+        return os.path.join(self.root, SD, "images", img, vol)
+
+    def qinfo(self, img, vol):
+        return json.loads(subprocess.check_output(
+            ["qemu-img", "info", "-U", "--output=json", self.path(img, vol)]))
+
+    def info(self, img, vol):
+        return result(self.c.call("Volume.getInfo", [vol, BLANK, SD, img]))
+
+    def job(self, verb, *args):
+        """Start the job, wait for its end; returns Host.getJobs' entry."""
+        jid = str(uuid.uuid4())
+        self.assertIs(result(self.c.call("SDM." + verb, [jid] + list(args))), True)
+        deadline = time.monotonic() + 30
+        while True:
+            jobs = result(self.c.call("Host.getJobs", ["storage", [jid]]))
+            self.assertIn(jid, jobs)
+            j = jobs[jid]
+            if j["status"] not in ("pending", "running") or time.monotonic() > deadline:
+                break
+            time.sleep(0.02)
+        self.assertEqual((j["id"], j["job_type"], j["description"]), (jid, "storage", verb))
+        return j
+
+    def assertDone(self, j):
+        self.assertEqual((j["status"], j["progress"]), ("done", 100), j)
+
+    def assertFailed(self, j, code):
+        self.assertEqual(j["status"], "failed", j)
+        self.assertEqual(j["error"]["code"], code, j)
+
+    def assertRefused(self, verb, args, code):
+        r = self.c.call(verb, args)
+        self.assertIn("error", r, r)
+        self.assertEqual(r["error"]["code"], code, r)
+
+    @staticmethod
+    def vi(vol, img=IMG, sd=SD, **kw):
+        d = {"sd_id": sd, "img_id": img, "vol_id": vol}
+        d.update(kw)
+        return d
+
+
+class Amend(Base):
+    VOLS = ((BASE, IMG, COW_FMT, BLANK), (LEAF, IMG, COW_FMT, BASE),
+            (RAW, RAW_IMG, RAW_FMT, BLANK))
+
+    def read_ok(self, pattern, off, length):
+        """qemu-io reads the leaf through its chain and finds pattern."""
+        out = subprocess.run(["qemu-io", "-r", "-U", "-f", "qcow2", "-c",
+                              "read -P %d %d %d" % (pattern, off, length),
+                              self.path(IMG, LEAF)], capture_output=True, text=True)
+        return out.returncode == 0 and "Pattern verification failed" not in out.stdout
+
+    def test_downgrade_keeps_data_and_upgrade(self):
+        # base data under a zero cluster of the leaf: the downgrade must keep
+        # reading zeros there (an amend without the backing file would not)
+        subprocess.check_call(["qemu-io", "-f", "qcow2", "-c", "write -P 0x5a 0 1M",
+                               self.path(IMG, BASE)], stdout=subprocess.DEVNULL)
+        subprocess.check_call(["qemu-io", "-f", "qcow2", "-c", "write -z 0 64k", "-c",
+                               "write -P 0x33 1M 64k", self.path(IMG, LEAF)],
+                              stdout=subprocess.DEVNULL)
+        self.assertTrue(self.read_ok(0, 0, 65536))
+        self.assertEqual(self.qinfo(IMG, LEAF)["format-specific"]["data"]["compat"], "1.1")
+        gen = self.info(IMG, LEAF)["generation"]
+        j = self.job("amend_volume", self.vi(LEAF, generation=gen), {"compat": "0.10"})
+        self.assertDone(j)
+        q = self.qinfo(IMG, LEAF)
+        self.assertEqual(q["format-specific"]["data"]["compat"], "0.10")
+        self.assertEqual(q["backing-filename"], BASE)
+        self.assertTrue(self.read_ok(0, 0, 65536), "the zero cluster shows the base's data")
+        self.assertTrue(self.read_ok(0x5a, 65536, 65536))
+        self.assertTrue(self.read_ok(0x33, MiB, 65536))
+        vi = self.info(IMG, LEAF)
+        self.assertEqual((vi["generation"], vi["legality"]), (gen + 1, "LEGAL"))
+        self.assertEqual(self.qinfo(IMG, BASE)["format-specific"]["data"]["compat"], "1.1")
+        subprocess.check_call(["qemu-img", "check", "-q", self.path(IMG, LEAF)])
+        # a stale generation: 911, nothing changes
+        self.assertFailed(self.job("amend_volume", self.vi(LEAF, generation=gen),
+                                   {"compat": "1.1"}), 911)
+        self.assertEqual(self.qinfo(IMG, LEAF)["format-specific"]["data"]["compat"], "0.10")
+        # back up, as the engine sends it (generation null when unknown)
+        self.assertDone(self.job("amend_volume", self.vi(LEAF, generation=None),
+                                 {"compat": "1.1"}))
+        self.assertEqual(self.qinfo(IMG, LEAF)["format-specific"]["data"]["compat"], "1.1")
+        self.assertEqual(self.info(IMG, LEAF)["generation"], gen + 2)
+        self.assertTrue(self.read_ok(0x33, MiB, 65536))
+
+    def test_raw_refused(self):
+        gen = self.info(RAW_IMG, RAW)["generation"]
+        j = self.job("amend_volume", self.vi(RAW, RAW_IMG), {"compat": "0.10"})
+        self.assertFailed(j, 100)
+        self.assertIn("not COW", j["error"]["message"])
+        self.assertEqual(self.info(RAW_IMG, RAW)["generation"], gen)
+
+    def test_in_use_refused(self):
+        # a writer holding the image (as a running VM's QEMU): qemu-img
+        # cannot take its lock and the job fails, the volume untouched
+        gen = self.info(IMG, BASE)["generation"]
+        p = subprocess.Popen(["qemu-io", "-f", "qcow2", self.path(IMG, BASE)],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT)
+        try:
+            p.stdin.write(b"help\n")
+            p.stdin.flush()
+            p.stdout.readline()
+            self.assertFailed(self.job("amend_volume", self.vi(BASE), {"compat": "0.10"}), 100)
+        finally:
+            p.stdin.close()
+            p.wait(10)
+        self.assertEqual(self.qinfo(IMG, BASE)["format-specific"]["data"]["compat"], "1.1")
+        self.assertEqual(self.info(IMG, BASE)["generation"], gen)
+
+    def test_unknown(self):
+        self.assertFailed(self.job("amend_volume", self.vi(OTHER), {"compat": "1.1"}), 201)
+        self.assertFailed(self.job("amend_volume", self.vi(LEAF, img=OTHER),
+                                   {"compat": "1.1"}), 268)
+        self.assertFailed(self.job("amend_volume", self.vi(LEAF, sd=OTHER),
+                                   {"compat": "1.1"}), 358)
+
+    def test_bad_params(self):
+        jid = str(uuid.uuid4())
+        # qemuimg.supports_compat / "No attributes to amend": ValueError, 100
+        self.assertRefused("SDM.amend_volume", [jid, self.vi(LEAF), {"compat": "2.0"}], 100)
+        self.assertRefused("SDM.amend_volume", [jid, self.vi(LEAF), {}], 100)
+        self.assertRefused("SDM.amend_volume", [jid, self.vi(LEAF), {"compat": None}], 100)
+        self.assertRefused("SDM.amend_volume", [jid, self.vi(LEAF, generation=1000),
+                                                {"compat": "1.1"}], 100)
+        self.assertRefused("SDM.amend_volume", [jid, {"sd_id": SD}, {"compat": "1.1"}],
+                           -32602)
+        self.assertRefused("SDM.amend_volume", ["nope", self.vi(LEAF), {"compat": "1.1"}],
+                           -32602)
+        self.assertEqual(result(self.c.call("Host.getJobs", ["storage", [jid]])), {})
+
+
+class Update(Base):
+    VOLS = ((BASE, IMG, COW_FMT, BLANK), (LEAF, IMG, COW_FMT, BASE),
+            (SOLO, SOLO_IMG, COW_FMT, BLANK))
+
+    def div(self, vol, img=IMG, **kw):
+        """vol_info as the engine's LocationInfoHelper builds it."""
+        return self.vi(vol, img, endpoint_type="div", prepared=False, **kw)
+
+    def meta(self, img, vol):
+        with open(self.path(img, vol) + ".meta") as f:
+            return dict(line.strip().split("=", 1) for line in f if "=" in line)
+
+    def test_legality_description_generation(self):
+        g = self.info(IMG, LEAF)["generation"]
+        self.assertDone(self.job("update_volume", self.div(LEAF, generation=g),
+                                 {"legality": "ILLEGAL"}))
+        vi = self.info(IMG, LEAF)
+        self.assertEqual((vi["legality"], vi["generation"]), ("ILLEGAL", g + 1))
+        self.assertEqual(self.meta(IMG, LEAF)["LEGALITY"], "ILLEGAL")
+        # the same legality again: 235, nothing written
+        self.assertFailed(self.job("update_volume", self.div(LEAF, generation=g + 1),
+                                   {"legality": "ILLEGAL"}), 235)
+        self.assertEqual(self.info(IMG, LEAF)["generation"], g + 1)
+        # several at once, the generation given: that one is used
+        desc = "d" * 300
+        self.assertDone(self.job("update_volume", self.div(LEAF, generation=g + 1),
+                                 {"legality": "LEGAL", "description": desc,
+                                  "generation": 998}))
+        vi = self.info(IMG, LEAF)
+        self.assertEqual((vi["legality"], vi["generation"]), ("LEGAL", 998))
+        self.assertEqual(vi["description"], desc[:210])
+        self.assertEqual(self.meta(IMG, LEAF)["GEN"], "998")
+        # 998 -> 999 -> 0 (MAX_GENERATION wraps)
+        self.assertDone(self.job("update_volume", self.div(LEAF, generation=998),
+                                 {"description": "x"}))
+        self.assertDone(self.job("update_volume", self.div(LEAF, generation=999),
+                                 {"description": "y"}))
+        vi = self.info(IMG, LEAF)
+        self.assertEqual((vi["generation"], vi["description"]), (0, "y"))
+        self.assertEqual(self.meta(IMG, LEAF)["DESCRIPTION"], "y")
+
+    def test_generation_check(self):
+        g = self.info(IMG, BASE)["generation"]
+        # stale, and missing: VDSM compares None with the generation (911)
+        self.assertFailed(self.job("update_volume", self.div(BASE, generation=g + 5),
+                                   {"description": "z"}), 911)
+        j = self.job("update_volume", self.div(BASE), {"description": "z"})
+        self.assertFailed(j, 911)
+        self.assertIn("requested=None", j["error"]["message"])
+        self.assertEqual(self.info(IMG, BASE)["generation"], g)
+        self.assertEqual(self.info(IMG, BASE)["description"], "v")
+
+    def test_shared(self):
+        # a parent (INTERNAL) and a volume with a parent cannot become SHARED
+        g = self.info(IMG, BASE)["generation"]
+        self.assertFailed(self.job("update_volume", self.div(BASE, generation=g),
+                                   {"type": "SHARED"}), 235)
+        g = self.info(IMG, LEAF)["generation"]
+        self.assertFailed(self.job("update_volume", self.div(LEAF, generation=g),
+                                   {"type": "SHARED"}), 235)
+        g = self.info(SOLO_IMG, SOLO)["generation"]
+        self.assertEqual(self.info(SOLO_IMG, SOLO)["voltype"], "LEAF")
+        self.assertDone(self.job("update_volume", self.div(SOLO, SOLO_IMG, generation=g),
+                                 {"type": "SHARED"}))
+        self.assertEqual(self.info(SOLO_IMG, SOLO)["voltype"], "SHARED")
+        self.assertEqual(self.meta(SOLO_IMG, SOLO)["VOLTYPE"], "SHARED")
+        # SHARED is SHARED: not again, and amend refuses it (VDSM: "volume is shared")
+        self.assertFailed(self.job("update_volume", self.div(SOLO, SOLO_IMG, generation=g + 1),
+                                   {"type": "SHARED"}), 235)
+        j = self.job("amend_volume", self.vi(SOLO, SOLO_IMG), {"compat": "0.10"})
+        self.assertFailed(j, 100)
+        self.assertIn("shared", j["error"]["message"])
+        # kept on disk: a restarted vdsmd still says SHARED
+        self.__class__.c.close()
+        vt.restart(self.d, signal.SIGKILL)
+        self.__class__.c = connect(self.d)
+        call_ready(self.c, "Host.getAllTasksStatuses")
+        deadline = time.monotonic() + 10
+        while "error" in self.c.call("Volume.getInfo", [SOLO, BLANK, SD, SOLO_IMG]):
+            self.assertLess(time.monotonic(), deadline)
+            time.sleep(0.1)
+        self.assertEqual(self.info(SOLO_IMG, SOLO)["voltype"], "SHARED")
+
+    def test_bad_params(self):
+        jid = str(uuid.uuid4())
+        for attr in ({}, {"legality": "FAKE"}, {"type": "LEAF"}, {"generation": 1000},
+                     {"generation": -1}, {"description": 5}):
+            self.assertRefused("SDM.update_volume", [jid, self.div(LEAF, generation=0), attr],
+                               100)
+        self.assertRefused("SDM.update_volume", [jid, self.div(LEAF), None], -32602)
+        self.assertEqual(result(self.c.call("Host.getJobs", ["storage", [jid]])), {})
+
+    def test_unknown(self):
+        self.assertFailed(self.job("update_volume", self.div(OTHER, generation=0),
+                                   {"description": "q"}), 201)
+        self.assertFailed(self.job("update_volume", self.div(LEAF, img=OTHER, generation=0),
+                                   {"description": "q"}), 268)
+
+
+class VerifyUntrusted(Base):
+    VOLS = ((UP_RAW, UP_IMG, RAW_FMT, BLANK), (UP_COW, UP_IMG, COW_FMT, BLANK),
+            (UP_TOP, UP_IMG, COW_FMT, UP_COW))
+
+    def verify(self, vol, img=UP_IMG):
+        # the engine's form: VerifyUntrustedVolumeVDSCommand, named params
+        return self.c.call("Volume.verify_untrusted", {
+            "storagepoolID": BLANK, "storagedomainID": SD, "imageID": img, "volumeID": vol})
+
+    def assertVerified(self, vol):
+        r = self.verify(vol)
+        self.assertIs(result(r), True)
+
+    def assertRejected(self, vol, img=UP_IMG, code=484, text=None):
+        r = self.verify(vol, img)
+        self.assertIn("error", r, r)
+        self.assertEqual(r["error"]["code"], code, r)
+        if text:
+            self.assertIn(text, r["error"]["message"])
+
+    def upload(self, vol, fmt, size=64 * MiB, backing=None, compat="1.1"):
+        """Replace the volume's data as an upload would (same inode)."""
+        tmp = os.path.join(self.d.tmp, "upload")
+        cmd = ["qemu-img", "create", "-q", "-f", fmt]
+        if fmt == "qcow2":
+            cmd += ["-o", "compat=" + compat]
+        if backing:
+            cmd += ["-u", "-b", backing, "-F", "qcow2"]
+        subprocess.check_call(cmd + [tmp, str(size)])
+        if fmt == "qcow2" and not backing:
+            subprocess.check_call(["qemu-io", "-f", "qcow2", "-c", "write -P 7 0 128k", tmp],
+                                  stdout=subprocess.DEVNULL)
+        with open(tmp, "rb") as src, open(self.path(UP_IMG, vol), "r+b") as dst:
+            dst.truncate(0)
+            dst.write(src.read())
+        os.unlink(tmp)
+
+    def test_raw(self):
+        self.assertVerified(UP_RAW)
+        # a qcow2 header in a RAW volume: qemu probes it, the formats differ
+        self.upload(UP_RAW, "qcow2")
+        self.assertRejected(UP_RAW, text="format specified by QEMU is qcow2")
+        self.upload(UP_RAW, "raw")
+        self.assertVerified(UP_RAW)
+        # bigger than the volume: 484; smaller only warns (VDSM)
+        self.upload(UP_RAW, "raw", size=65 * MiB)
+        self.assertRejected(UP_RAW, text="bigger than volume size")
+        self.upload(UP_RAW, "raw", size=32 * MiB)
+        self.assertVerified(UP_RAW)
+
+    def test_qcow2_base(self):
+        self.upload(UP_COW, "qcow2")
+        self.assertVerified(UP_COW)
+        self.upload(UP_COW, "raw")
+        self.assertRejected(UP_COW, text="format specified by QEMU is raw")
+        # a base with a backing file (anything outside the chain)
+        self.upload(UP_COW, "qcow2", backing="/etc/passwd")
+        self.assertRejected(UP_COW, text="does not match volume parent")
+        self.upload(UP_COW, "qcow2", compat="0.10")
+        self.assertVerified(UP_COW)
+        self.upload(UP_COW, "qcow2")
+
+    def test_qcow2_top(self):
+        self.upload(UP_COW, "qcow2")
+        self.upload(UP_TOP, "qcow2", backing=UP_COW)
+        self.assertVerified(UP_TOP)
+        self.upload(UP_TOP, "qcow2", backing=UP_RAW)
+        self.assertRejected(UP_TOP, text="does not match volume parent")
+        self.upload(UP_TOP, "qcow2")
+        self.assertRejected(UP_TOP, text="does not match volume parent")
+        self.upload(UP_TOP, "qcow2", backing=UP_COW)
+
+    def test_qcow2_corrupt(self):
+        self.upload(UP_COW, "qcow2")
+        path = self.path(UP_IMG, UP_COW)
+        with open(path, "r+b") as f:
+            hdr = f.read(72)
+            cluster = 1 << struct.unpack(">I", hdr[20:24])[0]
+            rt_off = struct.unpack(">Q", hdr[48:56])[0]
+            f.seek(rt_off)
+            rb_off = struct.unpack(">Q", f.read(8))[0]
+            f.seek(rb_off)          # every refcount 0: every cluster is in use at 0
+            f.write(b"\0" * cluster)
+        out = subprocess.run(["qemu-img", "check", "--output=json", path],
+                             capture_output=True, text=True)
+        self.assertGreater(json.loads(out.stdout)["corruptions"], 0)
+        self.assertRejected(UP_COW, text="qemu-img check found")
+        self.upload(UP_COW, "qcow2")
+        self.assertVerified(UP_COW)
+
+    def test_unknown(self):
+        self.assertRejected(OTHER, code=201)
+        self.assertRejected(UP_RAW, img=OTHER, code=268)
+
+
+if __name__ == "__main__":
+    unittest.main()
