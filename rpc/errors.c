@@ -93,6 +93,16 @@ static struct err_wire err_lookup(enum rpc_err e)
 	case RPC_E_ADD_BITMAP:      return (struct err_wire){ 1620, "Failed to add bitmap" };
 	case RPC_E_REMOVE_BITMAP:   return (struct err_wire){ 1622, "Failed to remove bitmap" };
 	case RPC_E_ST_UNSUPPORTED:  return (struct err_wire){ 2009, "Unsupported operation" };
+	case RPC_E_STORAGE:          return (struct err_wire){ 200, "General Storage Exception" };
+	case RPC_E_DOM_ACTION:       return (struct err_wire){ 350, "Error in storage domain action" };
+	case RPC_E_CONN_ERROR:       return (struct err_wire){ 451, "Error storage server connection" };
+	case RPC_E_DISCONN_ERROR:    return (struct err_wire){ 452, "Error storage server disconnection" };
+	case RPC_E_CONN_ACCESS:
+		return (struct err_wire){ 469,
+			"Permission settings on the specified path do not allow access to the storage."
+			" Verify permission settings on the specified storage path." };
+	case RPC_E_MOUNT_TYPE:       return (struct err_wire){ 470, "Mount type error" };
+	case RPC_E_MOUNT:            return (struct err_wire){ 477, "Problem while trying to mount target" };
 	case RPC_E__COUNT:       break;
 	}
 	return (struct err_wire){ -32603, "Internal JSON-RPC error" };

@@ -156,6 +156,13 @@ enum rpc_err {
 	RPC_E_ADD_BITMAP,       /* 1620 AddBitmapError */
 	RPC_E_REMOVE_BITMAP,    /* 1622 RemoveBitmapError */
 	RPC_E_ST_UNSUPPORTED,   /* 2009 storage UnsupportedOperation (clear_bitmaps of raw) */
+	RPC_E_STORAGE,          /* 200 StorageException (a domain monitor's other failures) */
+	RPC_E_DOM_ACTION,       /* 350 StorageDomainActionError (monitor: bad metadata) */
+	RPC_E_CONN_ERROR,       /* 451 StorageServerConnectionError (a connection's status) */
+	RPC_E_DISCONN_ERROR,    /* 452 StorageServerDisconnectionError */
+	RPC_E_CONN_ACCESS,      /* 469 StorageServerAccessPermissionError */
+	RPC_E_MOUNT_TYPE,       /* 470 MountTypeError */
+	RPC_E_MOUNT,            /* 477 MountError */
 	RPC_E__COUNT
 };
 

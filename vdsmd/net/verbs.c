@@ -21,25 +21,6 @@ static struct net_state *state_of(struct rpc_call *c)
 	return d ? d->net : NULL;
 }
 
-static enum rpc_err rpc_code(enum net_ecode k)
-{
-	switch (k) {
-	case NET_OK: return RPC_OK;
-	case NET_E_PARAMS: return RPC_E_NET_BAD_PARAMS;
-	case NET_E_ADDR: return RPC_E_NET_BAD_ADDR;
-	case NET_E_NIC: return RPC_E_NET_BAD_NIC;
-	case NET_E_USED_NIC: return RPC_E_NET_USED_NIC;
-	case NET_E_BONDING: return RPC_E_NET_BAD_BONDING;
-	case NET_E_VLAN: return RPC_E_NET_BAD_VLAN;
-	case NET_E_BRIDGE: return RPC_E_NET_BAD_BRIDGE;
-	case NET_E_IFUP: return RPC_E_NET_FAILED_IFUP;
-	case NET_E_USED_BOND: return RPC_E_NET_USED_BOND;
-	case NET_E_LOST_CONN: return RPC_E_NET_LOST_CONN;
-	case NET_E_GENERAL: break;
-	}
-	return RPC_E_GENERAL;
-}
-
 static bool nic_exists(void *ctx, const char *nic)
 {
 	const struct net_snap *s = ctx;
@@ -156,14 +137,14 @@ static int setup(struct rpc_call *c, struct net_state *ns, struct net_conf *old,
 		if (net_attr_bool(opts, "connectivityCheck", false, &check, e) ||
 		    net_attr_bool(opts, "commitOnSuccess", false, &commit, e) ||
 		    (check && net_attr_int(opts, "connectivityTimeout", 120, 0, 3600,
-					   NET_E_PARAMS, &timeout, e)))
+					   RPC_E_NET_BAD_PARAMS, &timeout, e)))
 			return VD_EINVAL;
 	} else if (opts && opts->type != VD_NULL) {
-		return net_fail(e, NET_E_PARAMS, "options must be an object");
+		return net_fail(e, RPC_E_NET_BAD_PARAMS, "options must be an object");
 	}
 	struct net_snap s;
 	if (net_snap_read(&s))
-		return net_fail(e, NET_E_GENERAL, "cannot read links over netlink");
+		return net_fail(e, RPC_E_GENERAL, "cannot read links over netlink");
 	pthread_mutex_lock(&ns->lock);
 	*old = *ns->running;
 	pthread_mutex_unlock(&ns->lock);
@@ -174,7 +155,7 @@ static int setup(struct rpc_call *c, struct net_state *ns, struct net_conf *old,
 		net_plan_build(old, new, p);
 		char addr[NET_IP_STR], dev[NET_IFNAME];
 		if (!check && mgmt_touched(c->app, &s, old, p, addr, dev))
-			rc = net_fail(e, NET_E_PARAMS, "refused: the change would remove %s from %s, "
+			rc = net_fail(e, RPC_E_NET_BAD_PARAMS, "refused: the change would remove %s from %s, "
 				      "the address the engine is connected through; set "
 				      "options.connectivityCheck to make it revertible", addr, dev);
 	}
@@ -215,7 +196,7 @@ static int setup(struct rpc_call *c, struct net_state *ns, struct net_conf *old,
 			pthread_mutex_unlock(&ns->lock);
 			net_persist(ns, "running.json", old);
 			net_notify_host_conn(ns);
-			return net_fail(e, NET_E_LOST_CONN, "connectivity check failed");
+			return net_fail(e, RPC_E_NET_LOST_CONN, "connectivity check failed");
 		}
 	}
 	net_notify_host_conn(ns);
@@ -225,7 +206,7 @@ done:
 		*ns->safe = *new;
 		pthread_mutex_unlock(&ns->lock);
 		if (net_persist(ns, "safe.json", new))
-			return net_fail(e, NET_E_GENERAL, "cannot persist the configuration");
+			return net_fail(e, RPC_E_GENERAL, "cannot persist the configuration");
 		pthread_mutex_lock(&ns->lock);
 		ns->dirty = false;
 		pthread_mutex_unlock(&ns->lock);
@@ -251,7 +232,7 @@ static int net_setup_networks(struct rpc_call *c)
 	free(new);
 	if (rc) {
 		vd_log_flow(VD_LOG_WARN, c->flow_id, "net: setupNetworks failed: %s", e.msg);
-		return rpc_fail(c, rpc_code(e.code), "%s", e.msg);
+		return rpc_fail(c, e.code, "%s", e.msg);
 	}
 	return 0;
 }

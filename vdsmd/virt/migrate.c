@@ -332,7 +332,7 @@ static void *migrate_main(void *arg)
 		bool canceled = virt_last_error_code() == VIR_ERR_OPERATION_ABORTED ||
 				strstr(err, "cancel") != NULL;
 		log_warn("virt: migration of %s failed: %s", m->id, err);
-		set_migration(s, m->id, canceled ? 0 : 12,
+		set_migration(s, m->id, canceled ? 0 : rpc_err_code(RPC_E_MIGRATION),
 			      canceled ? "Migration canceled" : err, -1, false);
 		pthread_mutex_lock(&s->lock);
 		struct virt_track *t = track_find(s, m->id);
@@ -445,7 +445,8 @@ int virt_verb_migrate(struct rpc_call *c)
 	virt_transfer_begin(s, dom, id, VS_MIGRATION_SOURCE, "Migration in progress");
 	if (virt_bg_spawn(s, migrate_main, m) < 0) {
 		free(m);
-		set_migration(s, id, 12, "cannot start the migration thread", -1, false);
+		set_migration(s, id, rpc_err_code(RPC_E_MIGRATION), "cannot start the migration thread",
+			      -1, false);
 		rpc_fail(c, RPC_E_MIGRATION, "cannot start the migration of %s", id);
 		goto out;
 	}
