@@ -84,13 +84,6 @@ static void write_network(struct vd_writer *w, const struct host_snapshot *s)
 	vw_end_object(w);
 }
 
-void host_key_u(struct vd_writer *w, unsigned v)
-{
-	char b[16];
-	int n = snprintf(b, sizeof(b), "%u", v);
-	vw_key(w, b, (size_t)n);
-}
-
 /* cpuStatistics: {"<cpu>": {nodeIndex, cpuUser, cpuSys, cpuIdle}} (VDSM
  * CpuCoreStatsMap); numaNodeMemFree: {"<node>": {memFree, memPercent}}. */
 static void write_cpu_numa(struct vd_writer *w, const struct host_snapshot *s)
