@@ -84,6 +84,11 @@ static void peer_domain_stats(void *ctx, struct vd_writer *w)
 	storage_write_domain_stats(ctx, w);
 }
 
+static void peer_confirm(void *ctx)
+{
+	net_confirm(ctx);
+}
+
 static void peer_jobs(void *ctx, struct vd_writer *w, const char *job_type,
 		      const struct vd_value *job_ids)
 {
@@ -218,7 +223,8 @@ int daemon_init(struct vdsmd *d, char *why, size_t whylen)
 		snprintf(why, whylen, "storage: %s", vd_strerror(rc));
 		return rc;
 	}
-	if ((rc = net_init(d))) {
+	const struct net_deps nd = { .engine_port = d->srv ? d->srv->bound_port : d->cfg.port };
+	if ((rc = net_init(d, &nd))) {
 		snprintf(why, whylen, "net: %s", vd_strerror(rc));
 		return rc;
 	}
@@ -236,6 +242,7 @@ int daemon_init(struct vdsmd *d, char *why, size_t whylen)
 		.vm_counts = peer_vm_counts,
 		.write_domain_stats = peer_domain_stats,
 		.write_jobs = peer_jobs,
+		.confirm_connectivity = peer_confirm,
 	};
 	host_set_peers(d, d->host_peers);
 	if (d->broker)

@@ -35,11 +35,8 @@ struct vdsmd {
 	unsigned ready_mask;           /* subsystems that reported ready (atomic ops) */
 	struct vd_broker *broker;      /* broker mode (vdsmd/broker.h), NULL when off */
 	struct net_state *net;         /* vdsmd/net */
-	/* Small interfaces between backends, set by the one that provides them
-	 * (NULL: not provided).  Set by net_init, used by host/: */
-	void (*confirm_connectivity)(struct vdsmd *d);  /* Host.confirmConnectivity */
-	/* what host/ reports of net/, virt/ and storage/, handed to it by the
-	 * daemon (host_set_peers) */
+	/* what host/ reports of (and hands to) net/, virt/ and storage/,
+	 * given to it by the daemon (host_set_peers) */
 	struct host_peers *host_peers;
 };
 

@@ -51,12 +51,13 @@ static int host_ping2(struct rpc_call *c)
 }
 
 /* Its meaning lives in the network backend (a setupNetworks waiting for the
- * engine's confirmation), handed over by the daemon as a hook. */
+ * engine's confirmation), handed over by the daemon in host_peers. */
 static int host_confirm_connectivity(struct rpc_call *c)
 {
-	struct vdsmd *d = c->app;
-	if (d && d->confirm_connectivity)
-		d->confirm_connectivity(d);
+	struct host_state *h = state_of(c);
+	const struct host_peers *peers = h ? atomic_load(&h->peers) : NULL;
+	if (peers && peers->confirm_connectivity)
+		peers->confirm_connectivity(peers->ctx);
 	return 0;
 }
 

@@ -13,7 +13,6 @@
 #include <unistd.h>
 
 #include "../../common/log.h"
-#include "../server.h"
 
 static struct net_state *state_of(struct rpc_call *c)
 {
@@ -100,12 +99,12 @@ static bool step_touches(const struct net_step *st, const struct net_conf *from,
 
 /* The device and address the engine talks through, when the plan removes it
  * from its device; else 0. */
-static int mgmt_touched(struct vdsmd *d, const struct net_snap *s, const struct net_conf *from,
-			const struct net_plan *p, char *addr, char *dev)
+static int mgmt_touched(const struct net_state *ns, const struct net_snap *s,
+			const struct net_conf *from, const struct net_plan *p, char *addr,
+			char *dev)
 {
 	char la[8][NET_IP_STR];
-	unsigned port = d->srv ? d->srv->bound_port : d->cfg.port;
-	unsigned n = engine_addrs(port, la, 8);
+	unsigned n = engine_addrs(ns->engine_port, la, 8);
 	for (unsigned i = 0; i < n; i++)
 		for (size_t k = 0; k < s->n; k++)
 			for (unsigned j = 0; j < s->devs[k].naddrs; j++) {
@@ -154,7 +153,7 @@ static int setup(struct rpc_call *c, struct net_state *ns, struct net_conf *old,
 	if (rc == 0) {
 		net_plan_build(old, new, p);
 		char addr[NET_IP_STR], dev[NET_IFNAME];
-		if (!check && mgmt_touched(c->app, &s, old, p, addr, dev))
+		if (!check && mgmt_touched(ns, &s, old, p, addr, dev))
 			rc = net_fail(e, RPC_E_NET_BAD_PARAMS, "refused: the change would remove %s from %s, "
 				      "the address the engine is connected through; set "
 				      "options.connectivityCheck to make it revertible", addr, dev);
