@@ -303,7 +303,7 @@ int daemon_main(int argc, char **argv)
 	}
 	enum vd_log_level level = VD_LOG_INFO;
 	log_level_parse(d.cfg.log_level, &level);
-	if (log_open(d.cfg.log_file, level) < 0) {
+	if (log_open(&d.log, d.cfg.log_file, level) < 0) {
 		fprintf(stderr, "vdsmd: cannot open log file %s: %s\n", d.cfg.log_file,
 			strerror(errno));
 		config_free(&d.cfg);
@@ -322,6 +322,6 @@ int daemon_main(int argc, char **argv)
 	/* daemon_init made this loop (ev_loop_new): it is ours to destroy */
 	if (d.loop)
 		ev_loop_destroy(d.loop);
-	log_close();
+	log_close(&d.log);
 	return status;
 }

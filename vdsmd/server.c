@@ -498,7 +498,7 @@ static void signal_cb(struct ev_loop *loop, ev_signal *w, int revents)
 {
 	struct vd_server *s = w->data;
 	if (w->signum == SIGHUP) {
-		if (log_reopen() < 0)
+		if (log_reopen(&s->d->log) < 0)
 			log_error("SIGHUP: cannot reopen the log file: %s", strerror(errno));
 		else
 			log_info("SIGHUP: log file reopened");

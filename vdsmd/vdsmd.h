@@ -7,6 +7,7 @@
 #include <ev.h>
 #include "config.h"
 #include "../codecs/codec.h"
+#include "../common/log.h"
 
 struct rpc_engine;
 struct event_bus;
@@ -21,6 +22,7 @@ struct vd_broker;
 
 struct vdsmd {
 	struct vd_config cfg;
+	struct vd_log log;             /* the process's log sink (log_open in main) */
 	struct ev_loop *loop;
 	const struct vd_codec *codec;  /* JSON codec chosen at startup */
 	struct vd_limits limits;
