@@ -148,6 +148,14 @@ void stomp_conn_open(struct vd_conn *c)
 	wire_set_framing(c, false);  /* the engine's framing until CONNECT says otherwise */
 }
 
+long stomp_conn_feed(struct vd_conn *c, char *buf, size_t len)
+{
+	long n = stomp_session_feed(c->sess, buf, len);
+	if (n >= 0 && stomp_session_closing(c->sess))
+		c->closing = true;
+	return n;
+}
+
 static void stomp_reply(void *ctx, const struct rpc_response *r)
 {
 	struct stomp_req *q = ctx;
