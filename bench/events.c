@@ -130,7 +130,7 @@ static int serve(int argc, char **argv)
 	}
 	enum vd_log_level level = VD_LOG_WARN;
 	log_level_parse(s.d.cfg.log_level, &level);
-	log_open(NULL, level);
+	log_open(&s.d.log, NULL, level);
 	signal(SIGPIPE, SIG_IGN);
 	if (daemon_init(&s.d, why, sizeof(why)) < 0) {
 		fprintf(stderr, "events: cannot start: %s\n", why);

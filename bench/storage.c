@@ -133,7 +133,8 @@ int main(int argc, char **argv)
 		else if (!strcmp(argv[i], "--seconds"))
 			secs = atof(argv[i + 1]);
 	}
-	log_set_level(VD_LOG_ERROR);
+	static struct vd_log bench_log;
+	log_open(&bench_log, NULL, VD_LOG_ERROR);
 	const char *base = getenv("STORAGE_BENCH_DIR") ? getenv("STORAGE_BENCH_DIR") : "/tmp";
 	char *root = st_pathf("%s/vdsmd-bench-st-XXXXXX", base);
 	if (!mkdtemp(root)) {

@@ -146,7 +146,7 @@ int client_conn_next(struct client_conn *c, uint64_t deadline_ms, bool *timed_ou
 /* Send DISCONNECT (best effort) and free everything. */
 void client_conn_close(struct client_conn *c);
 
-/* ---- main.c / wait.c ------------------------------------------------------- */
+/* ---- call.c ---------------------------------------------------------------- */
 
 /* One JSON-RPC call over c; on success *result points to the decoded result
  * (in a).  Returns CLIENT_OK, or CLIENT_FAIL with the error printed
@@ -154,6 +154,9 @@ void client_conn_close(struct client_conn *c);
 int client_call(struct client_conn *c, struct vd_arena *a, const char *method,
 		const struct vd_value *params, uint64_t deadline_ms,
 		const struct vd_value **result);
+
+/* ---- wait.c ---------------------------------------------------------------- */
+
 /* --wait: poll Task.getStatus for task until it ends. */
 int client_wait_task(struct client_conn *c, struct vd_arena *a, const char *task,
 		     size_t len);

@@ -7,8 +7,8 @@
 
 extern const struct vd_codec codec_yajl;
 extern const struct vd_codec codec_fallback;
-#ifdef WITH_MSGPACK
+/* Defined only when the build has msgpack (WITH_MSGPACK): registry.c, the
+ * one file that tests WITH_*, is the one that refers to it. */
 extern const struct vd_codec codec_msgpack;
-#endif
 
 #endif

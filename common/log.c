@@ -13,11 +13,10 @@
 #include <time.h>
 #include <unistd.h>
 
-static _Atomic int cur_level = VD_LOG_INFO;
-static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
-static int log_fd = 2;
-static int use_syslog;
-static char log_path[4096];
+/* The process's sink: a struct vd_log its owner made with log_open() (the
+ * daemon's lives in struct vdsmd), NULL when there is none.  The only
+ * mutable state of this file; it holds no log state of its own. */
+static struct vd_log *_Atomic log_sink;
 
 static const char *const level_names[] = { "ERROR", "WARN", "INFO", "DEBUG" };
 
@@ -39,12 +38,15 @@ int log_level_parse(const char *s, enum vd_log_level *out)
 
 void log_set_level(enum vd_log_level level)
 {
-	atomic_store(&cur_level, (int)level);
+	struct vd_log *lg = atomic_load(&log_sink);
+	if (lg)
+		atomic_store(&lg->level, (int)level);
 }
 
 enum vd_log_level log_get_level(void)
 {
-	return (enum vd_log_level)atomic_load(&cur_level);
+	struct vd_log *lg = atomic_load(&log_sink);
+	return lg ? (enum vd_log_level)atomic_load(&lg->level) : VD_LOG_INFO;
 }
 
 static int open_path(const char *path)
@@ -52,97 +54,121 @@ static int open_path(const char *path)
 	return open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
 }
 
-int log_open(const char *target, enum vd_log_level level)
+int log_open(struct vd_log *lg, const char *target, enum vd_log_level level)
 {
 	int rc = 0;
-	log_set_level(level);
-	pthread_mutex_lock(&log_lock);
+	if (atomic_load(&log_sink) != lg) {
+		atomic_init(&lg->level, (int)level);
+		atomic_init(&lg->syslog, false);
+		pthread_mutex_init(&lg->lock, NULL);
+		lg->fd = 2;
+		lg->path[0] = '\0';
+	}
+	atomic_store(&lg->level, (int)level);
+	pthread_mutex_lock(&lg->lock);
 	if (!target || !*target || strcmp(target, "stderr") == 0) {
-		log_fd = 2;
+		lg->fd = 2;
 	} else if (strcmp(target, "syslog") == 0) {
 		openlog("vdsmd", LOG_PID, LOG_DAEMON);
-		use_syslog = 1;
+		atomic_store(&lg->syslog, true);
 	} else {
 		int fd = open_path(target);
 		if (fd < 0) {
 			rc = VD_EIO;
 		} else {
-			snprintf(log_path, sizeof(log_path), "%s", target);
-			log_fd = fd;
+			snprintf(lg->path, sizeof(lg->path), "%s", target);
+			lg->fd = fd;
 		}
 	}
-	pthread_mutex_unlock(&log_lock);
+	pthread_mutex_unlock(&lg->lock);
+	atomic_store(&log_sink, lg);
 	return rc;
 }
 
-int log_reopen(void)
+int log_reopen(struct vd_log *lg)
 {
 	int rc = 0;
-	pthread_mutex_lock(&log_lock);
-	if (log_path[0]) {
-		int fd = open_path(log_path);
+	pthread_mutex_lock(&lg->lock);
+	if (lg->path[0]) {
+		int fd = open_path(lg->path);
 		if (fd < 0) {
 			rc = VD_EIO;
 		} else {
-			if (log_fd > 2)
-				close(log_fd);
-			log_fd = fd;
+			if (lg->fd > 2)
+				close(lg->fd);
+			lg->fd = fd;
 		}
 	}
-	pthread_mutex_unlock(&log_lock);
+	pthread_mutex_unlock(&lg->lock);
 	return rc;
 }
 
-void log_close(void)
+void log_close(struct vd_log *lg)
 {
-	pthread_mutex_lock(&log_lock);
-	if (use_syslog)
+	struct vd_log *want = lg;
+	atomic_compare_exchange_strong(&log_sink, &want, NULL);
+	/* a line that found lg just before still writes, to stderr */
+	pthread_mutex_lock(&lg->lock);
+	if (atomic_exchange(&lg->syslog, false))
 		closelog();
-	if (log_fd > 2)
-		close(log_fd);
-	log_fd = 2;
-	use_syslog = 0;
-	log_path[0] = '\0';
-	pthread_mutex_unlock(&log_lock);
+	if (lg->fd > 2)
+		close(lg->fd);
+	lg->fd = 2;
+	lg->path[0] = '\0';
+	pthread_mutex_unlock(&lg->lock);
 }
 
-static void vlog(enum vd_log_level level, const char *flow, const char *fmt, va_list ap)
+/* One record: "<time> <LEVEL> [flow_id=...] message\n" in line, control
+ * characters blanked; returns its length (with the '\n'). */
+static size_t format_line(char *line, size_t cap, bool stamp, enum vd_log_level level,
+			  const char *flow, const char *fmt, va_list ap)
 {
-	if ((int)level > atomic_load(&cur_level))
-		return;
-	int saved = errno;
-	char line[2048];
 	size_t n = 0;
-	if (!use_syslog) {
+	if (stamp) {
 		struct timeval tv;
 		struct tm tm;
 		gettimeofday(&tv, NULL);
 		gmtime_r(&tv.tv_sec, &tm);
-		n = strftime(line, sizeof(line), "%Y-%m-%dT%H:%M:%S", &tm);
-		n += (size_t)snprintf(line + n, sizeof(line) - n, ".%03ldZ %s ",
+		n = strftime(line, cap, "%Y-%m-%dT%H:%M:%S", &tm);
+		n += (size_t)snprintf(line + n, cap - n, ".%03ldZ %s ",
 				      (long)(tv.tv_usec / 1000), level_names[level]);
 	}
-	if (flow && n < sizeof(line))
-		n += (size_t)snprintf(line + n, sizeof(line) - n, "[flow_id=%s] ", flow);
-	if (n < sizeof(line)) {
-		int m = vsnprintf(line + n, sizeof(line) - n, fmt, ap);
+	if (flow && n < cap)
+		n += (size_t)snprintf(line + n, cap - n, "[flow_id=%s] ", flow);
+	if (n < cap) {
+		int m = vsnprintf(line + n, cap - n, fmt, ap);
 		if (m > 0)
 			n += (size_t)m;
 	}
-	if (n >= sizeof(line) - 1)
-		n = sizeof(line) - 2;
+	if (n >= cap - 1)
+		n = cap - 2;
 	/* one line per record: control characters from peers never split it */
 	for (size_t i = 0; i < n; i++)
 		if ((unsigned char)line[i] < 0x20)
 			line[i] = ' ';
 	line[n++] = '\n';
+	return n;
+}
+
+static void vlog(enum vd_log_level level, const char *flow, const char *fmt, va_list ap)
+{
+	struct vd_log *lg = atomic_load(&log_sink);
+	int max = lg ? atomic_load(&lg->level) : VD_LOG_INFO;
+	if ((int)level > max)
+		return;
+	int saved = errno;
+	bool use_syslog = lg && atomic_load(&lg->syslog);
+	char line[2048];
+	size_t n = format_line(line, sizeof(line), !use_syslog, level, flow, fmt, ap);
 	if (use_syslog) {
 		static const int prio[] = { LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG };
 		syslog(prio[level], "%.*s", (int)(n - 1), line);
+	} else if (lg) {
+		pthread_mutex_lock(&lg->lock);
+		ssize_t w VD_UNUSED = write(lg->fd, line, n);
+		pthread_mutex_unlock(&lg->lock);
 	} else {
-		pthread_mutex_lock(&log_lock);
-		ssize_t w VD_UNUSED = write(log_fd, line, n);
-		pthread_mutex_unlock(&log_lock);
+		ssize_t w VD_UNUSED = write(2, line, n);
 	}
 	errno = saved;
 }

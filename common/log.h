@@ -1,21 +1,45 @@
 /* common/log.h - leveled logging to stderr, a file, or syslog.
  *
- * Thread-safe: one line is written with one write(2).  log_open() is called
- * once by main; before that, messages go to stderr at level info.  A request's
- * flow id (ovirtCorrelationId) is passed explicitly with vd_log_flow(). */
+ * The log's state is a struct vd_log owned by whoever runs the process (the
+ * daemon keeps it in struct vdsmd; a test or bench keeps its own).
+ * log_open() fills it and makes it the sink every vd_log() line of the
+ * process goes through: log.c keeps one atomic pointer to it, so call sites
+ * name no context.  Without a sink (before log_open, after log_close) lines
+ * go to stderr at level info and log_set_level() does nothing.
+ *
+ * Thread-safe: one line is written with one write(2), under the sink's lock.
+ * Not async-signal-safe (vsnprintf, a mutex): log from libev signal
+ * watchers, never from a signal handler.  A request's flow id
+ * (ovirtCorrelationId) is passed explicitly with vd_log_flow(). */
 #ifndef VD_COMMON_LOG_H
 #define VD_COMMON_LOG_H
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include "vd.h"
 
 enum vd_log_level { VD_LOG_ERROR, VD_LOG_WARN, VD_LOG_INFO, VD_LOG_DEBUG };
 
-/* target: NULL or "stderr" for stderr, "syslog" for syslog(3), else a path
- * opened for append.  Returns 0 or VD_EIO (errno set). */
-int log_open(const char *target, enum vd_log_level level);
-/* Reopen the log file (SIGHUP); no-op for stderr/syslog. */
-int log_reopen(void);
-void log_close(void);
+struct vd_log {
+	_Atomic int level;        /* enum vd_log_level; lines above it are dropped */
+	atomic_bool syslog;       /* lines go to syslog(3), not fd */
+	pthread_mutex_t lock;     /* fd and path; held for each write(2) */
+	int fd;                   /* 2, or the file opened from path */
+	char path[4096];          /* the file (log_reopen), "" for stderr/syslog */
+};
+
+/* Fill lg (its previous contents are ignored, unless lg is already the sink:
+ * then it is reconfigured in place) and make it the process's sink.
+ * target: NULL or "stderr" for stderr, "syslog" for syslog(3), else a path
+ * opened for append.  lg must stay valid until log_close(lg).  Returns 0
+ * or VD_EIO (errno set; lg is then the sink, writing to stderr). */
+int log_open(struct vd_log *lg, const char *target, enum vd_log_level level);
+/* Reopen lg's log file (SIGHUP); no-op for stderr/syslog. */
+int log_reopen(struct vd_log *lg);
+/* Stop using lg (the process falls back to stderr) and close its file.
+ * Call it when no other thread logs any more. */
+void log_close(struct vd_log *lg);
+/* The sink's level (no sink: set does nothing, get says info). */
 void log_set_level(enum vd_log_level level);
 enum vd_log_level log_get_level(void);
 /* Parses "error", "warn"/"warning", "info", "debug"; returns VD_EINVAL otherwise. */

@@ -110,6 +110,16 @@ static struct err_wire err_lookup(enum rpc_err e)
 	case RPC_E_CHECKPOINT_BAD:  return (struct err_wire){ 1612, "Inconsistent checkpoint Error" };
 	case RPC_E_VOL_UPDATE:      return (struct err_wire){ 235, "Cannot update volume attributes" };
 	case RPC_E_IMAGE_VERIFY:    return (struct err_wire){ 484, "Image verification failed" };
+	case RPC_E_STORAGE:          return (struct err_wire){ 200, "General Storage Exception" };
+	case RPC_E_DOM_ACTION:       return (struct err_wire){ 350, "Error in storage domain action" };
+	case RPC_E_CONN_ERROR:       return (struct err_wire){ 451, "Error storage server connection" };
+	case RPC_E_DISCONN_ERROR:    return (struct err_wire){ 452, "Error storage server disconnection" };
+	case RPC_E_CONN_ACCESS:
+		return (struct err_wire){ 469,
+			"Permission settings on the specified path do not allow access to the storage."
+			" Verify permission settings on the specified storage path." };
+	case RPC_E_MOUNT_TYPE:       return (struct err_wire){ 470, "Mount type error" };
+	case RPC_E_MOUNT:            return (struct err_wire){ 477, "Problem while trying to mount target" };
 	case RPC_E__COUNT:       break;
 	}
 	return (struct err_wire){ -32603, "Internal JSON-RPC error" };

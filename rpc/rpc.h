@@ -174,6 +174,13 @@ enum rpc_err {
 	RPC_E_CHECKPOINT_BAD,   /* 1612 InconsistentCheckpointError */
 	RPC_E_VOL_UPDATE,       /* 235 InvalidVolumeUpdate (SDM.update_volume) */
 	RPC_E_IMAGE_VERIFY,     /* 484 ImageVerificationError (Volume.verify_untrusted) */
+	RPC_E_STORAGE,          /* 200 StorageException (a domain monitor's other failures) */
+	RPC_E_DOM_ACTION,       /* 350 StorageDomainActionError (monitor: bad metadata) */
+	RPC_E_CONN_ERROR,       /* 451 StorageServerConnectionError (a connection's status) */
+	RPC_E_DISCONN_ERROR,    /* 452 StorageServerDisconnectionError */
+	RPC_E_CONN_ACCESS,      /* 469 StorageServerAccessPermissionError */
+	RPC_E_MOUNT_TYPE,       /* 470 MountTypeError */
+	RPC_E_MOUNT,            /* 477 MountError */
 	RPC_E__COUNT
 };
 

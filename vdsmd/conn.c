@@ -398,6 +398,18 @@ bool conn_backlogged(const struct vd_conn *c)
 	return c->state == CS_STOMP && c->out.len + c->held_bytes >= CONN_BACKLOG;
 }
 
+/* What a connection does in each protocol detect_protocol() finds. */
+struct conn_proto {
+	enum conn_state state;
+	void (*open)(struct vd_conn *c);                         /* NULL: nothing */
+	long (*feed)(struct vd_conn *c, char *buf, size_t len);  /* bytes used, < 0 close */
+};
+
+static const struct conn_proto conn_protos[PROTO__COUNT] = {
+	[PROTO_HTTP] = { CS_HTTP, NULL, http_conn_feed },
+	[PROTO_STOMP] = { CS_STOMP, stomp_conn_open, stomp_conn_feed },
+};
+
 /* Hand input to the protocol; returns bytes consumed.  A STOMP connection
  * whose output is backlogged gets one frame handled per call (the session
  * stops after it: on_pause); the rest waits in its input buffer until the
@@ -411,7 +423,7 @@ static size_t process(struct vd_conn *c, char *buf, size_t len)
 			int p = detect_protocol(buf + used, len - used);
 			if (p == VD_AGAIN)
 				break;
-			if (p == PROTO_NONE) {
+			if (p <= PROTO_NONE || p >= PROTO__COUNT || !conn_protos[p].feed) {
 				s->n.unknown_proto++;
 				log_limited(&s->ll_detect, VD_LOG_WARN,
 					    "unrecognized protocol from %s, closing", c->peer);
@@ -420,24 +432,16 @@ static size_t process(struct vd_conn *c, char *buf, size_t len)
 			}
 			ev_timer_stop(s->d->loop, &c->rt);
 			log_debug("connection %s speaks %s", c->peer, proto_name((enum vd_proto)p));
-			if (p == PROTO_HTTP) {
-				c->state = CS_HTTP;
-			} else {
-				c->state = CS_STOMP;
-				stomp_conn_open(c);
-			}
+			c->proto = &conn_protos[p];
+			c->state = c->proto->state;
+			if (c->proto->open)
+				c->proto->open(c);
 			continue;
 		}
 		long n;
 		struct vd_conn *outer = s->feeding;
 		s->feeding = c;
-		if (c->state == CS_STOMP) {
-			n = stomp_session_feed(c->sess, buf + used, len - used);
-			if (n >= 0 && stomp_session_closing(c->sess))
-				c->closing = true;
-		} else {
-			n = http_conn_feed(c, buf + used, len - used);
-		}
+		n = c->proto->feed(c, buf + used, len - used);
 		s->feeding = outer;
 		if (n < 0) {
 			/* Framing error: the answer is in out; close once flushed. */

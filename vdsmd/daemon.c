@@ -85,6 +85,11 @@ static void peer_domain_stats(void *ctx, struct vd_writer *w)
 	storage_write_domain_stats(ctx, w);
 }
 
+static void peer_confirm(void *ctx)
+{
+	net_confirm(ctx);
+}
+
 static void peer_jobs(void *ctx, struct vd_writer *w, const char *job_type,
 		      const struct vd_value *job_ids)
 {
@@ -242,7 +247,8 @@ int daemon_init(struct vdsmd *d, char *why, size_t whylen)
 		snprintf(why, whylen, "storage: %s", vd_strerror(rc));
 		return rc;
 	}
-	if ((rc = net_init(d))) {
+	const struct net_deps nd = { .engine_port = d->srv ? d->srv->bound_port : d->cfg.port };
+	if ((rc = net_init(d, &nd))) {
 		snprintf(why, whylen, "net: %s", vd_strerror(rc));
 		return rc;
 	}
@@ -265,6 +271,7 @@ int daemon_init(struct vdsmd *d, char *why, size_t whylen)
 		.vm_counts = peer_vm_counts,
 		.write_domain_stats = peer_domain_stats,
 		.write_jobs = peer_jobs,
+		.confirm_connectivity = peer_confirm,
 	};
 	host_set_peers(d, d->host_peers);
 	if (d->broker)
@@ -327,7 +334,7 @@ int daemon_main(int argc, char **argv)
 	}
 	enum vd_log_level level = VD_LOG_INFO;
 	log_level_parse(d.cfg.log_level, &level);
-	if (log_open(d.cfg.log_file, level) < 0) {
+	if (log_open(&d.log, d.cfg.log_file, level) < 0) {
 		fprintf(stderr, "vdsmd: cannot open log file %s: %s\n", d.cfg.log_file,
 			strerror(errno));
 		config_free(&d.cfg);
@@ -346,6 +353,6 @@ int daemon_main(int argc, char **argv)
 	/* daemon_init made this loop (ev_loop_new): it is ours to destroy */
 	if (d.loop)
 		ev_loop_destroy(d.loop);
-	log_close();
+	log_close(&d.log);
 	return status;
 }

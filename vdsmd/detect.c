@@ -13,15 +13,6 @@ static const char *const stomp_cmds[] = {
 	"BEGIN", "COMMIT", "ABORT", "DISCONNECT",
 };
 
-const char *proto_name(enum vd_proto p)
-{
-	switch (p) {
-	case PROTO_HTTP: return "http";
-	case PROTO_STOMP: return "stomp";
-	default: return "none";
-	}
-}
-
 /* 1 match, 0 undecided (buf is a proper prefix), -1 no match. */
 static int match(const char *buf, size_t len, const char *tok, bool eol)
 {
@@ -36,40 +27,79 @@ static int match(const char *buf, size_t len, const char *tok, bool eol)
 	return 1;
 }
 
-int detect_protocol(const char *buf, size_t len)
+/* HTTP: a method and the start of a path, no leading EOLs. */
+static int match_http(const char *buf, size_t len)
 {
-	size_t i = 0;
-	/* HTTP first: no leading EOLs allowed there. */
-	bool maybe = false;
+	int r = -1;
 	for (size_t k = 0; k < VD_ARRAY_SIZE(http_methods); k++) {
 		int m = match(buf, len, http_methods[k], false);
 		if (m > 0)
-			return PROTO_HTTP;
+			return 1;
 		if (m == 0)
-			maybe = true;
+			r = 0;
 	}
-	/* STOMP: optional leading "\n" / "\r\n" heart-beats. */
+	return r;
+}
+
+/* STOMP: optional leading "\n" / "\r\n" heart-beats, then a command and
+ * its EOL. */
+static int match_stomp(const char *buf, size_t len)
+{
+	size_t i = 0;
 	while (i < len) {
 		if (buf[i] == '\n') {
 			i++;
 		} else if (buf[i] == '\r') {
 			if (i + 1 == len)
-				return VD_AGAIN;
+				return 0;
 			if (buf[i + 1] != '\n')
-				return PROTO_NONE;
+				return -1;
 			i += 2;
 		} else {
 			break;
 		}
 		if (i > DETECT_MAX_EOLS)
-			return PROTO_NONE;
+			return -1;
 	}
 	if (i == len)
-		return VD_AGAIN;
+		return 0;
+	int r = -1;
 	for (size_t k = 0; k < VD_ARRAY_SIZE(stomp_cmds); k++) {
 		int m = match(buf + i, len - i, stomp_cmds[k], true);
 		if (m > 0)
-			return PROTO_STOMP;
+			return 1;
+		if (m == 0)
+			r = 0;
+	}
+	return r;
+}
+
+/* The protocols a connection may speak, in the order they are tried (a
+ * protocol is added here, and its handlers in conn.c's table). */
+static const struct {
+	enum vd_proto id;
+	const char *name;
+	int (*match)(const char *buf, size_t len);   /* 1 yes, 0 undecided, -1 no */
+} protocols[] = {
+	{ PROTO_HTTP, "http", match_http },
+	{ PROTO_STOMP, "stomp", match_stomp },
+};
+
+const char *proto_name(enum vd_proto p)
+{
+	for (size_t k = 0; k < VD_ARRAY_SIZE(protocols); k++)
+		if (protocols[k].id == p)
+			return protocols[k].name;
+	return "none";
+}
+
+int detect_protocol(const char *buf, size_t len)
+{
+	bool maybe = false;
+	for (size_t k = 0; k < VD_ARRAY_SIZE(protocols); k++) {
+		int m = protocols[k].match(buf, len);
+		if (m > 0)
+			return protocols[k].id;
 		if (m == 0)
 			maybe = true;
 	}

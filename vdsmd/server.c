@@ -148,6 +148,14 @@ void stomp_conn_open(struct vd_conn *c)
 	wire_set_framing(c, false);  /* the engine's framing until CONNECT says otherwise */
 }
 
+long stomp_conn_feed(struct vd_conn *c, char *buf, size_t len)
+{
+	long n = stomp_session_feed(c->sess, buf, len);
+	if (n >= 0 && stomp_session_closing(c->sess))
+		c->closing = true;
+	return n;
+}
+
 static void stomp_reply(void *ctx, const struct rpc_response *r)
 {
 	struct stomp_req *q = ctx;
@@ -498,7 +506,7 @@ static void signal_cb(struct ev_loop *loop, ev_signal *w, int revents)
 {
 	struct vd_server *s = w->data;
 	if (w->signum == SIGHUP) {
-		if (log_reopen() < 0)
+		if (log_reopen(&s->d->log) < 0)
 			log_error("SIGHUP: cannot reopen the log file: %s", strerror(errno));
 		else
 			log_info("SIGHUP: log file reopened");

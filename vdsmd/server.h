@@ -22,11 +22,13 @@
 
 /* ---- protocol detection (detect.c) ------------------------------------ */
 
-enum vd_proto { PROTO_NONE = 0, PROTO_HTTP, PROTO_STOMP };
+enum vd_proto { PROTO_NONE = 0, PROTO_HTTP, PROTO_STOMP, PROTO__COUNT };
 
 /* Decide from the first bytes of a stream: PROTO_HTTP, PROTO_STOMP,
  * PROTO_NONE (not a protocol we speak) or VD_AGAIN (need more bytes).
- * Decides as soon as the bytes disambiguate. */
+ * Decides as soon as the bytes disambiguate, trying detect.c's table of
+ * protocols in order; conn.c's table, indexed by enum vd_proto, holds what
+ * a connection does in each (its state, open, feed). */
 int detect_protocol(const char *buf, size_t len);
 const char *proto_name(enum vd_proto p);
 
@@ -145,6 +147,7 @@ struct vd_conn {
 	struct vd_conn *prev, *next;
 	int fd;
 	enum conn_state state;
+	const struct conn_proto *proto;  /* conn.c's handlers, once detected */
 	bool closing;        /* close once out is flushed */
 	bool dead;
 	bool want_write;     /* EV_WRITE armed */
@@ -332,6 +335,9 @@ void tls_conn_free(struct vd_conn *c, bool notify);
 /* ---- STOMP glue (server.c) and HTTP (http.c) --------------------------- */
 
 void stomp_conn_open(struct vd_conn *c);
+/* Feed input to the STOMP session; bytes consumed or < 0 (close after
+ * flush).  Marks c closing once the session is (DISCONNECT, ERROR). */
+long stomp_conn_feed(struct vd_conn *c, char *buf, size_t len);
 /* Feed buffered input; returns bytes consumed or < 0 (close after flush). */
 long http_conn_feed(struct vd_conn *c, char *buf, size_t len);
 

@@ -7,6 +7,7 @@
 #include <ev.h>
 #include "config.h"
 #include "../codecs/codec.h"
+#include "../common/log.h"
 
 struct rpc_engine;
 struct event_bus;
@@ -21,6 +22,7 @@ struct vd_broker;
 
 struct vdsmd {
 	struct vd_config cfg;
+	struct vd_log log;             /* the process's log sink (log_open in main) */
 	struct ev_loop *loop;
 	const struct vd_codec *codec;  /* JSON codec chosen at startup */
 	struct vd_limits limits;
@@ -35,12 +37,9 @@ struct vdsmd {
 	unsigned ready_mask;           /* subsystems that reported ready (atomic ops) */
 	struct vd_broker *broker;      /* broker mode (vdsmd/broker.h), NULL when off */
 	struct net_state *net;         /* vdsmd/net */
-	struct image_state *image;     /* vdsmd/image (tickets) */
-	/* Small interfaces between backends, set by the one that provides them
-	 * (NULL: not provided).  Set by net_init, used by host/: */
-	void (*confirm_connectivity)(struct vdsmd *d);  /* Host.confirmConnectivity */
-	/* what host/ reports of net/, virt/ and storage/, handed to it by the
-	 * daemon (host_set_peers) */
+	struct image_state *image;     /* vdsmd/image (tickets, image server) */
+	/* what host/ reports of (and hands to) net/, virt/ and storage/,
+	 * given to it by the daemon (host_set_peers) */
 	struct host_peers *host_peers;
 };
 

@@ -17,6 +17,9 @@
 
 #define DAEMON_TEST_MAX_EXTRA 24
 
+/* The log sink of an in-process daemon (quiet: errors only). */
+static struct vd_log daemon_test_log VD_UNUSED;
+
 /* Makes the storage root /tmp/vdsmd-test-<tag>-XXXXXX in storage (64 bytes),
  * loads the common arguments followed by extra[0..nextra) and runs
  * daemon_init(): its result is returned (why says what failed).  Call
@@ -37,7 +40,7 @@ static inline int daemon_test_start(struct vdsmd *d, char *storage, const char *
 		argv[15 + i] = extra[i];
 	memset(d, 0, sizeof(*d));
 	ck_assert_int_eq(config_load(&d->cfg, (int)(15 + nextra), (char **)argv, why, whylen), 0);
-	log_set_level(VD_LOG_ERROR);
+	log_open(&daemon_test_log, NULL, VD_LOG_ERROR);
 	d->loop = ev_loop_new(0);
 	return daemon_init(d, why, whylen);
 }

@@ -1,7 +1,9 @@
 /* tests/unit/test_common.c - byte buffer, arena, UUID helpers, log levels. */
 #include <check.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/arena.h"
 #include "common/buf.h"
@@ -117,6 +119,62 @@ START_TEST(log_rate_limit)
 }
 END_TEST
 
+/* The sink: a struct vd_log of the caller's, written through by every
+ * vd_log() line; its level filters, SIGHUP's reopen follows a renamed file,
+ * and after log_close the process has no sink (level info, set ignored). */
+static size_t slurp(const char *path, char *out, size_t cap)
+{
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return 0;
+	size_t n = fread(out, 1, cap - 1, f);
+	fclose(f);
+	out[n] = '\0';
+	return n;
+}
+
+START_TEST(log_sink_owned_by_caller)
+{
+	char dir[] = "/tmp/vdsmd-log-XXXXXX";
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	char path[64], moved[64], text[4096];
+	snprintf(path, sizeof(path), "%s/vdsmd.log", dir);
+	snprintf(moved, sizeof(moved), "%s/vdsmd.log.1", dir);
+	struct vd_log lg;
+	memset(&lg, 0xA5, sizeof(lg));   /* log_open ignores what was there */
+	ck_assert_int_eq(log_open(&lg, path, VD_LOG_WARN), 0);
+	ck_assert_int_eq(log_get_level(), VD_LOG_WARN);
+	log_info("dropped %d", 1);
+	log_warn("kept %d\nsame line", 2);
+	vd_log_flow(VD_LOG_ERROR, "flow-1", "with flow");
+	ck_assert_uint_gt(slurp(path, text, sizeof(text)), 0);
+	ck_assert_ptr_null(strstr(text, "dropped"));
+	ck_assert_ptr_nonnull(strstr(text, " WARN kept 2 same line\n"));
+	ck_assert_ptr_nonnull(strstr(text, " ERROR [flow_id=flow-1] with flow\n"));
+	log_set_level(VD_LOG_DEBUG);
+	ck_assert_int_eq(log_get_level(), VD_LOG_DEBUG);
+	/* reopened in place (reconfigured, not re-initialised) */
+	ck_assert_int_eq(log_open(&lg, path, VD_LOG_INFO), 0);
+	ck_assert_int_eq(log_get_level(), VD_LOG_INFO);
+	ck_assert_int_eq(rename(path, moved), 0);
+	ck_assert_int_eq(log_reopen(&lg), 0);
+	log_info("after reopen");
+	ck_assert_uint_gt(slurp(path, text, sizeof(text)), 0);
+	ck_assert_ptr_nonnull(strstr(text, "after reopen"));
+	ck_assert_ptr_null(strstr(text, "kept 2"));
+	log_close(&lg);
+	ck_assert_int_eq(lg.fd, 2);
+	log_set_level(VD_LOG_ERROR);      /* no sink: nothing to set */
+	ck_assert_int_eq(log_get_level(), VD_LOG_INFO);
+	log_debug("to nowhere");
+	slurp(path, text, sizeof(text));
+	ck_assert_ptr_null(strstr(text, "nowhere"));
+	unlink(path);
+	unlink(moved);
+	rmdir(dir);
+}
+END_TEST
+
 START_TEST(clock_monotonic)
 {
 	uint64_t a = vd_now_ns(), b = vd_now_ns();
@@ -136,6 +194,7 @@ int main(void)
 	tcase_add_test(tc, log_levels);
 	tcase_add_test(tc, clock_monotonic);
 	tcase_add_test(tc, log_rate_limit);
+	tcase_add_test(tc, log_sink_owned_by_caller);
 	suite_add_tcase(s, tc);
 	return check_run(s);
 }

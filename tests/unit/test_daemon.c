@@ -164,7 +164,7 @@ END_TEST
 
 int main(void)
 {
-	log_set_level(VD_LOG_ERROR);
+	log_open(&daemon_test_log, NULL, VD_LOG_ERROR);
 	Suite *s = suite_create("daemon");
 	TCase *tc = tcase_create("daemon");
 	tcase_set_timeout(tc, 30);

@@ -46,7 +46,7 @@ static int req(const struct net_conf *old, const char *nets, const char *bonds,
 {
 	memset(e, 0, sizeof(*e));
 	int rc = net_conf_request(old, J(nets), J(bonds), fake_nics, NULL, out, e);
-	ck_assert_int_eq(rc != 0, e->code != NET_OK);
+	ck_assert_int_eq(rc != 0, e->code != RPC_OK);
 	return (int)e->code;
 }
 
@@ -90,11 +90,11 @@ START_TEST(bond_options_normalized)
 	ck_assert_str_eq(b->nics[0], "eth1");   /* sorted: order does not matter */
 	ck_assert_str_eq(b->nics[1], "eth2");
 	ck_assert_int_eq(req(&empty, "{}", "{\"bond0\":{\"nics\":[\"eth1\"],"
-			     "\"options\":\"mode=9\"}}", &c, &e), NET_E_BONDING);
+			     "\"options\":\"mode=9\"}}", &c, &e), RPC_E_NET_BAD_BONDING);
 	ck_assert_int_eq(req(&empty, "{}", "{\"bond0\":{\"nics\":[\"eth1\"],"
-			     "\"options\":\"miimon=../x\"}}", &c, &e), NET_E_BONDING);
+			     "\"options\":\"miimon=../x\"}}", &c, &e), RPC_E_NET_BAD_BONDING);
 	ck_assert_int_eq(req(&empty, "{}", "{\"bnd0\":{\"nics\":[\"eth1\"]}}", &c, &e),
-			 NET_E_BONDING);
+			 RPC_E_NET_BAD_BONDING);
 }
 END_TEST
 
@@ -103,33 +103,33 @@ START_TEST(errors_by_cause)
 	static struct net_conf empty, c, one;
 	struct net_err e;
 	struct { const char *nets, *bonds; int code; } t[] = {
-		{ "{\"blue\":{\"nic\":\"eth1\",\"ipaddr\":\"192.0.2.300\",\"prefix\":24}}", "{}", NET_E_ADDR },
-		{ "{\"blue\":{\"nic\":\"eth1\",\"ipaddr\":\"192.0.2.3\",\"netmask\":\"255.0.255.0\"}}", "{}", NET_E_ADDR },
-		{ "{\"blue\":{\"nic\":\"eth1\",\"ipaddr\":\"192.0.2.3\"}}", "{}", NET_E_ADDR },
-		{ "{\"blue\":{\"nic\":\"eth1\",\"vlan\":5000}}", "{}", NET_E_VLAN },
-		{ "{\"blue\":{\"nic\":\"eth1\",\"bonding\":\"bond0\"}}", "{}", NET_E_PARAMS },
-		{ "{\"blue\":{}}", "{}", NET_E_PARAMS },
-		{ "{\"blue\":{\"nic\":\"eth1\",\"hostQos\":{}}}", "{}", NET_E_PARAMS },
-		{ "{\"blue\":{\"nic\":\"eth1\",\"switch\":\"ovs\"}}", "{}", NET_E_PARAMS },
-		{ "{\"blue\":{\"nic\":\"eth1\",\"dhcpv6\":true}}", "{}", NET_E_PARAMS },
-		{ "{\"blue\":{\"nic\":\"eth1\",\"bootproto\":\"bootp\"}}", "{}", NET_E_PARAMS },
-		{ "{\"blue\":{\"nic\":\"eth1\",\"mtu\":20}}", "{}", NET_E_PARAMS },
-		{ "{\"blue\":{\"nic\":\"eth9\"}}", "{}", NET_E_NIC },
-		{ "{\"blue\":{\"nic\":\"a/b\"}}", "{}", NET_E_NIC },
-		{ "{\"a very long network name\":{\"nic\":\"eth1\"}}", "{}", NET_E_BRIDGE },
-		{ "{\"blue\":{\"bonding\":\"bond7\"}}", "{}", NET_E_BONDING },
-		{ "{\"blue\":{\"nic\":\"eth1\"}}", "{\"bond0\":{\"nics\":[\"eth1\"]}}", NET_E_USED_NIC },
-		{ "{}", "{\"bond0\":{\"nics\":[\"eth1\"]},\"bond1\":{\"nics\":[\"eth1\"]}}", NET_E_USED_NIC },
-		{ "{\"blue\":{\"nic\":\"eth1\"},\"red\":{\"nic\":\"eth1\"}}", "{}", NET_E_PARAMS },
-		{ "{\"blue\":{\"nic\":\"eth1\",\"vlan\":3},\"red\":{\"nic\":\"eth1\",\"vlan\":3}}", "{}", NET_E_VLAN },
-		{ "{\"blue\":{\"remove\":true}}", "{}", NET_E_BRIDGE },
-		{ "{}", "{\"bond0\":{\"remove\":true}}", NET_E_BONDING },
-		{ "[]", "{}", NET_E_PARAMS },
-		{ "{\"blue\":{\"nic\":\"eth1\",\"frobnicate\":1}}", "{}", NET_E_PARAMS },
-		{ "{\"blue\":{\"nic\":\"eth1\",\"nameservers\":[\"192.0.2.53\"]}}", "{}", NET_E_PARAMS },
-		{ "{\"blue\":{\"nic\":\"eth1\",\"custom\":{\"a\":\"b\"}}}", "{}", NET_E_PARAMS },
-		{ "{}", "{\"bond0\":{\"nics\":[\"eth1\"],\"hwaddr\":\"02:00:00:00:00:01\"}}", NET_E_PARAMS },
-		{ "{}", "{\"bond0\":{\"nics\":[\"eth1\"],\"switch\":\"ovs\"}}", NET_E_PARAMS },
+		{ "{\"blue\":{\"nic\":\"eth1\",\"ipaddr\":\"192.0.2.300\",\"prefix\":24}}", "{}", RPC_E_NET_BAD_ADDR },
+		{ "{\"blue\":{\"nic\":\"eth1\",\"ipaddr\":\"192.0.2.3\",\"netmask\":\"255.0.255.0\"}}", "{}", RPC_E_NET_BAD_ADDR },
+		{ "{\"blue\":{\"nic\":\"eth1\",\"ipaddr\":\"192.0.2.3\"}}", "{}", RPC_E_NET_BAD_ADDR },
+		{ "{\"blue\":{\"nic\":\"eth1\",\"vlan\":5000}}", "{}", RPC_E_NET_BAD_VLAN },
+		{ "{\"blue\":{\"nic\":\"eth1\",\"bonding\":\"bond0\"}}", "{}", RPC_E_NET_BAD_PARAMS },
+		{ "{\"blue\":{}}", "{}", RPC_E_NET_BAD_PARAMS },
+		{ "{\"blue\":{\"nic\":\"eth1\",\"hostQos\":{}}}", "{}", RPC_E_NET_BAD_PARAMS },
+		{ "{\"blue\":{\"nic\":\"eth1\",\"switch\":\"ovs\"}}", "{}", RPC_E_NET_BAD_PARAMS },
+		{ "{\"blue\":{\"nic\":\"eth1\",\"dhcpv6\":true}}", "{}", RPC_E_NET_BAD_PARAMS },
+		{ "{\"blue\":{\"nic\":\"eth1\",\"bootproto\":\"bootp\"}}", "{}", RPC_E_NET_BAD_PARAMS },
+		{ "{\"blue\":{\"nic\":\"eth1\",\"mtu\":20}}", "{}", RPC_E_NET_BAD_PARAMS },
+		{ "{\"blue\":{\"nic\":\"eth9\"}}", "{}", RPC_E_NET_BAD_NIC },
+		{ "{\"blue\":{\"nic\":\"a/b\"}}", "{}", RPC_E_NET_BAD_NIC },
+		{ "{\"a very long network name\":{\"nic\":\"eth1\"}}", "{}", RPC_E_NET_BAD_BRIDGE },
+		{ "{\"blue\":{\"bonding\":\"bond7\"}}", "{}", RPC_E_NET_BAD_BONDING },
+		{ "{\"blue\":{\"nic\":\"eth1\"}}", "{\"bond0\":{\"nics\":[\"eth1\"]}}", RPC_E_NET_USED_NIC },
+		{ "{}", "{\"bond0\":{\"nics\":[\"eth1\"]},\"bond1\":{\"nics\":[\"eth1\"]}}", RPC_E_NET_USED_NIC },
+		{ "{\"blue\":{\"nic\":\"eth1\"},\"red\":{\"nic\":\"eth1\"}}", "{}", RPC_E_NET_BAD_PARAMS },
+		{ "{\"blue\":{\"nic\":\"eth1\",\"vlan\":3},\"red\":{\"nic\":\"eth1\",\"vlan\":3}}", "{}", RPC_E_NET_BAD_VLAN },
+		{ "{\"blue\":{\"remove\":true}}", "{}", RPC_E_NET_BAD_BRIDGE },
+		{ "{}", "{\"bond0\":{\"remove\":true}}", RPC_E_NET_BAD_BONDING },
+		{ "[]", "{}", RPC_E_NET_BAD_PARAMS },
+		{ "{\"blue\":{\"nic\":\"eth1\",\"frobnicate\":1}}", "{}", RPC_E_NET_BAD_PARAMS },
+		{ "{\"blue\":{\"nic\":\"eth1\",\"nameservers\":[\"192.0.2.53\"]}}", "{}", RPC_E_NET_BAD_PARAMS },
+		{ "{\"blue\":{\"nic\":\"eth1\",\"custom\":{\"a\":\"b\"}}}", "{}", RPC_E_NET_BAD_PARAMS },
+		{ "{}", "{\"bond0\":{\"nics\":[\"eth1\"],\"hwaddr\":\"02:00:00:00:00:01\"}}", RPC_E_NET_BAD_PARAMS },
+		{ "{}", "{\"bond0\":{\"nics\":[\"eth1\"],\"switch\":\"ovs\"}}", RPC_E_NET_BAD_PARAMS },
 	};
 	for (size_t i = 0; i < VD_ARRAY_SIZE(t); i++) {
 		int got = req(&empty, t[i].nets, t[i].bonds, &c, &e);
@@ -147,7 +147,7 @@ START_TEST(errors_by_cause)
 	/* removing a bond a remaining network sits on */
 	ck_assert_int_eq(req(&empty, "{\"blue\":{\"bonding\":\"bond0\"}}",
 			     "{\"bond0\":{\"nics\":[\"eth1\",\"eth2\"]}}", &one, &e), 0);
-	ck_assert_int_eq(req(&one, "{}", "{\"bond0\":{\"remove\":true}}", &c, &e), NET_E_USED_BOND);
+	ck_assert_int_eq(req(&one, "{}", "{\"bond0\":{\"remove\":true}}", &c, &e), RPC_E_NET_USED_BOND);
 	/* both removed together is fine */
 	ck_assert_int_eq(req(&one, "{\"blue\":{\"remove\":\"true\"}}", "{\"bond0\":{\"remove\":true}}",
 			     &c, &e), 0);
@@ -223,7 +223,7 @@ START_TEST(engine_forms)
 	static const char *const stp_bad[] = { "\"maybe\"", "\"\"", "1", "0", "1.5", "[]" };
 	for (size_t i = 0; i < VD_ARRAY_SIZE(stp_bad); i++) {
 		snprintf(a, sizeof(a), "\"STP\":%s", stp_bad[i]);
-		ck_assert_msg(net1(a, &n) == NET_E_PARAMS, "STP %s", stp_bad[i]);
+		ck_assert_msg(net1(a, &n) == RPC_E_NET_BAD_PARAMS, "STP %s", stp_bad[i]);
 	}
 	/* "stp" wins over "STP"; neither is read for a bridgeless network */
 	ck_assert(net1("\"stp\":\"yes\",\"STP\":\"no\"", &n) == 0 && n.stp);
@@ -242,39 +242,39 @@ START_TEST(engine_forms)
 		ck_assert_msg(net1(a, &n) == 0 && !n.bridged, "bridged %s", off[i]);
 	}
 	/* VDSM reads these as false without a word; vdsmd refuses them (fix) */
-	ck_assert_int_eq(net1("\"bridged\":\"yes\"", &n), NET_E_PARAMS);
-	ck_assert_int_eq(net1("\"bridged\":\"\"", &n), NET_E_PARAMS);
-	ck_assert_int_eq(net1("\"defaultRoute\":{}", &n), NET_E_PARAMS);
+	ck_assert_int_eq(net1("\"bridged\":\"yes\"", &n), RPC_E_NET_BAD_PARAMS);
+	ck_assert_int_eq(net1("\"bridged\":\"\"", &n), RPC_E_NET_BAD_PARAMS);
+	ck_assert_int_eq(net1("\"defaultRoute\":{}", &n), RPC_E_NET_BAD_PARAMS);
 
 	/* mtu and vlan as int or string; vlan "" is none */
 	ck_assert(net1("\"mtu\":\"1500\"", &n) == 0 && n.mtu == 1500);
 	ck_assert(net1("\"mtu\":9000", &n) == 0 && n.mtu == 9000);
-	ck_assert_int_eq(net1("\"mtu\":\"jumbo\"", &n), NET_E_PARAMS);
+	ck_assert_int_eq(net1("\"mtu\":\"jumbo\"", &n), RPC_E_NET_BAD_PARAMS);
 	ck_assert(net1("\"vlan\":\"\"", &n) == 0 && n.vlan == -1);
 	ck_assert(net1("\"vlan\":\"4094\"", &n) == 0 && n.vlan == 4094);
-	ck_assert_int_eq(net1("\"vlan\":\"ten\"", &n), NET_E_VLAN);
+	ck_assert_int_eq(net1("\"vlan\":\"ten\"", &n), RPC_E_NET_BAD_VLAN);
 	/* prefix as a string; prefix with netmask is refused as VDSM does */
 	ck_assert(net1("\"ipaddr\":\"192.0.2.5\",\"prefix\":\"26\"", &n) == 0 && n.prefix == 26);
 	ck_assert_int_eq(net1("\"ipaddr\":\"192.0.2.5\",\"prefix\":\"26\","
-			      "\"netmask\":\"255.255.255.192\"", &n), NET_E_PARAMS);
+			      "\"netmask\":\"255.255.255.192\"", &n), RPC_E_NET_BAD_PARAMS);
 	/* dhcpv6 / ipv6autoconf off in every form; on is a gap (refused) */
 	ck_assert_int_eq(net1("\"dhcpv6\":\"false\",\"ipv6autoconf\":\"0\"", &n), 0);
 	ck_assert(net1("\"ipv6autoconf\":true", &n) == 0 && n.ipv6autoconf);
 	ck_assert(net1("\"ipv6autoconf\":\"False\"", &n) == 0 && !n.ipv6autoconf);
-	ck_assert_int_eq(net1("\"dhcpv6\":\"1\"", &n), NET_E_PARAMS);
+	ck_assert_int_eq(net1("\"dhcpv6\":\"1\"", &n), RPC_E_NET_BAD_PARAMS);
 	/* VDSM's validators' codes (link/validator.py, ip/validator.py) */
 	ck_assert_int_eq(net1("\"bootproto\":\"dhcp\",\"ipaddr\":\"192.0.2.5\","
-			      "\"prefix\":24", &n), NET_E_ADDR);
+			      "\"prefix\":24", &n), RPC_E_NET_BAD_ADDR);
 	ck_assert_int_eq(net1("\"bootproto\":\"dhcp\",\"gateway\":\"192.0.2.1\"", &n),
-			 NET_E_ADDR);
-	ck_assert_int_eq(req(&empty, "{\"blue\":{\"vlan\":\"5\"}}", "{}", &c, &e), NET_E_VLAN);
+			 RPC_E_NET_BAD_ADDR);
+	ck_assert_int_eq(req(&empty, "{\"blue\":{\"vlan\":\"5\"}}", "{}", &c, &e), RPC_E_NET_BAD_VLAN);
 	ck_assert_int_eq(req(&empty, "{\"blue\":{\"bonding\":\"bond-x\"}}", "{}", &c, &e),
-			 NET_E_BONDING);
+			 RPC_E_NET_BAD_BONDING);
 	ck_assert_int_eq(req(&empty, "{}", "{\"bond-x\":{\"nics\":[\"eth1\"]}}", &c, &e),
-			 NET_E_BONDING);
-	ck_assert_int_eq(req(&empty, "{}", "{\"bond0\":{\"nics\":[]}}", &c, &e), NET_E_PARAMS);
+			 RPC_E_NET_BAD_BONDING);
+	ck_assert_int_eq(req(&empty, "{}", "{\"bond0\":{\"nics\":[]}}", &c, &e), RPC_E_NET_BAD_PARAMS);
 	ck_assert_int_eq(req(&empty, "{}", "{\"bond0\":{\"options\":\"mode=1\"}}", &c, &e),
-			 NET_E_PARAMS);
+			 RPC_E_NET_BAD_PARAMS);
 }
 END_TEST
 

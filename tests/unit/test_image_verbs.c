@@ -85,7 +85,8 @@ static int err(const char *method, const char *params, const char *want)
 static void setup(void)
 {
 	memset(&D, 0, sizeof(D));
-	log_set_level(VD_LOG_WARN);
+	static struct vd_log test_log;
+	log_open(&test_log, NULL, VD_LOG_WARN);
 	J = codec_find("yajl");
 	E = rpc_engine_new(NULL);
 	ck_assert_int_eq(rpc_engine_declare(E, rpc_schema_image), 0);

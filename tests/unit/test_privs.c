@@ -60,7 +60,8 @@ END_TEST
 
 int main(void)
 {
-	log_open("stderr", VD_LOG_ERROR);
+	static struct vd_log test_log;
+	log_open(&test_log, "stderr", VD_LOG_ERROR);
 	Suite *s = suite_create("privs");
 	TCase *tc = tcase_create("privs");
 	tcase_add_test(tc, loopback_addresses);

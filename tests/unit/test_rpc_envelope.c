@@ -383,6 +383,13 @@ static const struct { enum rpc_err e; int code; const char *msg; } codes[] = {
 	{ RPC_E_NO_BITMAP, 947, "Bitmap does not exist" },
 	{ RPC_E_VOL_UPDATE, 235, "Cannot update volume attributes" },
 	{ RPC_E_IMAGE_VERIFY, 484, "Image verification failed" },
+	{ RPC_E_STORAGE, 200, "General Storage Exception" },
+	{ RPC_E_DOM_ACTION, 350, "Error in storage domain action" },
+	{ RPC_E_CONN_ERROR, 451, "Error storage server connection" },
+	{ RPC_E_DISCONN_ERROR, 452, "Error storage server disconnection" },
+	{ RPC_E_CONN_ACCESS, 469, "Permission settings on the specified path do not allow access to the storage. Verify permission settings on the specified storage path." },
+	{ RPC_E_MOUNT_TYPE, 470, "Mount type error" },
+	{ RPC_E_MOUNT, 477, "Problem while trying to mount target" },
 };
 
 START_TEST(every_error_code)

@@ -189,6 +189,7 @@ static Suite *suite(void)
 
 int main(void)
 {
-	log_set_level(VD_LOG_ERROR);
+	static struct vd_log test_log;
+	log_open(&test_log, NULL, VD_LOG_ERROR);
 	return check_run(suite());
 }

@@ -29,7 +29,9 @@ void host_fini(struct vdsmd *d);
  * write_domain_stats (vdsmd/storage) writes the value of getStats'
  * "storageDomains" (an object).
  * write_jobs (vdsmd/storage) writes Host.getJobs' result (an object), with
- * the verb's job_type filter (NULL: all) and job_ids array (NULL: all). */
+ * the verb's job_type filter (NULL: all) and job_ids array (NULL: all).
+ * confirm_connectivity (vdsmd/net) is what Host.confirmConnectivity means:
+ * it wakes a setupNetworks waiting for the engine (NULL: nothing to do). */
 struct host_vm_counts {
 	unsigned count, active, migrating, incoming, outgoing;
 };
@@ -41,6 +43,7 @@ struct host_peers {
 	void (*write_domain_stats)(void *ctx, struct vd_writer *w);
 	void (*write_jobs)(void *ctx, struct vd_writer *w, const char *job_type,
 			   const struct vd_value *job_ids);
+	void (*confirm_connectivity)(void *ctx);  /* Host.confirmConnectivity */
 };
 
 /* Plug the peers in (the daemon, after host_init(); p must stay valid until

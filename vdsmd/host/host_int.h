@@ -17,6 +17,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include "host.h"
 #include "host_read.h"
 
@@ -313,8 +314,15 @@ void host_caps_free(struct host_caps *c);
 void host_caps_write(struct host_caps *c, struct vd_writer *w, const char *local_addr);
 /* Write the object field by field (also used to build the cached encoding). */
 void host_caps_encode(const struct host_caps *c, struct vd_writer *w, const char *local_addr);
-/* (verbs.c) An object key that is the decimal text of v ("0", "17"). */
-void host_key_u(struct vd_writer *w, unsigned v);
+/* An object key that is the decimal text of v ("0", "17"); here, not in a
+ * .c, because caps.c and verbs.c both write such keys and neither may call
+ * the other's helpers (verbs.c calls into caps.c). */
+static inline void host_key_u(struct vd_writer *w, unsigned v)
+{
+	char b[16];
+	int n = snprintf(b, sizeof(b), "%u", v);
+	vw_key(w, b, (size_t)n);
+}
 
 /* ---- MOM policy parameters (verbs_ext.c) ------------------------------- */
 

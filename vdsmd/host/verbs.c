@@ -51,12 +51,13 @@ static int host_ping2(struct rpc_call *c)
 }
 
 /* Its meaning lives in the network backend (a setupNetworks waiting for the
- * engine's confirmation), handed over by the daemon as a hook. */
+ * engine's confirmation), handed over by the daemon in host_peers. */
 static int host_confirm_connectivity(struct rpc_call *c)
 {
-	struct vdsmd *d = c->app;
-	if (d && d->confirm_connectivity)
-		d->confirm_connectivity(d);
+	struct host_state *h = state_of(c);
+	const struct host_peers *peers = h ? atomic_load(&h->peers) : NULL;
+	if (peers && peers->confirm_connectivity)
+		peers->confirm_connectivity(peers->ctx);
 	return 0;
 }
 
@@ -82,13 +83,6 @@ static void write_network(struct vd_writer *w, const struct host_snapshot *s)
 		vw_end_object(w);
 	}
 	vw_end_object(w);
-}
-
-void host_key_u(struct vd_writer *w, unsigned v)
-{
-	char b[16];
-	int n = snprintf(b, sizeof(b), "%u", v);
-	vw_key(w, b, (size_t)n);
 }
 
 /* cpuStatistics: {"<cpu>": {nodeIndex, cpuUser, cpuSys, cpuIdle}} (VDSM

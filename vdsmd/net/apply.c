@@ -16,7 +16,7 @@ struct ctx {
 	struct net_err *e;
 };
 
-static int nlfail(struct ctx *c, enum net_ecode code, int rc, const char *what, const char *dev)
+static int nlfail(struct ctx *c, enum rpc_err code, int rc, const char *what, const char *dev)
 {
 	return net_fail(c->e, code, "%s %s: %s", what, dev, net_nl_strerror(rc));
 }
@@ -32,9 +32,9 @@ static int del_net(struct ctx *c, const struct net_net *n)
 		net_nl_defroute(c->sk, top, n->ipv6gateway, false);
 	int rc = 0;
 	if (n->bridged && (rc = net_nl_delete(c->sk, n->name, "bridge")) < 0)
-		return nlfail(c, NET_E_BRIDGE, rc, "cannot delete bridge", n->name);
+		return nlfail(c, RPC_E_NET_BAD_BRIDGE, rc, "cannot delete bridge", n->name);
 	if (vdev[0] && (rc = net_nl_delete(c->sk, vdev, "vlan")) < 0)
-		return nlfail(c, NET_E_VLAN, rc, "cannot delete vlan", vdev);
+		return nlfail(c, RPC_E_NET_BAD_VLAN, rc, "cannot delete vlan", vdev);
 	if (!n->bridged && !vdev[0])
 		net_nl_flush_addrs(c->sk, net_net_base(n));
 	return 0;
@@ -47,12 +47,12 @@ static int release_nic(struct ctx *c, const char *nic)
 	net_nl_flush_addrs(c->sk, nic);
 	int rc = net_nl_set(c->sk, nic, b ? b->mtu : 1500, b ? b->up : 1, NULL);
 	if (rc < 0)
-		return nlfail(c, NET_E_IFUP, rc, "cannot restore nic", nic);
+		return nlfail(c, RPC_E_NET_FAILED_IFUP, rc, "cannot restore nic", nic);
 	for (unsigned i = 0; b && i < b->naddrs; i++)
 		if ((rc = net_nl_addr(c->sk, nic, b->addrs[i], true)) < 0)
-			return nlfail(c, NET_E_ADDR, rc, "cannot restore an address of", nic);
+			return nlfail(c, RPC_E_NET_BAD_ADDR, rc, "cannot restore an address of", nic);
 	if (b && b->gw4[0] && (rc = net_nl_defroute(c->sk, nic, b->gw4, true)) < 0)
-		return nlfail(c, NET_E_ADDR, rc, "cannot restore the default route of", nic);
+		return nlfail(c, RPC_E_NET_BAD_ADDR, rc, "cannot restore the default route of", nic);
 	/* a bridgeless network on the nic set its IPv6 autoconfiguration */
 	if (b && b->accept_ra[0])
 		net_ipv6_conf_write(nic, "accept_ra", b->accept_ra);
@@ -77,7 +77,7 @@ static int set_autoconf(struct ctx *c, const struct net_net *n, const char *dev)
 	if (rc == 0)
 		rc = net_ipv6_conf_write(dev, "autoconf", ac);
 	if (rc && n->ipv6autoconf)
-		return net_fail(c->e, NET_E_PARAMS, "network %s: cannot turn IPv6 "
+		return net_fail(c->e, RPC_E_NET_BAD_PARAMS, "network %s: cannot turn IPv6 "
 				"autoconfiguration on for %s (no IPv6 there?)", n->name, dev);
 	return 0;
 }
@@ -86,14 +86,14 @@ static int take_nic(struct ctx *c, const char *nic)
 {
 	if (!net_conf_base(c->to, nic)) {
 		if (c->to->nbase == NET_MAX_NETS)
-			return net_fail(c->e, NET_E_PARAMS, "too many nics");
+			return net_fail(c->e, RPC_E_NET_BAD_PARAMS, "too many nics");
 		struct net_snap s;
 		if (net_snap_read(&s))
-			return net_fail(c->e, NET_E_GENERAL, "cannot read links");
+			return net_fail(c->e, RPC_E_GENERAL, "cannot read links");
 		const struct net_dev *d = net_snap_dev(&s, nic);
 		if (!d) {
 			net_snap_free(&s);
-			return net_fail(c->e, NET_E_NIC, "nic %s does not exist", nic);
+			return net_fail(c->e, RPC_E_NET_BAD_NIC, "nic %s does not exist", nic);
 		}
 		struct net_base *b = &c->to->base[c->to->nbase++];
 		memset(b, 0, sizeof(*b));
@@ -115,7 +115,7 @@ static int take_nic(struct ctx *c, const char *nic)
 		net_nl_defroute(c->sk, nic, b->gw4, false);
 	int rc = net_nl_flush_addrs(c->sk, nic);
 	if (rc < 0)
-		return nlfail(c, NET_E_NIC, rc, "cannot clear the addresses of", nic);
+		return nlfail(c, RPC_E_NET_BAD_NIC, rc, "cannot clear the addresses of", nic);
 	return 0;
 }
 
@@ -124,7 +124,7 @@ static int add_bond(struct ctx *c, const struct net_bond *b)
 	int rc;
 	net_nl_delete(c->sk, b->name, "bond");
 	if ((rc = net_nl_create(c->sk, b->name, "bond", NULL, 0)) < 0)
-		return nlfail(c, NET_E_BONDING, rc, "cannot create bond", b->name);
+		return nlfail(c, RPC_E_NET_BAD_BONDING, rc, "cannot create bond", b->name);
 	char opts[NET_OPTS_MAX];
 	snprintf(opts, sizeof(opts), "%s", b->options);
 	for (char *save = NULL, *t = strtok_r(opts, " ", &save); t; t = strtok_r(NULL, " ", &save)) {
@@ -133,16 +133,16 @@ static int add_bond(struct ctx *c, const struct net_bond *b)
 		*eq = '\0';
 		snprintf(rel, sizeof(rel), "bonding/%s", t);
 		if (net_sysfs_write(b->name, rel, eq + 1))
-			return net_fail(c->e, NET_E_BONDING, "bond %s: the kernel refused %s=%s",
+			return net_fail(c->e, RPC_E_NET_BAD_BONDING, "bond %s: the kernel refused %s=%s",
 					b->name, t, eq + 1);
 	}
 	for (unsigned i = 0; i < b->nnics; i++) {
 		net_nl_set(c->sk, b->nics[i], 0, 0, NULL);
 		if ((rc = net_nl_set(c->sk, b->nics[i], 0, -1, b->name)) < 0)
-			return nlfail(c, NET_E_BONDING, rc, "cannot enslave nic", b->nics[i]);
+			return nlfail(c, RPC_E_NET_BAD_BONDING, rc, "cannot enslave nic", b->nics[i]);
 	}
 	if ((rc = net_nl_set(c->sk, b->name, 0, 1, NULL)) < 0)
-		return nlfail(c, NET_E_IFUP, rc, "cannot bring up", b->name);
+		return nlfail(c, RPC_E_NET_FAILED_IFUP, rc, "cannot bring up", b->name);
 	return 0;
 }
 
@@ -166,21 +166,21 @@ static int add_addrs(struct ctx *c, const struct net_net *n, const char *top)
 		const struct net_base *b = net_conf_base(c->to, n->nic);
 		for (unsigned i = 0; b && i < b->naddrs; i++)
 			if ((rc = net_nl_addr(c->sk, top, b->addrs[i], true)) < 0)
-				return nlfail(c, NET_E_ADDR, rc, "cannot add an address to", top);
+				return nlfail(c, RPC_E_NET_BAD_ADDR, rc, "cannot add an address to", top);
 		if (b && b->gw4[0] && (rc = net_nl_defroute(c->sk, top, b->gw4, true)) < 0)
-			return nlfail(c, NET_E_ADDR, rc, "cannot add the default route to", top);
+			return nlfail(c, RPC_E_NET_BAD_ADDR, rc, "cannot add the default route to", top);
 	}
 	if (n->ipaddr[0]) {
 		snprintf(a, sizeof(a), "%s/%u", n->ipaddr, n->prefix);
 		if ((rc = net_nl_addr(c->sk, top, a, true)) < 0)
-			return nlfail(c, NET_E_ADDR, rc, "cannot add the address to", top);
+			return nlfail(c, RPC_E_NET_BAD_ADDR, rc, "cannot add the address to", top);
 	}
 	if (n->ipv6addr[0] && (rc = net_nl_addr(c->sk, top, n->ipv6addr, true)) < 0)
-		return nlfail(c, NET_E_ADDR, rc, "cannot add the IPv6 address to", top);
+		return nlfail(c, RPC_E_NET_BAD_ADDR, rc, "cannot add the IPv6 address to", top);
 	if (n->defroute && n->gateway[0] && (rc = net_nl_defroute(c->sk, top, n->gateway, true)) < 0)
-		return nlfail(c, NET_E_ADDR, rc, "cannot add the default route to", top);
+		return nlfail(c, RPC_E_NET_BAD_ADDR, rc, "cannot add the default route to", top);
 	if (n->ipv6gateway[0] && (rc = net_nl_defroute(c->sk, top, n->ipv6gateway, true)) < 0)
-		return nlfail(c, NET_E_ADDR, rc, "cannot add the IPv6 default route to", top);
+		return nlfail(c, RPC_E_NET_BAD_ADDR, rc, "cannot add the IPv6 default route to", top);
 	return 0;
 }
 
@@ -190,30 +190,30 @@ static int add_net(struct ctx *c, const struct net_net *n)
 	const char *base = net_net_base(n);
 	char cur[NET_IFNAME], vdev[NET_IFNAME];
 	if ((rc = net_nl_set(c->sk, base, base_mtu(c->to, base), 1, NULL)) < 0)
-		return nlfail(c, NET_E_IFUP, rc, "cannot set up", base);
+		return nlfail(c, RPC_E_NET_FAILED_IFUP, rc, "cannot set up", base);
 	snprintf(cur, sizeof(cur), "%s", base);
 	net_net_vlandev(n, vdev);
 	if (vdev[0]) {
 		net_nl_delete(c->sk, vdev, "vlan");
 		if ((rc = net_nl_create(c->sk, vdev, "vlan", base, n->vlan)) < 0)
-			return nlfail(c, NET_E_VLAN, rc, "cannot create vlan", vdev);
+			return nlfail(c, RPC_E_NET_BAD_VLAN, rc, "cannot create vlan", vdev);
 		if ((rc = net_nl_set(c->sk, vdev, n->mtu, 1, NULL)) < 0)
-			return nlfail(c, NET_E_IFUP, rc, "cannot set up", vdev);
+			return nlfail(c, RPC_E_NET_FAILED_IFUP, rc, "cannot set up", vdev);
 		snprintf(cur, sizeof(cur), "%s", vdev);
 	}
 	if (n->bridged) {
 		char kind[32];
 		bool exists = net_sysfs_read(n->name, "ifindex", kind, sizeof(kind)) == 0;
 		if (exists && net_sysfs_read(n->name, "bridge/stp_state", kind, sizeof(kind)) != 0)
-			return net_fail(c->e, NET_E_BRIDGE, "network %s: a device of that name "
+			return net_fail(c->e, RPC_E_NET_BAD_BRIDGE, "network %s: a device of that name "
 					"exists and is not a bridge", n->name);
 		if (!exists && (rc = net_nl_create(c->sk, n->name, "bridge", NULL, 0)) < 0)
-			return nlfail(c, NET_E_BRIDGE, rc, "cannot create bridge", n->name);
+			return nlfail(c, RPC_E_NET_BAD_BRIDGE, rc, "cannot create bridge", n->name);
 		net_sysfs_write(n->name, "bridge/stp_state", n->stp ? "1" : "0");
 		if ((rc = net_nl_set(c->sk, cur, 0, 1, n->name)) < 0)
-			return nlfail(c, NET_E_BRIDGE, rc, "cannot add a port to bridge", n->name);
+			return nlfail(c, RPC_E_NET_BAD_BRIDGE, rc, "cannot add a port to bridge", n->name);
 		if ((rc = net_nl_set(c->sk, n->name, n->mtu, 1, NULL)) < 0)
-			return nlfail(c, NET_E_IFUP, rc, "cannot set up", n->name);
+			return nlfail(c, RPC_E_NET_FAILED_IFUP, rc, "cannot set up", n->name);
 		snprintf(cur, sizeof(cur), "%s", n->name);
 	}
 	if ((rc = set_autoconf(c, n, cur)))
@@ -228,7 +228,7 @@ int net_apply(const struct net_conf *from, struct net_conf *to, struct net_err *
 	net_plan_build(from, to, &plan);
 	c.sk = net_nl_open();
 	if (!c.sk)
-		return net_fail(e, NET_E_GENERAL, "cannot open a netlink socket");
+		return net_fail(e, RPC_E_GENERAL, "cannot open a netlink socket");
 	int rc = 0;
 	for (unsigned i = 0; i < plan.n && rc == 0; i++) {
 		const struct net_step *s = &plan.steps[i];
@@ -239,7 +239,7 @@ int net_apply(const struct net_conf *from, struct net_conf *to, struct net_err *
 			break;
 		case NET_S_DEL_BOND:
 			if ((rc = net_nl_delete(c.sk, s->name, "bond")) < 0)
-				rc = nlfail(&c, NET_E_BONDING, rc, "cannot delete bond", s->name);
+				rc = nlfail(&c, RPC_E_NET_BAD_BONDING, rc, "cannot delete bond", s->name);
 			break;
 		case NET_S_RELEASE_NIC:
 			rc = release_nic(&c, s->name);

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-int net_fail(struct net_err *e, enum net_ecode code, const char *fmt, ...)
+int net_fail(struct net_err *e, enum rpc_err code, const char *fmt, ...)
 {
 	if (e) {
 		e->code = code;
@@ -130,10 +130,10 @@ int net_attr_str(const struct vd_value *a, const char *key, char *out, size_t ou
 		return 0;
 	}
 	if (v->type != VD_STRING)
-		return net_fail(e, NET_E_PARAMS, "%s must be a string, got %s", key,
+		return net_fail(e, RPC_E_NET_BAD_PARAMS, "%s must be a string, got %s", key,
 				vd_type_name(v->type));
 	if (v->v.s.len >= outlen || memchr(v->v.s.ptr, '\0', v->v.s.len))
-		return net_fail(e, NET_E_PARAMS, "%s is too long or holds NUL", key);
+		return net_fail(e, RPC_E_NET_BAD_PARAMS, "%s is too long or holds NUL", key);
 	memcpy(out, v->v.s.ptr, v->v.s.len);
 	out[v->v.s.len] = '\0';
 	return 0;
@@ -226,16 +226,16 @@ int net_attr_bool(const struct vd_value *a, const char *key, bool dflt, bool *ou
 	if (net_value_bool(v, out) == 0)
 		return 0;
 	if (v->type == VD_STRING)
-		return net_fail(e, NET_E_PARAMS, "%s must be a boolean (true/false, any case, "
+		return net_fail(e, RPC_E_NET_BAD_PARAMS, "%s must be a boolean (true/false, any case, "
 				"or a number), got \"%.*s\"", key, (int)VD_MIN(v->v.s.len, 32),
 				v->v.s.ptr);
-	return net_fail(e, NET_E_PARAMS, "%s must be a boolean, got %s", key,
+	return net_fail(e, RPC_E_NET_BAD_PARAMS, "%s must be a boolean, got %s", key,
 			vd_type_name(v->type));
 }
 
 /* Integer (or decimal string) in [lo, hi]; absent → dflt. */
 int net_attr_int(const struct vd_value *a, const char *key, long dflt, long lo, long hi,
-		   enum net_ecode code, long *out, struct net_err *e)
+		   enum rpc_err code, long *out, struct net_err *e)
 {
 	const struct vd_value *v = vd_obj_get(a, key);
 	*out = dflt;
@@ -328,7 +328,7 @@ static int check_keys(const struct vd_value *a, const char *const *known, const 
 		for (const char *const *k = known; *k && !ok; k++)
 			ok = strlen(*k) == m->klen && memcmp(*k, m->key, m->klen) == 0;
 		if (!ok)
-			return net_fail(e, NET_E_PARAMS, "%s %s: attribute \"%.*s\" is not supported "
+			return net_fail(e, RPC_E_NET_BAD_PARAMS, "%s %s: attribute \"%.*s\" is not supported "
 					"by vdsmd", what, name, (int)VD_MIN(m->klen, 40), m->key);
 	}
 	return 0;
@@ -343,18 +343,18 @@ static int parse_ipv4(const struct vd_value *a, struct net_net *n, struct net_er
 	    net_attr_str(a, "gateway", n->gateway, sizeof(n->gateway), e))
 		return VD_EINVAL;
 	if (n->ipaddr[0] && !ip4_ok(n->ipaddr))
-		return net_fail(e, NET_E_ADDR, "network %s: bad ipaddr \"%s\"", n->name, n->ipaddr);
+		return net_fail(e, RPC_E_NET_BAD_ADDR, "network %s: bad ipaddr \"%s\"", n->name, n->ipaddr);
 	if (n->gateway[0] && !ip4_ok(n->gateway))
-		return net_fail(e, NET_E_ADDR, "network %s: bad gateway \"%s\"", n->name,
+		return net_fail(e, RPC_E_NET_BAD_ADDR, "network %s: bad gateway \"%s\"", n->name,
 				n->gateway);
 	if (n->ipaddr[0] && strcmp(n->bootproto, "dhcp") == 0)
-		return net_fail(e, NET_E_ADDR, "network %s: ipaddr with bootproto dhcp",
+		return net_fail(e, RPC_E_NET_BAD_ADDR, "network %s: ipaddr with bootproto dhcp",
 				n->name);
 	const struct vd_value *pv = vd_obj_get(a, "prefix");
 	bool has_prefix = pv && !(pv->type == VD_NULL || (pv->type == VD_INT && pv->v.i == 0) ||
 				  (pv->type == VD_STRING && pv->v.s.len == 0));
 	if (has_prefix && vd_obj_get(a, "netmask"))
-		return net_fail(e, NET_E_PARAMS, "network %s: both prefix and netmask given",
+		return net_fail(e, RPC_E_NET_BAD_PARAMS, "network %s: both prefix and netmask given",
 				n->name);
 	if (pv && pv->type == VD_STRING && pv->v.s.len == 0)
 		pv = NULL;
@@ -363,21 +363,21 @@ static int parse_ipv4(const struct vd_value *a, struct net_net *n, struct net_er
 	if (tmp[0]) {
 		int p = mask_prefix(tmp);
 		if (p < 0)
-			return net_fail(e, NET_E_ADDR, "network %s: bad netmask \"%s\"", n->name, tmp);
+			return net_fail(e, RPC_E_NET_BAD_ADDR, "network %s: bad netmask \"%s\"", n->name, tmp);
 		n->prefix = (unsigned)p;
 	}
-	if (pv && net_attr_int(a, "prefix", n->prefix, 0, 32, NET_E_ADDR, &x, e))
+	if (pv && net_attr_int(a, "prefix", n->prefix, 0, 32, RPC_E_NET_BAD_ADDR, &x, e))
 		return VD_EINVAL;
 	if (!pv)
 		x = n->prefix;
 	n->prefix = (unsigned)x;
 	if (n->ipaddr[0] && n->prefix == 0)
-		return net_fail(e, NET_E_ADDR, "network %s: ipaddr needs a netmask or prefix",
+		return net_fail(e, RPC_E_NET_BAD_ADDR, "network %s: ipaddr needs a netmask or prefix",
 				n->name);
 	/* VDSM's ip validator: a gateway or netmask without ipaddr is 22, with
 	 * bootproto dhcp too */
 	if (!n->ipaddr[0] && (n->prefix || n->gateway[0]))
-		return net_fail(e, NET_E_ADDR, "network %s: netmask/gateway without ipaddr",
+		return net_fail(e, RPC_E_NET_BAD_ADDR, "network %s: netmask/gateway without ipaddr",
 				n->name);
 	return 0;
 }
@@ -387,19 +387,19 @@ int net_parse_net(const char *name, size_t nlen, const struct vd_value *a,
 {
 	memset(n, 0, sizeof(*n));
 	if (!net_ifname_ok(name, nlen))
-		return net_fail(e, NET_E_BRIDGE, "network name \"%.*s\" is not a valid "
+		return net_fail(e, RPC_E_NET_BAD_BRIDGE, "network name \"%.*s\" is not a valid "
 				"device name (1-15 characters, no '/', ':' or spaces)",
 				(int)VD_MIN(nlen, 64), name);
 	memcpy(n->name, name, nlen);
 	if (!a || a->type != VD_OBJECT)
-		return net_fail(e, NET_E_PARAMS, "network %s: attributes must be an object", n->name);
+		return net_fail(e, RPC_E_NET_BAD_PARAMS, "network %s: attributes must be an object", n->name);
 	if (check_keys(a, known_net_attrs, "network", n->name, e))
 		return VD_EINVAL;
 	if (!empty_or_absent(vd_obj_get(a, "nameservers")))
-		return net_fail(e, NET_E_PARAMS, "network %s: nameservers are not supported by "
+		return net_fail(e, RPC_E_NET_BAD_PARAMS, "network %s: nameservers are not supported by "
 				"vdsmd (it does not manage resolv.conf)", n->name);
 	if (!empty_or_absent(vd_obj_get(a, "custom")))
-		return net_fail(e, NET_E_PARAMS, "network %s: custom properties are not supported "
+		return net_fail(e, RPC_E_NET_BAD_PARAMS, "network %s: custom properties are not supported "
 				"by vdsmd (no hooks)", n->name);
 	char sw[16];
 	long x;
@@ -407,30 +407,30 @@ int net_parse_net(const char *name, size_t nlen, const struct vd_value *a,
 	if (net_attr_str(a, "switch", sw, sizeof(sw), e))
 		return VD_EINVAL;
 	if (sw[0] && strcmp(sw, "legacy") != 0)
-		return net_fail(e, NET_E_PARAMS, "network %s: switch \"%s\" is not supported "
+		return net_fail(e, RPC_E_NET_BAD_PARAMS, "network %s: switch \"%s\" is not supported "
 				"(only legacy)", n->name, sw);
 	if (net_attr_str(a, "nic", n->nic, sizeof(n->nic), e) ||
 	    net_attr_str(a, "bonding", n->bonding, sizeof(n->bonding), e))
 		return VD_EINVAL;
 	if (n->nic[0] && n->bonding[0])
-		return net_fail(e, NET_E_PARAMS, "network %s: both nic and bonding given", n->name);
+		return net_fail(e, RPC_E_NET_BAD_PARAMS, "network %s: both nic and bonding given", n->name);
 	if (!n->nic[0] && !n->bonding[0] && vd_obj_get(a, "vlan"))
-		return net_fail(e, NET_E_VLAN, "network %s: a vlan needs a nic or a bonding "
+		return net_fail(e, RPC_E_NET_BAD_VLAN, "network %s: a vlan needs a nic or a bonding "
 				"under it", n->name);  /* VDSM's link validator: 26 */
 	if (!n->nic[0] && !n->bonding[0])
-		return net_fail(e, NET_E_PARAMS, "network %s: needs a nic or a bonding "
+		return net_fail(e, RPC_E_NET_BAD_PARAMS, "network %s: needs a nic or a bonding "
 				"(nicless networks are not supported)", n->name);
 	if (n->bonding[0] && !bond_name_ok(n->bonding, strlen(n->bonding)))
-		return net_fail(e, NET_E_BONDING, "network %s: bad bond name \"%s\"", n->name,
+		return net_fail(e, RPC_E_NET_BAD_BONDING, "network %s: bad bond name \"%s\"", n->name,
 				n->bonding);
 	if (!net_ifname_ok(net_net_base(n), strlen(net_net_base(n))))
-		return net_fail(e, NET_E_NIC, "network %s: bad device name \"%s\"", n->name,
+		return net_fail(e, RPC_E_NET_BAD_NIC, "network %s: bad device name \"%s\"", n->name,
 				net_net_base(n));
 	/* vlan "" (or null) is no vlan, as in VDSM */
 	const struct vd_value *vl = vd_obj_get(a, "vlan");
 	if (vl && vl->type == VD_STRING && vl->v.s.len == 0)
 		x = -1;
-	else if (net_attr_int(a, "vlan", -1, 0, 4094, NET_E_VLAN, &x, e))
+	else if (net_attr_int(a, "vlan", -1, 0, 4094, RPC_E_NET_BAD_VLAN, &x, e))
 		return VD_EINVAL;
 	n->vlan = (int)x;
 	if (net_attr_bool(a, "bridged", true, &n->bridged, e))
@@ -441,14 +441,14 @@ int net_parse_net(const char *name, size_t nlen, const struct vd_value *a,
 		stp = vd_obj_get(a, "STP");
 	if (n->bridged && net_value_stp(stp, &n->stp)) {
 		if (stp->type == VD_STRING)
-			return net_fail(e, NET_E_PARAMS, "network %s: \"%.*s\" is not a valid "
+			return net_fail(e, RPC_E_NET_BAD_PARAMS, "network %s: \"%.*s\" is not a valid "
 					"bridge STP value (yes/no, on/off, true/false)", n->name,
 					(int)VD_MIN(stp->v.s.len, 32), stp->v.s.ptr);
-		return net_fail(e, NET_E_PARAMS, "network %s: STP must be a boolean or "
+		return net_fail(e, RPC_E_NET_BAD_PARAMS, "network %s: STP must be a boolean or "
 				"yes/no, on/off, true/false, got %s", n->name,
 				vd_type_name(stp->type));
 	}
-	if (net_attr_int(a, "mtu", 1500, 68, 65535, NET_E_PARAMS, &x, e))
+	if (net_attr_int(a, "mtu", 1500, 68, 65535, RPC_E_NET_BAD_PARAMS, &x, e))
 		return VD_EINVAL;
 	n->mtu = (unsigned)x;
 	if (net_attr_str(a, "bootproto", n->bootproto, sizeof(n->bootproto), e))
@@ -456,12 +456,12 @@ int net_parse_net(const char *name, size_t nlen, const struct vd_value *a,
 	if (!n->bootproto[0])
 		strcpy(n->bootproto, "none");
 	if (strcmp(n->bootproto, "none") && strcmp(n->bootproto, "dhcp"))
-		return net_fail(e, NET_E_PARAMS, "network %s: bootproto \"%s\" (none or dhcp)",
+		return net_fail(e, RPC_E_NET_BAD_PARAMS, "network %s: bootproto \"%s\" (none or dhcp)",
 				n->name, n->bootproto);
 	if (net_attr_bool(a, "dhcpv6", false, &b, e))
 		return VD_EINVAL;
 	if (b)
-		return net_fail(e, NET_E_PARAMS, "network %s: dhcpv6 is not supported by vdsmd",
+		return net_fail(e, RPC_E_NET_BAD_PARAMS, "network %s: dhcpv6 is not supported by vdsmd",
 				n->name);
 	if (net_attr_bool(a, "ipv6autoconf", false, &n->ipv6autoconf, e))
 		return VD_EINVAL;
@@ -477,11 +477,11 @@ int net_parse_net(const char *name, size_t nlen, const struct vd_value *a,
 		char host[NET_IP_STR - 8];
 		size_t hl = slash ? (size_t)(slash - n->ipv6addr) : strlen(n->ipv6addr);
 		if (hl >= sizeof(host))
-			return net_fail(e, NET_E_ADDR, "network %s: bad ipv6addr", n->name);
+			return net_fail(e, RPC_E_NET_BAD_ADDR, "network %s: bad ipv6addr", n->name);
 		snprintf(host, sizeof(host), "%.*s", (int)hl, n->ipv6addr);
 		long p = slash ? strtol(slash + 1, NULL, 10) : 64;
 		if (!ip6_ok(host) || p < 1 || p > 128)
-			return net_fail(e, NET_E_ADDR, "network %s: bad ipv6addr \"%s\"", n->name,
+			return net_fail(e, RPC_E_NET_BAD_ADDR, "network %s: bad ipv6addr \"%s\"", n->name,
 					n->ipv6addr);
 		snprintf(n->ipv6addr, sizeof(n->ipv6addr), "%s/%u", host, (unsigned)p % 1000u);
 	}
@@ -490,10 +490,10 @@ int net_parse_net(const char *name, size_t nlen, const struct vd_value *a,
 	if (strcmp(n->ipv6gateway, "::") == 0)
 		n->ipv6gateway[0] = '\0';
 	if (n->ipv6gateway[0] && (!ip6_ok(n->ipv6gateway) || !n->ipv6addr[0]))
-		return net_fail(e, NET_E_ADDR, "network %s: bad ipv6gateway \"%s\"", n->name,
+		return net_fail(e, RPC_E_NET_BAD_ADDR, "network %s: bad ipv6gateway \"%s\"", n->name,
 				n->ipv6gateway);
 	if (n->vlan >= 0 && strlen(net_net_base(n)) > 10)
-		return net_fail(e, NET_E_VLAN, "network %s: base device name too long for a "
+		return net_fail(e, RPC_E_NET_BAD_VLAN, "network %s: base device name too long for a "
 				"VLAN device", n->name);
 	return 0;
 }
@@ -509,11 +509,11 @@ int net_parse_bond(const char *name, size_t nlen, const struct vd_value *a,
 {
 	memset(b, 0, sizeof(*b));
 	if (!bond_name_ok(name, nlen))
-		return net_fail(e, NET_E_BONDING, "bond name \"%.*s\" must be bond followed by "
+		return net_fail(e, RPC_E_NET_BAD_BONDING, "bond name \"%.*s\" must be bond followed by "
 				"up to 11 characters", (int)VD_MIN(nlen, 64), name);
 	memcpy(b->name, name, nlen);
 	if (!a || a->type != VD_OBJECT)
-		return net_fail(e, NET_E_PARAMS, "bond %s: attributes must be an object", b->name);
+		return net_fail(e, RPC_E_NET_BAD_PARAMS, "bond %s: attributes must be an object", b->name);
 	static const char *const known[] = { "nics", "options", "switch", "remove", NULL };
 	if (check_keys(a, known, "bond", b->name, e))
 		return VD_EINVAL;
@@ -521,23 +521,23 @@ int net_parse_bond(const char *name, size_t nlen, const struct vd_value *a,
 	if (net_attr_str(a, "switch", sw, sizeof(sw), e))
 		return VD_EINVAL;
 	if (sw[0] && strcmp(sw, "legacy") != 0)
-		return net_fail(e, NET_E_PARAMS, "bond %s: switch \"%s\" is not supported (only "
+		return net_fail(e, RPC_E_NET_BAD_PARAMS, "bond %s: switch \"%s\" is not supported (only "
 				"legacy)", b->name, sw);
 	const struct vd_value *nics = vd_obj_get(a, "nics");
 	if (!nics || nics->type != VD_ARRAY || nics->v.arr.n == 0)
-		return net_fail(e, NET_E_PARAMS, "bond %s: nics must be a non-empty list",
+		return net_fail(e, RPC_E_NET_BAD_PARAMS, "bond %s: nics must be a non-empty list",
 				b->name);  /* VDSM's link validator: 21 */
 	if (nics->v.arr.n > NET_MAX_SLAVES)
-		return net_fail(e, NET_E_BONDING, "bond %s: at most %d nics", b->name,
+		return net_fail(e, RPC_E_NET_BAD_BONDING, "bond %s: at most %d nics", b->name,
 				NET_MAX_SLAVES);
 	for (size_t i = 0; i < nics->v.arr.n; i++) {
 		const struct vd_value *s = &nics->v.arr.items[i];
 		if (s->type != VD_STRING || !net_ifname_ok(s->v.s.ptr, s->v.s.len))
-			return net_fail(e, NET_E_NIC, "bond %s: bad nic name", b->name);
+			return net_fail(e, RPC_E_NET_BAD_NIC, "bond %s: bad nic name", b->name);
 		for (unsigned j = 0; j < b->nnics; j++)
 			if (strlen(b->nics[j]) == s->v.s.len &&
 			    memcmp(b->nics[j], s->v.s.ptr, s->v.s.len) == 0)
-				return net_fail(e, NET_E_BONDING, "bond %s: nic listed twice", b->name);
+				return net_fail(e, RPC_E_NET_BAD_BONDING, "bond %s: nic listed twice", b->name);
 		memcpy(b->nics[b->nnics++], s->v.s.ptr, s->v.s.len);
 	}
 	/* keep nics sorted: the same bond compares equal whatever the order */
@@ -557,15 +557,15 @@ int net_parse_bond(const char *name, size_t nlen, const struct vd_value *a,
 	for (char *save = NULL, *t = strtok_r(opts, " ", &save); t; t = strtok_r(NULL, " ", &save)) {
 		char *eq = strchr(t, '=');
 		if (!eq || eq == t || !eq[1])
-			return net_fail(e, NET_E_BONDING, "bond %s: option \"%s\" is not key=value",
+			return net_fail(e, RPC_E_NET_BAD_BONDING, "bond %s: option \"%s\" is not key=value",
 					b->name, t);
 		*eq = '\0';
 		for (const char *p = t; *p; p++)
 			if (!isalnum((unsigned char)*p) && *p != '_')
-				return net_fail(e, NET_E_BONDING, "bond %s: bad option name", b->name);
+				return net_fail(e, RPC_E_NET_BAD_BONDING, "bond %s: bad option name", b->name);
 		for (const char *p = eq + 1; *p; p++)
 			if (*p == '/' || (unsigned char)*p < 0x21)
-				return net_fail(e, NET_E_BONDING, "bond %s: bad option value", b->name);
+				return net_fail(e, RPC_E_NET_BAD_BONDING, "bond %s: bad option value", b->name);
 		if (strcmp(t, "mode") == 0) {
 			const char *v = eq + 1;
 			int found = -1;
@@ -574,19 +574,19 @@ int net_parse_bond(const char *name, size_t nlen, const struct vd_value *a,
 								     !v[1] && v[0] - '0' == i))
 					found = i;
 			if (found < 0)
-				return net_fail(e, NET_E_BONDING, "bond %s: unknown mode \"%s\"",
+				return net_fail(e, RPC_E_NET_BAD_BONDING, "bond %s: unknown mode \"%s\"",
 						b->name, v);
 			snprintf(mode, sizeof(mode), "%s", bond_modes[found]);
 			continue;
 		}
 		int n = snprintf(rest + rl, sizeof(rest) - rl, " %s=%s", t, eq + 1);
 		if (n < 0 || (size_t)n >= sizeof(rest) - rl)
-			return net_fail(e, NET_E_BONDING, "bond %s: options too long", b->name);
+			return net_fail(e, RPC_E_NET_BAD_BONDING, "bond %s: options too long", b->name);
 		rl += (size_t)n;
 	}
 	size_t ml = strlen(mode);
 	if (5 + ml + rl >= sizeof(b->options))
-		return net_fail(e, NET_E_BONDING, "bond %s: options too long", b->name);
+		return net_fail(e, RPC_E_NET_BAD_BONDING, "bond %s: options too long", b->name);
 	memcpy(b->options, "mode=", 5);
 	memcpy(b->options + 5, mode, ml);
 	memcpy(b->options + 5 + ml, rest, rl + 1);
@@ -602,12 +602,12 @@ static int check_conf(const struct net_conf *c, bool (*nic_exists)(void *, const
 		const struct net_bond *b = &c->bonds[i];
 		for (unsigned j = 0; j < b->nnics; j++) {
 			if (nic_exists && !nic_exists(ctx, b->nics[j]))
-				return net_fail(e, NET_E_NIC, "bond %s: nic %s does not exist",
+				return net_fail(e, RPC_E_NET_BAD_NIC, "bond %s: nic %s does not exist",
 						b->name, b->nics[j]);
 			for (unsigned k = 0; k < c->nbonds; k++)
 				for (unsigned m = 0; k != i && m < c->bonds[k].nnics; m++)
 					if (strcmp(c->bonds[k].nics[m], b->nics[j]) == 0)
-						return net_fail(e, NET_E_USED_NIC, "nic %s is in bonds %s "
+						return net_fail(e, RPC_E_NET_USED_NIC, "nic %s is in bonds %s "
 								"and %s", b->nics[j], b->name,
 								c->bonds[k].name);
 		}
@@ -615,36 +615,36 @@ static int check_conf(const struct net_conf *c, bool (*nic_exists)(void *, const
 	for (unsigned i = 0; i < c->nnets; i++) {
 		const struct net_net *n = &c->nets[i];
 		if (n->bonding[0] && !net_conf_bond(c, n->bonding))
-			return net_fail(e, NET_E_BONDING, "network %s: bond %s does not exist",
+			return net_fail(e, RPC_E_NET_BAD_BONDING, "network %s: bond %s does not exist",
 					n->name, n->bonding);
 		if (n->nic[0]) {
 			if (nic_exists && !nic_exists(ctx, n->nic))
-				return net_fail(e, NET_E_NIC, "network %s: nic %s does not exist",
+				return net_fail(e, RPC_E_NET_BAD_NIC, "network %s: nic %s does not exist",
 						n->name, n->nic);
 			for (unsigned k = 0; k < c->nbonds; k++)
 				for (unsigned m = 0; m < c->bonds[k].nnics; m++)
 					if (strcmp(c->bonds[k].nics[m], n->nic) == 0)
-						return net_fail(e, NET_E_USED_NIC, "network %s: nic %s is "
+						return net_fail(e, RPC_E_NET_USED_NIC, "network %s: nic %s is "
 								"a slave of bond %s", n->name, n->nic,
 								c->bonds[k].name);
 		}
 		if (net_conf_bond(c, n->name) || (n->bridged && net_conf_uses_nic(c, n->name)))
-			return net_fail(e, NET_E_BRIDGE, "network %s: name taken by a nic or bond",
+			return net_fail(e, RPC_E_NET_BAD_BRIDGE, "network %s: name taken by a nic or bond",
 					n->name);
 		for (unsigned k = 0; k < i; k++) {
 			const struct net_net *o = &c->nets[k];
 			if (strcmp(net_net_base(o), net_net_base(n)) || o->vlan != n->vlan)
 				continue;
 			if (n->vlan >= 0)
-				return net_fail(e, NET_E_VLAN, "networks %s and %s share vlan %d on %s",
+				return net_fail(e, RPC_E_NET_BAD_VLAN, "networks %s and %s share vlan %d on %s",
 						o->name, n->name, n->vlan, net_net_base(n));
-			return net_fail(e, NET_E_PARAMS, "networks %s and %s are both untagged on %s",
+			return net_fail(e, RPC_E_NET_BAD_PARAMS, "networks %s and %s are both untagged on %s",
 					o->name, n->name, net_net_base(n));
 		}
 		if (n->defroute)
 			for (unsigned k = 0; k < i; k++)
 				if (c->nets[k].defroute)
-					return net_fail(e, NET_E_PARAMS, "networks %s and %s both ask "
+					return net_fail(e, RPC_E_NET_BAD_PARAMS, "networks %s and %s both ask "
 							"for the default route", c->nets[k].name,
 							n->name);
 	}
@@ -676,9 +676,9 @@ int net_conf_request(const struct net_conf *old, const struct vd_value *networks
 	int rc;
 	*out = *old;
 	if (networks && networks->type != VD_OBJECT && networks->type != VD_NULL)
-		return net_fail(e, NET_E_PARAMS, "networks must be an object");
+		return net_fail(e, RPC_E_NET_BAD_PARAMS, "networks must be an object");
 	if (bondings && bondings->type != VD_OBJECT && bondings->type != VD_NULL)
-		return net_fail(e, NET_E_PARAMS, "bondings must be an object");
+		return net_fail(e, RPC_E_NET_BAD_PARAMS, "bondings must be an object");
 	size_t nn = networks && networks->type == VD_OBJECT ? networks->v.obj.n : 0;
 	size_t nb = bondings && bondings->type == VD_OBJECT ? bondings->v.obj.n : 0;
 	for (size_t i = 0; i < nb; i++) {
@@ -695,13 +695,13 @@ int net_conf_request(const struct net_conf *old, const struct vd_value *networks
 			return rc;
 		if (rm) {
 			if (at == out->nbonds)
-				return net_fail(e, NET_E_BONDING, "cannot remove bond %s: it does not "
+				return net_fail(e, RPC_E_NET_BAD_BONDING, "cannot remove bond %s: it does not "
 						"exist", name);
 			out->bonds[at] = out->bonds[--out->nbonds];
 			continue;
 		}
 		if (at == NET_MAX_NETS)
-			return net_fail(e, NET_E_PARAMS, "too many bonds (at most %d)", NET_MAX_NETS);
+			return net_fail(e, RPC_E_NET_BAD_PARAMS, "too many bonds (at most %d)", NET_MAX_NETS);
 		if ((rc = net_parse_bond(m->key, m->klen, &m->val, &out->bonds[at], e)))
 			return rc;
 		if (at == out->nbonds)
@@ -719,13 +719,13 @@ int net_conf_request(const struct net_conf *old, const struct vd_value *networks
 			return rc;
 		if (rm) {
 			if (at == out->nnets)
-				return net_fail(e, NET_E_BRIDGE, "cannot remove network %.*s: it does "
+				return net_fail(e, RPC_E_NET_BAD_BRIDGE, "cannot remove network %.*s: it does "
 						"not exist", (int)VD_MIN(m->klen, 64), m->key);
 			out->nets[at] = out->nets[--out->nnets];
 			continue;
 		}
 		if (at == NET_MAX_NETS)
-			return net_fail(e, NET_E_PARAMS, "too many networks (at most %d)",
+			return net_fail(e, RPC_E_NET_BAD_PARAMS, "too many networks (at most %d)",
 					NET_MAX_NETS);
 		if ((rc = net_parse_net(m->key, m->klen, &m->val, &out->nets[at], e)))
 			return rc;
@@ -736,7 +736,7 @@ int net_conf_request(const struct net_conf *old, const struct vd_value *networks
 	for (unsigned i = 0; i < out->nnets; i++)
 		if (out->nets[i].bonding[0] && !net_conf_bond(out, out->nets[i].bonding) &&
 		    net_conf_bond(old, out->nets[i].bonding))
-			return net_fail(e, NET_E_USED_BOND, "bond %s is used by network %s",
+			return net_fail(e, RPC_E_NET_USED_BOND, "bond %s is used by network %s",
 					out->nets[i].bonding, out->nets[i].name);
 	qsort(out->nets, out->nnets, sizeof(out->nets[0]), by_name_net);
 	qsort(out->bonds, out->nbonds, sizeof(out->bonds[0]), by_name_bond);

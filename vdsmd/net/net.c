@@ -94,11 +94,6 @@ void net_confirm(struct vdsmd *d)
 	pthread_mutex_unlock(&ns->lock);
 }
 
-static void confirm_hook(struct vdsmd *d)
-{
-	net_confirm(d);
-}
-
 bool net_wait_confirm(struct net_state *ns, uint64_t since_ms, unsigned timeout_s)
 {
 	struct timespec until;
@@ -183,7 +178,7 @@ static void restore(struct net_state *ns)
 	free(empty);
 }
 
-int net_init(struct vdsmd *d)
+int net_init(struct vdsmd *d, const struct net_deps *deps)
 {
 	struct net_state *ns = xcalloc(1, sizeof(*ns));
 	ns->d = d;
@@ -200,6 +195,7 @@ int net_init(struct vdsmd *d)
 		 d->cfg.net_state_dir && d->cfg.net_state_dir[0] ? d->cfg.net_state_dir
 								   : "/var/lib/vdsmd/netconf");
 	read_bootid(ns->bootid, sizeof(ns->bootid));
+	ns->engine_port = deps && deps->engine_port ? deps->engine_port : d->cfg.port;
 	d->net = ns;
 	struct stat st;
 	if (stat(ns->dir, &st) == 0)
@@ -213,7 +209,6 @@ int net_init(struct vdsmd *d)
 	} else {
 		log_warn("net: cannot watch links (no |net|host_conn| events)");
 	}
-	d->confirm_connectivity = confirm_hook;
 	log_info("net: state in %s, %u networks, %u bonds managed", ns->dir,
 		 ns->running->nnets, ns->running->nbonds);
 	return 0;
@@ -240,7 +235,6 @@ void net_fini(struct vdsmd *d)
 			ev_io_stop(d->loop, &ns->mon_io);
 		net_mon_close(ns->mon);
 	}
-	d->confirm_connectivity = NULL;
 	pthread_cond_destroy(&ns->cond);
 	pthread_mutex_destroy(&ns->lock);
 	pthread_mutex_destroy(&ns->setup_lock);

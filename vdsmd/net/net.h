@@ -33,11 +33,18 @@
 #include "../vdsmd.h"
 #include "../../rpc/rpc.h"
 
+/* What the daemon hands net/ at startup (net/ includes no daemon header). */
+struct net_deps {
+	/* The port engines connect to (the bound one; 0: d->cfg.port): the
+	 * management-network guard looks for connections to it. */
+	unsigned engine_port;
+};
+
 /* Loads the persisted confs, restores/rolls back (see above), starts the
- * link monitor (|net|host_conn|no_id events); sets d->net and the hook
- * d->confirm_connectivity.  The daemon plugs net_caps_write into host/
- * (host_peers).  0 or vd_err. */
-int net_init(struct vdsmd *d);
+ * link monitor (|net|host_conn|no_id events); sets d->net.  deps may be
+ * NULL (all defaults); it is copied.  The daemon plugs net_caps_write,
+ * net_config_dirty and net_confirm into host/ (host_peers).  0 or vd_err. */
+int net_init(struct vdsmd *d, const struct net_deps *deps);
 void net_fini(struct vdsmd *d);
 /* Daemon shutdown, before the worker pool stops: a setupNetworks waiting for
  * its confirmation rolls back and answers now. */

@@ -22,6 +22,7 @@
 #include <stdint.h>
 #include <stddef.h>
 #include "../../codecs/codec.h"
+#include "../../rpc/rpc.h"
 
 #define NET_IFNAME 16     /* IFNAMSIZ */
 #define NET_IP_STR 64     /* an IPv6 address with "/prefix" */
@@ -30,28 +31,15 @@
 #define NET_MAX_NETS 64   /* networks (and bonds) in one conf */
 #define NET_OPTS_MAX 256
 
-/* Errors, by cause; net.c maps them to VDSM's codes (rpc/errors.c). */
-enum net_ecode {
-	NET_OK = 0,
-	NET_E_PARAMS,       /* ERR_BAD_PARAMS 21 */
-	NET_E_ADDR,         /* ERR_BAD_ADDR 22 */
-	NET_E_NIC,          /* ERR_BAD_NIC 23 */
-	NET_E_USED_NIC,     /* ERR_USED_NIC 24 */
-	NET_E_BONDING,      /* ERR_BAD_BONDING 25 */
-	NET_E_VLAN,         /* ERR_BAD_VLAN 26 */
-	NET_E_BRIDGE,       /* ERR_BAD_BRIDGE 27 */
-	NET_E_IFUP,         /* ERR_FAILED_IFUP 29 */
-	NET_E_USED_BOND,    /* ERR_USED_BOND 31 */
-	NET_E_LOST_CONN,    /* ERR_LOST_CONNECTION 10 */
-	NET_E_GENERAL,      /* 100 */
-};
-
+/* Errors: a failure carries the rpc/ value the wire shows (RPC_E_NET_*,
+ * VDSM's ERR_* codes of network/errors.py, or RPC_E_GENERAL), mapped to its
+ * code in rpc/errors.c only. */
 struct net_err {
-	enum net_ecode code;
+	enum rpc_err code;
 	char msg[240];
 };
 
-int net_fail(struct net_err *e, enum net_ecode code, const char *fmt, ...) VD_PRINTF(3, 4);
+int net_fail(struct net_err *e, enum rpc_err code, const char *fmt, ...) VD_PRINTF(3, 4);
 
 /* One VDSM network, normalized. */
 struct net_net {
@@ -115,7 +103,7 @@ void net_net_vlandev(const struct net_net *n, char out[NET_IFNAME]);
 bool net_conf_uses_nic(const struct net_conf *c, const char *nic);
 
 /* Attribute readers (VDSM's coercions): absent -> default / "", a wrong
- * type -> NET_E_PARAMS (NET_E_* code for ints) with *e naming the key. */
+ * type -> RPC_E_NET_BAD_PARAMS (the given code for ints) with *e naming the key. */
 bool net_ifname_ok(const char *s, size_t n);
 int net_attr_str(const struct vd_value *a, const char *key, char *out, size_t outlen,
 		 struct net_err *e);
@@ -131,7 +119,7 @@ int net_value_bool(const struct vd_value *v, bool *out);
  * yes/no, on/off, true/false in any case; anything else VD_EINVAL. */
 int net_value_stp(const struct vd_value *v, bool *out);
 int net_attr_int(const struct vd_value *a, const char *key, long dflt, long lo, long hi,
-		 enum net_ecode code, long *out, struct net_err *e);
+		 enum rpc_err code, long *out, struct net_err *e);
 
 /* Parse one network's attributes (a setupNetworks value) into *n. */
 int net_parse_net(const char *name, size_t nlen, const struct vd_value *attrs,

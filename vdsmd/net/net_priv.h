@@ -26,6 +26,7 @@ struct net_state {
 	struct nl_sock *mon;          /* link/address notifications */
 	ev_io mon_io;
 	uint64_t fingerprint;
+	unsigned engine_port;         /* struct net_deps, or cfg.port */
 };
 
 int net_file_write(const char *dir, const char *name, const struct vd_buf *b);

@@ -97,10 +97,10 @@ int net_conf_read(const struct vd_value *v, struct net_conf *out, char *bootid,
 	memset(&empty, 0, sizeof(empty));
 	memset(out, 0, sizeof(*out));
 	if (!v || v->type != VD_OBJECT)
-		return net_fail(e, NET_E_PARAMS, "persisted conf is not an object");
+		return net_fail(e, RPC_E_NET_BAD_PARAMS, "persisted conf is not an object");
 	const struct vd_value *ver = vd_obj_get(v, "version");
 	if (!ver || ver->type != VD_INT || ver->v.i != 1)
-		return net_fail(e, NET_E_PARAMS, "persisted conf: unknown version");
+		return net_fail(e, RPC_E_NET_BAD_PARAMS, "persisted conf: unknown version");
 	if (bootid && bootidlen) {
 		bootid[0] = '\0';
 		if (net_attr_str(v, "bootid", bootid, bootidlen, e))
@@ -112,16 +112,16 @@ int net_conf_read(const struct vd_value *v, struct net_conf *out, char *bootid,
 		return rc;
 	const struct vd_value *base = vd_obj_get(v, "baseline");
 	if (base && base->type != VD_OBJECT)
-		return net_fail(e, NET_E_PARAMS, "persisted conf: baseline is not an object");
+		return net_fail(e, RPC_E_NET_BAD_PARAMS, "persisted conf: baseline is not an object");
 	for (size_t i = 0; base && i < base->v.obj.n; i++) {
 		const struct vd_member *m = &base->v.obj.members[i];
 		if (out->nbase == NET_MAX_NETS || !net_ifname_ok(m->key, m->klen))
-			return net_fail(e, NET_E_PARAMS, "persisted conf: bad baseline entry");
+			return net_fail(e, RPC_E_NET_BAD_PARAMS, "persisted conf: bad baseline entry");
 		struct net_base *b = &out->base[out->nbase];
 		memset(b, 0, sizeof(*b));
 		memcpy(b->nic, m->key, m->klen);
 		long x;
-		if (net_attr_int(&m->val, "mtu", 1500, 68, 65535, NET_E_PARAMS, &x, e) ||
+		if (net_attr_int(&m->val, "mtu", 1500, 68, 65535, RPC_E_NET_BAD_PARAMS, &x, e) ||
 		    net_attr_bool(&m->val, "up", true, &b->up, e) ||
 		    net_attr_str(&m->val, "gateway", b->gw4, sizeof(b->gw4), e) ||
 		    net_attr_str(&m->val, "accept_ra", b->accept_ra, sizeof(b->accept_ra), e) ||
@@ -132,7 +132,7 @@ int net_conf_read(const struct vd_value *v, struct net_conf *out, char *bootid,
 		for (size_t j = 0; ad && ad->type == VD_ARRAY && j < ad->v.arr.n; j++) {
 			const struct vd_value *s = &ad->v.arr.items[j];
 			if (s->type != VD_STRING || s->v.s.len >= NET_IP_STR || b->naddrs == NET_MAX_ADDRS)
-				return net_fail(e, NET_E_PARAMS, "persisted conf: bad baseline address");
+				return net_fail(e, RPC_E_NET_BAD_PARAMS, "persisted conf: bad baseline address");
 			memcpy(b->addrs[b->naddrs++], s->v.s.ptr, s->v.s.len);
 		}
 		if (net_conf_uses_nic(out, b->nic))

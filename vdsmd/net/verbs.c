@@ -13,31 +13,11 @@
 #include <unistd.h>
 
 #include "../../common/log.h"
-#include "../server.h"
 
 static struct net_state *state_of(struct rpc_call *c)
 {
 	struct vdsmd *d = c->app;
 	return d ? d->net : NULL;
-}
-
-static enum rpc_err rpc_code(enum net_ecode k)
-{
-	switch (k) {
-	case NET_OK: return RPC_OK;
-	case NET_E_PARAMS: return RPC_E_NET_BAD_PARAMS;
-	case NET_E_ADDR: return RPC_E_NET_BAD_ADDR;
-	case NET_E_NIC: return RPC_E_NET_BAD_NIC;
-	case NET_E_USED_NIC: return RPC_E_NET_USED_NIC;
-	case NET_E_BONDING: return RPC_E_NET_BAD_BONDING;
-	case NET_E_VLAN: return RPC_E_NET_BAD_VLAN;
-	case NET_E_BRIDGE: return RPC_E_NET_BAD_BRIDGE;
-	case NET_E_IFUP: return RPC_E_NET_FAILED_IFUP;
-	case NET_E_USED_BOND: return RPC_E_NET_USED_BOND;
-	case NET_E_LOST_CONN: return RPC_E_NET_LOST_CONN;
-	case NET_E_GENERAL: break;
-	}
-	return RPC_E_GENERAL;
 }
 
 static bool nic_exists(void *ctx, const char *nic)
@@ -119,12 +99,12 @@ static bool step_touches(const struct net_step *st, const struct net_conf *from,
 
 /* The device and address the engine talks through, when the plan removes it
  * from its device; else 0. */
-static int mgmt_touched(struct vdsmd *d, const struct net_snap *s, const struct net_conf *from,
-			const struct net_plan *p, char *addr, char *dev)
+static int mgmt_touched(const struct net_state *ns, const struct net_snap *s,
+			const struct net_conf *from, const struct net_plan *p, char *addr,
+			char *dev)
 {
 	char la[8][NET_IP_STR];
-	unsigned port = d->srv ? d->srv->bound_port : d->cfg.port;
-	unsigned n = engine_addrs(port, la, 8);
+	unsigned n = engine_addrs(ns->engine_port, la, 8);
 	for (unsigned i = 0; i < n; i++)
 		for (size_t k = 0; k < s->n; k++)
 			for (unsigned j = 0; j < s->devs[k].naddrs; j++) {
@@ -156,14 +136,14 @@ static int setup(struct rpc_call *c, struct net_state *ns, struct net_conf *old,
 		if (net_attr_bool(opts, "connectivityCheck", false, &check, e) ||
 		    net_attr_bool(opts, "commitOnSuccess", false, &commit, e) ||
 		    (check && net_attr_int(opts, "connectivityTimeout", 120, 0, 3600,
-					   NET_E_PARAMS, &timeout, e)))
+					   RPC_E_NET_BAD_PARAMS, &timeout, e)))
 			return VD_EINVAL;
 	} else if (opts && opts->type != VD_NULL) {
-		return net_fail(e, NET_E_PARAMS, "options must be an object");
+		return net_fail(e, RPC_E_NET_BAD_PARAMS, "options must be an object");
 	}
 	struct net_snap s;
 	if (net_snap_read(&s))
-		return net_fail(e, NET_E_GENERAL, "cannot read links over netlink");
+		return net_fail(e, RPC_E_GENERAL, "cannot read links over netlink");
 	pthread_mutex_lock(&ns->lock);
 	*old = *ns->running;
 	pthread_mutex_unlock(&ns->lock);
@@ -173,8 +153,8 @@ static int setup(struct rpc_call *c, struct net_state *ns, struct net_conf *old,
 	if (rc == 0) {
 		net_plan_build(old, new, p);
 		char addr[NET_IP_STR], dev[NET_IFNAME];
-		if (!check && mgmt_touched(c->app, &s, old, p, addr, dev))
-			rc = net_fail(e, NET_E_PARAMS, "refused: the change would remove %s from %s, "
+		if (!check && mgmt_touched(ns, &s, old, p, addr, dev))
+			rc = net_fail(e, RPC_E_NET_BAD_PARAMS, "refused: the change would remove %s from %s, "
 				      "the address the engine is connected through; set "
 				      "options.connectivityCheck to make it revertible", addr, dev);
 	}
@@ -215,7 +195,7 @@ static int setup(struct rpc_call *c, struct net_state *ns, struct net_conf *old,
 			pthread_mutex_unlock(&ns->lock);
 			net_persist(ns, "running.json", old);
 			net_notify_host_conn(ns);
-			return net_fail(e, NET_E_LOST_CONN, "connectivity check failed");
+			return net_fail(e, RPC_E_NET_LOST_CONN, "connectivity check failed");
 		}
 	}
 	net_notify_host_conn(ns);
@@ -225,7 +205,7 @@ done:
 		*ns->safe = *new;
 		pthread_mutex_unlock(&ns->lock);
 		if (net_persist(ns, "safe.json", new))
-			return net_fail(e, NET_E_GENERAL, "cannot persist the configuration");
+			return net_fail(e, RPC_E_GENERAL, "cannot persist the configuration");
 		pthread_mutex_lock(&ns->lock);
 		ns->dirty = false;
 		pthread_mutex_unlock(&ns->lock);
@@ -251,7 +231,7 @@ static int net_setup_networks(struct rpc_call *c)
 	free(new);
 	if (rc) {
 		vd_log_flow(VD_LOG_WARN, c->flow_id, "net: setupNetworks failed: %s", e.msg);
-		return rpc_fail(c, rpc_code(e.code), "%s", e.msg);
+		return rpc_fail(c, e.code, "%s", e.msg);
 	}
 	return 0;
 }

@@ -25,11 +25,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define ST_CONN_BAD 451        /* StorageServerConnectionError */
-#define ST_CONN_DISC_ERR 452   /* StorageServerDisconnectionError */
-#define ST_CONN_ACCESS 469     /* StorageServerAccessPermissionError */
-#define ST_CONN_TYPE 470       /* MountTypeError */
-#define ST_CONN_MOUNT 477      /* MountError */
+/* A connection's status: VDSM's code of its failure (rpc/ names them). */
+#define ST_CONN_BAD rpc_err_code(RPC_E_CONN_ERROR)
+#define ST_CONN_DISC_ERR rpc_err_code(RPC_E_DISCONN_ERROR)
+#define ST_CONN_ACCESS rpc_err_code(RPC_E_CONN_ACCESS)
+#define ST_CONN_TYPE rpc_err_code(RPC_E_MOUNT_TYPE)
+#define ST_CONN_MOUNT rpc_err_code(RPC_E_MOUNT)
 
 /* os.path.normpath (POSIX) as VDSM's fileUtils.normpath uses it: "//"
  * collapses, "." and "dir/.." go, no trailing '/', a leading "//" is one

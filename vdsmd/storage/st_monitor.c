@@ -58,11 +58,11 @@ void st_monitor_once(struct storage_state *s)
 			kv_free(&kv);
 		}
 		pr[i].delay = (double)(vd_now_ns() - t0) / 1e9;
-		/* VDSM's codes: 358 domain missing, 350 metadata invalid, 200
-		 * any other storage failure (350 and 200 have no name in
-		 * rpc/rpc.h: they never travel as a JSON-RPC error) */
+		/* VDSM's codes: domain missing, metadata invalid, any
+		 * other storage failure */
 		pr[i].code = rc == 0 ? 0 : rc == VD_ENOENT ? rpc_err_code(RPC_E_NO_DOMAIN)
-				       : rc == VD_EPROTO ? 350 : 200;
+				       : rc == VD_EPROTO ? rpc_err_code(RPC_E_DOM_ACTION)
+				       : rpc_err_code(RPC_E_STORAGE);
 		struct statvfs vfs;
 		if (statvfs(pr[i].dir, &vfs) == 0) {
 			pr[i].total = (int64_t)vfs.f_blocks * (int64_t)vfs.f_frsize;

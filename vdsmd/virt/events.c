@@ -70,10 +70,12 @@ void track_stopped(struct virt_track *t, int detail)
 				       "Lost connection with qemu process");
 		break;
 	case VIR_DOMAIN_EVENT_STOPPED_MIGRATED:
-		track_set_down(t, VIRT_EXIT_NORMAL, 4, "Migration succeeded");
+		track_set_down(t, VIRT_EXIT_NORMAL, VIRT_REASON_MIGRATION_SUCCEEDED,
+			       "Migration succeeded");
 		break;
 	case VIR_DOMAIN_EVENT_STOPPED_SAVED:
-		track_set_down(t, VIRT_EXIT_NORMAL, 5, "SaveState succeeded");
+		track_set_down(t, VIRT_EXIT_NORMAL, VIRT_REASON_SAVE_STATE_SUCCEEDED,
+			       "SaveState succeeded");
 		break;
 	case VIR_DOMAIN_EVENT_STOPPED_CRASHED:
 		track_set_down(t, VIRT_EXIT_ERROR, VIRT_REASON_GENERIC_ERROR, "VM crashed");

@@ -13,7 +13,7 @@
  *       and events.c reports it Down with exitCode 0, exitReason 5 "SaveState
  *       succeeded" (the engine then calls VM.destroy).  A failed save leaves
  *       the VM running: it is reported Up again and VM.getMigrationStatus
- *       says why (VDSM's migrateErr, code 12).
+ *       says why (VDSM's migrateErr, RPC_E_MIGRATION).
  *
  *   VM.create {vmID, vmParams: {vmId, xml?, memoryDumpVolume, memoryConfVolume}}
  *       (or the older vmParams.hiberVolHandle string): the volumes are
@@ -222,7 +222,7 @@ static void *hibernate_main(void *arg)
 		enum virt_status st = j->was_paused ? VS_PAUSED : VS_UP;
 		if (t) {
 			t->saving = false;
-			t->mig_code = 12;
+			t->mig_code = rpc_err_code(RPC_E_MIGRATION);
 			snprintf(t->mig_message, sizeof t->mig_message, "%.*s",
 				 (int)sizeof t->mig_message - 1, err);
 			if (alive && t->status != VS_DOWN)
