@@ -27,6 +27,7 @@
 #include "../../common/log.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
@@ -284,6 +285,11 @@ static int spawn(struct st_nbd *n, char *const argv[], char *err, size_t errlen)
 	return 0;
 }
 
+/* Does the server behind path speak NBD yet?  A connect alone is not
+ * enough: qemu-nbd listens before it has opened its image, and the kernel
+ * completes a connect into the backlog; only the greeting ("NBDMAGIC"),
+ * sent once the export exists, says the image is open (the bitmap overlay
+ * may then be removed). */
 static bool sock_accepts(const char *path)
 {
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -291,7 +297,21 @@ static bool sock_accepts(const char *path)
 		return false;
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
-	bool ok = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+	bool ok = false;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
+		char magic[8];
+		size_t got = 0;
+		while (got < sizeof(magic)) {
+			struct pollfd p = { .fd = fd, .events = POLLIN };
+			if (poll(&p, 1, 200) != 1)
+				break;
+			ssize_t r = read(fd, magic + got, sizeof(magic) - got);
+			if (r <= 0)
+				break;
+			got += (size_t)r;
+		}
+		ok = got == sizeof(magic) && memcmp(magic, "NBDMAGIC", sizeof(magic)) == 0;
+	}
 	close(fd);
 	return ok;
 }
