@@ -98,10 +98,12 @@ class ImageNBD(unittest.TestCase):
         run(*(args + [self.path(img, vol)]))
 
     def start_server(self, img, vol, readonly, bitmap=None):
-        """NBD.start_server in the engine's form (StartNbdServerVDSCommand)."""
+        """NBD.start_server in the engine's form (TransferDiskImageCommand's
+        getStartNbdServerParameters: detect_zeroes always, discard for a
+        sparse volume of a file domain, readonly for a download)."""
         sid = str(uuid.uuid4())
         cfg = {"sd_id": SD, "img_id": img, "vol_id": vol, "readonly": readonly,
-               "discard": False, "detect_zeroes": False, "backing_chain": True,
+               "discard": True, "detect_zeroes": True, "backing_chain": True,
                "bitmap": bitmap}
         url = result(self.c.call("NBD.start_server", [sid, cfg]))
         self.assertEqual(url, "nbd:unix:%s/nbd/%s.sock" % (self.run_dir, sid))
