@@ -31,7 +31,7 @@ FUZZ_CC = clang
 PKG_CONFIG ?= pkg-config
 
 WITH_MSGPACK := $(shell $(PKG_CONFIG) --exists msgpack 2>/dev/null && echo 1)
-PKGS := yajl openssl libvirt libnl-3.0 libnl-route-3.0 $(if $(WITH_MSGPACK),msgpack)
+PKGS := yajl openssl libvirt libnl-3.0 libnl-route-3.0 libnbd $(if $(WITH_MSGPACK),msgpack)
 
 WARN := -Wall -Wextra -Wstrict-prototypes -Wmissing-prototypes -Wwrite-strings \
 	-Wshadow -Wno-unused-parameter -Werror

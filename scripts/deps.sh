@@ -21,9 +21,10 @@ set -eu
 # python3 + python3-yaml: api/gen.py generates the verb schema at build time;
 # groff-base: test_api_schema.py checks that man/vdsm-client.1 renders cleanly;
 # curl and libnbd-bin (nbdinfo, nbdcopy): the image-transfer and NBD tests read
-# what vdsmd serves with clients that are not ours
+# what vdsmd serves with clients that are not ours; libnbd-dev: the image
+# server's nbd: backend is a libnbd client
 RUN_PKGS="build-essential pkg-config libyajl-dev libmsgpack-dev libev-dev libssl-dev
-libvirt-dev libnl-3-dev libnl-route-3-dev qemu-utils python3 python3-yaml"
+libvirt-dev libnl-3-dev libnl-route-3-dev libnbd-dev qemu-utils python3 python3-yaml"
 TEST_PKGS="check openssl python3-stomp clang libclang-rt-14-dev procps
 rabbitmq-server ruby-stomp libnet-stomp-perl nodejs npm cppcheck clang-tidy
 qemu-system-x86 iproute2 libvirt-daemon-system libvirt-clients util-linux

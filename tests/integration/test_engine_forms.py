@@ -346,8 +346,8 @@ def placeholders(d):
     for name in ("spUUID", "sdUUID", "sd2UUID", "imgUUID", "volUUID", "vol2UUID", "img3UUID",
                  "vol3UUID", "img4UUID", "vol4UUID", "img5UUID", "vol5UUID", "connId", "conn2Id",
                  "newVmId", "memDevId", "snapJob", "mergeJob", "sealJob", "jobId", "bmJob1",
-                 "bmJob2", "bmJob3", "ticketId", "transferId", "nbdServer", "img6UUID",
-                 "vol6UUID", "vol7UUID", "cmJob", "amJob", "upJob"):
+                 "bmJob2", "bmJob3", "ticketId", "transferId", "nbdServer", "dlTicketId",
+                 "img6UUID", "vol6UUID", "vol7UUID", "cmJob", "amJob", "upJob"):
         ph[name] = str(uuid.uuid4())
     for i, name in ((1, "localPath"), (2, "localPath2")):
         ph[name] = os.path.join(d.tmp, "localfs%d" % i)

@@ -443,7 +443,7 @@ START_TEST(urls_refused)
 	ck_assert_int_eq(open_rc("file://host/tmp/x"), VD_EINVAL);
 	ck_assert_int_eq(open_rc("file:relative"), VD_EINVAL);
 	ck_assert_int_eq(open_rc("http://127.0.0.1/x"), VD_EINVAL);
-	ck_assert_int_eq(open_rc("nbd:unix:/run/vdsm/nbd/x.sock"), VD_EUNSUPP);
+	ck_assert_int_eq(open_rc("nbd:unix:/run/vdsm/nbd/x.sock"), VD_EPERM);
 	/* no root, or a relative one: nothing opens */
 	struct img_backend_opts o = { .root = NULL };
 	struct img_backend *be;

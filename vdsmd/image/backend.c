@@ -44,6 +44,6 @@ int img_backend_open(const char *url, const struct img_backend_opts *opts, struc
 	if (strncmp(url, "file:", 5) == 0)
 		return img_backend_file_open(url, opts, out);
 	if (strncmp(url, "nbd:", 4) == 0)
-		return VD_EUNSUPP; /* the libnbd backend comes with NBD.start_server */
+		return img_backend_nbd_open(url, opts, out);
 	return VD_EINVAL;
 }

@@ -3,8 +3,8 @@
  * A backend is opened from a ticket's url and used by one transfer (one
  * connection) at a time; each connection of a ticket opens its own, as
  * imageio's backends are cloned per connection.  The ops struct is the
- * seam for the backends: file:// (backend_file.c) now, nbd:unix: (libnbd)
- * later.
+ * seam for the backends: file:// (backend_file.c) and nbd:unix: (libnbd,
+ * backend_nbd.c).
  *
  * Errors: 0 (or a byte count where said) on success, a negative enum vd_err
  * otherwise; be->err_no keeps the errno of the last failed system call for
@@ -53,7 +53,9 @@ struct img_backend_opts {
 	/* or, when set, be a path this says yes to (the resolved path) */
 	bool (*allowed)(void *ctx, const char *real);
 	void *allowed_ctx;
+	const char *nbd_dir;     /* nbd:unix: sockets must resolve beneath it */
 	bool writable;           /* the ticket has "write" in ops */
+	bool dirty;              /* the ticket has dirty: look up the bitmap */
 	unsigned max_connections;/* readers (and writers where allowed); 0: 8 */
 };
 
@@ -85,14 +87,23 @@ struct img_backend {
 	int err_no;             /* errno of the last failed call, for the log */
 };
 
-/* Opens the backend the url's scheme names (file: only for now; nbd:
- * answers VD_EUNSUPP).  *out is set on success; img_backend_close() ends it. */
+/* Opens the backend the url's scheme names (file: or nbd:).  *out is set on success; img_backend_close() ends it. */
 int img_backend_open(const char *url, const struct img_backend_opts *opts, struct img_backend **out);
 
 /* The file backend (backend_file.c): url file:///absolute/path of a regular
  * file resolving (symlinks and "..") beneath opts->root. */
 int img_backend_file_open(const char *url, const struct img_backend_opts *opts,
 			  struct img_backend **out);
+
+/* The nbd backend (backend_nbd.c): url nbd:unix:<socket>[:exportname=<name>]
+ * (VDSM's form), the socket resolving beneath opts->nbd_dir.  VD_EIO when
+ * the NBD server cannot be reached or negotiated with (the log has libnbd's
+ * message); VD_EPERM for a write ticket over a read-only export. */
+int img_backend_nbd_open(const char *url, const struct img_backend_opts *opts,
+			 struct img_backend **out);
+/* Splits an nbd:unix: url into the socket path and the export name ("" when
+ * none).  VD_EINVAL: not that form; VD_ETOOBIG: a part past its buffer. */
+int img_nbd_url_parse(const char *url, char *path, size_t pathlen, char *name, size_t namelen);
 
 static inline void img_backend_close(struct img_backend *be)
 {

@@ -139,7 +139,8 @@ static int authorize(struct conn *k, const char *id, unsigned op, uint64_t offse
 	k->ref = r;
 	snprintf(k->ref_id, sizeof(k->ref_id), "%s", id);
 	struct img_backend_opts o = { .root = k->h->root, .allowed = k->h->path_allowed,
-				      .allowed_ctx = k->h->path_ctx,
+				      .allowed_ctx = k->h->path_ctx, .nbd_dir = k->h->nbd_dir,
+				      .dirty = ticket_ref_dirty(r),
 				      .writable = (ticket_ref_ops(r) & TICKET_OP_WRITE) != 0 };
 	int rc = img_backend_open(ticket_ref_url(r), &o, &k->be);
 	if (rc != 0) {

@@ -52,6 +52,7 @@ struct image_handler {
 	const char *root;           /* file: urls must resolve beneath it, */
 	bool (*path_allowed)(void *ctx, const char *real);  /* or be allowed here */
 	void *path_ctx;
+	const char *nbd_dir;        /* nbd:unix: sockets must be beneath it */
 	const char *unix_socket;    /* what OPTIONS reports (NULL: none) */
 	unsigned timeout_ms;        /* waiting for a request or its next bytes */
 	struct image_counters n;

@@ -22,6 +22,12 @@ int image_init(struct vdsmd *d, const struct image_deps *deps, char *why, size_t
 	struct image_handler *h = s->handler;
 	h->tickets = s->tickets;
 	h->root = d->cfg.storage_root;
+	/* as st_nbd.c: NBD.start_server's sockets are <run_dir>/nbd/<id>.sock */
+	const char *run = d->cfg.run_dir && d->cfg.run_dir[0] ? d->cfg.run_dir : "/run/vdsmd";
+	size_t nl = strlen(run) + sizeof("/nbd");
+	s->nbd_dir = xmalloc(nl);
+	snprintf(s->nbd_dir, nl, "%s/nbd", run);
+	h->nbd_dir = s->nbd_dir;
 	if (deps) {
 		h->path_allowed = deps->path_allowed;
 		h->path_ctx = deps->ctx;
@@ -65,6 +71,7 @@ void image_fini(struct vdsmd *d)
 	image_server_stop(s->server);
 	ticket_table_free(s->tickets);
 	free(s->handler);
+	free(s->nbd_dir);
 	free(s);
 	d->image = NULL;
 }

@@ -29,6 +29,7 @@ struct image_state {
 	struct ticket_table *tickets;   /* thread-safe (ticket.h) */
 	struct image_handler *handler;  /* what the server's threads read */
 	struct image_server *server;    /* NULL: image_port 0 */
+	char *nbd_dir;                  /* <run_dir>/nbd: where nbd: urls may point */
 };
 
 /* What the image backend needs of the rest of the daemon (daemon.c). */
