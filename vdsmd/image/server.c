@@ -123,7 +123,7 @@ static void reap(struct image_server *s)
 
 static void take(struct image_server *s, int lfd, bool is_unix)
 {
-	struct sockaddr_storage sa;
+	struct sockaddr_storage sa = { 0 };
 	socklen_t len = sizeof(sa);
 	int fd = accept4(lfd, (struct sockaddr *)&sa, &len, SOCK_CLOEXEC | SOCK_NONBLOCK);
 	if (fd < 0) {
@@ -227,11 +227,21 @@ static int listen_tcp(struct image_server *s, char *why, size_t whylen)
 		return VD_EIO;
 	}
 	freeaddrinfo(ai);
-	struct sockaddr_storage sa;
+	struct sockaddr_storage sa = { 0 };
 	socklen_t len = sizeof(sa);
-	getsockname(fd, (struct sockaddr *)&sa, &len);
-	s->port = ntohs(sa.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&sa)->sin6_port
-						 : ((struct sockaddr_in *)&sa)->sin_port);
+	uint16_t bound = 0;
+	if (getsockname(fd, (struct sockaddr *)&sa, &len) == 0) {
+		if (sa.ss_family == AF_INET6) {
+			struct sockaddr_in6 a6;
+			memcpy(&a6, &sa, sizeof(a6));
+			bound = a6.sin6_port;
+		} else {
+			struct sockaddr_in a4;
+			memcpy(&a4, &sa, sizeof(a4));
+			bound = a4.sin_port;
+		}
+	}
+	s->port = ntohs(bound);
 	s->tcp_fd = fd;
 	return 0;
 }
