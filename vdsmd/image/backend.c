@@ -1,42 +1,8 @@
-/* vdsmd/image/backend.c - backend selection by url scheme and the extent
- * list shared by every backend (see backend.h). */
+/* vdsmd/image/backend.c - backend selection by url scheme (see
+ * backend.h). */
 #include "backend.h"
 
-#include <stdlib.h>
 #include <string.h>
-
-void img_extents_free(struct img_extents *e)
-{
-	free(e->v);
-	e->v = NULL;
-	e->n = e->cap = 0;
-}
-
-int img_extents_add(struct img_extents *e, uint64_t start, uint64_t length, bool zero, bool hole,
-		    bool dirty)
-{
-	if (length == 0)
-		return 0;
-	if (e->n) {
-		struct img_extent *last = &e->v[e->n - 1];
-		if (last->start + last->length == start && last->zero == zero && last->hole == hole &&
-		    last->dirty == dirty) {
-			last->length += length;
-			return 0;
-		}
-	}
-	if (e->n >= IMG_EXTENTS_MAX)
-		return VD_ETOOBIG;
-	if (e->n == e->cap) {
-		size_t cap = e->cap ? e->cap * 2 : 16;
-		if (cap > IMG_EXTENTS_MAX)
-			cap = IMG_EXTENTS_MAX;
-		e->v = xrealloc(e->v, cap * sizeof(*e->v));
-		e->cap = cap;
-	}
-	e->v[e->n++] = (struct img_extent){ start, length, zero, hole, dirty };
-	return 0;
-}
 
 int img_backend_open(const char *url, const struct img_backend_opts *opts, struct img_backend **out)
 {
