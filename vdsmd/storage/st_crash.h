@@ -5,8 +5,9 @@
  * never build/vdsmd) the call raises SIGKILL when the environment variable
  * VDSMD_TEST_CRASH_AT names that step: the process dies as under kill -9,
  * with no cleanup, and the next start must find the change completed or
- * rolled back (tests/unit/test_storage_crash.c runs every step).  In other
- * builds the call compiles to nothing.
+ * rolled back (tests/unit/test_storage_crash.c, test_storage_crash_merge.c
+ * and test_storage_crash_vol.c run every step).  In other builds the call
+ * compiles to nothing.
  *
  * ST_CRASH_STEPS is the one list of step names: a name not in it aborts the
  * test build at the call (so the list and the call sites cannot drift), and

@@ -1,0 +1,433 @@
+/* tests/unit/test_storage_crash_vol.c - kill -9 at every step of
+ * SDM.update_volume and SDM.amend_volume (the "update_volume.*" and
+ * "amend.*" steps of vdsmd/storage/st_crash.h), then restart.
+ *
+ * The image: BASE (qcow2 1.1, 1 MiB, written 0x11 all over) <- LEAF (qcow2
+ * 1.1, 1 MiB) with a zero cluster over BASE's data at 64k and its own data
+ * at 512k; a second image holds SOLO (qcow2, no parent, no child) for the
+ * SHARED update.  What the guest sees through LEAF (qemu-img convert of the
+ * chain to raw) is saved first.  A forked child runs the job up to the step
+ * named in VDSMD_TEST_CRASH_AT and must die there by SIGKILL; the parent
+ * opens the tree as vdsmd does at startup and checks that the volume is in
+ * its old state or its new one, never a mixture:
+ *   - update_volume: legality, description, generation and type all old,
+ *     or all new (one variant: ILLEGAL + description + generation 7 on
+ *     LEAF; the other: SHARED + description on SOLO, generation bumped);
+ *   - amend: qemu-img compare of the chain with the saved raw copy is
+ *     equal whatever compat LEAF has; LEAF stays LEGAL; its generation is
+ *     the old one or the old + 1, and + 1 only with compat 0.10; once
+ *     qemu-img amend has returned (amend.amended) compat is 0.10; BASE
+ *     keeps compat 1.1 and its generation; qemu-img check finds no
+ *     corruption (leaked clusters of a killed qemu-img are allowed);
+ *   - every volume's metadata parent is what its qcow2 header names; no
+ *     job survives the restart; no *.tmp left; a second restart reports
+ *     the same outcome.
+ * Needs a VD_TEST_HOOKS build (make asan-unit, make tsan). */
+#include <check.h>
+#include <dirent.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "vdsmd/storage/st.h"
+#include "check_main.h"
+
+#ifdef VD_TEST_HOOKS
+
+#define SD1 "11111111-1111-1111-1111-111111111111"
+#define IMG1 "aaaaaaaa-0000-0000-0000-000000000001"
+#define IMG2 "aaaaaaaa-0000-0000-0000-000000000002"
+#define BASE "bbbbbbbb-0000-0000-0000-000000000001"
+#define LEAF "bbbbbbbb-0000-0000-0000-000000000002"
+#define SOLO "bbbbbbbb-0000-0000-0000-000000000003"
+#define JOB1 "dddddddd-0000-0000-0000-000000000001"
+#define OLD_DESC "made by the crash test"
+#define NEW_DESC "updated by SDM.update_volume"
+#define NEW_GEN 7
+#define MiB (1024 * 1024)
+
+/* What the child runs (all under ST_CO_UPDATE_VOL or ST_CO_AMEND). */
+enum vol_op { OP_UPDATE_ATTRS, OP_UPDATE_SHARED, OP_AMEND };
+
+static char root[200], state[240], tpl[240];
+static unsigned orphans_killed;
+
+static int sh(const char *fmt, ...) VD_PRINTF(1, 2);
+static int sh(const char *fmt, ...)
+{
+	char cmd[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	int rc = system(cmd);
+	return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+static struct storage_state *open_state(void)
+{
+	char why[256] = "";
+	struct storage_state *s = st_open(state, why, sizeof(why));
+	ck_assert_msg(s != NULL, "%s", why);
+	return s;
+}
+
+static char *vpath(const char *img, const char *vol)
+{
+	return st_pathf("%s/e1/%s/images/%s/%s", root, SD1, img, vol);
+}
+
+static void mkvol(struct storage_state *s, const char *img, const char *vol, int64_t size,
+		  const char *pvol)
+{
+	struct st_volreq r = { SD1, img, vol, size, ST_FMT_COW, ST_SPARSE, "DATA", OLD_DESC,
+			       pvol ? img : NULL, pvol, false, false, 0, 0 };
+	struct st_err e = {0};
+	char tid[37];
+	ck_assert_msg(st_volume_create(s, &r, tid, &e) == 0, "%s", e.msg);
+	struct st_task_status st;
+	ck_assert_int_eq(st_task_wait(s, tid, 30000, &st), 0);
+	ck_assert_int_eq(st.result, ST_TR_SUCCESS);
+	ck_assert_int_eq(st_task_clear(s, tid, &e), 0);
+}
+
+static void qemu_io(const char *img, const char *vol, const char *cmd)
+{
+	char *p = vpath(img, vol);
+	ck_assert_int_eq(sh("qemu-io -f qcow2 -c '%s' %s >/dev/null", cmd, p), 0);
+	free(p);
+}
+
+/* 1 for compat 0.10, 0 for 1.1 (anything else fails). */
+static int compat_010(const char *img, const char *vol, const char *ctx)
+{
+	char *p = vpath(img, vol);
+	int c11 = sh("qemu-img info -U %s | grep -Eq '^ +compat: 1\\.1$'", p);
+	int c010 = sh("qemu-img info -U %s | grep -Eq '^ +compat: 0\\.10$'", p);
+	free(p);
+	ck_assert_msg((c11 == 0) != (c010 == 0), "%s: %s: compat neither 1.1 nor 0.10", ctx, vol);
+	return c010 == 0;
+}
+
+static void build_template(void)
+{
+	char *e1 = st_pathf("%s/e1", root);
+	ck_assert_int_eq(mkdir(e1, 0755), 0);
+	struct storage_state *s = open_state();
+	ck_assert_int_eq(st_start_workers(s, 1), 0);
+	struct st_err e = {0};
+	ck_assert_msg(st_domain_create(s, SD1, ST_DT_LOCALFS, e1, "d1", ST_DC_DATA, 5, &e) == 0,
+		      "%s", e.msg);
+	mkvol(s, IMG1, BASE, MiB, NULL);
+	qemu_io(IMG1, BASE, "write -P 0x11 0 1M");
+	mkvol(s, IMG1, LEAF, MiB, BASE);
+	qemu_io(IMG1, LEAF, "write -z 64k 64k");
+	qemu_io(IMG1, LEAF, "write -P 0x33 512k 64k");
+	mkvol(s, IMG2, SOLO, MiB, NULL);
+	qemu_io(IMG2, SOLO, "write -P 0x44 0 64k");
+	st_close(s);
+	/* the zero cluster is one (a 0.10 image cannot have it), over data */
+	char *p = vpath(IMG1, LEAF);
+	ck_assert_int_eq(sh("qemu-img map -U --output=json %s | grep '\"start\": 65536,' | "
+			    "grep -q '\"zero\": true, \"data\": false'", p), 0);
+	ck_assert_int_eq(sh("qemu-img convert -O raw %s %s/guest.raw", p, root), 0);
+	ck_assert_int_eq(sh("cmp -s -n 65536 -i 65536:0 %s/guest.raw /dev/zero", root), 0);
+	free(p);
+	ck_assert_int_eq(compat_010(IMG1, LEAF, "template"), 0);
+	ck_assert_int_eq(sh("rm -rf %s && mkdir -p %s && cp -a %s/state %s/e1 %s/guest.raw %s/",
+			    tpl, tpl, root, root, root, tpl), 0);
+	free(e1);
+}
+
+static void restore(void)
+{
+	ck_assert_int_eq(sh("rm -rf %s/state %s/e1 && cp -a %s/. %s/", root, root, tpl, root), 0);
+}
+
+/* Kill and reap what the crashed child left running (its qemu-img). */
+static void kill_orphans(void)
+{
+	DIR *dh = opendir("/proc");
+	struct dirent *de;
+	pid_t me = getpid();
+	while (dh && (de = readdir(dh))) {
+		pid_t pid = (pid_t)atoi(de->d_name);
+		if (pid <= 0)
+			continue;
+		char p[64], buf[512];
+		snprintf(p, sizeof(p), "/proc/%d/stat", (int)pid);
+		FILE *f = fopen(p, "r");
+		if (!f)
+			continue;
+		size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+		fclose(f);
+		buf[n] = '\0';
+		char *rp = strrchr(buf, ')');
+		int ppid = 0;
+		char stc;
+		if (rp && sscanf(rp + 1, " %c %d", &stc, &ppid) == 2 && ppid == me) {
+			kill(pid, SIGKILL);
+			waitpid(pid, NULL, 0);
+			orphans_killed++;
+		}
+	}
+	if (dh)
+		closedir(dh);
+	while (waitpid(-1, NULL, WNOHANG) > 0)
+		;
+}
+
+/* ---- the child: the job, up to the crash ------------------------------------ */
+
+static void child_wait_job(struct storage_state *s)
+{
+	for (int i = 0; i < 3000; i++) {
+		pthread_mutex_lock(&s->lock);
+		struct st_job *j = map_get(&s->jobs, JOB1);
+		enum st_job_status st = j->info.status;
+		pthread_mutex_unlock(&s->lock);
+		if (st == ST_JOB_DONE)
+			return;
+		if (st == ST_JOB_FAILED || st == ST_JOB_ABORTED)
+			_exit(5);
+		usleep(10000);
+	}
+	_exit(6);
+}
+
+static void run_op(enum vol_op op)
+{
+	char why[256];
+	struct storage_state *s = st_open(state, why, sizeof(why));
+	if (!s || st_start_workers(s, 1) < 0)
+		_exit(2);
+	struct st_err e = {0};
+	int rc;
+	if (op == OP_AMEND) {
+		const char *const ids[3] = { SD1, IMG1, LEAF };
+		rc = st_amend_job(s, JOB1, ids, 0, "0.10", &e);
+	} else {
+		struct st_vol_attr a = { .legality = -1, .generation = -1, .has_desc = true };
+		snprintf(a.desc, sizeof(a.desc), "%s", NEW_DESC);
+		if (op == OP_UPDATE_ATTRS) {
+			a.legality = 0;
+			a.generation = NEW_GEN;
+		} else {
+			a.shared = true;
+		}
+		const char *const ids[3] = { SD1, op == OP_UPDATE_ATTRS ? IMG1 : IMG2,
+					     op == OP_UPDATE_ATTRS ? LEAF : SOLO };
+		rc = st_update_job(s, JOB1, ids, 0, &a, &e);
+	}
+	if (rc < 0)
+		_exit(4);
+	child_wait_job(s);
+	st_close(s);
+}
+
+/* ---- the parent: what restart finds ----------------------------------------- */
+
+static struct st_volume *vol(struct storage_state *s, const char *id)
+{
+	struct st_domain *d = map_get(&s->domains, SD1);
+	return map_get(&d->volumes, id);
+}
+
+/* The metadata's parent of every COW volume is its qcow2 backing file. */
+static void assert_headers_agree(struct storage_state *s, const char *ctx)
+{
+	struct st_domain *d = map_get(&s->domains, SD1);
+	for (struct st_map_ent *it = map_first(&d->volumes); it; it = map_next(&d->volumes, it)) {
+		struct st_volume *v = map_val(it);
+		char *p = vpath(v->image, v->uuid);
+		bool none = strcmp(v->parent, ST_BLANK_UUID) == 0;
+		int rc = none ? sh("! qemu-img info -U %s | grep -q '^backing file:'", p)
+			      : sh("qemu-img info -U %s | grep -Eq '^backing file: %s( |$)'", p, v->parent);
+		ck_assert_msg(rc == 0, "%s: %s: metadata parent %s, qcow2 header differs", ctx,
+			      v->uuid, v->parent);
+		free(p);
+	}
+}
+
+/* A volume the operation does not touch is as the template made it. */
+static void assert_untouched(struct storage_state *s, const char *id, const char *ctx)
+{
+	struct st_volume *v = vol(s, id);
+	ck_assert_msg(v != NULL, "%s: %s lost", ctx, id);
+	ck_assert_msg(v->legal && !v->shared && v->generation == 0 &&
+		      strcmp(v->description, OLD_DESC) == 0, "%s: %s changed (%s, gen %u, '%s')",
+		      ctx, id, v->legal ? "LEGAL" : "ILLEGAL", v->generation, v->description);
+}
+
+/* update_volume: 1 all new, 0 all old; anything else fails. */
+static int check_update(struct storage_state *s, enum vol_op op, const char *ctx)
+{
+	const char *id = op == OP_UPDATE_ATTRS ? LEAF : SOLO;
+	struct st_volume *v = vol(s, id);
+	ck_assert_msg(v != NULL, "%s: %s lost", ctx, id);
+	bool old = v->legal && !v->shared && v->generation == 0 &&
+		   strcmp(v->description, OLD_DESC) == 0;
+	bool neu = op == OP_UPDATE_ATTRS
+		? !v->legal && !v->shared && v->generation == NEW_GEN
+		: v->legal && v->shared && v->generation == 1;
+	neu = neu && strcmp(v->description, NEW_DESC) == 0;
+	ck_assert_msg(old || neu, "%s: %s is a mixture: %s%s, generation %u, description '%s'",
+		      ctx, id, v->legal ? "LEGAL" : "ILLEGAL", v->shared ? " SHARED" : "",
+		      v->generation, v->description);
+	assert_untouched(s, BASE, ctx);
+	if (op == OP_UPDATE_ATTRS)
+		assert_untouched(s, SOLO, ctx);
+	else
+		assert_untouched(s, LEAF, ctx);
+	return neu;
+}
+
+static int check_amend(struct storage_state *s, const char *step, const char *ctx)
+{
+	char *leaf = vpath(IMG1, LEAF);
+	ck_assert_msg(sh("qemu-img compare -q -U -f raw %s/guest.raw %s", root, leaf) == 0,
+		      "%s: the guest's data through the chain changed", ctx);
+	int crc = sh("qemu-img check -q -U %s", leaf);
+	ck_assert_msg(crc == 0 || crc == 3, "%s: qemu-img check of LEAF: %d", ctx, crc);
+	free(leaf);
+	struct st_volume *v = vol(s, LEAF);
+	ck_assert_msg(v != NULL && v->legal && !v->shared, "%s: LEAF lost or changed", ctx);
+	ck_assert_msg(v->generation <= 1, "%s: LEAF generation %u", ctx, v->generation);
+	ck_assert_str_eq(v->description, OLD_DESC);
+	int amended = compat_010(IMG1, LEAF, ctx);
+	if (v->generation == 1)
+		ck_assert_msg(amended, "%s: generation bumped, compat still 1.1", ctx);
+	if (strcmp(step, "amend.amended") == 0 || strcmp(step, "amend.meta") == 0)
+		ck_assert_msg(amended, "%s: qemu-img amend returned, compat still 1.1", ctx);
+	ck_assert_int_eq(compat_010(IMG1, BASE, ctx), 0);
+	assert_untouched(s, BASE, ctx);
+	assert_untouched(s, SOLO, ctx);
+	return (int)v->generation;
+}
+
+/* 1: the new state, 0: the old one. */
+static int check_outcome(struct storage_state *s, enum vol_op op, const char *step,
+			 const char *ctx)
+{
+	assert_headers_agree(s, ctx);
+	ck_assert_int_eq(sh("! find %s/e1 -name '*.tmp' | grep -q .", root), 0);
+	pthread_mutex_lock(&s->lock);
+	ck_assert_msg(map_first(&s->jobs) == NULL, "%s: a job survived", ctx);   /* jobs end with vdsmd */
+	pthread_mutex_unlock(&s->lock);
+	return op == OP_AMEND ? check_amend(s, step, ctx) : check_update(s, op, ctx);
+}
+
+static void crash_run(const char *step, enum vol_op op, unsigned *outcomes)
+{
+	char ctx[160];
+	snprintf(ctx, sizeof(ctx), "step %s, operation %d", step, (int)op);
+	restore();
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		setenv("VDSMD_TEST_CRASH_AT", step, 1);
+		run_op(op);
+		_exit(2);
+	}
+	int status = 0;
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	kill_orphans();
+	ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL,
+		      "%s: the child was not killed at the step (%s %d)", ctx,
+		      WIFSIGNALED(status) ? "signal" : "exit status",
+		      WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+	struct storage_state *s = open_state();
+	int first = check_outcome(s, op, step, ctx);
+	st_close(s);
+	s = open_state();   /* persisted: a second start says the same */
+	ck_assert_int_eq(check_outcome(s, op, step, ctx), first);
+	st_close(s);
+	*outcomes |= 1u << first;
+}
+
+static void run_all_steps(enum vol_op op, unsigned want_outcomes)
+{
+	ck_assert_int_eq(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+	unsigned mask = op == OP_AMEND ? ST_CO_AMEND : ST_CO_UPDATE_VOL;
+	unsigned n = 0, outcomes = 0;
+	for (size_t i = 0; i < st_crash_nsteps; i++) {
+		if (!(st_crash_steps[i].ops & mask))
+			continue;
+		crash_run(st_crash_steps[i].name, op, &outcomes);
+		n++;
+	}
+	ck_assert_uint_gt(n, 0);
+	/* both ends are reached: the early steps leave the old state, the late the new */
+	ck_assert_uint_eq(outcomes, want_outcomes);
+	printf("crash vol: operation %d: killed at %u step(s), each recovered to one state; "
+	       "%u qemu-img child(ren) killed\n", (int)op, n, orphans_killed);
+}
+
+static void suite_setup(void)
+{
+	snprintf(root, sizeof(root), "/tmp/vdsmd-crash-vol-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(root));
+	snprintf(state, sizeof(state), "%s/state", root);
+	snprintf(tpl, sizeof(tpl), "%s/tpl", root);
+	build_template();
+}
+
+static void suite_teardown(void)
+{
+	st_rmtree(root);
+}
+
+START_TEST(crash_update_attributes)
+{
+	run_all_steps(OP_UPDATE_ATTRS, 3);
+}
+END_TEST
+
+START_TEST(crash_update_shared)
+{
+	run_all_steps(OP_UPDATE_SHARED, 3);
+}
+END_TEST
+
+START_TEST(crash_amend_downgrade)
+{
+	run_all_steps(OP_AMEND, 3);
+}
+END_TEST
+#endif /* VD_TEST_HOOKS */
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("storage_crash_vol");
+	TCase *tc = tcase_create("crash");
+#ifdef VD_TEST_HOOKS
+	tcase_set_timeout(tc, 120);
+	tcase_add_unchecked_fixture(tc, suite_setup, suite_teardown);
+	tcase_add_test(tc, crash_update_attributes);
+	tcase_add_test(tc, crash_update_shared);
+	tcase_add_test(tc, crash_amend_downgrade);
+#else
+	const char *why = "kill -9 at named steps needs the crash points of a VD_TEST_HOOKS "
+			  "build (runs in make asan-unit / tsan)";
+	const char *names[] = { "crash_update_attributes", "crash_update_shared",
+				"crash_amend_downgrade" };
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		check_skip(names[i], why);
+#endif
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	static struct vd_log test_log;
+	log_open(&test_log, NULL, VD_LOG_ERROR);
+	return check_run(suite());
+}
