@@ -458,8 +458,8 @@ int st_conn_connect(struct storage_state *s, int domtype, const struct st_conn_r
 	}
 	struct st_mount_cmd m;
 	int status = st_conn_mount_cmd(s->root, domtype, r, &m, msg, msglen);
-	if (status)
-		return status;
+	if (status || !m.mountpoint)  /* (a 0 status always sets the mount point) */
+		return status ? status : ST_CONN_BAD;
 	/* the mount root is checked before anything is made in it, the mount
 	 * point after: mount(8) would follow a symlink and mount elsewhere */
 	char *mnt = st_path(s->root, "mnt");

@@ -90,7 +90,7 @@ static int probe(int fd, struct vinfo *vi, struct st_err *e)
 	char *args[] = { (char *)"info", (char *)"--output=json", (char *)"/proc/self/fd/3" };
 	struct vd_arena a;
 	arena_init(&a, 4096);
-	struct vd_value *root;
+	struct vd_value *root = NULL;
 	struct vd_buf b = VD_BUF_INIT;
 	int rc = untrusted_json(args, 3, fd, false, &a, &b, &root, e);
 	if (rc == 0) {
@@ -116,7 +116,7 @@ static int check_qcow2(int fd, struct vinfo *vi, struct st_err *e)
 			 "\"filename\":\"/proc/self/fd/3\"},\"backing\":null}" };
 	struct vd_arena a;
 	arena_init(&a, 4096);
-	struct vd_value *root;
+	struct vd_value *root = NULL;
 	struct vd_buf b = VD_BUF_INIT;
 	int rc = untrusted_json(args, 3, fd, true, &a, &b, &root, e);
 	if (rc == 0) {
