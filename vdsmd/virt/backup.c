@@ -267,12 +267,14 @@ static int create_scratch_disks(struct rpc_call *c, struct virt_state *s, virDom
 		snprintf(top, sizeof top, "%s/transient_disks", cfg_of(s)->storage_root);
 		(void)mkdir(top, 0755);
 		(void)mkdir(dir, 0755);
-		if (snprintf(d->scratch, sizeof d->scratch, "%.900s/%s.%s", dir, cfg->backup_id,
-			     d->dev) >= (int)sizeof d->scratch) {
+		/* built aside: d->scratch, d->dev and cfg->backup_id share cfg */
+		char path[sizeof d->scratch];
+		if (snprintf(path, sizeof path, "%.900s/%s.%s", dir, cfg->backup_id, d->dev) >=
+		    (int)sizeof path) {
 			rpc_fail(c, RPC_E_BACKUP, "storage_root is too long for a scratch disk");
-			d->scratch[0] = '\0';
 			goto fail;
 		}
+		memcpy(d->scratch, path, sizeof path);
 		snprintf(d->stype, sizeof d->stype, "file");
 		char size[32];
 		snprintf(size, sizeof size, "%llu", (unsigned long long)bi.capacity);
