@@ -349,10 +349,33 @@ def placeholders(d):
                  "bmJob2", "bmJob3", "ticketId", "transferId", "nbdServer", "dlTicketId",
                  "img6UUID", "vol6UUID", "vol7UUID", "cmJob", "amJob", "upJob"):
         ph[name] = str(uuid.uuid4())
+    backup_placeholders(ph, d.tmp)
     for i, name in ((1, "localPath"), (2, "localPath2")):
         ph[name] = os.path.join(d.tmp, "localfs%d" % i)
         os.makedirs(ph[name])
     return ph
+
+
+def backup_placeholders(ph, scratch_dir):
+    """The live backup entries' ids (steps 240-249): two backups, their
+    checkpoints, the engine's scratch disks (files under scratch_dir)."""
+    for name in ("bkFull", "bkIncr", "cpFirst", "cpSecond", "scratch1Img", "scratch1Vol",
+                 "scratch2Img", "scratch2Vol"):
+        ph[name] = str(uuid.uuid4())
+    for name in ("scratch1", "scratch2"):
+        ph[name] = os.path.join(scratch_dir, name + ".qcow2")
+    ph["cpSecondTime"] = int(time.time())
+
+
+BACKUP_VERBS = ("VM.start_backup", "VM.backup_info", "VM.stop_backup", "VM.list_checkpoints",
+                "VM.redefine_checkpoints", "VM.delete_checkpoints")
+
+
+def backup_entries():
+    """The live backup entries: on libvirt's test driver they answer the
+    codes their expect names; test_virt_backup replays them on real QEMU,
+    where each must answer 0."""
+    return [e for e in load_corpus() if e["verb"] in BACKUP_VERBS]
 
 
 class CorpusShape(unittest.TestCase):

@@ -17,6 +17,10 @@ survive a kill -9 of vdsmd, are redefined (from their XML and from a backup
 config) after libvirt forgot them, and delete_checkpoints removes them with
 their bitmaps.  Refusals: an unknown VM, a second backup while one runs, no
 disks, an unknown disk, incremental without a checkpoint, info of no backup.
+The engine-forms corpus's backup entries (tests/engine_forms/VM.json, steps
+240-249: the engine's exact parameters and reading rules) are replayed here
+too, where each must answer 0 (libvirt's test driver, in
+test_engine_forms, cannot back up).
 Skipped, with the reason, where the private libvirtd or QEMU cannot start."""
 
 import json
@@ -28,6 +32,7 @@ import time
 import unittest
 
 import privlibvirt
+import test_engine_forms as tef     # the engine-forms corpus and its replay
 import vdsmtest as vt
 
 VM = "7a000000-2222-4222-8333-444455556666"
@@ -88,7 +93,7 @@ def disk(checkpoint=True, **kw):
     return d
 
 
-class QemuBackup(unittest.TestCase):
+class QemuBackup(tef.Replay, unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.lv = privlibvirt.start_or_skip()
@@ -310,6 +315,46 @@ class QemuBackup(unittest.TestCase):
         self.assertNotIn("bitmaps", qi.get("format-specific", {}).get("data", {}), qi)
         print("\nbackup: start full %.0f ms, read %d bytes %.0f ms; incremental start %.0f ms,"
               " %d dirty bytes of %d" % (start_ms, SIZE, full_ms, inc_start_ms, copied, SIZE))
+
+    def test_engine_forms(self):
+        """The corpus's backup entries as the engine sends them, on real
+        QEMU: a full backup making a first checkpoint and an incremental one
+        from it (the engine's scratch disks), backup_info, stop_backup, the
+        checkpoint list; after libvirt forgot the second checkpoint (as
+        after a VM restart), its redefinition from the backup config with
+        creation_time, then the deletion of the first."""
+        c = self.c
+        c.call("VM.destroy", {"vmID": VM}, timeout=30)      # a VM the other test left
+        r = result(c.call("VM.create", {"vmID": VM, "vmParams": {"vmId": VM, "xml": vm_xml()}},
+                          timeout=60))
+        self.assertEqual(r["status"], "WaitForLaunch")
+        self.addCleanup(c.call, "VM.destroy", {"vmID": VM}, timeout=30)
+        self.assertEqual(self.checkpoints(), [])
+        ph = {"vmId": VM, "sdUUID": SD, "imgUUID": IMG, "volUUID": VOL}
+        tef.backup_placeholders(ph, self.lv.images)
+        for name in ("scratch1", "scratch2"):
+            run("qemu-img", "create", "-q", "-f", "qcow2", ph[name], str(SIZE))
+            os.chmod(ph[name], 0o666)
+            self.addCleanup(os.unlink, ph[name])
+        self.vds, self.irs = tef.hf_conns(self.d)
+        self.addCleanup(self.vds.close)
+        self.addCleanup(self.irs.close)
+        # here every entry must be accepted: no test driver limits
+        entries = [{k: v for k, v in e.items() if k != "expect"} for e in tef.backup_entries()]
+        self.assertEqual([e["step"] for e in entries], list(range(240, 250)))
+        before = [e for e in entries if e["verb"] != "VM.redefine_checkpoints" and e["step"] < 248]
+        self.assertEqual(self.replay(before, ph), [])
+        self.assertEqual(self.checkpoints(), [ph["cpFirst"], ph["cpSecond"]])
+        self.assertEqual(os.listdir(os.path.join(self.run_dir, "backup")), [])
+        self.assertEqual(self.lv.virsh("checkpoint-delete", "bkvm", ph["cpSecond"],
+                                       "--metadata").returncode, 0)
+        self.assertEqual(self.checkpoints(), [ph["cpFirst"]])
+        self.assertEqual(self.replay([e for e in entries if e["step"] >= 248], ph), [])
+        self.assertEqual(self.checkpoints(), [ph["cpSecond"]])
+        x = result(c.call("VM.dump_checkpoint", {"vmID": VM, "checkpoint_id": ph["cpSecond"]}))
+        self.assertIn("<creationTime>%d</creationTime>" % ph["cpSecondTime"], x["checkpoint"])
+        self.assertEqual(result(c.call("VM.delete_checkpoints", {
+            "vmID": VM, "checkpoint_ids": [ph["cpSecond"]]})), {"checkpoint_ids": [ph["cpSecond"]]})
 
 
 if __name__ == "__main__":

@@ -273,7 +273,6 @@ static int create_scratch_disks(struct rpc_call *c, struct virt_state *s, virDom
 		int plen = snprintf(path, sizeof path, "%.900s/%s.%s", dir, cfg->backup_id, d->dev);
 		if (plen < 0 || plen >= (int)sizeof path) {
 			rpc_fail(c, RPC_E_BACKUP, "storage_root is too long for a scratch disk");
-			d->scratch[0] = '\0';
 			goto fail;
 		}
 		memcpy(d->scratch, path, (size_t)plen + 1);

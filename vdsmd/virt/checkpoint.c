@@ -182,7 +182,9 @@ static int act_redefine(struct rpc_call *c, struct virt_state *s, virDomainPtr d
 		struct vd_buf b = VD_BUF_INIT;
 		if (cfgv && cfgv->type == VD_OBJECT) {
 			struct virt_bkconfig *cfg = xcalloc(1, sizeof *cfg);
-			int cr = virt_backup_config(c, dom, id, cfgv, RPC_E_CHECKPOINT, cfg);
+			/* a config VDSM reads with the backup's own code
+			 * (backup.py _get_backup_disks: BackupError) */
+			int cr = virt_backup_config(c, dom, id, cfgv, RPC_E_BACKUP, cfg);
 			if (cr == 0)
 				snprintf(cfg->to_cp, sizeof cfg->to_cp, "%s", cid);
 			if (cr == 0)

@@ -251,13 +251,16 @@ int virt_verb_snapshot(struct rpc_call *c)
 			 j->id);
 		goto out;
 	}
+	/* logged before the thread starts: it frees j when it ends */
+	char job[sizeof j->id];
+	memcpy(job, j->id, sizeof job);
+	log_info("virt: %s: snapshot job %s starting (%u disk(s)%s)", id, job, j->ndisks,
+		 j->memory ? ", memory" : "");
 	if (virt_bg_spawn(s, snapshot_main, j) < 0) {
-		virt_job_set(s, j->id, VJ_FAILED, rpc_err_code(RPC_E_SNAPSHOT), "no thread");
+		virt_job_set(s, job, VJ_FAILED, rpc_err_code(RPC_E_SNAPSHOT), "no thread");
 		rpc_fail(c, RPC_E_SNAPSHOT, "cannot start the snapshot job");
 		goto out;
 	}
-	log_info("virt: %s: snapshot job %s started (%u disk(s)%s)", id, j->id, j->ndisks,
-		 j->memory ? ", memory" : "");
 	j = NULL;   /* the thread owns it */
 	rc = 0;
 out:
