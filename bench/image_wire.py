@@ -15,7 +15,8 @@ Host.add_image_ticket and prints the table.
      transfers go the imageio way: a download asks for /extents and reads
      the data extents only, an upload PUTs the data extents (Content-Range)
      and PATCHes zero over the holes; the "wire" column counts every byte
-     on the socket.
+     on the socket, "CPU s/GiB" the daemon's CPU time (all threads) per GiB
+     of the image moved (median), less sensitive to a busy machine.
   2. Ten concurrent 1 GiB uploads: the daemon's VmRSS idle and its peak
      (sampled every 20 ms), and a bystander on the main port
      (bench/load: Host.ping2, 1 connection x depth 1) idle and during the
@@ -85,6 +86,13 @@ def rss_kb(pid):
     return 0
 
 
+def cpu_s(pid):
+    """utime + stime of the process (all its threads), in seconds."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def load_run(port, pid, label, duration):
     p = subprocess.run([LOAD, "--port", str(port), "--conns", "1", "--depth", "1",
                         "--duration", str(duration), "--warmup", "0.5", "--method", "Host.ping2",
@@ -100,7 +108,7 @@ def spread(v):
     return "%.0f..%.0f" % (min(v), max(v))
 
 
-def transfer_bench(c, port, root, rows):
+def transfer_bench(d, c, port, root, rows):
     files = {}
     for kind, data in (("dense", SIZE), ("sparse", SPARSE_DATA)):
         src = os.path.join(root, "src-%s.raw" % kind)
@@ -127,27 +135,32 @@ def transfer_bench(c, port, root, rows):
                       (lambda t=wt, s=src, a=sp: xfer("put", port, t, s, *a))))
     got = {name: ([], []) for name, _, _, _ in cases}
     wire = {}
+    cpu = {name: [] for name, _, _, _ in cases}
+    pid = d.proc.pid
     for _ in range(ROUNDS):
         for name, _, base, run in cases:
             b = base()
+            c0 = cpu_s(pid)
             r = run()
+            cpu[name].append((cpu_s(pid) - c0) / (r["bytes"] / (1 << 30)))
             got[name][0].append(b["mibs"])
             got[name][1].append(r["mibs"])
             wire[name] = int(r["wire"])
-    print("%-17s %-13s %9s %11s %9s %11s %7s %12s" % (
+    print("%-17s %-13s %9s %11s %9s %11s %7s %12s %9s" % (
         "image (median of %d)" % ROUNDS, "baseline", "base MiB/s", "spread", "vdsmd MiB/s",
-        "spread", "ratio", "wire bytes"))
+        "spread", "ratio", "wire bytes", "CPU s/GiB"))
     for name, bname, _, _ in cases:
         bv, rv = got[name]
         bm, rm = statistics.median(bv), statistics.median(rv)
         ratio = rm / bm if bm else 0
         target = "" if "sparse" in name else ("  (target >= 0.30x: %s)" %
                                               ("ok" if ratio >= 0.3 else "MISSED"))
-        print("%-17s %-13s %9.0f %11s %11.0f %11s %6.2fx %12d%s" % (
-            name, bname, bm, spread(bv), rm, spread(rv), ratio, wire[name], target))
+        cm = statistics.median(cpu[name])
+        print("%-17s %-13s %9.0f %11s %11.0f %11s %6.2fx %12d %9.2f%s" % (
+            name, bname, bm, spread(bv), rm, spread(rv), ratio, wire[name], cm, target))
         rows.append({"bench": "image", "case": name, "baseline": bname, "base_mibs": bm,
                      "base_spread": [min(bv), max(bv)], "mibs": rm, "spread": [min(rv), max(rv)],
-                     "ratio": ratio, "wire_bytes": wire[name], "size": SIZE, "rounds": ROUNDS})
+                     "ratio": ratio, "wire_bytes": wire[name], "cpu_s_per_gib": cm, "size": SIZE, "rounds": ROUNDS})
     print("image: sparse files hold %d MiB of data in %d MiB; a sparse transfer that sends "
           "no holes has ~%d MiB on the wire" % (SPARSE_DATA // MiB, SIZE // MiB,
                                                 SPARSE_DATA // MiB))
@@ -221,7 +234,7 @@ def main():
             iport, root, open("/proc/loadavg").read().strip()))
         parts = os.environ.get("IMG_PARTS", "transfer,memory").split(",")
         if "transfer" in parts:
-            transfer_bench(c, iport, root, rows)
+            transfer_bench(d, c, iport, root, rows)
         if "memory" in parts:
             memory_bench(d, c, iport, root, rows)
         c.close()
