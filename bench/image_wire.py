@@ -69,7 +69,7 @@ def xfer(*args):
 
 def ticket(c, path, ops):
     tid = str(uuid.uuid4())
-    r = c.call("Host.add_image_ticket", [{
+    r = vt.call_ready(c, "Host.add_image_ticket", [{
         "uuid": tid, "timeout": 3600, "inactivity_timeout": 600, "size": SIZE,
         "url": "file://" + path, "ops": ops, "sparse": True,
         "transfer_id": str(uuid.uuid4()), "dirty": False}])

@@ -414,7 +414,7 @@ class ImageTLS(unittest.TestCase):
             with open(path, "wb") as f:
                 f.write(b"\x5c" * MiB)
             tid = str(uuid.uuid4())
-            r = c.call("Host.add_image_ticket", [{
+            r = vt.call_ready(c, "Host.add_image_ticket", [{
                 "uuid": tid, "timeout": 300, "size": MiB, "url": "file://" + path,
                 "ops": ["read"]}])
             self.assertIn("result", r, r)
