@@ -328,13 +328,19 @@ static size_t hc_extents(struct hc *c, const char *ticket, struct extent **out, 
 	js[clen] = '\0';
 	size_t cnt = 0, cap = 16;
 	struct extent *v = malloc(cap * sizeof(*v));
-	for (char *p = js; v && (p = strchr(p, '{')); p++) {
+	if (!v)
+		die("malloc");
+	for (char *p = js; (p = strchr(p, '{')); p++) {
 		char *s = strstr(p, "\"start\""), *l = strstr(p, "\"length\""),
 		     *z = strstr(p, "\"zero\"");
 		if (!s || !l || !z)
 			break;
-		if (cnt == cap && !(v = realloc(v, (cap *= 2) * sizeof(*v))))
-			break;
+		if (cnt == cap) {
+			struct extent *nv = realloc(v, (cap *= 2) * sizeof(*v));
+			if (!nv)
+				die("realloc");
+			v = nv;
+		}
 		v[cnt].start = strtoull(strchr(s + 7, ':') + 1, NULL, 10);
 		v[cnt].length = strtoull(strchr(l + 8, ':') + 1, NULL, 10);
 		char *zv = strchr(z + 6, ':') + 1;
@@ -343,8 +349,6 @@ static size_t hc_extents(struct hc *c, const char *ticket, struct extent **out, 
 		v[cnt].zero = strncmp(zv, "true", 4) == 0;
 		cnt++;
 	}
-	if (!v)
-		die("realloc");
 	free(js);
 	*out = v;
 	return cnt;

@@ -132,7 +132,7 @@ static void reap(struct image_server *s)
 
 static void take(struct image_server *s, int lfd, bool is_unix)
 {
-	struct sockaddr_storage sa;
+	struct sockaddr_storage sa = { 0 };
 	socklen_t len = sizeof(sa);
 	int fd = accept4(lfd, (struct sockaddr *)&sa, &len, SOCK_CLOEXEC | SOCK_NONBLOCK);
 	if (fd < 0) {
@@ -236,7 +236,7 @@ static int listen_tcp(struct image_server *s, char *why, size_t whylen)
 		return VD_EIO;
 	}
 	freeaddrinfo(ai);
-	struct sockaddr_storage sa;
+	struct sockaddr_storage sa = { 0 };
 	socklen_t len = sizeof(sa);
 	getsockname(fd, (struct sockaddr *)&sa, &len);
 	s->port = ntohs(sa.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&sa)->sin6_port
