@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
-#include <sys/sendfile.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 
@@ -195,29 +194,6 @@ int io_write_all(struct io_conn *c, const void *buf, size_t len, uint64_t deadli
 			return w;
 	}
 	return io_flush(c);
-}
-
-long io_sendfile_wait(struct io_conn *c, int in_fd, uint64_t off, size_t len,
-		      uint64_t deadline_ms, volatile sig_atomic_t *stop)
-{
-	if (io_is_tls(c))
-		return VD_EUNSUPP;
-	off_t o = (off_t)off;
-	for (;;) {
-		ssize_t n = sendfile(c->fd, in_fd, &o, len);
-		if (n >= 0)
-			return n;
-		if (errno == EINTR)
-			continue;
-		if (errno != EAGAIN && errno != EWOULDBLOCK) {
-			plain_fail(c, "sendfile");
-			return errno == EPIPE || errno == ECONNRESET ? VD_ECLOSED : VD_EIO;
-		}
-		c->want = IO_WANT_WRITE;
-		int w = io_wait(c, deadline_ms, stop);
-		if (w < 0)
-			return w;
-	}
 }
 
 int io_handshake_wait(struct io_conn *c, uint64_t deadline_ms, volatile sig_atomic_t *stop)

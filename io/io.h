@@ -161,13 +161,6 @@ long io_read_wait(struct io_conn *c, void *buf, size_t len, uint64_t deadline_ms
 int io_write_all(struct io_conn *c, const void *buf, size_t len, uint64_t deadline_ms,
 		 volatile sig_atomic_t *stop);
 /* Run the handshake to its end: 0, or a negative vd_err. */
-/* Plaintext only: send up to len bytes of the file in_fd from offset off
- * straight from the page cache (sendfile(2), no copy through user space),
- * waiting for the socket until deadline_ms.  The count sent (> 0), 0 at
- * in_fd's end, VD_EUNSUPP on a TLS connection, or VD_ECLOSED / VD_EIO /
- * VD_ETIMEDOUT / VD_AGAIN (stop was set). */
-long io_sendfile_wait(struct io_conn *c, int in_fd, uint64_t off, size_t len,
-		      uint64_t deadline_ms, volatile sig_atomic_t *stop);
 int io_handshake_wait(struct io_conn *c, uint64_t deadline_ms, volatile sig_atomic_t *stop);
 
 /* A non-blocking TCP socket (TCP_NODELAY, close-on-exec) connected to sa

@@ -325,9 +325,9 @@ class ImageTransfer(unittest.TestCase):
         self.assertEqual(r.status, 403)
 
     def test_download_disconnect_and_image_shrinking(self):
-        """Plaintext downloads go out with sendfile: a client that leaves
-        mid-body frees the ticket, and an image cut short under a download
-        ends it with a close (never a hang, never bytes past the end)."""
+        """A client that leaves mid-download frees the ticket, and an image
+        cut short under a download ends it with a close (never a hang,
+        never bytes past the end)."""
         path = self.prepare(IMG, VOL)
         data = pattern(SIZE, 0x66)
         wt = self.ticket(path, ["write"])

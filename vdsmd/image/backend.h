@@ -75,10 +75,6 @@ struct img_backend_ops {
 	 * [0, size) in order. */
 	int (*extents)(struct img_backend *be, enum img_extent_context ctx, struct img_extents *out);
 	void (*close)(struct img_backend *be);
-	/* Optional (NULL: none): the descriptor pread reads from when the
-	 * image is a plain file, so a plaintext download can sendfile(2) it
-	 * without a copy through user space; -1 when there is none. */
-	int (*fd)(struct img_backend *be);
 };
 
 struct img_backend {

@@ -77,11 +77,6 @@ static long file_pread(struct img_backend *be, void *buf, size_t len, uint64_t o
 	return (long)done;
 }
 
-static int file_fd(struct img_backend *be)
-{
-	return fb(be)->fd;
-}
-
 static int file_pwrite(struct img_backend *be, const void *buf, size_t len, uint64_t off)
 {
 	if (!be->writable)
@@ -271,7 +266,6 @@ static const struct img_backend_ops file_ops = {
 	.size = file_size,
 	.pread = file_pread,
 	.pwrite = file_pwrite,
-	.fd = file_fd,
 	.zero = file_zero,
 	.flush = file_flush,
 	.extents = file_extents,

@@ -293,10 +293,7 @@ static int do_get(struct conn *k, const struct img_http_req *q)
 	}
 	rc = send_head(k, &r);
 	uint64_t done = 0;
-	/* a plain file on a plaintext connection goes from the page cache to
-	 * the socket (sendfile): no copy through the chunk */
-	int sfd = k->be->ops->fd && !io_is_tls(k->c) ? k->be->ops->fd(k->be) : -1;
-	char *buf = sfd < 0 ? chunk(k) : NULL;
+	char *buf = chunk(k);
 	count(&k->h->n.transfers_active, 1);
 	while (rc == 0 && done < len) {
 		if (ticket_op_canceled(op) || *k->stop) {
@@ -304,20 +301,7 @@ static int do_get(struct conn *k, const struct img_http_req *q)
 			break;
 		}
 		size_t want = len - done < IMAGE_CHUNK ? (size_t)(len - done) : IMAGE_CHUNK;
-		long n;
-		if (sfd >= 0) {
-			n = io_sendfile_wait(k->c, sfd, off + done, want,
-					     vd_now_ms() + k->h->timeout_ms, k->stop);
-			if (n < 0) {
-				log_info("image: %s: transfer %s: download ended at %" PRIu64 ": %s",
-					 k->peer, ticket_ref_transfer_id(k->ref), off + done,
-					 io_last_error(k->c));
-				rc = (int)n;
-				break;
-			}
-		} else {
-			n = k->be->ops->pread(k->be, buf, want, off + done);
-		}
+		long n = k->be->ops->pread(k->be, buf, want, off + done);
 		if (n <= 0) {
 			/* the head promised len bytes: the only honest end is a close */
 			log_warn("image: %s: transfer %s: read at %" PRIu64 " failed: %s", k->peer,
@@ -326,8 +310,7 @@ static int do_get(struct conn *k, const struct img_http_req *q)
 			rc = VD_EIO;
 			break;
 		}
-		if (sfd < 0)
-			rc = send_all(k, buf, (size_t)n);
+		rc = send_all(k, buf, (size_t)n);
 		if (rc == 0) {
 			done += (uint64_t)n;
 			count(&k->h->n.bytes_read, (uint64_t)n);
