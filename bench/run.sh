@@ -447,6 +447,18 @@ virt_bench() {
 virt_bench
 # --- end virt ---
 
+# --- image ---
+# The image server (issue 28) over loopback, bench/image_wire.py driving the
+# C client and baselines of bench/imgxfer.c: download and upload of a 1 GiB
+# dense and a 1 GiB sparse file (64 MiB of data) against a sequential
+# 8 MiB read (downloads) and an 8 MiB read+write copy (uploads) of the same
+# file in the same run; IMG_ROUNDS (default 3) interleaved rounds, medians
+# with the spread, bytes on the wire; then ten concurrent 1 GiB uploads:
+# vdsmd's VmRSS idle vs peak and Host.ping2 p50/p99 on the main port idle
+# vs during the uploads.  Rows also go to $BUILD/results/bench-image.jsonl.
+IMG_JSON="$BUILD/results/bench-image.jsonl" BUILD="$BUILD" "$PYTHON" bench/image_wire.py || rc=1
+# --- end image ---
+
 # --- broker ---
 # Broker mode through a private RabbitMQ (bench/fleet.py, short version;
 # `make bench-fleet` runs 1, 10 and 50 hosts with longer runs).  FLEET=0

@@ -356,6 +356,61 @@ class ImageTransfer(unittest.TestCase):
         r, _ = self.request("PUT", "/images/" + tid, body=b"\x03" * 4096)
         self.assertEqual(r.status, 200)
 
+    def test_download_disconnect_and_image_shrinking(self):
+        """A client that leaves mid-download frees the ticket, and an image
+        cut short under a download ends it with a close (never a hang,
+        never bytes past the end)."""
+        path = self.prepare(IMG, VOL)
+        data = pattern(SIZE, 0x66)
+        wt = self.ticket(path, ["write"])
+        r, _ = self.request("PUT", "/images/" + wt, body=data)
+        self.assertEqual(r.status, 200)
+        tid = self.ticket(path, ["read"])
+        so = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        so.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
+        so.settimeout(10)
+        so.connect(("127.0.0.1", self.iport))
+        so.sendall(b"GET /images/%s HTTP/1.1\r\nHost: x\r\n\r\n" % tid.encode())
+        got = b""
+        while len(got) < MiB:
+            got += so.recv(65536)
+        head, _, body = got.partition(b"\r\n\r\n")
+        self.assertTrue(head.startswith(b"HTTP/1.1 200"), head)
+        self.assertTrue(body == data[:len(body)], "the bytes sent differ from the file's")
+        so.close()
+        deadline = time.monotonic() + 10
+        while self.info(tid)["active"] and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.assertFalse(self.info(tid)["active"])
+        r, body = self.request("GET", "/images/" + tid)
+        self.assertEqual((r.status, body == data), (200, True))
+        # a file beneath the storage root (the root fallback) shrinks while
+        # its download waits on a full socket
+        small = os.path.join(self.d.tmp, "storage", "shrink.raw")
+        with open(small, "wb") as f:
+            f.write(data[:4 * MiB])
+        sid = self.ticket(small, ["read"], size=4 * MiB)
+        so = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        so.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
+        so.settimeout(10)
+        so.connect(("127.0.0.1", self.iport))
+        so.sendall(b"GET /images/%s HTTP/1.1\r\nHost: x\r\n\r\n" % sid.encode())
+        got = so.recv(65536)
+        self.assertTrue(got.startswith(b"HTTP/1.1 200"), got[:64])
+        self.assertIn(b"content-length: %d" % (4 * MiB), got.partition(b"\r\n\r\n")[0].lower())
+        os.truncate(small, MiB)
+        while True:
+            b = so.recv(1 << 20)
+            if not b:
+                break
+            got += b
+        so.close()
+        body = got.partition(b"\r\n\r\n")[2]
+        self.assertLess(len(body), 4 * MiB)
+        self.assertTrue(body == data[:len(body)], "the bytes sent differ from the file's")
+        self.assertTrue(self.d.wait_log(r"read at \d+ failed: end of image", timeout=10))
+        os.unlink(small)
+
     # -- other listeners ------------------------------------------------------
 
     def test_unix_socket_and_metrics(self):
@@ -391,7 +446,7 @@ class ImageTLS(unittest.TestCase):
             with open(path, "wb") as f:
                 f.write(b"\x5c" * MiB)
             tid = str(uuid.uuid4())
-            r = c.call("Host.add_image_ticket", [{
+            r = vt.call_ready(c, "Host.add_image_ticket", [{
                 "uuid": tid, "timeout": 300, "size": MiB, "url": "file://" + path,
                 "ops": ["read"]}])
             self.assertIn("result", r, r)

@@ -15,6 +15,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -22,6 +23,12 @@
 #include "../../common/log.h"
 #include "../../common/vd.h"
 #include "../../io/io.h"
+
+/* Transfers are bulk work: each connection thread runs this much nicer
+ * than the rest of the daemon (Linux's nice is per thread), so while
+ * uploads keep every core busy the event loop still wakes at once and the
+ * main port's answers do not queue behind them. */
+#define IMAGE_THREAD_NICE 10
 
 enum slot_state { SLOT_FREE = 0, SLOT_RUNNING, SLOT_DONE };
 
@@ -74,6 +81,8 @@ static void *conn_main(void *arg)
 	struct image_server *s = sl->s;
 	struct io_conn c = IO_CONN_INIT;
 	bool ok = true;
+	if (setpriority(PRIO_PROCESS, (id_t)gettid(), IMAGE_THREAD_NICE) != 0)
+		log_debug("image: %s: setpriority: %s", sl->peer, strerror(errno));
 	if (!sl->is_unix && s->o.tls) {
 		if (io_tls_server_init(&c, s->o.lib, s->o.tls, sl->fd) != 0) {
 			log_warn("image: %s: %s", sl->peer, io_last_error(&c));
