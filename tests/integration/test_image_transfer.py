@@ -388,8 +388,8 @@ class ImageTransfer(unittest.TestCase):
         # its download waits on a full socket
         small = os.path.join(self.d.tmp, "storage", "shrink.raw")
         with open(small, "wb") as f:
-            f.write(data[:4 * MiB])
-        sid = self.ticket(small, ["read"], size=4 * MiB)
+            f.write(data)
+        sid = self.ticket(small, ["read"], size=SIZE)
         so = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         so.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
         so.settimeout(10)
@@ -397,7 +397,7 @@ class ImageTransfer(unittest.TestCase):
         so.sendall(b"GET /images/%s HTTP/1.1\r\nHost: x\r\n\r\n" % sid.encode())
         got = so.recv(65536)
         self.assertTrue(got.startswith(b"HTTP/1.1 200"), got[:64])
-        self.assertIn(b"content-length: %d" % (4 * MiB), got.partition(b"\r\n\r\n")[0].lower())
+        self.assertIn(b"content-length: %d" % SIZE, got.partition(b"\r\n\r\n")[0].lower())
         os.truncate(small, MiB)
         while True:
             b = so.recv(1 << 20)
@@ -406,7 +406,7 @@ class ImageTransfer(unittest.TestCase):
             got += b
         so.close()
         body = got.partition(b"\r\n\r\n")[2]
-        self.assertLess(len(body), 4 * MiB)
+        self.assertLess(len(body), SIZE)
         self.assertTrue(body == data[:len(body)], "the bytes sent differ from the file's")
         self.assertTrue(self.d.wait_log(r"read at \d+ failed: end of image", timeout=10))
         os.unlink(small)
