@@ -41,7 +41,7 @@ net_bench() {
 	rport=$(sed -n 's/^port //p' "$tmp/raw.out")
 	# vdsmd (plaintext, test libvirt driver, temp storage); every load client
 	# connects from 127.0.0.1, so the per-address cap (64) is lifted here.
-	"$BUILD/vdsmd" --config /dev/null --listen 127.0.0.1 --port 0 --tls off \
+	"$BUILD/vdsmd" --config /dev/null --listen 127.0.0.1 --port 0 --image-port 0 --tls off \
 		--libvirt-uri test:///default --storage-root "$tmp/storage" \
 		--max-connections 20000 --max-connections-per-address 0 \
 		--log-level info 2> "$tmp/vdsmd.log" &
@@ -88,7 +88,7 @@ net_bench() {
 	# TLS (the production default): round trips and idle cost with client
 	# certificates from examples/make-pki.sh; no raw floor for TLS.
 	sh examples/make-pki.sh "$tmp/pki" > /dev/null 2>&1 || rc=1
-	"$BUILD/vdsmd" --config /dev/null --listen 127.0.0.1 --port 0 --tls on \
+	"$BUILD/vdsmd" --config /dev/null --listen 127.0.0.1 --port 0 --image-port 0 --tls on \
 		--cert-file "$tmp/pki/server.crt" --key-file "$tmp/pki/server.key" \
 		--ca-file "$tmp/pki/ca.crt" --libvirt-uri test:///default \
 		--storage-root "$tmp/storage" --max-connections-per-address 0 \
@@ -182,7 +182,7 @@ fi
 events_setup() {  # tmp mode rate subscribers stalled -> prints "rps cpu_us_per_req stats"
 	tmp=$1; mode=$2; rate=$3; subs=$4; stalled=$5
 	rm -f "$tmp/serve.out" "$tmp/sub.out" "$tmp/load.out"
-	"$B/events" serve "$mode" "$rate" --config /dev/null --listen 127.0.0.1 --port 0 \
+	"$B/events" serve "$mode" "$rate" --config /dev/null --listen 127.0.0.1 --port 0 --image-port 0 \
 		--tls off --libvirt-uri test:///default --storage-root "$tmp/st" \
 		--max-output 64K --max-connections-per-address 0 \
 		--log-level warn > "$tmp/serve.out" 2> "$tmp/serve.err" &
@@ -321,7 +321,7 @@ virt_start() {
 	# may run after the first grep, and a previous run's log would give
 	# its stale port
 	: > "$log"
-	env "$@" "$BUILD/hooks/vdsmd" --config /dev/null --listen 127.0.0.1 --port 0 --tls off \
+	env "$@" "$BUILD/hooks/vdsmd" --config /dev/null --listen 127.0.0.1 --port 0 --image-port 0 --tls off \
 		--libvirt-uri "$uri" --codec "$codec" --vm-sample-interval "$interval" \
 		--storage-root "$tmp/storage" --log-level info 2> "$log" &
 	vpid=$!

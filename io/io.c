@@ -139,7 +139,9 @@ static int wait_fd(int fd, short events, uint64_t deadline_ms, volatile sig_atom
 {
 	struct pollfd p = { .fd = fd, .events = events };
 	for (;;) {
-		if (stop && *stop)
+		/* set by a signal handler or by another thread (the image
+		 * server's stop): read it as an atomic */
+		if (stop && __atomic_load_n(stop, __ATOMIC_RELAXED))
 			return VD_AGAIN;
 		int r = poll(&p, 1, remaining_ms(deadline_ms));
 		if (r > 0)

@@ -30,16 +30,19 @@ static inline int daemon_test_start(struct vdsmd *d, char *storage, const char *
 {
 	snprintf(storage, 64, "/tmp/vdsmd-test-%s-XXXXXX", tag);
 	ck_assert_ptr_nonnull(mkdtemp(storage));
-	const char *argv[15 + DAEMON_TEST_MAX_EXTRA] = {
+	/* --image-port 0: the image server's fixed default port (54322) is
+	 * not ephemeral; the image tests start it themselves */
+	const char *argv[17 + DAEMON_TEST_MAX_EXTRA] = {
 		"vdsmd", "--config", "/dev/null", "--listen", "127.0.0.1",
 		"--port", "0", "--tls", "off", "--log-level", "error",
 		"--libvirt-uri", "test:///default", "--storage-root", storage,
+		"--image-port", "0",
 	};
 	ck_assert_uint_le(nextra, DAEMON_TEST_MAX_EXTRA);
 	for (size_t i = 0; i < nextra; i++)
-		argv[15 + i] = extra[i];
+		argv[17 + i] = extra[i];
 	memset(d, 0, sizeof(*d));
-	ck_assert_int_eq(config_load(&d->cfg, (int)(15 + nextra), (char **)argv, why, whylen), 0);
+	ck_assert_int_eq(config_load(&d->cfg, (int)(17 + nextra), (char **)argv, why, whylen), 0);
 	log_open(&daemon_test_log, NULL, VD_LOG_ERROR);
 	d->loop = ev_loop_new(0);
 	return daemon_init(d, why, whylen);

@@ -307,7 +307,7 @@ static int do_get(struct conn *k, const struct img_http_req *q)
 	char *buf = chunk(k);
 	count(&k->h->n.transfers_active, 1);
 	while (rc == 0 && done < len) {
-		if (ticket_op_canceled(op) || *k->stop) {
+		if (ticket_op_canceled(op) || __atomic_load_n(k->stop, __ATOMIC_RELAXED)) {
 			rc = VD_ECLOSED;
 			break;
 		}
@@ -364,7 +364,7 @@ static int do_put(struct conn *k, const struct img_http_req *q)
 	char *buf = chunk(k);
 	count(&k->h->n.transfers_active, 1);
 	while (rc == 0 && done < len) {
-		if (ticket_op_canceled(op) || *k->stop) {
+		if (ticket_op_canceled(op) || __atomic_load_n(k->stop, __ATOMIC_RELAXED)) {
 			rc = VD_ECLOSED;
 			k->close = true;
 			break;
@@ -540,7 +540,7 @@ static long next_request(struct conn *k, const struct img_http_limits *lim,
 			}
 		}
 		uint64_t now = vd_now_ms();
-		if (now >= deadline || *k->stop || (k->ref && ticket_ref_canceled(k->ref)))
+		if (now >= deadline || __atomic_load_n(k->stop, __ATOMIC_RELAXED) || (k->ref && ticket_ref_canceled(k->ref)))
 			return 0;
 		uint64_t slice = deadline - now < WAIT_SLICE_MS ? deadline : now + WAIT_SLICE_MS;
 		long r = io_read_wait(k->c, k->in + k->in_len, sizeof(k->in) - k->in_len, slice,

@@ -91,7 +91,7 @@ static void *conn_main(void *arg)
 			uint64_t deadline = vd_now_ms() + (s->o.handshake_ms ? s->o.handshake_ms : 10000);
 			int rc = io_handshake_wait(&c, deadline, &s->stop);
 			if (rc != 0) {
-				if (rc != VD_ECLOSED && !s->stop)
+				if (rc != VD_ECLOSED && !__atomic_load_n(&s->stop, __ATOMIC_RELAXED))
 					log_warn("image: %s: TLS handshake failed: %s", sl->peer,
 						 io_last_error(&c));
 				ok = false;
@@ -200,7 +200,7 @@ static void *accept_main(void *arg)
 			log_error("image: poll: %s", strerror(errno));
 			break;
 		}
-		if (s->stop || (p[0].revents & POLLIN))
+		if (__atomic_load_n(&s->stop, __ATOMIC_RELAXED) || (p[0].revents & POLLIN))
 			break;
 		for (nfds_t i = 1; i < n; i++)
 			if (p[i].revents & POLLIN)
@@ -343,7 +343,7 @@ void image_server_stop(struct image_server *s)
 {
 	if (!s)
 		return;
-	s->stop = 1;
+	__atomic_store_n(&s->stop, 1, __ATOMIC_RELAXED);
 	if (s->acceptor_started) {
 		ssize_t w;
 		do
