@@ -185,8 +185,13 @@ class ImageNBD(unittest.TestCase):
             self.assertEqual(r.status, 206)
             self.assertEqual(part, data[e["start"]:e["start"] + e["length"]])
         h.close()
-        # the engine watches the ticket
+        # the engine watches the ticket (a GET's op ends just after its
+        # last byte reaches the client: poll, as the engine does)
+        deadline = time.monotonic() + 10
         inf = self.info(tid)
+        while inf["active"] and time.monotonic() < deadline:
+            time.sleep(0.02)
+            inf = self.info(tid)
         self.assertEqual(inf["url"], url)
         self.assertGreaterEqual(inf["transferred"], SIZE)
         self.assertFalse(inf["active"])
