@@ -203,30 +203,13 @@ static void recover_extend(struct storage_state *s, struct st_task *t)
 	st_op_recovered(t, ok);
 }
 
-/* An extend makes no volume: it claims nothing from the scan. */
-static const char *claims_extend(const struct st_task *t)
-{
-	(void)t;
-	return "";
-}
-
-static void save_extend(const struct st_task *t, struct st_kv *kv)
-{
-	kv_setf(kv, "SIZE", "%lld", (long long)t->size);
-}
-
-static void load_extend(struct st_task *t, const struct st_kv *kv)
-{
-	t->size = kv_get_int(kv, "SIZE", 0);
-}
-
 const struct st_task_op st_op_extend = {
 	.kind = ST_TK_EXTEND,
 	.verb = "extendVolumeSize",
 	.run = run_extend,
 	.recover = recover_extend,
-	.claims = claims_extend,
-	.save = save_extend,
-	.load = load_extend,
+	.claims = st_task_claims_none,
+	.save = st_task_save_size,
+	.load = st_task_load_size,
 	.crash_prefix = "extend",
 };

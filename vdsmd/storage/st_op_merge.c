@@ -520,31 +520,14 @@ static void recover_finalize(struct storage_state *s, struct st_task *t)
 	st_op_recovered(t, done);
 }
 
-/* A merge makes no volume: it claims nothing from the scan. */
-static const char *claims_none(const struct st_task *t)
-{
-	(void)t;
-	return "";
-}
-
-static void save_merge(const struct st_task *t, struct st_kv *kv)
-{
-	kv_setf(kv, "SIZE", "%lld", (long long)t->size);
-}
-
-static void load_merge(struct st_task *t, const struct st_kv *kv)
-{
-	t->size = kv_get_int(kv, "SIZE", 0);
-}
-
 const struct st_task_op st_op_prepare_merge = {
 	.kind = ST_TK_PREPARE_MERGE,
 	.verb = "prepareMerge",
 	.run = run_prepare,
 	.recover = recover_prepare,
-	.claims = claims_none,
-	.save = save_merge,
-	.load = load_merge,
+	.claims = st_task_claims_none,
+	.save = st_task_save_size,
+	.load = st_task_load_size,
 	.crash_prefix = "prepare_merge",
 };
 
@@ -553,6 +536,6 @@ const struct st_task_op st_op_finalize_merge = {
 	.verb = "finalizeMerge",
 	.run = run_finalize,
 	.recover = recover_finalize,
-	.claims = claims_none,
+	.claims = st_task_claims_none,
 	.crash_prefix = "finalize_merge",
 };

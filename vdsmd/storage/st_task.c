@@ -606,3 +606,19 @@ int st_tasks_load(struct storage_state *s)
 	free(dir);
 	return 0;
 }
+
+const char *st_task_claims_none(const struct st_task *t)
+{
+	(void)t;
+	return "";
+}
+
+void st_task_save_size(const struct st_task *t, struct st_kv *kv)
+{
+	kv_setf(kv, "SIZE", "%lld", (long long)t->size);
+}
+
+void st_task_load_size(struct st_task *t, const struct st_kv *kv)
+{
+	t->size = kv_get_int(kv, "SIZE", 0);
+}

@@ -86,6 +86,12 @@ struct st_task_op {
 	/* Its steps in ST_CRASH_STEPS are "<crash_prefix>.*" (NULL: none). */
 	const char *crash_prefix;
 };
+/* Descriptor pieces operations share (st_task.c): claims for an operation
+ * that makes no volume (it claims nothing from the scan); save/load of a
+ * record whose one field is SIZE (t->size). */
+const char *st_task_claims_none(const struct st_task *t);
+void st_task_save_size(const struct st_task *t, struct st_kv *kv);
+void st_task_load_size(struct st_task *t, const struct st_kv *kv);
 /* The registry (st_task.c): one descriptor per kind, 0 <= kind <
  * ST_TASK_KINDS; a record of a kind nobody registered is read as kind 0's. */
 void st_task_register(struct storage_state *s, const struct st_task_op *op);
