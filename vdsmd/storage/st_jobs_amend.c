@@ -59,19 +59,9 @@ static char *amend_spec(struct storage_state *s, struct st_domain *d, const char
 static int run_amend(struct storage_state *s, struct st_job *j, struct st_domain *d,
 		     const struct st_volume *v, struct st_err *e)
 {
-	int ifd = st_img_open(d, j->src[1], false);
-	int fd = ifd < 0 ? -1 : openat(ifd, j->src[2], O_RDWR | O_NOFOLLOW | O_CLOEXEC);
-	int rc = fd < 0 ? (ifd < 0 ? ifd : -errno) : 0;
-	struct stat st;
-	if (fd >= 0 && (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)))
-		rc = -EINVAL;
-	if (ifd >= 0)
-		close(ifd);
-	if (rc < 0) {
-		if (fd >= 0)
-			close(fd);
-		return st_fail(e, RPC_E_GENERAL, "volume %s data file: %s", j->src[2], strerror(-rc));
-	}
+	int fd = st_job_open_data(d, j, e);
+	if (fd < 0)
+		return -1;
 	char err[256] = "";
 	char *spec = amend_spec(s, d, v->parent, err, sizeof(err));
 	if (!spec) {
@@ -85,7 +75,7 @@ static int run_amend(struct storage_state *s, struct st_job *j, struct st_domain
 #ifdef VD_TEST_HOOKS
 	io.crash_step = "amend.amending";
 #endif
-	rc = st_run_tool_cb(&io, "qemu-img", "qemu-utils", argv, fd, NULL, NULL, NULL, err,
+	int rc = st_run_tool_cb(&io, "qemu-img", "qemu-utils", argv, fd, NULL, NULL, NULL, err,
 			    sizeof(err));
 	free(spec);
 	if (rc < 0) {

@@ -106,19 +106,10 @@ static int modify(struct storage_state *s, struct st_job *j, struct st_domain *d
 	if (j->gen >= 0 && (int64_t)copy.generation != j->gen)
 		return st_fail(e, RPC_E_GEN_MISMATCH, "requested=%lld, actual=%u",
 			       (long long)j->gen, copy.generation);
-	int ifd = st_img_open(d, j->src[1], false);
-	int fd = ifd < 0 ? -1 : openat(ifd, j->src[2], O_RDWR | O_NOFOLLOW | O_CLOEXEC);
-	int rc = fd < 0 ? (ifd < 0 ? ifd : -errno) : 0;
-	struct stat st;
-	if (fd >= 0 && (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)))
-		rc = -EINVAL;
-	if (ifd >= 0)
-		close(ifd);
-	if (rc < 0) {
-		if (fd >= 0)
-			close(fd);
-		return st_fail(e, RPC_E_GENERAL, "volume %s data file: %s", j->src[2], strerror(-rc));
-	}
+	int fd = st_job_open_data(d, j, e);
+	if (fd < 0)
+		return -1;
+	int rc = 0;
 	if (j->kind == ST_JOB_ADD_BITMAP)
 		rc = run_bitmap(j, fd, true, j->bitmap, e);
 	else if (j->kind == ST_JOB_REMOVE_BITMAP && has_bitmap(q, j->bitmap))
@@ -190,26 +181,7 @@ static int run_job(struct storage_state *s, struct st_job *j, struct st_err *e)
 
 static void *bitmap_main(void *arg)
 {
-	struct st_job *j = arg;
-	struct storage_state *s = j->s;
-	pthread_mutex_lock(&s->lock);
-	j->info.status = ST_JOB_RUNNING;
-	pthread_mutex_unlock(&s->lock);
-	st_job_publish(s, j);
-	struct st_err e = { 0 };
-	int rc = run_job(s, j, &e);
-	bool aborted = __atomic_load_n(&j->abort, __ATOMIC_ACQUIRE);
-	pthread_mutex_lock(&s->lock);
-	st_job_end(j, rc, aborted, e.code, e.msg);
-	pthread_mutex_unlock(&s->lock);
-	if (rc == 0)
-		log_info("storage: job %s: %s on %s/%s/%s done", j->info.id, kind_name(j->kind),
-			 j->src[0], j->src[1], j->src[2]);
-	else
-		log_warn("storage: job %s: %s on volume %s failed: %s", j->info.id,
-			 kind_name(j->kind), j->src[2], e.msg);
-	st_job_publish(s, j);
-	return NULL;
+	return st_job_thread(arg, run_job);
 }
 
 int st_bitmap_job(struct storage_state *s, enum st_job_kind kind, const char *job_id,

@@ -195,25 +195,7 @@ static int run_merge(struct storage_state *s, struct st_job *j, struct st_err *e
 
 static void *merge_main(void *arg)
 {
-	struct st_job *j = arg;
-	struct storage_state *s = j->s;
-	pthread_mutex_lock(&s->lock);
-	j->info.status = ST_JOB_RUNNING;
-	pthread_mutex_unlock(&s->lock);
-	st_job_publish(s, j);
-	struct st_err e = { 0 };
-	int rc = run_merge(s, j, &e);
-	bool aborted = __atomic_load_n(&j->abort, __ATOMIC_ACQUIRE);
-	pthread_mutex_lock(&s->lock);
-	st_job_end(j, rc, aborted, e.code, e.msg);
-	pthread_mutex_unlock(&s->lock);
-	if (rc == 0)
-		log_info("storage: job %s: merged %s into %s", j->info.id, j->src[2], j->dst[2]);
-	else
-		log_warn("storage: job %s: merge of %s into %s failed: %s", j->info.id, j->src[2],
-			 j->dst[2], e.msg);
-	st_job_publish(s, j);
-	return NULL;
+	return st_job_thread(arg, run_merge);
 }
 
 int st_merge_job(struct storage_state *s, const char *job_id, const struct st_subchain *sc,

@@ -306,6 +306,10 @@ struct st_volume *st_job_vol_busy(struct storage_state *s, struct st_job *j,
 				  struct st_domain **d, struct st_volume *copy, struct st_err *e);
 void st_job_vol_release(struct storage_state *s, struct st_job *j, struct st_domain *d);
 /* A job thread's body: RUNNING, work(), its end state, log, publish. */
+/* The job's volume data file (src = sd, img, vol) opened read-write,
+ * O_NOFOLLOW beneath its image directory, a regular file: the fd, or -1
+ * with e set (RPC_E_GENERAL). */
+int st_job_open_data(struct st_domain *d, const struct st_job *j, struct st_err *e);
 void *st_job_thread(struct st_job *j, int (*work)(struct storage_state *, struct st_job *,
 						    struct st_err *));
 /* SDM.add_bitmap / remove_bitmap / clear_bitmaps (st_jobs_bitmap.c): a
