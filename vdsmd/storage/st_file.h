@@ -111,6 +111,10 @@ int st_run_tool_cb(const struct st_io *io, const char *tool, const char *pkg,
 		   char *const argv[], int datafd, struct vd_buf *output,
 		   void (*cb)(void *ctx, const char *data, size_t n), void *ctx, char *err,
 		   size_t errlen);
+/* Start exe with argv, stdin /dev/null, stdout and stderr on outfd,
+ * datafd (when >= 0) as fd 3, every signal default and unblocked: 0 and
+ * *pid, or posix_spawn's error number. */
+int st_spawn_tool(const char *exe, char *const argv[], int outfd, int datafd, pid_t *pid);
 /* The executable name in PATH (a fresh string), or NULL. */
 char *st_find_exe(const char *name);
 /* The same for any tool found in PATH (mount, umount). */

@@ -334,6 +334,30 @@ int st_run_tool_out(const struct st_io *io, const char *tool, const char *pkg,
 	return st_run_tool_cb(io, tool, pkg, argv, datafd, output, NULL, NULL, err, errlen);
 }
 
+int st_spawn_tool(const char *exe, char *const argv[], int outfd, int datafd, pid_t *pid)
+{
+	posix_spawn_file_actions_t fa;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	posix_spawn_file_actions_adddup2(&fa, outfd, 1);
+	posix_spawn_file_actions_adddup2(&fa, outfd, 2);
+	if (datafd >= 0)
+		posix_spawn_file_actions_adddup2(&fa, datafd, 3);
+	posix_spawnattr_t at;
+	posix_spawnattr_init(&at);
+	sigset_t none, all;
+	sigemptyset(&none);
+	sigfillset(&all);
+	posix_spawnattr_setsigmask(&at, &none);
+	posix_spawnattr_setsigdefault(&at, &all);
+	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+	*pid = -1;
+	int serr = posix_spawn(pid, exe, &fa, &at, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	posix_spawnattr_destroy(&at);
+	return serr;
+}
+
 int st_run_tool_cb(const struct st_io *io, const char *tool, const char *pkg,
 		   char *const argv[], int datafd, struct vd_buf *output,
 		   void (*cb)(void *ctx, const char *data, size_t n), void *ctx, char *err,
@@ -351,25 +375,8 @@ int st_run_tool_cb(const struct st_io *io, const char *tool, const char *pkg,
 		snprintf(err, errlen, "pipe: %s", strerror(e));
 		return -e;
 	}
-	posix_spawn_file_actions_t fa;
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-	posix_spawn_file_actions_adddup2(&fa, pfd[1], 1);
-	posix_spawn_file_actions_adddup2(&fa, pfd[1], 2);
-	if (datafd >= 0)
-		posix_spawn_file_actions_adddup2(&fa, datafd, 3);
-	posix_spawnattr_t at;
-	posix_spawnattr_init(&at);
-	sigset_t none, all;
-	sigemptyset(&none);
-	sigfillset(&all);
-	posix_spawnattr_setsigmask(&at, &none);
-	posix_spawnattr_setsigdefault(&at, &all);
-	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
 	pid_t pid = -1;
-	int serr = posix_spawn(&pid, exe, &fa, &at, argv, environ);
-	posix_spawn_file_actions_destroy(&fa);
-	posix_spawnattr_destroy(&at);
+	int serr = st_spawn_tool(exe, argv, pfd[1], datafd, &pid);
 	free(exe);
 	close(pfd[1]);
 	if (serr != 0) {
