@@ -490,33 +490,16 @@ static void recover_finalize(struct storage_state *s, struct st_task *t)
 		char backing[256];
 		int rc = qcow2_backing(d, t->img, child->uuid, backing, sizeof(backing));
 		const char *name = strrchr(backing, '/') ? strrchr(backing, '/') + 1 : backing;
-		if (rc == 0 && strcmp(name, t->vols[1]) == 0) {
-			/* rebased, its metadata not written yet: complete it */
-			struct st_volume copy = *child;
-			snprintf(copy.parent, sizeof(copy.parent), "%s", t->vols[1]);
-			copy.mtime = (int64_t)time(NULL);
-			if (st_vol_write_meta(d, &copy) == 0) {
-				snprintf(child->parent, sizeof(child->parent), "%s", t->vols[1]);
-				index_count_children(d);
-				done = true;
-			}
-		}
+		/* rebased, its metadata not written yet: complete it */
+		if (rc == 0 && strcmp(name, t->vols[1]) == 0 &&
+		    edit_meta(s, d, child->uuid, set_parent, t->vols[1]) == 0)
+			done = true;
 	}
-	if (!done && !top->legal) {
-		/* not rebased: the old chain, top LEGAL again */
-		struct st_volume copy = *top;
-		copy.legal = true;
-		if (st_vol_write_meta(d, &copy) == 0)
-			top->legal = true;
-		else
-			log_error("storage: task %s: top volume %s stays ILLEGAL", t->id, top->uuid);
-	}
-	if (done && top->legal) {
-		struct st_volume copy = *top;
-		copy.legal = false;
-		if (st_vol_write_meta(d, &copy) == 0)
-			top->legal = false;
-	}
+	/* not rebased: the old chain, top LEGAL again; done: top ILLEGAL */
+	if (!done && !top->legal && edit_meta(s, d, top->uuid, set_legal, LEGAL) < 0)
+		log_error("storage: task %s: top volume %s stays ILLEGAL", t->id, top->uuid);
+	if (done && top->legal)
+		edit_meta(s, d, top->uuid, set_legal, ILLEGAL);
 	st_op_recovered(t, done);
 }
 
