@@ -4,8 +4,27 @@
  * parsing: the request id is copied from the body's "id": bytes so the load
  * generator can check it.  One thread, TCP_NODELAY, write-first output.
  *
- *   raw_server [PORT]      (0 or absent: ephemeral; prints "port N") */
+ *   raw_server [-1] [PORT]   (0 or absent: ephemeral; prints "port N")
+ *
+ * Default: everything queued goes out in one send() (what a client that
+ * sends vdsmd-framing:packed gets from vdsmd).
+ *
+ * -1: the floor of vdsmd's engine layout on plaintext (PROTOCOL.md 2,
+ * vdsmd/wire.c), the baseline of bench/frames.sh.  Every frame goes out in
+ * a send() of its own (a partial send is finished before the next frame
+ * starts); a MESSAGE shorter than ONE_FRAME_PAD (1024, vdsmd's
+ * stomp_pad_frames default) grows to exactly that many bytes, NUL
+ * included, with spaces after its JSON body, inside a content-length
+ * rewritten to cover them (wire.c pad_body: headers first and unpadded);
+ * CONNECTED is not padded (vdsmd pads only JSON MESSAGEs); each socket has
+ * TCP_NOTSENT_LOWAT 1 (wire_set_framing), so the kernel takes a frame only
+ * once everything before it has been sent.  What it leaves out of wire.c:
+ * the bound on unacknowledged bytes before a frame (wire_write_fits: a
+ * SIOCOUTQ read, and a 2 ms wait past 32 KiB) and holding events behind
+ * replies (there are no events here) - so what vdsmd spends on those is
+ * counted as its own cost, not the rule's. */
 #include <errno.h>
+#include <stdbool.h>
 #include <ev.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -16,12 +35,19 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#define ONE_FRAME_PAD 1024u  /* -1: MESSAGE frames padded to this (vdsmd's default) */
+#define MAX_FRAMES 4096u     /* -1: frame ends one connection can queue */
+
+static bool one_frame;  /* -1 */
+
 struct rconn {
 	ev_io io;
 	char *in;
 	size_t inlen, incap;
 	char *out;
 	size_t outlen, outcap;
+	size_t fend[MAX_FRAMES];  /* -1: end offset of each queued frame in out */
+	unsigned nfend;
 	unsigned long msgid;
 };
 
@@ -45,6 +71,16 @@ static void put(struct rconn *c, const void *p, size_t n)
 	c->outlen += n;
 }
 
+/* -1: the frame just put ends at outlen */
+static void frame_end(struct rconn *c)
+{
+	if (!one_frame)
+		return;
+	if (c->nfend == MAX_FRAMES)
+		abort();  /* the load generator keeps at most a few thousand in flight */
+	c->fend[c->nfend++] = c->outlen;
+}
+
 static void close_conn(struct ev_loop *loop, struct rconn *c)
 {
 	ev_io_stop(loop, &c->io);
@@ -57,17 +93,29 @@ static void close_conn(struct ev_loop *loop, struct rconn *c)
 static int flush_out(struct ev_loop *loop, struct rconn *c)
 {
 	size_t off = 0;
+	unsigned f = 0;  /* -1: the frame off is in */
 	while (off < c->outlen) {
-		ssize_t n = send(c->io.fd, c->out + off, c->outlen - off, MSG_NOSIGNAL);
+		size_t end = one_frame ? c->fend[f] : c->outlen;
+		ssize_t n = send(c->io.fd, c->out + off, end - off, MSG_NOSIGNAL);
 		if (n < 0) {
 			if (errno == EAGAIN)
 				break;
 			return -1;
 		}
 		off += (size_t)n;
+		if (one_frame && off == end)
+			f++;
 	}
 	memmove(c->out, c->out + off, c->outlen - off);
 	c->outlen -= off;
+	if (f) {
+		for (unsigned i = f; i < c->nfend; i++)
+			c->fend[i - f] = c->fend[i] - off;
+		c->nfend -= f;
+	} else {
+		for (unsigned i = 0; i < c->nfend; i++)
+			c->fend[i] -= off;
+	}
 	int want = EV_READ | (c->outlen ? EV_WRITE : 0);
 	if ((c->io.events & (EV_READ | EV_WRITE)) != want) {
 		ev_io_stop(loop, &c->io);
@@ -92,6 +140,41 @@ static const char *hdr(const char *h, size_t hlen, const char *name, size_t *vle
 		p = eol + 1;
 	}
 	return NULL;
+}
+
+static int message_head(char *head, size_t cap, const char *dest, size_t dl,
+			unsigned long id, size_t clen)
+{
+	return snprintf(head, cap,
+			"MESSAGE\ndestination:%.*s\ncontent-type:application/json\n"
+			"subscription:s\nmessage-id:%lu\ncontent-length:%zu\n\n",
+			(int)dl, dest, id, clen);
+}
+
+/* One MESSAGE with body b; -1: padded to ONE_FRAME_PAD bytes with spaces
+ * after the body, counted in content-length (its digits included). */
+static void message(struct rconn *c, const char *dest, size_t dl, const char *b, size_t bl)
+{
+	char head[512];
+	unsigned long id = c->msgid++;
+	size_t hl = (size_t)message_head(head, sizeof(head), dest, dl, id, bl);
+	size_t pad = 0;
+	if (one_frame && hl + bl + 1 < ONE_FRAME_PAD) {
+		pad = ONE_FRAME_PAD - (hl + bl + 1);
+		/* the longer content-length may take a digit more */
+		hl = (size_t)message_head(head, sizeof(head), dest, dl, id, bl + pad);
+		while (pad && hl + bl + pad + 1 > ONE_FRAME_PAD) {
+			pad--;
+			hl = (size_t)message_head(head, sizeof(head), dest, dl, id, bl + pad);
+		}
+	}
+	put(c, head, hl);
+	put(c, b, bl);
+	grow(&c->out, &c->outcap, c->outlen + pad + 1);
+	memset(c->out + c->outlen, ' ', pad);
+	c->outlen += pad;
+	put(c, "", 1);
+	frame_end(c);
 }
 
 static void handle(struct rconn *c)
@@ -121,6 +204,7 @@ static void handle(struct rconn *c)
 		if (memcmp(p, "CONNECT", 7) == 0 || memcmp(p, "STOMP", 5) == 0) {
 			static const char ok[] = "CONNECTED\nversion:1.2\nheart-beat:0,0\n\n";
 			put(c, ok, sizeof(ok)); /* includes the NUL */
+			frame_end(c);
 		} else if (memcmp(p, "SEND", 4) == 0) {
 			size_t rl = 0;
 			const char *rt = hdr(p, hlen, "reply-to", &rl);
@@ -132,17 +216,10 @@ static void handle(struct rconn *c)
 				while (idp + il < body + blen && idp[il] != ',' && idp[il] != '}')
 					il++;
 			}
-			char resp[256], head[512];
+			char resp[256];
 			int bl = snprintf(resp, sizeof(resp), "{\"jsonrpc\":\"2.0\",\"id\":%.*s,\"result\":true}",
 					  (int)il, idp ? idp : "null");
-			int hl = snprintf(head, sizeof(head),
-					  "MESSAGE\ndestination:%.*s\ncontent-type:application/json\n"
-					  "subscription:s\nmessage-id:%lu\ncontent-length:%d\n\n",
-					  (int)(rt ? rl : 24), rt ? rt : "jms.topic.vdsm_responses",
-					  c->msgid++, bl);
-			put(c, head, (size_t)hl);
-			put(c, resp, (size_t)bl);
-			put(c, "", 1);
+			message(c, rt ? rt : "jms.topic.vdsm_responses", rt ? rl : 24, resp, (size_t)bl);
 		}
 		off += hlen + blen + 1;
 	}
@@ -177,6 +254,8 @@ static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 			return;
 		int one = 1;
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		if (one_frame)
+			setsockopt(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &one, sizeof(one));
 		struct rconn *c = calloc(1, sizeof(*c));
 		ev_io_init(&c->io, conn_cb, fd, EV_READ);
 		ev_io_start(loop, &c->io);
@@ -190,7 +269,12 @@ static void stop_cb(struct ev_loop *loop, ev_signal *w, int revents)
 
 int main(int argc, char **argv)
 {
-	int port = argc > 1 ? atoi(argv[1]) : 0;
+	int a1 = 1;
+	if (argc > 1 && !strcmp(argv[1], "-1")) {
+		one_frame = true;
+		a1 = 2;
+	}
+	int port = argc > a1 ? atoi(argv[a1]) : 0;
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
 	int one = 1;
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
