@@ -326,6 +326,7 @@ static size_t on_write_direct(void *host, struct stomp_session *ss, void *conn,
 	if (w <= 0)
 		return 0;  /* EAGAIN or an error: the buffered path sees it */
 	s->n.bytes_out += (uint64_t)w;
+	wire_sent(c, (size_t)w);
 	c->last_out = ev_now(s->d->loop);
 	c->direct_tail = (size_t)w < iov_total(iov, n);
 	c->mid_frame = c->direct_tail;
