@@ -333,6 +333,11 @@ static size_t on_write_direct(void *host, struct stomp_session *ss, void *conn,
 	return (size_t)w;
 }
 
+static size_t on_pad(void *host, struct stomp_session *ss, void *conn, size_t off, size_t len)
+{
+	return conn ? wire_pad_frame(conn, off, len) : 0;
+}
+
 /* Fan-out and events are charged to the memory budget before they are
  * queued (guard.c, issue 27). */
 static bool on_admit(void *host, struct stomp_session *ss, void *conn, size_t bytes)
@@ -574,6 +579,7 @@ void server_start(struct vdsmd *d)
 	s->broker = stomp_broker_new(&bc, &broker_ops, s);
 	s->pad_to = d->cfg.stomp_batch_writes ? 0 : d->cfg.stomp_pad_frames;
 	stomp_broker_set_write_direct(s->broker, on_write_direct);
+	stomp_broker_set_pad_hook(s->broker, on_pad);
 	stomp_broker_set_frame_hook(s->broker, on_frame);
 	s->rbuf = xmalloc(VD_RBUF);
 	ev_io_init(&s->lio, accept_cb, s->lfd, EV_READ);

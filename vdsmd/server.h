@@ -249,6 +249,10 @@ void wire_frame_end(struct vd_conn *c);
 /* What a len-byte MESSAGE frame holds in c->out once padded (the budget
  * charges this, not len), and the most padding any frame of s may get. */
 size_t wire_frame_size(const struct vd_conn *c, size_t len);
+/* The size a JSON MESSAGE of len bytes the broker is about to append at
+ * offset off of c->out must grow to (0: as it is): the padding of
+ * wire_frame_end, laid out as the frame is written (stomp_broker_set_pad_hook). */
+size_t wire_pad_frame(const struct vd_conn *c, size_t off, size_t len);
 size_t wire_pad_max(const struct vd_server *s);
 /* May a write that starts a frame of want bytes go now?  False on a
  * plaintext connection with engine framing whose send memory might not

@@ -135,6 +135,14 @@ static size_t pad_target(const struct vd_conn *c, size_t len)
 	return 0;
 }
 
+size_t wire_pad_frame(const struct vd_conn *c, size_t off, size_t len)
+{
+	/* pad_body's case: the frame starts where the last one recorded ends */
+	if (c->dead || c->out_mark != c->out_base + off)
+		return 0;
+	return pad_target(c, len);
+}
+
 size_t wire_frame_size(const struct vd_conn *c, size_t len)
 {
 	return VD_MAX(len, pad_target(c, len));
