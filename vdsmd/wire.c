@@ -83,6 +83,11 @@ void wire_set_framing(struct vd_conn *c, bool packed)
 	/* (3) above; 0 is the system default (no limit) */
 	int lowat = c->packed || !c->srv->pad_to ? 0 : 1;
 	setsockopt(c->fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &lowat, sizeof(lowat));
+	/* the send buffer wire_write_fits' bound is checked against (read
+	 * again there before refusing a frame) */
+	socklen_t l = sizeof(c->sndbuf);
+	if (lowat && getsockopt(c->fd, SOL_SOCKET, SO_SNDBUF, &c->sndbuf, &l) < 0)
+		c->sndbuf = 0;
 }
 
 /* (4) above, for a queue of q bytes and a frame of want, against the
