@@ -4,7 +4,7 @@
  * parsing: the request id is copied from the body's "id": bytes so the load
  * generator can check it.  One thread, TCP_NODELAY, write-first output.
  *
- *   raw_server [-1] [PORT]   (0 or absent: ephemeral; prints "port N")
+ *   raw_server [-1] [-t DIR] [PORT]   (0 or absent: ephemeral; prints "port N")
  *
  * Default: everything queued goes out in one send() (what a client that
  * sends vdsmd-framing:packed gets from vdsmd).
@@ -22,7 +22,16 @@
  * the bound on unacknowledged bytes before a frame (wire_write_fits: a
  * SIOCOUTQ read, and a 2 ms wait past 32 KiB) and holding events behind
  * replies (there are no events here) - so what vdsmd spends on those is
- * counted as its own cost, not the rule's. */
+ * counted as its own cost, not the rule's.
+ *
+ * -t DIR: TLS (OpenSSL through io/io.h) with server.crt, server.key and
+ * ca.crt from DIR (examples/make-pki.sh), client certificates required,
+ * the context set up as vdsmd/tls.c does (TLS 1.2 and up, no session
+ * tickets, no renegotiation, partial writes).  With -1 every frame is one
+ * SSL_write, hence one record, and a MESSAGE shorter than ONE_FRAME_TLS
+ * (8448, wire.c WIRE_TLS_RECORD_MIN) is padded to it; no TCP_NOTSENT_LOWAT
+ * (vdsmd sets it on plaintext only).  Frames over one record (16 KiB),
+ * which wire.c cuts into equal records, never occur here. */
 #include <errno.h>
 #include <stdbool.h>
 #include <ev.h>
@@ -34,11 +43,17 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+
+#include "io/io.h"
 
 #define ONE_FRAME_PAD 1024u  /* -1: MESSAGE frames padded to this (vdsmd's default) */
+#define ONE_FRAME_TLS 8448u  /* -1 -t: MESSAGE frames padded to this (one record) */
 #define MAX_FRAMES 4096u     /* -1: frame ends one connection can queue */
 
-static bool one_frame;  /* -1 */
+static bool one_frame;   /* -1 */
+static SSL_CTX *tls_ctx; /* -t */
 
 struct rconn {
 	ev_io io;
@@ -49,6 +64,8 @@ struct rconn {
 	size_t fend[MAX_FRAMES];  /* -1: end offset of each queued frame in out */
 	unsigned nfend;
 	unsigned long msgid;
+	struct io_conn tio;  /* -t */
+	bool handshaken;
 };
 
 static void grow(char **b, size_t *cap, size_t need)
@@ -84,7 +101,10 @@ static void frame_end(struct rconn *c)
 static void close_conn(struct ev_loop *loop, struct rconn *c)
 {
 	ev_io_stop(loop, &c->io);
-	close(c->io.fd);
+	if (tls_ctx)
+		io_close(&c->tio);
+	else
+		close(c->io.fd);
 	free(c->in);
 	free(c->out);
 	free(c);
@@ -96,8 +116,14 @@ static int flush_out(struct ev_loop *loop, struct rconn *c)
 	unsigned f = 0;  /* -1: the frame off is in */
 	while (off < c->outlen) {
 		size_t end = one_frame ? c->fend[f] : c->outlen;
-		ssize_t n = send(c->io.fd, c->out + off, end - off, MSG_NOSIGNAL);
-		if (n < 0) {
+		ssize_t n;
+		if (tls_ctx) {
+			n = io_write(&c->tio, c->out + off, end - off);
+			if (n == VD_AGAIN)
+				break;
+			if (n < 0)
+				return -1;
+		} else if ((n = send(c->io.fd, c->out + off, end - off, MSG_NOSIGNAL)) < 0) {
 			if (errno == EAGAIN)
 				break;
 			return -1;
@@ -116,7 +142,7 @@ static int flush_out(struct ev_loop *loop, struct rconn *c)
 		for (unsigned i = 0; i < c->nfend; i++)
 			c->fend[i] -= off;
 	}
-	int want = EV_READ | (c->outlen ? EV_WRITE : 0);
+	int want = EV_READ | (c->outlen || (tls_ctx && c->tio.want == IO_WANT_WRITE) ? EV_WRITE : 0);
 	if ((c->io.events & (EV_READ | EV_WRITE)) != want) {
 		ev_io_stop(loop, &c->io);
 		ev_io_set(&c->io, c->io.fd, want);
@@ -158,12 +184,12 @@ static void message(struct rconn *c, const char *dest, size_t dl, const char *b,
 	char head[512];
 	unsigned long id = c->msgid++;
 	size_t hl = (size_t)message_head(head, sizeof(head), dest, dl, id, bl);
-	size_t pad = 0;
-	if (one_frame && hl + bl + 1 < ONE_FRAME_PAD) {
-		pad = ONE_FRAME_PAD - (hl + bl + 1);
+	size_t pad = 0, to = tls_ctx ? ONE_FRAME_TLS : ONE_FRAME_PAD;
+	if (one_frame && hl + bl + 1 < to) {
+		pad = to - (hl + bl + 1);
 		/* the longer content-length may take a digit more */
 		hl = (size_t)message_head(head, sizeof(head), dest, dl, id, bl + pad);
-		while (pad && hl + bl + pad + 1 > ONE_FRAME_PAD) {
+		while (pad && hl + bl + pad + 1 > to) {
 			pad--;
 			hl = (size_t)message_head(head, sizeof(head), dest, dl, id, bl + pad);
 		}
@@ -227,9 +253,48 @@ static void handle(struct rconn *c)
 	c->inlen -= off;
 }
 
+/* -t: handshake, then read until OpenSSL has nothing buffered, answer,
+ * write. */
+static void tls_cb(struct ev_loop *loop, struct rconn *c)
+{
+	if (!c->handshaken) {
+		int r = io_handshake(&c->tio);
+		if (r == VD_AGAIN) {
+			int want = c->tio.want == IO_WANT_WRITE ? EV_WRITE : EV_READ;
+			ev_io_stop(loop, &c->io);
+			ev_io_set(&c->io, c->io.fd, want);
+			ev_io_start(loop, &c->io);
+			return;
+		}
+		if (r < 0) {
+			close_conn(loop, c);
+			return;
+		}
+		c->handshaken = true;
+	}
+	for (;;) {
+		grow(&c->in, &c->incap, c->inlen + 65536);
+		long n = io_read(&c->tio, c->in + c->inlen, c->incap - c->inlen);
+		if (n == VD_AGAIN)
+			break;
+		if (n < 0) {
+			close_conn(loop, c);
+			return;
+		}
+		c->inlen += (size_t)n;
+	}
+	handle(c);
+	if (flush_out(loop, c) < 0)
+		close_conn(loop, c);
+}
+
 static void conn_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct rconn *c = (struct rconn *)w;
+	if (tls_ctx) {
+		tls_cb(loop, c);
+		return;
+	}
 	if (revents & EV_READ) {
 		grow(&c->in, &c->incap, c->inlen + 65536);
 		ssize_t n = read(w->fd, c->in + c->inlen, c->incap - c->inlen);
@@ -254,9 +319,17 @@ static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 			return;
 		int one = 1;
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-		if (one_frame)
+		if (one_frame && !tls_ctx)
 			setsockopt(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &one, sizeof(one));
 		struct rconn *c = calloc(1, sizeof(*c));
+		if (!c)
+			abort();
+		if (tls_ctx && io_tls_server_init(&c->tio, io_tls_lib_linked(), tls_ctx, fd) != 0) {
+			fprintf(stderr, "raw_server: TLS: %s\n", io_last_error(&c->tio));
+			io_close(&c->tio);
+			free(c);
+			continue;
+		}
 		ev_io_init(&c->io, conn_cb, fd, EV_READ);
 		ev_io_start(loop, &c->io);
 	}
@@ -267,12 +340,41 @@ static void stop_cb(struct ev_loop *loop, ev_signal *w, int revents)
 	ev_break(loop, EVBREAK_ALL);
 }
 
+/* As vdsmd/tls.c sets up its server context. */
+static SSL_CTX *server_ctx(const char *dir)
+{
+	char ca[1024], crt[1024], key[1024];
+	snprintf(ca, sizeof(ca), "%s/ca.crt", dir);
+	snprintf(crt, sizeof(crt), "%s/server.crt", dir);
+	snprintf(key, sizeof(key), "%s/server.key", dir);
+	SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
+	if (!ctx || SSL_CTX_use_certificate_chain_file(ctx, crt) != 1 ||
+	    SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) != 1 ||
+	    SSL_CTX_load_verify_locations(ctx, ca, NULL) != 1) {
+		ERR_print_errors_fp(stderr);
+		exit(1);
+	}
+	SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+	SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS | SSL_MODE_ENABLE_PARTIAL_WRITE |
+			      SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+	SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION);
+	SSL_CTX_set_num_tickets(ctx, 0);
+	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, NULL);
+	return ctx;
+}
+
 int main(int argc, char **argv)
 {
 	int a1 = 1;
-	if (argc > 1 && !strcmp(argv[1], "-1")) {
-		one_frame = true;
-		a1 = 2;
+	for (; a1 < argc && argv[a1][0] == '-'; a1++) {
+		if (!strcmp(argv[a1], "-1")) {
+			one_frame = true;
+		} else if (!strcmp(argv[a1], "-t") && a1 + 1 < argc) {
+			tls_ctx = server_ctx(argv[++a1]);
+		} else {
+			fprintf(stderr, "usage: raw_server [-1] [-t DIR] [PORT]\n");
+			return 2;
+		}
 	}
 	int port = argc > a1 ? atoi(argv[a1]) : 0;
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
