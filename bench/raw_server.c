@@ -377,6 +377,8 @@ int main(int argc, char **argv)
 		}
 	}
 	int port = argc > a1 ? atoi(argv[a1]) : 0;
+	/* SSL_write to a peer that closed with replies in flight */
+	signal(SIGPIPE, SIG_IGN);
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
 	int one = 1;
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
