@@ -211,6 +211,8 @@ static long write_some(struct vd_conn *c, const char *p, size_t n)
 		/* 0 from SSL_write: the peer is gone (EPIPE, close_notify); it is
 		 * no progress to retry (that would spin), close instead. */
 		long w = tls_write(c, p, n);
+		if (w == VD_AGAIN && tls_want_write(c))
+			conn_want_write(c, true);
 		return w == 0 ? VD_EIO : w;
 	}
 	long w = write(c->fd, p, n);
@@ -524,6 +526,8 @@ static void on_readable(struct vd_conn *c)
 		long n;
 		if (c->ssl) {
 			n = tls_read(c, s->rbuf, VD_RBUF);
+			if (n == VD_AGAIN && tls_want_write(c))
+				conn_want_write(c, true);  /* TLS must write to read on */
 		} else {
 			n = read(c->fd, s->rbuf, VD_RBUF);
 			if (n < 0 && errno == EINTR)
@@ -561,8 +565,14 @@ static void io_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct vd_conn *c = w->data;
 	if (c->state == CS_HANDSHAKE) {
-		int r = tls_handshake(c);
-		if (r <= 0)
+		const char *why = NULL;
+		int r = tls_handshake(c, &why);
+		if (r < 0) {
+			conn_close(c, why);
+			return;
+		}
+		conn_want_write(c, r == 0 && tls_want_write(c));
+		if (r == 0)
 			return;
 		c->state = CS_DETECT;
 		c->rt.repeat = c->srv->d->cfg.detect_timeout;

@@ -592,7 +592,7 @@ void server_start(struct vdsmd *d)
 	ev_check_start(loop, &s->bus_check);
 	if (d->bus)
 		event_bus_set_wake(d->bus, bus_wake, s);
-	guard_start(s);
+	guard_start(s, conn_close);
 }
 
 void server_stop(struct vd_server *s)

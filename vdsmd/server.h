@@ -118,6 +118,7 @@ struct vd_server {
 	bool overloaded;            /* over 7/8 of the budget (the engine answers 1100) */
 	ev_timer sweep;             /* timeouts, once a second */
 	ev_timer accept_resume;     /* accept paused on EMFILE / ENFILE */
+	void (*close_conn)(struct vd_conn *c, const char *why);  /* conn_close (guard_start) */
 	struct vd_log_limit ll_accept, ll_refuse, ll_tls, ll_detect, ll_timeout, ll_budget,
 			    ll_overflow;
 };
@@ -272,8 +273,9 @@ void wire_free(struct vd_conn *c);
 /* ---- guard.c: memory budget, timeouts (issue 17) ----------------------- */
 
 /* Budget from cfg (0: a quarter of RAM), the timeout sweep; after
- * server_start's watchers. */
-void guard_start(struct vd_server *s);
+ * server_start's watchers, before the first connection.  close_conn is how
+ * guard closes a connection (conn_close: guard is below conn.c). */
+void guard_start(struct vd_server *s, void (*close_conn)(struct vd_conn *c, const char *why));
 void guard_stop(struct vd_server *s);
 /* Recompute what c holds (buffers, subscriptions, TLS) and charge it. */
 void guard_account(struct vd_conn *c);
@@ -324,11 +326,16 @@ int tls_peer_ctx_new(const struct vd_config *cfg, struct ssl_ctx_st **out, char 
 		     size_t whylen);
 void tls_ctx_free(struct ssl_ctx_st *ctx);
 void tls_conn_start(struct vd_conn *c);
-/* Drive the handshake; returns 1 done, 0 in progress, < 0 failed (closed). */
-int tls_handshake(struct vd_conn *c);
+/* Drive the handshake; returns 1 done, 0 in progress (tls_want_write: wait
+ * for EV_WRITE, else EV_READ), < 0 failed: logged and counted, *why says
+ * why for conn_close (the caller closes). */
+int tls_handshake(struct vd_conn *c, const char **why);
 /* Like read/write: > 0 bytes, 0 EOF, VD_AGAIN, or VD_EIO. */
 long tls_read(struct vd_conn *c, char *buf, size_t len);
 long tls_write(struct vd_conn *c, const char *buf, size_t len);
+/* After VD_AGAIN (handshake, read or write): TLS must write before it can
+ * go on (the caller arms EV_WRITE). */
+bool tls_want_write(const struct vd_conn *c);
 /* Free the SSL object; notify sends close_notify first (graceful close). */
 void tls_conn_free(struct vd_conn *c, bool notify);
 
