@@ -10,7 +10,6 @@
 #include "../common/arena.h"
 #include "../common/log.h"
 #include "../rpc/rpc.h"
-#include "daemon.h"
 
 struct brk_req {
 	struct vd_broker *b;

@@ -41,21 +41,6 @@ void vdsmd_subsystem_ready(struct vdsmd *d, const char *which)
 	}
 }
 
-const struct vd_codec *daemon_codec_for(const struct vdsmd *d, const char *ct, size_t ctlen)
-{
-	if (!ct || ctlen == 0)
-		return d->codec;
-	/* The common case without the registry walk. */
-	if (ctlen == 16 && memcmp(ct, "application/json", 16) == 0 && d->codec->is_json)
-		return d->codec;
-	const struct vd_codec *k = codec_find_content_type(ct, ctlen);
-	if (!k)
-		return NULL;
-	if (k->is_json)
-		return d->codec->is_json ? d->codec : k;
-	return k;
-}
-
 static int select_codec(struct vdsmd *d, char *why, size_t whylen)
 {
 	d->codec = codec_find(d->cfg.codec);

@@ -13,7 +13,6 @@
 #include <sys/uio.h>
 
 #include "../common/log.h"
-#include "daemon.h"
 #include "broker.h"
 #include "../rpc/event.h"
 #include "../rpc/rpc.h"
