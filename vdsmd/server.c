@@ -650,8 +650,3 @@ void server_free(struct vd_server *s)
 	s->d->srv = NULL;
 	free(s);
 }
-
-bool server_ready(const struct vd_server *s)
-{
-	return s->d->rpc && rpc_engine_ready(s->d->rpc);
-}

@@ -348,11 +348,10 @@ long stomp_conn_feed(struct vd_conn *c, char *buf, size_t len);
 /* Feed buffered input; returns bytes consumed or < 0 (close after flush). */
 long http_conn_feed(struct vd_conn *c, char *buf, size_t len);
 
-/* Ready for /health (engine ready). */
-bool server_ready(const struct vd_server *s);
-
 /* ---- metrics (metrics.c) ---------------------------------------------- */
 
+/* Ready for /health and vdsmd_up (engine ready). */
+bool server_ready(const struct vd_server *s);
 void metrics_format(struct vd_server *s, struct vd_buf *out);
 
 #endif
