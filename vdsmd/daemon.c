@@ -160,6 +160,14 @@ static int virt_network_bridge(void *ctx, const char *network, char *bridge, siz
 	return net_network_bridge(ctx, network, bridge, len);
 }
 
+/* What the main port's connections do in each protocol detected (conn.c
+ * calls through it): HTTP (http.c) and STOMP (server.c's glue to the
+ * broker).  A new protocol: its detector in detect.c, its entry here. */
+static const struct conn_proto conn_protos[PROTO__COUNT] = {
+	[PROTO_HTTP] = { CS_HTTP, NULL, http_conn_feed },
+	[PROTO_STOMP] = { CS_STOMP, stomp_conn_open, stomp_conn_feed },
+};
+
 static int build_engine(struct vdsmd *d, char *why, size_t whylen)
 {
 	d->rpc = rpc_engine_new(&d->limits);
@@ -219,7 +227,7 @@ int daemon_init(struct vdsmd *d, char *why, size_t whylen)
 	rpc_engine_set_submit(d->rpc, pool_submit, d->pool);
 	/* The broker and the event wake-up exist before subsystems start, so
 	 * an early event is queued, not lost. */
-	server_start(d);
+	server_start(d, conn_protos);
 	if ((rc = host_init(d))) {
 		snprintf(why, whylen, "host: %s", vd_strerror(rc));
 		return rc;

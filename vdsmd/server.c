@@ -558,9 +558,10 @@ int server_listen(struct vdsmd *d, char *why, size_t whylen)
 	return 0;
 }
 
-void server_start(struct vdsmd *d)
+void server_start(struct vdsmd *d, const struct conn_proto *protos)
 {
 	struct vd_server *s = d->srv;
+	s->protos = protos;
 	struct ev_loop *loop = d->loop;
 	struct stomp_broker_config bc = {
 		.limits = { d->cfg.max_frame_size, d->cfg.max_headers, d->cfg.max_header_line },

@@ -27,8 +27,9 @@ enum vd_proto { PROTO_NONE = 0, PROTO_HTTP, PROTO_STOMP, PROTO__COUNT };
 /* Decide from the first bytes of a stream: PROTO_HTTP, PROTO_STOMP,
  * PROTO_NONE (not a protocol we speak) or VD_AGAIN (need more bytes).
  * Decides as soon as the bytes disambiguate, trying detect.c's table of
- * protocols in order; conn.c's table, indexed by enum vd_proto, holds what
- * a connection does in each (its state, open, feed). */
+ * protocols in order; the daemon's table (struct conn_proto, indexed by
+ * enum vd_proto, handed to server_start) holds what a connection does in
+ * each (its state, open, feed). */
 int detect_protocol(const char *buf, size_t len);
 const char *proto_name(enum vd_proto p);
 
@@ -55,6 +56,8 @@ struct http_req {
 long http_parse(const char *buf, size_t len, size_t max_header, struct http_req *r);
 
 /* ---- server ----------------------------------------------------------- */
+
+enum conn_state { CS_HANDSHAKE, CS_DETECT, CS_STOMP, CS_HTTP };
 
 struct vd_conn;
 struct ssl_ctx_st;
@@ -103,6 +106,7 @@ struct vd_server {
 	struct vd_conn *dead;       /* closed, waiting to be freed */
 	unsigned nconns;
 	bool stopping;
+	const struct conn_proto *protos;  /* per enum vd_proto (server_start) */
 	struct vd_conn *feeding;    /* connection whose input is being parsed */
 	bool publishing;            /* inside event fan-out (frames may be held) */
 	size_t pad_to;              /* plaintext: shorter MESSAGE frames are padded
@@ -132,23 +136,31 @@ struct vd_server {
  * socket; logs "listening on ADDR:PORT" at info level (the first info line,
  * which tests read to find an ephemeral port).  0 or vd_err with why. */
 int server_listen(struct vdsmd *d, char *why, size_t whylen);
+/* What a connection does in each protocol detect_protocol() finds: the
+ * daemon composes the table (daemon.c) and hands it to server_start; conn.c
+ * only calls through it. */
+struct conn_proto {
+	enum conn_state state;
+	void (*open)(struct vd_conn *c);                         /* NULL: nothing */
+	long (*feed)(struct vd_conn *c, char *buf, size_t len);  /* bytes used, < 0 close */
+};
+
 /* Create the broker and start accepting, event fan-out and the signal
- * watchers (after the engine, bus and pool exist). */
-void server_start(struct vdsmd *d);
+ * watchers (after the engine, bus and pool exist).  protos: PROTO__COUNT
+ * entries indexed by enum vd_proto (a NULL feed: refused), kept. */
+void server_start(struct vdsmd *d, const struct conn_proto *protos);
 /* Stop accepting, flush and close every connection (no loop run needed). */
 void server_stop(struct vd_server *s);
 void server_free(struct vd_server *s);
 
 /* ---- connections (conn.c) --------------------------------------------- */
 
-enum conn_state { CS_HANDSHAKE, CS_DETECT, CS_STOMP, CS_HTTP };
-
 struct vd_conn {
 	struct vd_server *srv;
 	struct vd_conn *prev, *next;
 	int fd;
 	enum conn_state state;
-	const struct conn_proto *proto;  /* conn.c's handlers, once detected */
+	const struct conn_proto *proto;  /* its entry of srv->protos, once detected */
 	bool closing;        /* close once out is flushed */
 	bool dead;
 	bool want_write;     /* EV_WRITE armed */
