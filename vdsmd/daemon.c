@@ -293,14 +293,19 @@ void daemon_fini(struct vdsmd *d)
 		free(d->host_peers);
 		d->host_peers = NULL;
 	}
+	/* virt first: init hands it storage's and net's interfaces last
+	 * (virt_set_deps, after image_init), and its background threads (live
+	 * merge, hibernation, snapshots; the sampler's merge recovery) call
+	 * storage through them until virt_fini has joined them.  Then the rest
+	 * in the reverse of init. */
+	if (d->virt)
+		virt_fini(d);
 	if (d->image)
 		image_fini(d);
 	if (d->net)
 		net_fini(d);
 	if (d->storage)
 		storage_fini(d);
-	if (d->virt)
-		virt_fini(d);
 	if (d->host)
 		host_fini(d);
 	server_free(d->srv);
