@@ -41,21 +41,6 @@ void vdsmd_subsystem_ready(struct vdsmd *d, const char *which)
 	}
 }
 
-const struct vd_codec *daemon_codec_for(const struct vdsmd *d, const char *ct, size_t ctlen)
-{
-	if (!ct || ctlen == 0)
-		return d->codec;
-	/* The common case without the registry walk. */
-	if (ctlen == 16 && memcmp(ct, "application/json", 16) == 0 && d->codec->is_json)
-		return d->codec;
-	const struct vd_codec *k = codec_find_content_type(ct, ctlen);
-	if (!k)
-		return NULL;
-	if (k->is_json)
-		return d->codec->is_json ? d->codec : k;
-	return k;
-}
-
 static int select_codec(struct vdsmd *d, char *why, size_t whylen)
 {
 	d->codec = codec_find(d->cfg.codec);
@@ -175,6 +160,14 @@ static int virt_network_bridge(void *ctx, const char *network, char *bridge, siz
 	return net_network_bridge(ctx, network, bridge, len);
 }
 
+/* What the main port's connections do in each protocol detected (conn.c
+ * calls through it): HTTP (http.c) and STOMP (server.c's glue to the
+ * broker).  A new protocol: its detector in detect.c, its entry here. */
+static const struct conn_proto conn_protos[PROTO__COUNT] = {
+	[PROTO_HTTP] = { CS_HTTP, NULL, http_conn_feed },
+	[PROTO_STOMP] = { CS_STOMP, stomp_conn_open, stomp_conn_feed },
+};
+
 static int build_engine(struct vdsmd *d, char *why, size_t whylen)
 {
 	d->rpc = rpc_engine_new(&d->limits);
@@ -234,7 +227,7 @@ int daemon_init(struct vdsmd *d, char *why, size_t whylen)
 	rpc_engine_set_submit(d->rpc, pool_submit, d->pool);
 	/* The broker and the event wake-up exist before subsystems start, so
 	 * an early event is queued, not lost. */
-	server_start(d);
+	server_start(d, conn_protos);
 	if ((rc = host_init(d))) {
 		snprintf(why, whylen, "host: %s", vd_strerror(rc));
 		return rc;
@@ -300,14 +293,19 @@ void daemon_fini(struct vdsmd *d)
 		free(d->host_peers);
 		d->host_peers = NULL;
 	}
+	/* virt first: init hands it storage's and net's interfaces last
+	 * (virt_set_deps, after image_init), and its background threads (live
+	 * merge, hibernation, snapshots; the sampler's merge recovery) call
+	 * storage through them until virt_fini has joined them.  Then the rest
+	 * in the reverse of init. */
+	if (d->virt)
+		virt_fini(d);
 	if (d->image)
 		image_fini(d);
 	if (d->net)
 		net_fini(d);
 	if (d->storage)
 		storage_fini(d);
-	if (d->virt)
-		virt_fini(d);
 	if (d->host)
 		host_fini(d);
 	server_free(d->srv);

@@ -26,10 +26,6 @@ void daemon_fini(struct vdsmd *d);
 /* The whole daemon: config, logging, init, loop until SIGTERM/SIGINT.
  * Returns the process exit status. */
 int daemon_main(int argc, char **argv);
-/* The codec for a request's content-type: none or JSON → the startup codec
- * (or a JSON one when the startup codec is not JSON), msgpack → msgpack when
- * built in; NULL when unsupported. */
-const struct vd_codec *daemon_codec_for(const struct vdsmd *d, const char *ct, size_t ctlen);
 
 /* Security (privs.c).  True when every address `addr` resolves to is a
  * loopback one (127/8, ::1). */

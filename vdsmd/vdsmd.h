@@ -47,4 +47,9 @@ struct vdsmd {
  * ready (code 99 ends, events flow) once host and virt have both reported. */
 void vdsmd_subsystem_ready(struct vdsmd *d, const char *which);
 
+/* The codec for a request's content-type (negotiate.c): none or JSON → the
+ * startup codec (or a JSON one when the startup codec is not JSON), msgpack
+ * → msgpack when built in; NULL when unsupported. */
+const struct vd_codec *daemon_codec_for(const struct vdsmd *d, const char *ct, size_t ctlen);
+
 #endif
