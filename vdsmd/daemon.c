@@ -24,7 +24,7 @@
 #define READY_VIRT 2u
 #define EVENT_QUEUE_MAX 10000
 
-void vdsmd_subsystem_ready(struct vdsmd *d, const char *which)
+void daemon_subsystem_ready(struct vdsmd *d, const char *which)
 {
 	unsigned bit = strcmp(which, "host") == 0 ? READY_HOST
 		       : strcmp(which, "virt") == 0 ? READY_VIRT : 0;
@@ -196,6 +196,7 @@ int daemon_init(struct vdsmd *d, char *why, size_t whylen)
 {
 	int rc;
 	d->start_ms = vd_now_ms();
+	d->report_ready = daemon_subsystem_ready;
 	/* Not ev_default_loop: the default loop installs a SIGCHLD handler
 	 * that reaps every child with waitpid(-1), which steals the exit
 	 * status of children the daemon runs itself (storage's qemu-img).

@@ -21,6 +21,10 @@
 
 /* 0, or a vd_err with a message naming what stopped startup in why. */
 int daemon_init(struct vdsmd *d, char *why, size_t whylen);
+/* What d->report_ready points at after daemon_init: the engine becomes
+ * ready (code 99 ends, events flow) once "host" and "virt" have both
+ * reported; other names are ignored. */
+void daemon_subsystem_ready(struct vdsmd *d, const char *which);
 /* Stops accepting, closes connections, stops subsystems, frees everything. */
 void daemon_fini(struct vdsmd *d);
 /* The whole daemon: config, logging, init, loop until SIGTERM/SIGINT.

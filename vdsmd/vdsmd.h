@@ -35,6 +35,9 @@ struct vdsmd {
 	struct storage_state *storage; /* vdsmd/storage */
 	uint64_t start_ms;             /* vd_now_ms() at startup */
 	unsigned ready_mask;           /* subsystems that reported ready (atomic ops) */
+	/* how a backend reports its first sample: handed down by daemon_init
+	 * (daemon_subsystem_ready); NULL in a unit test that builds no daemon */
+	void (*report_ready)(struct vdsmd *d, const char *which);
 	struct vd_broker *broker;      /* broker mode (vdsmd/broker.h), NULL when off */
 	struct net_state *net;         /* vdsmd/net */
 	struct image_state *image;     /* vdsmd/image (tickets, image server) */
@@ -43,9 +46,13 @@ struct vdsmd {
 	struct host_peers *host_peers;
 };
 
-/* Called by subsystems when their first sample exists; the engine becomes
- * ready (code 99 ends, events flow) once host and virt have both reported. */
-void vdsmd_subsystem_ready(struct vdsmd *d, const char *which);
+/* Called by subsystems when their first sample exists: through the hook the
+ * daemon handed down, so no backend calls up into daemon.c. */
+static inline void vdsmd_subsystem_ready(struct vdsmd *d, const char *which)
+{
+	if (d->report_ready)
+		d->report_ready(d, which);
+}
 
 /* The codec for a request's content-type (negotiate.c): none or JSON → the
  * startup codec (or a JSON one when the startup codec is not JSON), msgpack
