@@ -45,6 +45,18 @@ static size_t conn_charge(const struct vd_conn *c)
 
 static void note_usage(struct vd_server *s);
 
+/* What the image server's transfers buffer (their threads charge it to the
+ * same budget, vdsmd.h struct vd_mem_share). */
+static size_t image_used(const struct vd_server *s)
+{
+	return __atomic_load_n(&s->d->mem.image, __ATOMIC_RELAXED);
+}
+
+static void publish(struct vd_server *s)
+{
+	__atomic_store_n(&s->d->mem.loop, s->mem_used, __ATOMIC_RELAXED);
+}
+
 void guard_account(struct vd_conn *c)
 {
 	struct vd_server *s = c->srv;
@@ -56,6 +68,7 @@ void guard_account(struct vd_conn *c)
 
 static void note_usage(struct vd_server *s)
 {
+	publish(s);
 	if (s->mem_used > s->mem_peak)
 		s->mem_peak = s->mem_used;
 	bool over = guard_overloaded(s);
@@ -75,6 +88,7 @@ void guard_release(struct vd_conn *c)
 	size_t bufs = c->in.cap + c->out.cap;
 	s->mem_used -= c->charged;
 	c->charged = 0;
+	publish(s);
 	if (s->overloaded && !guard_overloaded(s)) {
 		s->overloaded = false;
 		if (s->d->rpc)
@@ -86,7 +100,7 @@ void guard_release(struct vd_conn *c)
 
 bool guard_overloaded(const struct vd_server *s)
 {
-	return s->budget && s->mem_used > s->budget - s->budget / 8;
+	return s->budget && s->mem_used + image_used(s) > s->budget - s->budget / 8;
 }
 
 /* Best effort: an ERROR frame straight to the socket (the victim's buffers
@@ -136,7 +150,7 @@ bool guard_admit(struct vd_conn *c, size_t more)
 	if (c->dead)
 		return false;
 	guard_account(c);
-	while (s->budget && s->mem_used + more > s->budget) {
+	while (s->budget && s->mem_used + image_used(s) + more > s->budget) {
 		struct vd_conn *v = biggest(s);
 		if (!v || v->charged <= CONN_COST + TLS_COST) {
 			/* nothing big left to close: this growth alone does not fit,
@@ -179,7 +193,7 @@ bool guard_charge_out(struct vd_conn *c, size_t bytes)
 	if (c->dead)
 		return false;
 	size_t more = growth(&c->out, bytes);
-	if (s->budget && s->mem_used + more > s->budget)
+	if (s->budget && s->mem_used + image_used(s) + more > s->budget)
 		return false;
 	/* charged now; guard_account (after the flush) puts the exact figure */
 	c->charged += more;
@@ -191,7 +205,7 @@ bool guard_charge_out(struct vd_conn *c, size_t bytes)
 bool guard_fanout_fits(const struct vd_server *s, size_t bytes)
 {
 	/* whole, and without taking the daemon into the 1100 regime */
-	return !s->budget || s->mem_used + bytes <= s->budget - s->budget / 8;
+	return !s->budget || s->mem_used + image_used(s) + bytes <= s->budget - s->budget / 8;
 }
 
 void guard_input(struct vd_conn *c, bool progress)
@@ -389,6 +403,7 @@ void guard_start(struct vd_server *s, void (*close_conn)(struct vd_conn *c, cons
 	struct ev_loop *loop = s->d->loop;
 	s->close_conn = close_conn;
 	s->budget = s->d->cfg.memory_budget ? s->d->cfg.memory_budget : default_budget();
+	__atomic_store_n(&s->d->mem.budget, s->budget, __ATOMIC_RELAXED);
 	/* Buffers of 256 KiB and more (partial frames, pending output) come from
 	 * mmap and go back to the system when freed; glibc's default threshold
 	 * climbs to 32 MiB after the first large free, leaving them on the heap. */

@@ -20,6 +20,16 @@ struct net_state;
 struct host_peers;
 struct vd_broker;
 
+/* The memory budget the main port's connections (guard.c, loop thread) and
+ * the image server's transfer buffers (vdsmd/image, its connection threads)
+ * share.  Relaxed atomics: each side reads the other's figure and checks
+ * its own growth against budget - the other's use. */
+struct vd_mem_share {
+	size_t budget;     /* bytes; guard_start sets it (0: not started, no limit) */
+	size_t loop;       /* what the main port's connections are charged now */
+	size_t image;      /* what image transfers buffer now */
+};
+
 struct vdsmd {
 	struct vd_config cfg;
 	struct vd_log log;             /* the process's log sink (log_open in main) */
@@ -41,6 +51,7 @@ struct vdsmd {
 	struct vd_broker *broker;      /* broker mode (vdsmd/broker.h), NULL when off */
 	struct net_state *net;         /* vdsmd/net */
 	struct image_state *image;     /* vdsmd/image (tickets, image server) */
+	struct vd_mem_share mem;       /* memory_budget across threads (above) */
 	/* what host/ reports of (and hands to) net/, virt/ and storage/,
 	 * given to it by the daemon (host_set_peers) */
 	struct host_peers *host_peers;
