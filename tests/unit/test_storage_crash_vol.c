@@ -24,15 +24,10 @@
  *     the same outcome.
  * Needs a VD_TEST_HOOKS build (make asan-unit, make tsan). */
 #include <check.h>
-#include <dirent.h>
-#include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/log.h"
@@ -40,6 +35,7 @@
 #include "check_main.h"
 
 #ifdef VD_TEST_HOOKS
+#include "crash_harness.h"
 
 #define SD1 "11111111-1111-1111-1111-111111111111"
 #define IMG1 "aaaaaaaa-0000-0000-0000-000000000001"
@@ -57,19 +53,6 @@
 enum vol_op { OP_UPDATE_ATTRS, OP_UPDATE_SHARED, OP_AMEND };
 
 static char root[200], state[240], tpl[240];
-static unsigned orphans_killed;
-
-static int sh(const char *fmt, ...) VD_PRINTF(1, 2);
-static int sh(const char *fmt, ...)
-{
-	char cmd[1024];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	int rc = system(cmd);
-	return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
 
 static struct storage_state *open_state(void)
 {
@@ -101,7 +84,7 @@ static void mkvol(struct storage_state *s, const char *img, const char *vol, int
 static void qemu_io(const char *img, const char *vol, const char *cmd)
 {
 	char *p = vpath(img, vol);
-	ck_assert_int_eq(sh("qemu-io -f qcow2 -c '%s' %s >/dev/null", cmd, p), 0);
+	ck_assert_int_eq(crash_sh("qemu-io -f qcow2 -c '%s' %s >/dev/null", cmd, p), 0);
 	free(p);
 }
 
@@ -109,8 +92,8 @@ static void qemu_io(const char *img, const char *vol, const char *cmd)
 static int compat_010(const char *img, const char *vol, const char *ctx)
 {
 	char *p = vpath(img, vol);
-	int c11 = sh("qemu-img info -U %s | grep -Eq '^ +compat: 1\\.1$'", p);
-	int c010 = sh("qemu-img info -U %s | grep -Eq '^ +compat: 0\\.10$'", p);
+	int c11 = crash_sh("qemu-img info -U %s | grep -Eq '^ +compat: 1\\.1$'", p);
+	int c010 = crash_sh("qemu-img info -U %s | grep -Eq '^ +compat: 0\\.10$'", p);
 	free(p);
 	ck_assert_msg((c11 == 0) != (c010 == 0), "%s: %s: compat neither 1.1 nor 0.10", ctx, vol);
 	return c010 == 0;
@@ -135,53 +118,20 @@ static void build_template(void)
 	st_close(s);
 	/* the zero cluster is one (a 0.10 image cannot have it), over data */
 	char *p = vpath(IMG1, LEAF);
-	ck_assert_int_eq(sh("qemu-img map -U --output=json %s | grep '\"start\": 65536,' | "
+	ck_assert_int_eq(crash_sh("qemu-img map -U --output=json %s | grep '\"start\": 65536,' | "
 			    "grep -q '\"zero\": true, \"data\": false'", p), 0);
-	ck_assert_int_eq(sh("qemu-img convert -O raw %s %s/guest.raw", p, root), 0);
-	ck_assert_int_eq(sh("cmp -s -n 65536 -i 65536:0 %s/guest.raw /dev/zero", root), 0);
+	ck_assert_int_eq(crash_sh("qemu-img convert -O raw %s %s/guest.raw", p, root), 0);
+	ck_assert_int_eq(crash_sh("cmp -s -n 65536 -i 65536:0 %s/guest.raw /dev/zero", root), 0);
 	free(p);
 	ck_assert_int_eq(compat_010(IMG1, LEAF, "template"), 0);
-	ck_assert_int_eq(sh("rm -rf %s && mkdir -p %s && cp -a %s/state %s/e1 %s/guest.raw %s/",
+	ck_assert_int_eq(crash_sh("rm -rf %s && mkdir -p %s && cp -a %s/state %s/e1 %s/guest.raw %s/",
 			    tpl, tpl, root, root, root, tpl), 0);
 	free(e1);
 }
 
 static void restore(void)
 {
-	ck_assert_int_eq(sh("rm -rf %s/state %s/e1 && cp -a %s/. %s/", root, root, tpl, root), 0);
-}
-
-/* Kill and reap what the crashed child left running (its qemu-img). */
-static void kill_orphans(void)
-{
-	DIR *dh = opendir("/proc");
-	struct dirent *de;
-	pid_t me = getpid();
-	while (dh && (de = readdir(dh))) {
-		pid_t pid = (pid_t)atoi(de->d_name);
-		if (pid <= 0)
-			continue;
-		char p[64], buf[512];
-		snprintf(p, sizeof(p), "/proc/%d/stat", (int)pid);
-		FILE *f = fopen(p, "r");
-		if (!f)
-			continue;
-		size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-		fclose(f);
-		buf[n] = '\0';
-		char *rp = strrchr(buf, ')');
-		int ppid = 0;
-		char stc;
-		if (rp && sscanf(rp + 1, " %c %d", &stc, &ppid) == 2 && ppid == me) {
-			kill(pid, SIGKILL);
-			waitpid(pid, NULL, 0);
-			orphans_killed++;
-		}
-	}
-	if (dh)
-		closedir(dh);
-	while (waitpid(-1, NULL, WNOHANG) > 0)
-		;
+	ck_assert_int_eq(crash_sh("rm -rf %s/state %s/e1 && cp -a %s/. %s/", root, root, tpl, root), 0);
 }
 
 /* ---- the child: the job, up to the crash ------------------------------------ */
@@ -248,8 +198,8 @@ static void assert_headers_agree(struct storage_state *s, const char *ctx)
 		struct st_volume *v = map_val(it);
 		char *p = vpath(v->image, v->uuid);
 		bool none = strcmp(v->parent, ST_BLANK_UUID) == 0;
-		int rc = none ? sh("! qemu-img info -U %s | grep -q '^backing file:'", p)
-			      : sh("qemu-img info -U %s | grep -Eq '^backing file: %s( |$)'", p, v->parent);
+		int rc = none ? crash_sh("! qemu-img info -U %s | grep -q '^backing file:'", p)
+			      : crash_sh("qemu-img info -U %s | grep -Eq '^backing file: %s( |$)'", p, v->parent);
 		ck_assert_msg(rc == 0, "%s: %s: metadata parent %s, qcow2 header differs", ctx,
 			      v->uuid, v->parent);
 		free(p);
@@ -292,9 +242,9 @@ static int check_update(struct storage_state *s, enum vol_op op, const char *ctx
 static int check_amend(struct storage_state *s, const char *step, const char *ctx)
 {
 	char *leaf = vpath(IMG1, LEAF);
-	ck_assert_msg(sh("qemu-img compare -q -U -f raw %s/guest.raw %s", root, leaf) == 0,
+	ck_assert_msg(crash_sh("qemu-img compare -q -U -f raw %s/guest.raw %s", root, leaf) == 0,
 		      "%s: the guest's data through the chain changed", ctx);
-	int crc = sh("qemu-img check -q -U %s", leaf);
+	int crc = crash_sh("qemu-img check -q -U %s", leaf);
 	ck_assert_msg(crc == 0 || crc == 3, "%s: qemu-img check of LEAF: %d", ctx, crc);
 	free(leaf);
 	struct st_volume *v = vol(s, LEAF);
@@ -317,11 +267,16 @@ static int check_outcome(struct storage_state *s, enum vol_op op, const char *st
 			 const char *ctx)
 {
 	assert_headers_agree(s, ctx);
-	ck_assert_int_eq(sh("! find %s/e1 -name '*.tmp' | grep -q .", root), 0);
+	ck_assert_int_eq(crash_sh("! find %s/e1 -name '*.tmp' | grep -q .", root), 0);
 	pthread_mutex_lock(&s->lock);
 	ck_assert_msg(map_first(&s->jobs) == NULL, "%s: a job survived", ctx);   /* jobs end with vdsmd */
 	pthread_mutex_unlock(&s->lock);
 	return op == OP_AMEND ? check_amend(s, step, ctx) : check_update(s, op, ctx);
+}
+
+static void child_op(unsigned op)
+{
+	run_op((enum vol_op)op);
 }
 
 static void crash_run(const char *step, enum vol_op op, unsigned *outcomes)
@@ -329,20 +284,7 @@ static void crash_run(const char *step, enum vol_op op, unsigned *outcomes)
 	char ctx[160];
 	snprintf(ctx, sizeof(ctx), "step %s, operation %d", step, (int)op);
 	restore();
-	pid_t pid = fork();
-	ck_assert_int_ge(pid, 0);
-	if (pid == 0) {
-		setenv("VDSMD_TEST_CRASH_AT", step, 1);
-		run_op(op);
-		_exit(2);
-	}
-	int status = 0;
-	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-	kill_orphans();
-	ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL,
-		      "%s: the child was not killed at the step (%s %d)", ctx,
-		      WIFSIGNALED(status) ? "signal" : "exit status",
-		      WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+	crash_fork_at(step, (unsigned)op, child_op, ctx);
 	struct storage_state *s = open_state();
 	int first = check_outcome(s, op, step, ctx);
 	st_close(s);
@@ -352,22 +294,26 @@ static void crash_run(const char *step, enum vol_op op, unsigned *outcomes)
 	*outcomes |= 1u << first;
 }
 
+struct steps_arg {
+	enum vol_op op;
+	unsigned outcomes;
+};
+
+static void crash_run_step(const char *step, void *arg)
+{
+	struct steps_arg *a = arg;
+	crash_run(step, a->op, &a->outcomes);
+}
+
 static void run_all_steps(enum vol_op op, unsigned want_outcomes)
 {
-	ck_assert_int_eq(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
-	unsigned mask = op == OP_AMEND ? ST_CO_AMEND : ST_CO_UPDATE_VOL;
-	unsigned n = 0, outcomes = 0;
-	for (size_t i = 0; i < st_crash_nsteps; i++) {
-		if (!(st_crash_steps[i].ops & mask))
-			continue;
-		crash_run(st_crash_steps[i].name, op, &outcomes);
-		n++;
-	}
-	ck_assert_uint_gt(n, 0);
+	struct steps_arg a = { op, 0 };
+	unsigned n = crash_each_step(op == OP_AMEND ? ST_CO_AMEND : ST_CO_UPDATE_VOL,
+				     crash_run_step, &a);
 	/* both ends are reached: the early steps leave the old state, the late the new */
-	ck_assert_uint_eq(outcomes, want_outcomes);
+	ck_assert_uint_eq(a.outcomes, want_outcomes);
 	printf("crash vol: operation %d: killed at %u step(s), each recovered to one state; "
-	       "%u qemu-img child(ren) killed\n", (int)op, n, orphans_killed);
+	       "%u qemu-img child(ren) killed\n", (int)op, n, crash_orphans_killed);
 }
 
 static void suite_setup(void)
