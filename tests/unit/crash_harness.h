@@ -75,9 +75,10 @@ static inline void crash_kill_orphans(void)
 
 /* Fork a child that runs child(op) with VDSMD_TEST_CRASH_AT=step; it must
  * die there by SIGKILL (child returning or exiting fails the test: the step
- * was not reached).  Its orphans are killed before this returns. */
-static inline void crash_fork_at(const char *step, unsigned op, void (*child)(unsigned op),
-				 const char *ctx)
+ * was not reached).  meanwhile (NULL: none) runs once it died, while what
+ * it left running still runs; its orphans are killed before this returns. */
+static inline void crash_fork_at_then(const char *step, unsigned op, void (*child)(unsigned op),
+				      const char *ctx, void (*meanwhile)(const char *ctx))
 {
 	pid_t pid = fork();
 	ck_assert_int_ge(pid, 0);
@@ -88,11 +89,19 @@ static inline void crash_fork_at(const char *step, unsigned op, void (*child)(un
 	}
 	int status = 0;
 	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	if (meanwhile && WIFSIGNALED(status))
+		meanwhile(ctx);
 	crash_kill_orphans();
 	ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL,
 		      "%s: the child was not killed at the step (%s %d)", ctx,
 		      WIFSIGNALED(status) ? "signal" : "exit status",
 		      WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+}
+
+static inline void crash_fork_at(const char *step, unsigned op, void (*child)(unsigned op),
+				 const char *ctx)
+{
+	crash_fork_at_then(step, op, child, ctx, NULL);
 }
 
 /* run(step, arg) for every step of st_crash_steps whose operations include
