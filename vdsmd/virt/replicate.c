@@ -21,7 +21,9 @@
  * (<device name=vda>...<diskReplicate>{the destination}</diskReplicate>)
  * before the volume is prepared and the copy starts, and removed when it
  * ends: libvirt keeps that metadata and the copy job across a restart of
- * vdsmd, so the next vdsmd finishes (or aborts) it.  Errors, VDSM's:
+ * vdsmd, so the next vdsmd finishes (or aborts) it; one that stopped after
+ * libvirt pivoted but before the metadata said so finds the disk on the
+ * recorded destination and completes the metadata.  Errors, VDSM's:
  * no such VM 1; no drive on srcDisk 13 (imageErr); one running already, a
  * volume that cannot be prepared, a copy that cannot start, or a finish
  * without libvirt's job 55 (replicaErr; the record is dropped); finish
@@ -224,10 +226,11 @@ static int write_md(virDomainPtr dom, const char *dev, const struct replica *r,
 	return rc;
 }
 
-/* The drive of dom on spec (VDSM's findDriveByUUIDs): its target into dev;
- * 0, or -1 with the call failed (13 when there is none). */
+/* The drive of dom on spec (VDSM's findDriveByUUIDs): its target into dev,
+ * its source into path (when path); 0, or -1 with the call failed (13 when
+ * there is none). */
 static int find_drive(struct rpc_call *c, virDomainPtr dom, const char *id,
-		      const struct replica *spec, char dev[32])
+		      const struct replica *spec, char dev[32], char *path, size_t pathlen)
 {
 	const struct virt_engxml *ex = virt_live_engxml(c, dom, id, "replicate", RPC_E_REPLICA);
 	if (!ex)
@@ -238,6 +241,8 @@ static int find_drive(struct rpc_call *c, virDomainPtr dom, const char *id,
 		return rpc_fail(c, RPC_E_NO_IMAGE_FILE, "VM %s has no drive on volume %s/%s/%s", id,
 				spec->v.domain, spec->v.image, spec->v.volume);
 	snprintf(dev, 32, "%s", d->dev);
+	if (path)
+		snprintf(path, pathlen, "%s", d->path);
 	return 0;
 }
 
@@ -291,7 +296,7 @@ static int act_start(struct rpc_call *c, struct virt_state *s, virDomainPtr dom,
 	struct replica src, dst;
 	char dev[32], why[512];
 	if (spec_arg(c, "srcDisk", &src) < 0 || spec_arg(c, "dstDisk", &dst) < 0 ||
-	    find_drive(c, dom, id, &src, dev) < 0)
+	    find_drive(c, dom, id, &src, dev, NULL, 0) < 0)
 		return -1;
 	if (!dst.v.pool[0])
 		snprintf(dst.v.pool, sizeof dst.v.pool, "%s", src.v.pool);
@@ -339,13 +344,39 @@ static bool not_ready(void)
 	       (code == VIR_ERR_OPERATION_INVALID && strstr(virt_last_error(), "ready"));
 }
 
+/* Finish found no copy job.  When the disk runs on the record's destination
+ * already (libvirt pivoted; vdsmd stopped before it wrote the metadata) and
+ * that is where the engine pivots to, the metadata is completed: 0.  Else,
+ * as VDSM, the stale record goes and the call fails with 55. */
+static int finish_without_job(struct rpc_call *c, struct virt_state *s, virDomainPtr dom,
+			      const char *id, const char *dev, const char *cur_path,
+			      const struct replica *src, const struct replica *rec, bool pivot,
+			      const char *reason)
+{
+	struct replica want = *rec;
+	char why[512];
+	if (pivot && prepare_dst(s, &want, why, sizeof why) == 0 &&
+	    strcmp(want.path, cur_path) == 0) {
+		if (write_md(dom, dev, NULL, src->v.domain, rec->v.domain, why, sizeof why) < 0)
+			return rpc_fail(c, RPC_E_REPLICA, "disk %s: %s", dev, why);
+		log_info("virt: %s: %s had pivoted to domain %s already; its metadata now says so",
+			 id, dev, rec->v.domain);
+		virt_mark_xml_stale(s, id);
+		return 0;
+	}
+	if (write_md(dom, dev, NULL, NULL, NULL, why, sizeof why) < 0)
+		log_warn("virt: %s: dropping the replication record of %s: %s", id, dev, why);
+	return rpc_fail(c, RPC_E_REPLICA, "disk %s: the replication job is not found (%s)", dev,
+			reason);
+}
+
 static int act_finish(struct rpc_call *c, struct virt_state *s, virDomainPtr dom,
 		      const char *id)
 {
 	struct replica src, dst, rec;
-	char dev[32], why[512];
+	char dev[32], why[512], cur[1024];
 	if (spec_arg(c, "srcDisk", &src) < 0 || spec_arg(c, "dstDisk", &dst) < 0 ||
-	    find_drive(c, dom, id, &src, dev) < 0)
+	    find_drive(c, dom, id, &src, dev, cur, sizeof cur) < 0)
 		return -1;
 	char *md = get_md(dom);
 	size_t rs, re;
@@ -354,22 +385,6 @@ static int act_finish(struct rpc_call *c, struct virt_state *s, virDomainPtr dom
 	if (!on)
 		return rpc_fail(c, RPC_E_NO_REPLICATION, "VM %s, drive %s (volume %s)", id, dev,
 				src.v.volume);
-	virDomainBlockJobInfo info;
-	int r = virDomainGetBlockJobInfo(dom, dev, &info, 0);
-	if (r <= 0 || info.type != VIR_DOMAIN_BLOCK_JOB_TYPE_COPY) {
-		/* the copy is gone (the VM restarted, qemu failed it): nothing to
-		 * finish; no stale record either (VDSM) */
-		snprintf(why, sizeof why, "%s", r < 0 ? virt_last_error() : "no copy job");
-		char w2[256];
-		if (write_md(dom, dev, NULL, NULL, NULL, w2, sizeof w2) < 0)
-			log_warn("virt: %s: dropping the replication record of %s: %s", id, dev, w2);
-		return rpc_fail(c, RPC_E_REPLICA, "disk %s: the replication job is not found (%s)",
-				dev, why);
-	}
-	if (info.cur != info.end)
-		return rpc_fail(c, RPC_E_UNAVAIL, "disk %s: the replication has not caught up yet "
-				"(%llu of %llu)", dev, (unsigned long long)info.cur,
-				(unsigned long long)info.end);
 	bool pivot = strcasecmp(src.v.domain, dst.v.domain) != 0 ||
 		     strcasecmp(src.v.image, dst.v.image) != 0 ||
 		     strcasecmp(src.v.volume, dst.v.volume) != 0;
@@ -378,6 +393,15 @@ static int act_finish(struct rpc_call *c, struct virt_state *s, virDomainPtr dom
 		return rpc_fail(c, RPC_E_REPLICA, "disk %s replicates to volume %s of domain %s, "
 				"not to %s of %s", dev, rec.v.volume, rec.v.domain, dst.v.volume,
 				dst.v.domain);
+	virDomainBlockJobInfo info;
+	int r = virDomainGetBlockJobInfo(dom, dev, &info, 0);
+	if (r <= 0 || info.type != VIR_DOMAIN_BLOCK_JOB_TYPE_COPY)
+		return finish_without_job(c, s, dom, id, dev, cur, &src, &rec, pivot,
+					  r < 0 ? virt_last_error() : "no copy job");
+	if (info.cur != info.end)
+		return rpc_fail(c, RPC_E_UNAVAIL, "disk %s: the replication has not caught up yet "
+				"(%llu of %llu)", dev, (unsigned long long)info.cur,
+				(unsigned long long)info.end);
 	if (virDomainBlockJobAbort(dom, dev, pivot ? VIR_DOMAIN_BLOCK_JOB_ABORT_PIVOT : 0) < 0) {
 		if (not_ready())
 			return rpc_fail(c, RPC_E_UNAVAIL, "disk %s: %s", dev, virt_last_error());
