@@ -24,6 +24,7 @@ reason, where the private libvirtd or QEMU cannot start."""
 import json
 import os
 import subprocess
+import threading
 import time
 import unittest
 
@@ -244,8 +245,25 @@ class QemuReplicate(tef.Replay, unittest.TestCase):
 
         # the copy vanished behind vdsmd's back (qemu failed it): 55, the
         # record goes, still on the source
-        self.assertIs(result(c.call("VM.diskReplicateStart", {
-            "vmID": VM, "srcDisk": spec(SD1), "dstDisk": spec(SD2)})), True)
+        # (two Starts at once, on two connections: one runs, one is refused)
+        conns = [vt.vm_connections(self.d) for _ in range(2)]
+        answers = [None, None]
+
+        def start(i):
+            answers[i] = conns[i][0].call("VM.diskReplicateStart", {
+                "vmID": VM, "srcDisk": spec(SD1), "dstDisk": spec(SD2)}, timeout=60)
+        threads = [threading.Thread(target=start, args=(i,)) for i in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        for pair in conns:
+            for x in pair:
+                x.close()
+        self.assertEqual(sorted(a.get("result") is True or a["error"]["code"] for a in answers),
+                         [True, 55], answers)
+        self.assert_on(SD1, replicating=True)
+        self.wait_ready()
         self.assertEqual(self.lv.virsh("blockjob", "lsmvm", "vda", "--abort").returncode, 0)
         self.assertEqual(error_code(c.call("VM.diskReplicateFinish", {
             "vmID": VM, "srcDisk": spec(SD1), "dstDisk": spec(SD2)})), 55)

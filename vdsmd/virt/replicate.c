@@ -419,12 +419,23 @@ static int act_finish(struct rpc_call *c, struct virt_state *s, virDomainPtr dom
 	return 0;
 }
 
+/* One Start or Finish at a time: each reads the drive's record, then writes
+ * it (two Starts of a drive must not both pass the check, nor a failing one
+ * drop the record of the one that runs).  They are rare and short. */
+static pthread_mutex_t repl_lock = PTHREAD_MUTEX_INITIALIZER;
+
 int virt_verb_disk_replicate_start(struct rpc_call *c)
 {
-	return virt_on_domain(c, act_start);
+	pthread_mutex_lock(&repl_lock);
+	int rc = virt_on_domain(c, act_start);
+	pthread_mutex_unlock(&repl_lock);
+	return rc;
 }
 
 int virt_verb_disk_replicate_finish(struct rpc_call *c)
 {
-	return virt_on_domain(c, act_finish);
+	pthread_mutex_lock(&repl_lock);
+	int rc = virt_on_domain(c, act_finish);
+	pthread_mutex_unlock(&repl_lock);
+	return rc;
 }
