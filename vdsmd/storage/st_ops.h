@@ -371,8 +371,10 @@ void st_chain_free(struct st_chain *c);
 /* sp blank/NULL: any pool; otherwise the domain must be attached to it. */
 int st_image_prepare(struct storage_state *s, const char *sd, const char *sp, const char *img,
 		     const char *vol, struct st_chain *out, struct st_err *e);
-/* The same; allow_illegal lets an ILLEGAL leaf through (Image.prepare's
- * allowIllegal). */
+/* The same; allow_illegal lets ILLEGAL volumes of the chain through, as
+ * VDSM's prepareImage(allowIllegal) does for every volume of the image
+ * (Image.prepare's allowIllegal; VM.diskReplicateStart's destination, which
+ * Image.cloneStructure left ILLEGAL until Image.syncData). */
 int st_image_prepare2(struct storage_state *s, const char *sd, const char *sp, const char *img,
 		      const char *vol, bool allow_illegal, struct st_chain *out,
 		      struct st_err *e);

@@ -160,6 +160,8 @@ const struct rpc_binding virt_bindings[] = {
 	{ "VM.hibernate", virt_verb_hibernate },
 	{ "VM.snapshot", virt_verb_snapshot },
 	{ "VM.merge", virt_verb_merge },
+	{ "VM.diskReplicateStart", virt_verb_disk_replicate_start },
+	{ "VM.diskReplicateFinish", virt_verb_disk_replicate_finish },
 	{ "VM.start_backup", virt_verb_start_backup },
 	{ "VM.stop_backup", virt_verb_stop_backup },
 	{ "VM.backup_info", virt_verb_backup_info },

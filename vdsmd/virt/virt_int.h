@@ -623,6 +623,9 @@ void virt_blockjobs_copy(struct virt_state *s, struct virt_vm *vm);
 /* After (re)connecting: follow again the merges a previous vdsmd started
  * (kept in each domain's metadata). */
 void virt_merge_recover(struct virt_state *s, virConnectPtr c);
+/* replicate.c: live storage migration (VM.diskReplicateStart/Finish). */
+int virt_verb_disk_replicate_start(struct rpc_call *c);
+int virt_verb_disk_replicate_finish(struct rpc_call *c);
 
 /* backup.c: VM.start_backup/stop_backup/backup_info; checkpoint.c: the
  * checkpoint verbs.  A backup config as VDSM reads it (backup.py
