@@ -154,6 +154,15 @@ static int virt_set_capacity(void *ctx, const char *domain, const char *image,
 	return 0;
 }
 
+static int virt_set_legal(void *ctx, const char *domain, const char *image,
+			  const char *volume, char *why, size_t whylen)
+{
+	enum rpc_err err;
+	if (storage_set_volume_legal(ctx, domain, image, volume, &err, why, whylen) < 0)
+		return err == RPC_E_GENERAL ? VD_EIO : VD_ENOENT;
+	return 0;
+}
+
 /* virt's network interface (VM.create, VM.hotplugNic, on a worker). */
 static int virt_network_bridge(void *ctx, const char *network, char *bridge, size_t len)
 {
@@ -254,6 +263,7 @@ int daemon_init(struct vdsmd *d, char *why, size_t whylen)
 					.prepare_image_illegal = virt_prepare_image_illegal,
 					.volume_size = virt_volume_size,
 					.set_capacity = virt_set_capacity,
+					.set_legal = virt_set_legal,
 					.network_bridge = virt_network_bridge, .network_ctx = d,
 					.peer_tls = d->srv ? d->srv->peer_tls : NULL };
 	virt_set_deps(d, &deps);

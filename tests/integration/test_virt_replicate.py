@@ -183,6 +183,9 @@ class QemuReplicate(tef.Replay, unittest.TestCase):
         return subprocess.run(["qemu-img", "compare", "-U", "-f", "qcow2", "-F", "qcow2", a, b],
                               capture_output=True, text=True, timeout=120)
 
+    def legality(self, sd, img, vol):
+        return result(self.c.call("Volume.getInfo", [vol, BLANK, sd, img]))["legality"]
+
     def test_live_storage_migration(self):
         c = self.c
         r = result(c.call("VM.create", {"vmID": VM, "vmParams": {"vmId": VM, "xml": vm_xml()}},
@@ -207,6 +210,7 @@ class QemuReplicate(tef.Replay, unittest.TestCase):
         vt.wait_task(c, result(c.call("Image.cloneStructure", [IMG, BLANK, SD1, SD2])),
                      "Image.cloneStructure")
         vt.open_for_qemu(self.d, [self.dst[VOL], self.dst[SNAP]])
+        self.assertEqual(self.legality(SD2, IMG, SNAP), "ILLEGAL")   # until the pivot
 
         # refusals: nothing changes
         for verb in ("VM.diskReplicateStart", "VM.diskReplicateFinish"):
@@ -292,6 +296,9 @@ class QemuReplicate(tef.Replay, unittest.TestCase):
         self.assertEqual(self.replay([entries[311]], ph), [])   # the pivot
         lsm_ms = (time.monotonic() - t0) * 1000
         self.assert_on(SD2)
+        # the leaf the copy wrote is LEGAL on the destination (the clone left it
+        # ILLEGAL; VDSM's clone makes it LEGAL), so the VM's next start prepares it
+        self.assertEqual(self.legality(SD2, IMG, SNAP), "LEGAL")
         # at the pivot the destination chain holds what the source chain does
         r = self.compare(self.src[SNAP], self.dst[SNAP])
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
@@ -334,6 +341,7 @@ class QemuReplicate(tef.Replay, unittest.TestCase):
         self.assertIn("<ovirt-vm:domainID>%s</ovirt-vm:domainID>" % SD2, vdb)
         self.assertNotIn(SD1, vdb)
         self.assert_on(SD2)
+        self.assertEqual(self.legality(SD2, IMG2, VOLB), "LEGAL")
         r = self.compare(self.src[VOLB], self.dst[VOLB])
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         print("\nQEMU/TCG: live storage migration of a %d MiB disk (start, kill -9 and restart "

@@ -336,6 +336,22 @@ fail:;
 	return rpc_fail(c, RPC_E_REPLICA, "disk %s: %s", dev, why);
 }
 
+/* After a pivot: the destination leaf the block copy wrote is LEGAL (VDSM's
+ * cloneStructure makes it LEGAL; ours leaves the clone ILLEGAL until it is
+ * written), so the VM's next start prepares it.  Only logged on failure:
+ * the VM already runs on it. */
+static void dst_legal(struct virt_state *s, const char *id, const struct replica *r)
+{
+	pthread_mutex_lock(&s->lock);
+	struct virt_deps deps = s->deps;
+	pthread_mutex_unlock(&s->lock);
+	char why[256] = "";
+	if (deps.set_legal && deps.set_legal(deps.prepare_ctx, r->v.domain, r->v.image,
+					     r->v.volume, why, sizeof why) < 0)
+		log_warn("virt: %s: marking volume %s of domain %s LEGAL after the pivot: %s", id,
+			 r->v.volume, r->v.domain, why);
+}
+
 /* libvirt refused the pivot because the copy is not ready yet. */
 static bool not_ready(void)
 {
@@ -361,6 +377,7 @@ static int finish_without_job(struct rpc_call *c, struct virt_state *s, virDomai
 			return rpc_fail(c, RPC_E_REPLICA, "disk %s: %s", dev, why);
 		log_info("virt: %s: %s had pivoted to domain %s already; its metadata now says so",
 			 id, dev, rec->v.domain);
+		dst_legal(s, id, rec);
 		virt_mark_xml_stale(s, id);
 		return 0;
 	}
@@ -411,6 +428,8 @@ static int act_finish(struct rpc_call *c, struct virt_state *s, virDomainPtr dom
 	if (write_md(dom, dev, NULL, src.v.domain, pivot ? dst.v.domain : NULL, why,
 		     sizeof why) < 0)
 		log_warn("virt: %s: the metadata after the replication of %s: %s", id, dev, why);
+	if (pivot)
+		dst_legal(s, id, &dst);
 	log_info("virt: %s: replication of %s %s (volume %s, domain %s)", id, dev,
 		 pivot ? "pivoted to the destination" : "aborted, staying on the source",
 		 src.v.volume, pivot ? dst.v.domain : src.v.domain);
