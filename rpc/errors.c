@@ -30,6 +30,9 @@ static struct err_wire err_lookup(enum rpc_err e)
 	case RPC_E_NO_IMAGE_FILE: return (struct err_wire){ 13, "Drive image file could not be found" };
 	case RPC_E_SNAPSHOT:     return (struct err_wire){ 48, "Snapshot failed" };
 	case RPC_E_MERGE:        return (struct err_wire){ 52, "Merge failed" };
+	case RPC_E_REPLICA:      return (struct err_wire){ 55, "Drive replication error" };
+	case RPC_E_UNAVAIL:      return (struct err_wire){ 40, "Resource unavailable" };
+	case RPC_E_NO_REPLICATION: return (struct err_wire){ 88, "Replication not in progress." };
 	case RPC_E_EXTERNAL_DATA: return (struct err_wire){ 89, "Failed to handle external VM data" };
 	case RPC_E_RECOVERING:   return (struct err_wire){ 99, "Recovering from crash or Initializing" };
 	case RPC_E_GENERAL:      return (struct err_wire){ 100, "General Exception" };

@@ -91,6 +91,9 @@ enum rpc_err {
 	RPC_E_NO_IMAGE_FILE,  /* 13 ImageFileNotFound (a VM's drive) */
 	RPC_E_SNAPSHOT,       /* 48 SnapshotFailed (VM.snapshot) */
 	RPC_E_MERGE,          /* 52 MergeFailed (VM.merge) */
+	RPC_E_REPLICA,        /* 55 ReplicaError (VM.diskReplicate*: replicaErr) */
+	RPC_E_UNAVAIL,        /* 40 ResourceUnavailable (unavail: not caught up yet) */
+	RPC_E_NO_REPLICATION, /* 88 ReplicationNotInProgress */
 	RPC_E_EXTERNAL_DATA,  /* 89 ExternalDataFailed (VM.getExternalData) */
 	RPC_E_RECOVERING,     /* 99 */
 	RPC_E_GENERAL,        /* 100 */

@@ -2,7 +2,8 @@
 """tests/lint-deps.py - no loops among the files of a directory.
 
 Builds two graphs over the production files of each directory given
-(default: vdsmd/storage) and fails when either has a cycle:
+(default: vdsmd/storage) and fails when either has a cycle (one directory
+level: vdsmd means vdsmd/*.c, not its backends' subdirectories):
   - calls: file A -> file B when A's object refers to a function or object
     B's object defines (from `nm` of $BUILD/obj/<dir>/*.o, so build first);
   - includes: header/source A -> B for every #include "..." of a file of the
@@ -60,6 +61,8 @@ def call_graph(build, d):
         if not name.endswith(".o"):
             continue
         f = name[:-2] + ".c"
+        if not os.path.exists(os.path.join(d, f)):
+            continue  # left over from a file since renamed or removed
         out = subprocess.run(["nm", os.path.join(objdir, name)], check=True,
                              capture_output=True, text=True).stdout
         uses[f] = set()

@@ -1,7 +1,9 @@
 /* vdsmd/broker.c - broker mode, the connection: URI, non-blocking TCP
  * connect (TCP_NODELAY), TLS client handshake for stomps://, CONNECT and
  * heart-beats, write-first output, jittered exponential backoff.  What is
- * done with frames lives in broker_msg.c.  See broker.h. */
+ * done with frames lives in broker_msg.c, above it: broker.c tells it what
+ * happened through the struct brk_events it was handed (brk_open), and
+ * calls nothing of broker_msg.c by name.  See broker.h. */
 #include "broker_int.h"
 
 #include <errno.h>
@@ -159,7 +161,7 @@ void brk_disconnect(struct vd_broker *b, const char *why)
 	close_socket(b);
 	b->st.connected = false;
 	b->gen++;
-	brk_on_lost(b);
+	b->on->lost(b);
 	schedule_retry(b);
 }
 
@@ -232,12 +234,12 @@ static void on_frame(struct vd_broker *b, struct stomp_frame *f)
 		log_info("broker %s: connected (%s, heart-beat %u/%u ms, host_id %s)",
 			 b->where, server ? server : "unknown server", b->sc.hb_send_ms,
 			 b->sc.hb_recv_ms, b->d->cfg.host_id);
-		brk_on_connected(b);
+		b->on->connected(b);
 		break;
 	}
 	case STOMP_MESSAGE:
 		if (b->state == BRK_ONLINE)
-			brk_on_message(b, f);
+			b->on->message(b, f);
 		break;
 	case STOMP_ERROR: {
 		size_t ml = 0;
@@ -520,13 +522,14 @@ static int tls_setup(struct vd_broker *b, char *why, size_t whylen)
 	return 0;
 }
 
-int broker_start(struct vdsmd *d, char *why, size_t whylen)
+int brk_open(struct vdsmd *d, const struct brk_events *on, char *why, size_t whylen)
 {
 	struct vd_config *cfg = &d->cfg;
 	if (!cfg->broker_uri || !*cfg->broker_uri)
 		return 0;
 	struct vd_broker *b = xcalloc(1, sizeof(*b));
 	b->d = d;
+	b->on = on;
 	b->link = (struct io_conn)IO_CONN_INIT;
 	int rc = broker_parse_uri(cfg->broker_uri, b->host, sizeof(b->host), &b->port, &b->tls,
 				  why, whylen);
@@ -559,8 +562,6 @@ int broker_start(struct vdsmd *d, char *why, size_t whylen)
 	buf_init(&b->out);
 	b->backoff = BRK_BACKOFF_MIN;
 	b->rand_state = (unsigned)(vd_now_ns() ^ (uint64_t)getpid() * 2654435761u);
-	b->cache = xcalloc(BRK_CACHE_MAX, sizeof(*b->cache));
-	b->parked_tail = &b->parked;
 	ev_init(&b->retry, retry_cb);
 	b->retry.data = b;
 	ev_init(&b->tick, tick_cb);
@@ -594,27 +595,14 @@ void broker_stop(struct vd_broker *b)
 	b->state = BRK_STOPPED;
 	b->st.connected = false;
 	b->gen++;
-	brk_on_lost(b);
+	b->on->lost(b);
 }
 
-void brk_release(struct vd_broker *b)
+void brk_link_free(struct vd_broker *b)
 {
-	brk_cache_free(b);
-	brk_parked_free(b);
 	if (b->ssl_ctx)
 		SSL_CTX_free(b->ssl_ctx);
 	buf_free(&b->in);
 	buf_free(&b->out);
 	free(b);
-}
-
-void broker_free(struct vd_broker *b)
-{
-	if (!b)
-		return;
-	broker_stop(b);
-	b->d->broker = NULL;
-	b->freed = true;
-	if (b->pending == 0)
-		brk_release(b);
 }

@@ -1,5 +1,7 @@
 /* vdsmd/broker_int.h - internals shared by broker.c (connection, I/O, TLS,
- * backoff) and broker_msg.c (requests, reply cache, events, metrics). */
+ * backoff: the link) and broker_msg.c (requests, reply cache, events,
+ * metrics, and broker.h's broker_start/broker_free), which is above it:
+ * broker_msg.c calls the link, the link reports through struct brk_events. */
 #ifndef VD_VDSMD_BROKER_INT_H
 #define VD_VDSMD_BROKER_INT_H
 
@@ -42,8 +44,20 @@ struct brk_parked {
 	char *ack, *reply_to, *ct, *flow;
 };
 
+/* What the link (broker.c) tells the messages (broker_msg.c, above it):
+ * handed down once, to brk_open. */
+struct brk_events {
+	/* CONNECTED: subscribe (once the engine is ready), run parked deliveries */
+	void (*connected)(struct vd_broker *b);
+	/* a MESSAGE while online */
+	void (*message)(struct vd_broker *b, const struct stomp_frame *f);
+	/* the connection is gone (lost or stopped): its deliveries are stale */
+	void (*lost)(struct vd_broker *b);
+};
+
 struct vd_broker {
 	struct vdsmd *d;
+	const struct brk_events *on;  /* broker_msg.c's (brk_open) */
 	char host[256];
 	unsigned port;
 	bool tls;
@@ -78,19 +92,14 @@ struct vd_broker {
 	unsigned rand_state;
 };
 
-/* broker.c */
+/* broker.c: the link.  brk_open creates d->broker when broker_uri is set
+ * (broker_start's checks; on is kept); brk_link_free frees what the link
+ * holds and b itself. */
+int brk_open(struct vdsmd *d, const struct brk_events *on, char *why, size_t whylen);
+void brk_link_free(struct vd_broker *b);
 void brk_flush(struct vd_broker *b);
 /* Drop the connection and schedule a reconnect (why is logged). */
 void brk_disconnect(struct vd_broker *b, const char *why);
 bool brk_online(const struct vd_broker *b);
-
-/* broker_msg.c */
-void brk_on_connected(struct vd_broker *b);
-void brk_on_message(struct vd_broker *b, const struct stomp_frame *f);
-void brk_on_lost(struct vd_broker *b);
-void brk_cache_free(struct vd_broker *b);
-void brk_parked_free(struct vd_broker *b);
-/* Called when the last pending request completed after broker_free. */
-void brk_release(struct vd_broker *b);
 
 #endif

@@ -10,7 +10,6 @@
 #include "../common/arena.h"
 #include "../common/log.h"
 #include "../rpc/rpc.h"
-#include "daemon.h"
 
 struct brk_req {
 	struct vd_broker *b;
@@ -108,7 +107,7 @@ static const struct brk_cache_entry *cache_get(struct vd_broker *b, const char *
 	return NULL;
 }
 
-void brk_cache_free(struct vd_broker *b)
+static void brk_cache_free(struct vd_broker *b)
 {
 	while (b->cache_n)
 		cache_pop(b);
@@ -181,7 +180,7 @@ static void run_parked(struct vd_broker *b)
 	}
 }
 
-void brk_parked_free(struct vd_broker *b)
+static void brk_parked_free(struct vd_broker *b)
 {
 	while (b->parked) {
 		struct brk_parked *p = b->parked;
@@ -195,6 +194,8 @@ void brk_parked_free(struct vd_broker *b)
 	}
 	b->parked_tail = &b->parked;
 }
+
+static void brk_release(struct vd_broker *b);
 
 static void on_reply(void *ctx, const struct rpc_response *r)
 {
@@ -288,7 +289,7 @@ static bool answer_from_cache(struct vd_broker *b, const char *body, size_t len,
 	return e != NULL;
 }
 
-void brk_on_message(struct vd_broker *b, const struct stomp_frame *f)
+static void brk_on_message(struct vd_broker *b, const struct stomp_frame *f)
 {
 	b->st.requests++;
 	char *ack = hdup(f, "ack");
@@ -362,7 +363,7 @@ static void ready_poll_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	}
 }
 
-void brk_on_connected(struct vd_broker *b)
+static void brk_on_connected(struct vd_broker *b)
 {
 	b->subscribed = false;
 	if (rpc_engine_ready(b->d->rpc)) {
@@ -375,7 +376,7 @@ void brk_on_connected(struct vd_broker *b)
 	run_parked(b);
 }
 
-void brk_on_lost(struct vd_broker *b)
+static void brk_on_lost(struct vd_broker *b)
 {
 	b->subscribed = false;
 	ev_timer_stop(b->d->loop, &b->ready_poll);
@@ -462,4 +463,43 @@ void broker_metrics_format(const struct vd_broker *b, struct vd_buf *o)
 	       s.cache_entries);
 	metric(o, "vdsmd_broker_reply_cache_bytes", "gauge", "Bytes in the reply cache.",
 	       s.cache_bytes);
+}
+
+/* ---- lifecycle --------------------------------------------------------------- */
+
+static const struct brk_events link_events = {
+	.connected = brk_on_connected,
+	.message = brk_on_message,
+	.lost = brk_on_lost,
+};
+
+int broker_start(struct vdsmd *d, char *why, size_t whylen)
+{
+	int rc = brk_open(d, &link_events, why, whylen);
+	struct vd_broker *b = d->broker;
+	if (rc == 0 && b) {
+		b->cache = xcalloc(BRK_CACHE_MAX, sizeof(*b->cache));
+		b->parked_tail = &b->parked;
+	}
+	return rc;
+}
+
+/* Everything goes: the reply cache, parked deliveries, then the link's
+ * (after broker_free, once no request is left in the engine). */
+static void brk_release(struct vd_broker *b)
+{
+	brk_cache_free(b);
+	brk_parked_free(b);
+	brk_link_free(b);
+}
+
+void broker_free(struct vd_broker *b)
+{
+	if (!b)
+		return;
+	broker_stop(b);
+	b->d->broker = NULL;
+	b->freed = true;
+	if (b->pending == 0)
+		brk_release(b);
 }

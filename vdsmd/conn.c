@@ -1,6 +1,8 @@
 /* vdsmd/conn.c - one client connection: non-blocking I/O with write-first
  * output, input buffering, detection/handshake timeouts, STOMP heart-beats,
- * output bound, deferred free. */
+ * output bound, deferred free.  The protocols are above it: what a detected
+ * protocol does is the table server_start was handed (s->protos); conn.c
+ * calls no protocol handler by name. */
 #include "server.h"
 
 #include <errno.h>
@@ -211,6 +213,8 @@ static long write_some(struct vd_conn *c, const char *p, size_t n)
 		/* 0 from SSL_write: the peer is gone (EPIPE, close_notify); it is
 		 * no progress to retry (that would spin), close instead. */
 		long w = tls_write(c, p, n);
+		if (w == VD_AGAIN && tls_want_write(c))
+			conn_want_write(c, true);
 		return w == 0 ? VD_EIO : w;
 	}
 	long w = write(c->fd, p, n);
@@ -399,18 +403,6 @@ bool conn_backlogged(const struct vd_conn *c)
 	return c->state == CS_STOMP && c->out.len + c->held_bytes >= CONN_BACKLOG;
 }
 
-/* What a connection does in each protocol detect_protocol() finds. */
-struct conn_proto {
-	enum conn_state state;
-	void (*open)(struct vd_conn *c);                         /* NULL: nothing */
-	long (*feed)(struct vd_conn *c, char *buf, size_t len);  /* bytes used, < 0 close */
-};
-
-static const struct conn_proto conn_protos[PROTO__COUNT] = {
-	[PROTO_HTTP] = { CS_HTTP, NULL, http_conn_feed },
-	[PROTO_STOMP] = { CS_STOMP, stomp_conn_open, stomp_conn_feed },
-};
-
 /* Hand input to the protocol; returns bytes consumed.  A STOMP connection
  * whose output is backlogged gets one frame handled per call (the session
  * stops after it: on_pause); the rest waits in its input buffer until the
@@ -424,7 +416,7 @@ static size_t process(struct vd_conn *c, char *buf, size_t len)
 			int p = detect_protocol(buf + used, len - used);
 			if (p == VD_AGAIN)
 				break;
-			if (p <= PROTO_NONE || p >= PROTO__COUNT || !conn_protos[p].feed) {
+			if (p <= PROTO_NONE || p >= PROTO__COUNT || !s->protos[p].feed) {
 				s->n.unknown_proto++;
 				log_limited(&s->ll_detect, VD_LOG_WARN,
 					    "unrecognized protocol from %s, closing", c->peer);
@@ -433,7 +425,7 @@ static size_t process(struct vd_conn *c, char *buf, size_t len)
 			}
 			ev_timer_stop(s->d->loop, &c->rt);
 			log_debug("connection %s speaks %s", c->peer, proto_name((enum vd_proto)p));
-			c->proto = &conn_protos[p];
+			c->proto = &s->protos[p];
 			c->state = c->proto->state;
 			if (c->proto->open)
 				c->proto->open(c);
@@ -525,6 +517,8 @@ static void on_readable(struct vd_conn *c)
 		long n;
 		if (c->ssl) {
 			n = tls_read(c, s->rbuf, VD_RBUF);
+			if (n == VD_AGAIN && tls_want_write(c))
+				conn_want_write(c, true);  /* TLS must write to read on */
 		} else {
 			n = read(c->fd, s->rbuf, VD_RBUF);
 			if (n < 0 && errno == EINTR)
@@ -562,8 +556,14 @@ static void io_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct vd_conn *c = w->data;
 	if (c->state == CS_HANDSHAKE) {
-		int r = tls_handshake(c);
-		if (r <= 0)
+		const char *why = NULL;
+		int r = tls_handshake(c, &why);
+		if (r < 0) {
+			conn_close(c, why);
+			return;
+		}
+		conn_want_write(c, r == 0 && tls_want_write(c));
+		if (r == 0)
 			return;
 		c->state = CS_DETECT;
 		c->rt.repeat = c->srv->d->cfg.detect_timeout;

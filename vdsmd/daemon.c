@@ -24,7 +24,7 @@
 #define READY_VIRT 2u
 #define EVENT_QUEUE_MAX 10000
 
-void vdsmd_subsystem_ready(struct vdsmd *d, const char *which)
+void daemon_subsystem_ready(struct vdsmd *d, const char *which)
 {
 	unsigned bit = strcmp(which, "host") == 0 ? READY_HOST
 		       : strcmp(which, "virt") == 0 ? READY_VIRT : 0;
@@ -39,21 +39,6 @@ void vdsmd_subsystem_ready(struct vdsmd *d, const char *which)
 		log_info("ready: host and VM samples taken (%llu ms after start)",
 			 (unsigned long long)(vd_now_ms() - d->start_ms));
 	}
-}
-
-const struct vd_codec *daemon_codec_for(const struct vdsmd *d, const char *ct, size_t ctlen)
-{
-	if (!ct || ctlen == 0)
-		return d->codec;
-	/* The common case without the registry walk. */
-	if (ctlen == 16 && memcmp(ct, "application/json", 16) == 0 && d->codec->is_json)
-		return d->codec;
-	const struct vd_codec *k = codec_find_content_type(ct, ctlen);
-	if (!k)
-		return NULL;
-	if (k->is_json)
-		return d->codec->is_json ? d->codec : k;
-	return k;
 }
 
 static int select_codec(struct vdsmd *d, char *why, size_t whylen)
@@ -169,11 +154,28 @@ static int virt_set_capacity(void *ctx, const char *domain, const char *image,
 	return 0;
 }
 
+static int virt_set_legal(void *ctx, const char *domain, const char *image,
+			  const char *volume, char *why, size_t whylen)
+{
+	enum rpc_err err;
+	if (storage_set_volume_legal(ctx, domain, image, volume, &err, why, whylen) < 0)
+		return err == RPC_E_GENERAL ? VD_EIO : VD_ENOENT;
+	return 0;
+}
+
 /* virt's network interface (VM.create, VM.hotplugNic, on a worker). */
 static int virt_network_bridge(void *ctx, const char *network, char *bridge, size_t len)
 {
 	return net_network_bridge(ctx, network, bridge, len);
 }
+
+/* What the main port's connections do in each protocol detected (conn.c
+ * calls through it): HTTP (http.c) and STOMP (server.c's glue to the
+ * broker).  A new protocol: its detector in detect.c, its entry here. */
+static const struct conn_proto conn_protos[PROTO__COUNT] = {
+	[PROTO_HTTP] = { CS_HTTP, NULL, http_conn_feed },
+	[PROTO_STOMP] = { CS_STOMP, stomp_conn_open, stomp_conn_feed },
+};
 
 static int build_engine(struct vdsmd *d, char *why, size_t whylen)
 {
@@ -203,6 +205,7 @@ int daemon_init(struct vdsmd *d, char *why, size_t whylen)
 {
 	int rc;
 	d->start_ms = vd_now_ms();
+	d->report_ready = daemon_subsystem_ready;
 	/* Not ev_default_loop: the default loop installs a SIGCHLD handler
 	 * that reaps every child with waitpid(-1), which steals the exit
 	 * status of children the daemon runs itself (storage's qemu-img).
@@ -234,7 +237,7 @@ int daemon_init(struct vdsmd *d, char *why, size_t whylen)
 	rpc_engine_set_submit(d->rpc, pool_submit, d->pool);
 	/* The broker and the event wake-up exist before subsystems start, so
 	 * an early event is queued, not lost. */
-	server_start(d);
+	server_start(d, conn_protos);
 	if ((rc = host_init(d))) {
 		snprintf(why, whylen, "host: %s", vd_strerror(rc));
 		return rc;
@@ -260,6 +263,7 @@ int daemon_init(struct vdsmd *d, char *why, size_t whylen)
 					.prepare_image_illegal = virt_prepare_image_illegal,
 					.volume_size = virt_volume_size,
 					.set_capacity = virt_set_capacity,
+					.set_legal = virt_set_legal,
 					.network_bridge = virt_network_bridge, .network_ctx = d,
 					.peer_tls = d->srv ? d->srv->peer_tls : NULL };
 	virt_set_deps(d, &deps);
@@ -300,14 +304,19 @@ void daemon_fini(struct vdsmd *d)
 		free(d->host_peers);
 		d->host_peers = NULL;
 	}
+	/* virt first: init hands it storage's and net's interfaces last
+	 * (virt_set_deps, after image_init), and its background threads (live
+	 * merge, hibernation, snapshots; the sampler's merge recovery) call
+	 * storage through them until virt_fini has joined them.  Then the rest
+	 * in the reverse of init. */
+	if (d->virt)
+		virt_fini(d);
 	if (d->image)
 		image_fini(d);
 	if (d->net)
 		net_fini(d);
 	if (d->storage)
 		storage_fini(d);
-	if (d->virt)
-		virt_fini(d);
 	if (d->host)
 		host_fini(d);
 	server_free(d->srv);

@@ -21,15 +21,15 @@
 
 /* 0, or a vd_err with a message naming what stopped startup in why. */
 int daemon_init(struct vdsmd *d, char *why, size_t whylen);
+/* What d->report_ready points at after daemon_init: the engine becomes
+ * ready (code 99 ends, events flow) once "host" and "virt" have both
+ * reported; other names are ignored. */
+void daemon_subsystem_ready(struct vdsmd *d, const char *which);
 /* Stops accepting, closes connections, stops subsystems, frees everything. */
 void daemon_fini(struct vdsmd *d);
 /* The whole daemon: config, logging, init, loop until SIGTERM/SIGINT.
  * Returns the process exit status. */
 int daemon_main(int argc, char **argv);
-/* The codec for a request's content-type: none or JSON → the startup codec
- * (or a JSON one when the startup codec is not JSON), msgpack → msgpack when
- * built in; NULL when unsupported. */
-const struct vd_codec *daemon_codec_for(const struct vdsmd *d, const char *ct, size_t ctlen);
 
 /* Security (privs.c).  True when every address `addr` resolves to is a
  * loopback one (127/8, ::1). */

@@ -75,7 +75,7 @@ static int match_stomp(const char *buf, size_t len)
 }
 
 /* The protocols a connection may speak, in the order they are tried (a
- * protocol is added here, and its handlers in conn.c's table). */
+ * protocol is added here, and its handlers in daemon.c's conn_protos). */
 static const struct {
 	enum vd_proto id;
 	const char *name;

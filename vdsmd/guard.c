@@ -14,7 +14,9 @@
  * the budget by more than one read.  Past 7/8 of the budget new requests get
  * code 1100 (guard_overloaded).
  *
- * Loop thread only, like the rest of the server. */
+ * Below the connections (conn.c calls in to charge and admit): a connection
+ * is closed through the function guard_start was handed (conn_close), never
+ * by calling up into conn.c.  Loop thread only, like the rest of the server. */
 #include "server.h"
 
 #include <errno.h>
@@ -43,6 +45,18 @@ static size_t conn_charge(const struct vd_conn *c)
 
 static void note_usage(struct vd_server *s);
 
+/* What the image server's transfers buffer (their threads charge it to the
+ * same budget, vdsmd.h struct vd_mem_share). */
+static size_t image_used(const struct vd_server *s)
+{
+	return __atomic_load_n(&s->d->mem.image, __ATOMIC_RELAXED);
+}
+
+static void publish(struct vd_server *s)
+{
+	__atomic_store_n(&s->d->mem.loop, s->mem_used, __ATOMIC_RELAXED);
+}
+
 void guard_account(struct vd_conn *c)
 {
 	struct vd_server *s = c->srv;
@@ -54,6 +68,7 @@ void guard_account(struct vd_conn *c)
 
 static void note_usage(struct vd_server *s)
 {
+	publish(s);
 	if (s->mem_used > s->mem_peak)
 		s->mem_peak = s->mem_used;
 	bool over = guard_overloaded(s);
@@ -73,6 +88,7 @@ void guard_release(struct vd_conn *c)
 	size_t bufs = c->in.cap + c->out.cap;
 	s->mem_used -= c->charged;
 	c->charged = 0;
+	publish(s);
 	if (s->overloaded && !guard_overloaded(s)) {
 		s->overloaded = false;
 		if (s->d->rpc)
@@ -84,7 +100,7 @@ void guard_release(struct vd_conn *c)
 
 bool guard_overloaded(const struct vd_server *s)
 {
-	return s->budget && s->mem_used > s->budget - s->budget / 8;
+	return s->budget && s->mem_used + image_used(s) > s->budget - s->budget / 8;
 }
 
 /* Best effort: an ERROR frame straight to the socket (the victim's buffers
@@ -103,10 +119,11 @@ static void tell(struct vd_conn *c, const char *msg)
 	buf_free(&b);
 }
 
-/* Close a holder of too much memory.  conn_close() gives its buffers back
- * at once: every readable connection of one loop iteration may fill up to
- * the budget, and when closed connections were freed only at the end of the
- * iteration, 10 slow readers took 275 MB through a 48 MB budget. */
+/* Close a holder of too much memory.  conn_close() (s->close_conn) gives
+ * its buffers back at once: every readable connection of one loop iteration
+ * may fill up to the budget, and when closed connections were freed only at
+ * the end of the iteration, 10 slow readers took 275 MB through a 48 MB
+ * budget. */
 static void evict(struct vd_conn *v, const char *what)
 {
 	struct vd_server *s = v->srv;
@@ -115,7 +132,7 @@ static void evict(struct vd_conn *v, const char *what)
 		    "connection %s holds %zu bytes, %zu of memory_budget %zu in use: %s",
 		    v->peer, v->charged, s->mem_used, s->budget, what);
 	tell(v, "memory budget exceeded");
-	conn_close(v, "memory budget");  /* frees its buffers at once (conn.c) */
+	s->close_conn(v, "memory budget");  /* frees its buffers at once (conn.c) */
 }
 
 static struct vd_conn *biggest(struct vd_server *s)
@@ -133,7 +150,7 @@ bool guard_admit(struct vd_conn *c, size_t more)
 	if (c->dead)
 		return false;
 	guard_account(c);
-	while (s->budget && s->mem_used + more > s->budget) {
+	while (s->budget && s->mem_used + image_used(s) + more > s->budget) {
 		struct vd_conn *v = biggest(s);
 		if (!v || v->charged <= CONN_COST + TLS_COST) {
 			/* nothing big left to close: this growth alone does not fit,
@@ -176,7 +193,7 @@ bool guard_charge_out(struct vd_conn *c, size_t bytes)
 	if (c->dead)
 		return false;
 	size_t more = growth(&c->out, bytes);
-	if (s->budget && s->mem_used + more > s->budget)
+	if (s->budget && s->mem_used + image_used(s) + more > s->budget)
 		return false;
 	/* charged now; guard_account (after the flush) puts the exact figure */
 	c->charged += more;
@@ -188,7 +205,7 @@ bool guard_charge_out(struct vd_conn *c, size_t bytes)
 bool guard_fanout_fits(const struct vd_server *s, size_t bytes)
 {
 	/* whole, and without taking the daemon into the 1100 regime */
-	return !s->budget || s->mem_used + bytes <= s->budget - s->budget / 8;
+	return !s->budget || s->mem_used + image_used(s) + bytes <= s->budget - s->budget / 8;
 }
 
 void guard_input(struct vd_conn *c, bool progress)
@@ -210,7 +227,7 @@ static void timeout_close(struct vd_conn *c, uint64_t *counter, const char *what
 	log_limited(&s->ll_timeout, VD_LOG_WARN, "connection %s: %s for %u s, closing", c->peer,
 		    what, limit);
 	tell(c, what);
-	conn_close(c, what);
+	s->close_conn(c, what);
 }
 
 /* Over 7/8 of the budget (requests answered 1100): close the biggest
@@ -284,7 +301,7 @@ static void sweep_cb(struct ev_loop *loop, ev_timer *w, int revents)
 		if (c->state == CS_HTTP && !busy && !c->http_busy && c->in.len == 0 &&
 		    now - VD_MAX(c->last_in, c->last_out) >= cfg->http_keepalive_timeout) {
 			s->n.keepalive_timeouts++;
-			conn_close(c, "keep-alive timeout");
+			s->close_conn(c, "keep-alive timeout");
 		}
 	}
 	if (s->freed_since_trim >= TRIM_AFTER) {
@@ -339,7 +356,7 @@ bool guard_evict_unestablished(struct vd_server *s)
 		    "connection limit %u reached: closing %s, the oldest connection that is not a "
 		    "client yet", s->d->cfg.max_connections, old->peer);
 	tell(old, "connection limit reached");
-	conn_close(old, "evicted: connection limit reached before it was a client");
+	s->close_conn(old, "evicted: connection limit reached before it was a client");
 	return true;
 }
 
@@ -381,10 +398,12 @@ static size_t default_budget(void)
 	return (size_t)pages * (size_t)psz / 4;
 }
 
-void guard_start(struct vd_server *s)
+void guard_start(struct vd_server *s, void (*close_conn)(struct vd_conn *c, const char *why))
 {
 	struct ev_loop *loop = s->d->loop;
+	s->close_conn = close_conn;
 	s->budget = s->d->cfg.memory_budget ? s->d->cfg.memory_budget : default_budget();
+	__atomic_store_n(&s->d->mem.budget, s->budget, __ATOMIC_RELAXED);
 	/* Buffers of 256 KiB and more (partial frames, pending output) come from
 	 * mmap and go back to the system when freed; glibc's default threshold
 	 * climbs to 32 MiB after the first large free, leaving them on the heap. */

@@ -10,7 +10,6 @@
 #include <strings.h>
 
 #include "../common/log.h"
-#include "daemon.h"
 #include "../rpc/rpc.h"
 
 static bool is_tchar(unsigned char ch)

@@ -19,6 +19,11 @@ static void metric(struct vd_buf *o, const char *name, const char *type, const c
 		   (unsigned long long)v);
 }
 
+bool server_ready(const struct vd_server *s)
+{
+	return s->d->rpc && rpc_engine_ready(s->d->rpc);
+}
+
 void metrics_format(struct vd_server *s, struct vd_buf *o)
 {
 	struct vdsmd *d = s->d;

@@ -13,7 +13,6 @@
 #include <sys/uio.h>
 
 #include "../common/log.h"
-#include "daemon.h"
 #include "broker.h"
 #include "../rpc/event.h"
 #include "../rpc/rpc.h"
@@ -565,9 +564,10 @@ int server_listen(struct vdsmd *d, char *why, size_t whylen)
 	return 0;
 }
 
-void server_start(struct vdsmd *d)
+void server_start(struct vdsmd *d, const struct conn_proto *protos)
 {
 	struct vd_server *s = d->srv;
+	s->protos = protos;
 	struct ev_loop *loop = d->loop;
 	struct stomp_broker_config bc = {
 		.limits = { d->cfg.max_frame_size, d->cfg.max_headers, d->cfg.max_header_line },
@@ -599,7 +599,7 @@ void server_start(struct vdsmd *d)
 	ev_check_start(loop, &s->bus_check);
 	if (d->bus)
 		event_bus_set_wake(d->bus, bus_wake, s);
-	guard_start(s);
+	guard_start(s, conn_close);
 }
 
 void server_stop(struct vd_server *s)
@@ -657,9 +657,4 @@ void server_free(struct vd_server *s)
 	free(s->rbuf);
 	s->d->srv = NULL;
 	free(s);
-}
-
-bool server_ready(const struct vd_server *s)
-{
-	return s->d->rpc && rpc_engine_ready(s->d->rpc);
 }

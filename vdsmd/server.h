@@ -27,8 +27,9 @@ enum vd_proto { PROTO_NONE = 0, PROTO_HTTP, PROTO_STOMP, PROTO__COUNT };
 /* Decide from the first bytes of a stream: PROTO_HTTP, PROTO_STOMP,
  * PROTO_NONE (not a protocol we speak) or VD_AGAIN (need more bytes).
  * Decides as soon as the bytes disambiguate, trying detect.c's table of
- * protocols in order; conn.c's table, indexed by enum vd_proto, holds what
- * a connection does in each (its state, open, feed). */
+ * protocols in order; the daemon's table (struct conn_proto, indexed by
+ * enum vd_proto, handed to server_start) holds what a connection does in
+ * each (its state, open, feed). */
 int detect_protocol(const char *buf, size_t len);
 const char *proto_name(enum vd_proto p);
 
@@ -55,6 +56,8 @@ struct http_req {
 long http_parse(const char *buf, size_t len, size_t max_header, struct http_req *r);
 
 /* ---- server ----------------------------------------------------------- */
+
+enum conn_state { CS_HANDSHAKE, CS_DETECT, CS_STOMP, CS_HTTP };
 
 struct vd_conn;
 struct ssl_ctx_st;
@@ -103,6 +106,7 @@ struct vd_server {
 	struct vd_conn *dead;       /* closed, waiting to be freed */
 	unsigned nconns;
 	bool stopping;
+	const struct conn_proto *protos;  /* per enum vd_proto (server_start) */
 	struct vd_conn *feeding;    /* connection whose input is being parsed */
 	bool publishing;            /* inside event fan-out (frames may be held) */
 	size_t pad_to;              /* plaintext: shorter MESSAGE frames are padded
@@ -118,6 +122,7 @@ struct vd_server {
 	bool overloaded;            /* over 7/8 of the budget (the engine answers 1100) */
 	ev_timer sweep;             /* timeouts, once a second */
 	ev_timer accept_resume;     /* accept paused on EMFILE / ENFILE */
+	void (*close_conn)(struct vd_conn *c, const char *why);  /* conn_close (guard_start) */
 	struct vd_log_limit ll_accept, ll_refuse, ll_tls, ll_detect, ll_timeout, ll_budget,
 			    ll_overflow;
 };
@@ -131,23 +136,31 @@ struct vd_server {
  * socket; logs "listening on ADDR:PORT" at info level (the first info line,
  * which tests read to find an ephemeral port).  0 or vd_err with why. */
 int server_listen(struct vdsmd *d, char *why, size_t whylen);
+/* What a connection does in each protocol detect_protocol() finds: the
+ * daemon composes the table (daemon.c) and hands it to server_start; conn.c
+ * only calls through it. */
+struct conn_proto {
+	enum conn_state state;
+	void (*open)(struct vd_conn *c);                         /* NULL: nothing */
+	long (*feed)(struct vd_conn *c, char *buf, size_t len);  /* bytes used, < 0 close */
+};
+
 /* Create the broker and start accepting, event fan-out and the signal
- * watchers (after the engine, bus and pool exist). */
-void server_start(struct vdsmd *d);
+ * watchers (after the engine, bus and pool exist).  protos: PROTO__COUNT
+ * entries indexed by enum vd_proto (a NULL feed: refused), kept. */
+void server_start(struct vdsmd *d, const struct conn_proto *protos);
 /* Stop accepting, flush and close every connection (no loop run needed). */
 void server_stop(struct vd_server *s);
 void server_free(struct vd_server *s);
 
 /* ---- connections (conn.c) --------------------------------------------- */
 
-enum conn_state { CS_HANDSHAKE, CS_DETECT, CS_STOMP, CS_HTTP };
-
 struct vd_conn {
 	struct vd_server *srv;
 	struct vd_conn *prev, *next;
 	int fd;
 	enum conn_state state;
-	const struct conn_proto *proto;  /* conn.c's handlers, once detected */
+	const struct conn_proto *proto;  /* its entry of srv->protos, once detected */
 	bool closing;        /* close once out is flushed */
 	bool dead;
 	bool want_write;     /* EV_WRITE armed */
@@ -283,8 +296,9 @@ void wire_free(struct vd_conn *c);
 /* ---- guard.c: memory budget, timeouts (issue 17) ----------------------- */
 
 /* Budget from cfg (0: a quarter of RAM), the timeout sweep; after
- * server_start's watchers. */
-void guard_start(struct vd_server *s);
+ * server_start's watchers, before the first connection.  close_conn is how
+ * guard closes a connection (conn_close: guard is below conn.c). */
+void guard_start(struct vd_server *s, void (*close_conn)(struct vd_conn *c, const char *why));
 void guard_stop(struct vd_server *s);
 /* Recompute what c holds (buffers, subscriptions, TLS) and charge it. */
 void guard_account(struct vd_conn *c);
@@ -335,11 +349,16 @@ int tls_peer_ctx_new(const struct vd_config *cfg, struct ssl_ctx_st **out, char 
 		     size_t whylen);
 void tls_ctx_free(struct ssl_ctx_st *ctx);
 void tls_conn_start(struct vd_conn *c);
-/* Drive the handshake; returns 1 done, 0 in progress, < 0 failed (closed). */
-int tls_handshake(struct vd_conn *c);
+/* Drive the handshake; returns 1 done, 0 in progress (tls_want_write: wait
+ * for EV_WRITE, else EV_READ), < 0 failed: logged and counted, *why says
+ * why for conn_close (the caller closes). */
+int tls_handshake(struct vd_conn *c, const char **why);
 /* Like read/write: > 0 bytes, 0 EOF, VD_AGAIN, or VD_EIO. */
 long tls_read(struct vd_conn *c, char *buf, size_t len);
 long tls_write(struct vd_conn *c, const char *buf, size_t len);
+/* After VD_AGAIN (handshake, read or write): TLS must write before it can
+ * go on (the caller arms EV_WRITE). */
+bool tls_want_write(const struct vd_conn *c);
 /* Free the SSL object; notify sends close_notify first (graceful close). */
 void tls_conn_free(struct vd_conn *c, bool notify);
 
@@ -352,11 +371,10 @@ long stomp_conn_feed(struct vd_conn *c, char *buf, size_t len);
 /* Feed buffered input; returns bytes consumed or < 0 (close after flush). */
 long http_conn_feed(struct vd_conn *c, char *buf, size_t len);
 
-/* Ready for /health (engine ready). */
-bool server_ready(const struct vd_server *s);
-
 /* ---- metrics (metrics.c) ---------------------------------------------- */
 
+/* Ready for /health and vdsmd_up (engine ready). */
+bool server_ready(const struct vd_server *s);
 void metrics_format(struct vd_server *s, struct vd_buf *out);
 
 #endif

@@ -3,7 +3,9 @@
  * migration client, and for conn.c the connection's TLS through the
  * connection layer (io/io.h: non-blocking handshake, read, write; the
  * layer refuses plaintext on the TLS port by its first byte), with the
- * daemon's logging and counters. */
+ * daemon's logging and counters.  The ground floor under conn.c: it calls
+ * nothing of the connection's (conn.c arms EV_WRITE and closes on what it
+ * returns). */
 #include "server.h"
 
 #include <errno.h>
@@ -165,13 +167,12 @@ void tls_conn_free(struct vd_conn *c, bool notify)
 	c->ssl = NULL;
 }
 
-int tls_handshake(struct vd_conn *c)
+int tls_handshake(struct vd_conn *c, const char **why)
 {
 	struct io_conn *t = c->ssl;
 	struct vd_server *s = c->srv;
 	int r = io_handshake(t);
 	if (r == 0) {
-		conn_want_write(c, false);
 		if (log_get_level() >= VD_LOG_DEBUG) {
 			char subj[256] = "?";
 			if (io_peer_cert(t, subj, sizeof(subj)) != 0)
@@ -181,19 +182,17 @@ int tls_handshake(struct vd_conn *c)
 		}
 		return 1;
 	}
-	if (r == VD_AGAIN) {
-		conn_want_write(c, t->want == IO_WANT_WRITE);
+	if (r == VD_AGAIN)
 		return 0;
-	}
 	if (r == VD_ECLOSED) {   /* before its first byte */
-		conn_close(c, "closed during handshake");
+		*why = "closed during handshake";
 		return -1;
 	}
 	s->n.tls_failures++;
 	if (r == VD_EPROTO) {
 		log_limited(&s->ll_tls, VD_LOG_WARN,
 			    "plaintext connection from %s on the TLS port refused", c->peer);
-		conn_close(c, "plaintext on TLS port");
+		*why = "plaintext on TLS port";
 		return -1;
 	}
 	/* Say why a client certificate was refused (expired, unknown CA...). */
@@ -204,23 +203,26 @@ int tls_handshake(struct vd_conn *c)
 	else
 		log_limited(&s->ll_tls, VD_LOG_WARN, "TLS handshake with %s failed: %s", c->peer,
 			    io_last_error(t));
-	conn_close(c, "handshake failed");
+	*why = "handshake failed";
 	return -1;
 }
 
+bool tls_want_write(const struct vd_conn *c)
+{
+	const struct io_conn *t = c->ssl;
+	return t && t->want == IO_WANT_WRITE;
+}
+
 /* The layer's result for conn.c: bytes, 0 (read: the end of the stream;
- * write: the peer is gone), VD_AGAIN (EV_WRITE armed when TLS must write),
- * or VD_EIO (logged). */
+ * write: the peer is gone), VD_AGAIN (tls_want_write says whether TLS must
+ * write before it goes on), or VD_EIO (logged). */
 static long io_result(struct vd_conn *c, long r)
 {
 	if (r > 0)
 		return r;
 	const struct io_conn *t = c->ssl;
-	if (r == VD_AGAIN) {
-		if (t->want == IO_WANT_WRITE)
-			conn_want_write(c, true);
+	if (r == VD_AGAIN)
 		return VD_AGAIN;
-	}
 	if (r == 0 || r == VD_ECLOSED)
 		return 0;
 	log_info("connection %s: %s", c->peer, io_last_error(t));

@@ -7,8 +7,13 @@ eth0 (management, 192.0.2.1/26) is wired to the engine's eng0 (192.0.2.2/26);
 eth1 and eth2 are free NICs.  Addresses come from 192.0.2.0/24 and
 2001:db8::/32 and exist only inside the namespaces, which are deleted after
 each test.  Without root (no namespaces) every test is skipped, not passed.
+Nothing stays behind: each namespace's bind mount under /run/netns goes with
+it (netns_del), and the bind mount of /run/netns on itself that the first
+`ip netns add` makes (iproute2 never removes it) is undone when the process
+exits, once no namespace is left in it, if it was not there before.
 """
 
+import atexit
 import ctypes
 import json
 import os
@@ -24,6 +29,48 @@ import vdsmtest as vt
 CLONE_NEWNET = 0x40000000
 IP = shutil.which("ip") or "/usr/sbin/ip"
 _libc = ctypes.CDLL(None, use_errno=True)
+NETNS_DIR = "/run/netns"
+MNT_DETACH = 2
+
+
+def _netns_dir_mounts():
+    """How many mounts sit on /run/netns in this mount namespace."""
+    try:
+        with open("/proc/self/mountinfo") as f:
+            return sum(1 for line in f if line.split()[4] == NETNS_DIR)
+    except (OSError, IndexError):
+        return 0
+
+
+_NETNS_DIR_MOUNTS = _netns_dir_mounts()     # before any ip netns add of ours
+
+
+def netns_del(name):
+    """ip netns del name; its bind mount and file go even if ip failed."""
+    subprocess.run([IP, "netns", "del", name], capture_output=True)
+    path = os.path.join(NETNS_DIR, name)
+    if os.path.lexists(path):
+        _libc.umount2(path.encode(), MNT_DETACH)
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+
+
+@atexit.register
+def _undo_netns_dir_mount():
+    """The first `ip netns add` bind-mounts /run/netns on itself (to make it
+    shared) and nothing removes that: undo it if this process made it and
+    no namespace is left (a plain umount, which fails while another
+    process's namespace is mounted beneath)."""
+    for _ in range(3):
+        try:
+            if _netns_dir_mounts() <= _NETNS_DIR_MOUNTS or os.listdir(NETNS_DIR):
+                return
+        except OSError:
+            return
+        if _libc.umount2(NETNS_DIR.encode(), 0) != 0:
+            return
 
 
 def _netns_problem():
@@ -43,7 +90,7 @@ def _netns_problem():
         if r.returncode != 0:
             return "ip -n cannot enter a namespace here: " + r.stderr.strip()
     finally:
-        subprocess.run([IP, "netns", "del", name], capture_output=True)
+        netns_del(name)
     return None
 
 
@@ -68,7 +115,7 @@ def _kernel_has(kind):
             args = ["link", "add", "k0", "type", kind]
         return subprocess.run([IP, "-n", name] + args, capture_output=True).returncode == 0
     finally:
-        subprocess.run([IP, "netns", "del", name], capture_output=True)
+        netns_del(name)
 
 
 HAS_BOND = _kernel_has("bond")
@@ -168,9 +215,9 @@ class HostNet(unittest.TestCase):
         self.hns, self.ens = "vdh" + tag, "vde" + tag
         self.orig = os.open("/proc/self/ns/net", os.O_RDONLY)
         ip("netns", "add", self.hns)
-        self.addCleanup(ip, "netns", "del", self.hns, check=False)
+        self.addCleanup(netns_del, self.hns)
         ip("netns", "add", self.ens)
-        self.addCleanup(ip, "netns", "del", self.ens, check=False)
+        self.addCleanup(netns_del, self.ens)
         for ns in (self.hns, self.ens):
             ip("link", "set", "lo", "up", ns=ns)
         for i, peer in ((0, "eng0"), (1, "peer1"), (2, "peer2")):

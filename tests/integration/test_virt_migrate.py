@@ -218,6 +218,40 @@ class AnswersAtOnce(unittest.TestCase):
         self.assertEqual(refuse.requests[0]["method"], "VM.migrationCreate")
         self.assertEqual(refuse.requests[0]["params"]["params"]["vmId"], VM)
 
+    def test_failure_after_acceptance_destroys_on_destination(self):
+        # the destination accepts the VM, then libvirt's migration fails
+        # (the test driver cannot migrate): the source sends VM.destroy
+        # there (VDSM's SourceThread._recover) before it is Up again here
+        accept = ScriptedDestination(lambda req: {"result": (
+            {"migrationPort": 0, "params": {"vmId": VM, "status": "Migration Destination"}}
+            if req["method"] == "VM.migrationCreate" else True)})
+        self.addCleanup(accept.close)
+        self.assertIs(result(self.h.c.call("VM.migrate", {"vmID": VM, "params": {
+            "dst": "127.0.0.1:%d" % accept.port}})), True)
+        ms = self.h.failed_migration()
+        self.assertEqual(ms["status"]["code"], 12, ms)
+        self.assertEqual([r["method"] for r in accept.requests],
+                         ["VM.migrationCreate", "VM.destroy"])
+        self.assertEqual(accept.requests[1]["params"], {"vmID": VM})
+        self.assertEqual(self.h.status(), "Up")
+
+    def test_failure_leaves_no_vm_on_destination_vdsmd(self):
+        # a real destination vdsmd (its own test:/// driver) that accepted
+        # the VM ("Migration Destination") has none once the source reports
+        # the failure: nothing half-created is left for the engine to clean
+        dst = Host(None)
+        self.addCleanup(dst.close)
+        self.assertIs(result(self.h.c.call("VM.migrate", {"vmID": VM, "params": {
+            "dst": "127.0.0.1:%d" % dst.d.port}})), True)
+        ms = self.h.failed_migration()
+        self.assertEqual(ms["status"]["code"], 12, ms)
+        got = dst.events("VM_status", lambda e: e["status"] == "Migration Destination", 10)
+        self.assertIn("Migration Destination", [e["status"] for e in got])
+        self.assertIsNone(dst.status())
+        r = dst.c.call("VM.destroy", {"vmID": VM})
+        self.assertEqual(vt.error_code(r), 1, r)   # noVM: already gone
+        self.assertEqual(self.h.status(), "Up")
+
     def test_call_errors_stay_synchronous(self):
         # what vm.py checks before the thread starts: no such VM, bad params
         other = "5e1f0000-1111-4222-8333-4444555566ff"
@@ -276,9 +310,10 @@ class Migration(unittest.TestCase):
         ms = result(self.src.c.call("VM.getMigrationStatus", {"vmID": VM}))
         self.assertEqual(ms["status"]["message"], "Migration canceled")
         self.assertEqual(self.lvs[1].qemu_pids(), [])
-        # the destination forgets the VM it expected (as the engine would)
-        result(self.dst.c.call("VM.destroy", {"vmID": VM}))
+        # the source had the destination forget the VM it expected
+        # (VM.destroy, before it reported the failure)
         self.assertIsNone(self.dst.status())
+        self.assertEqual(vt.error_code(self.dst.c.call("VM.destroy", {"vmID": VM})), 1)
         result(self.src.c.call("VM.destroy", {"vmID": VM}))
 
     def test_2_migrate(self):

@@ -43,16 +43,16 @@ START_TEST(ready_needs_host_and_virt)
 	d.bus = event_bus_new(codec_find("yajl"), 16);
 	d.start_ms = vd_now_ms();
 	ck_assert(!rpc_engine_ready(d.rpc));
-	vdsmd_subsystem_ready(&d, "host");
+	daemon_subsystem_ready(&d, "host");
 	ck_assert(!rpc_engine_ready(d.rpc));
 	ck_assert(!event_bus_enabled(d.bus));
-	vdsmd_subsystem_ready(&d, "storage"); /* not one that gates readiness */
-	vdsmd_subsystem_ready(&d, "host");
+	daemon_subsystem_ready(&d, "storage"); /* not one that gates readiness */
+	daemon_subsystem_ready(&d, "host");
 	ck_assert(!rpc_engine_ready(d.rpc));
-	vdsmd_subsystem_ready(&d, "virt");
+	daemon_subsystem_ready(&d, "virt");
 	ck_assert(rpc_engine_ready(d.rpc));
 	ck_assert(event_bus_enabled(d.bus));
-	vdsmd_subsystem_ready(&d, "virt");
+	daemon_subsystem_ready(&d, "virt");
 	ck_assert(rpc_engine_ready(d.rpc));
 	event_bus_free(d.bus);
 	rpc_engine_free(d.rpc);

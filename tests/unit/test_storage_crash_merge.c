@@ -22,15 +22,10 @@
  *   - no *.tmp left; a second restart reports the same outcome.
  * Needs a VD_TEST_HOOKS build (make asan-unit, make tsan). */
 #include <check.h>
-#include <dirent.h>
-#include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -39,6 +34,7 @@
 #include "check_main.h"
 
 #ifdef VD_TEST_HOOKS
+#include "crash_harness.h"
 
 #define SD1 "11111111-1111-1111-1111-111111111111"
 #define IMG1 "aaaaaaaa-0000-0000-0000-000000000001"
@@ -52,19 +48,6 @@
 #define MiB (1024 * 1024)
 
 static char root[200], state[240], tpl[240];
-static unsigned orphans_killed;
-
-static int sh(const char *fmt, ...) VD_PRINTF(1, 2);
-static int sh(const char *fmt, ...)
-{
-	char cmd[1024];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	int rc = system(cmd);
-	return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
 
 static struct storage_state *open_state(void)
 {
@@ -96,7 +79,7 @@ static void mkvol(struct storage_state *s, const char *img, const char *vol, int
 static void qemu_io(const char *img, const char *vol, const char *fmt, const char *cmd)
 {
 	char *p = vpath(img, vol);
-	ck_assert_int_eq(sh("qemu-io -f %s -c '%s' %s >/dev/null", fmt, cmd, p), 0);
+	ck_assert_int_eq(crash_sh("qemu-io -f %s -c '%s' %s >/dev/null", fmt, cmd, p), 0);
 	free(p);
 }
 
@@ -104,7 +87,7 @@ static void qemu_io(const char *img, const char *vol, const char *fmt, const cha
 static void guest_data(const char *img, const char *vol, const char *out)
 {
 	char *p = vpath(img, vol);
-	ck_assert_int_eq(sh("qemu-img convert -O raw %s %s", p, out), 0);
+	ck_assert_int_eq(crash_sh("qemu-img convert -O raw %s %s", p, out), 0);
 	free(p);
 }
 
@@ -136,47 +119,14 @@ static void build_template(void)
 	g = st_pathf("%s/guest2.raw", root);
 	guest_data(IMG2, CTOP, g);
 	free(g);
-	ck_assert_int_eq(sh("rm -rf %s && mkdir -p %s && cp -a %s/state %s/e1 %s/guest1.raw "
+	ck_assert_int_eq(crash_sh("rm -rf %s && mkdir -p %s && cp -a %s/state %s/e1 %s/guest1.raw "
 			    "%s/guest2.raw %s/", tpl, tpl, root, root, root, root, tpl), 0);
 	free(e1);
 }
 
 static void restore(void)
 {
-	ck_assert_int_eq(sh("rm -rf %s/state %s/e1 && cp -a %s/. %s/", root, root, tpl, root), 0);
-}
-
-/* Kill and reap what the crashed child left running (its qemu-img). */
-static void kill_orphans(void)
-{
-	DIR *dh = opendir("/proc");
-	struct dirent *de;
-	pid_t me = getpid();
-	while (dh && (de = readdir(dh))) {
-		pid_t pid = (pid_t)atoi(de->d_name);
-		if (pid <= 0)
-			continue;
-		char p[64], buf[512];
-		snprintf(p, sizeof(p), "/proc/%d/stat", (int)pid);
-		FILE *f = fopen(p, "r");
-		if (!f)
-			continue;
-		size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-		fclose(f);
-		buf[n] = '\0';
-		char *rp = strrchr(buf, ')');
-		int ppid = 0;
-		char stc;
-		if (rp && sscanf(rp + 1, " %c %d", &stc, &ppid) == 2 && ppid == me) {
-			kill(pid, SIGKILL);
-			waitpid(pid, NULL, 0);
-			orphans_killed++;
-		}
-	}
-	if (dh)
-		closedir(dh);
-	while (waitpid(-1, NULL, WNOHANG) > 0)
-		;
+	ck_assert_int_eq(crash_sh("rm -rf %s/state %s/e1 && cp -a %s/. %s/", root, root, tpl, root), 0);
 }
 
 /* ---- the child: the engine's order, up to the crash ------------------------ */
@@ -258,8 +208,8 @@ static void assert_headers_agree(struct storage_state *s, const char *ctx)
 			continue;
 		char *p = vpath(v->image, v->uuid);
 		bool none = strcmp(v->parent, ST_BLANK_UUID) == 0;
-		int rc = none ? sh("! qemu-img info -U %s | grep -q '^backing file:'", p)
-			      : sh("qemu-img info -U %s | grep -Eq '^backing file: %s( |$)'", p, v->parent);
+		int rc = none ? crash_sh("! qemu-img info -U %s | grep -q '^backing file:'", p)
+			      : crash_sh("qemu-img info -U %s | grep -Eq '^backing file: %s( |$)'", p, v->parent);
 		ck_assert_msg(rc == 0, "%s: %s: metadata parent %s, qcow2 header differs", ctx,
 			      v->uuid, v->parent);
 		free(p);
@@ -270,7 +220,7 @@ static void assert_guest(const char *img, const char *leaf, const char *ctx)
 {
 	char *now = st_pathf("%s/now.raw", root);
 	guest_data(img, leaf, now);
-	ck_assert_msg(sh("cmp -s %s %s/guest%d.raw", now, root, strcmp(img, IMG1) ? 2 : 1) == 0,
+	ck_assert_msg(crash_sh("cmp -s %s %s/guest%d.raw", now, root, strcmp(img, IMG1) ? 2 : 1) == 0,
 		      "%s: the guest's data through %s changed", ctx, leaf);
 	unlink(now);
 	free(now);
@@ -304,7 +254,7 @@ static void assert_result(const struct st_task_status *t, bool done, const char 
 static int check_outcome(struct storage_state *s, unsigned op, const char *ctx)
 {
 	assert_headers_agree(s, ctx);
-	ck_assert_int_eq(sh("! find %s/e1 -name '*.tmp' | grep -q .", root), 0);
+	ck_assert_int_eq(crash_sh("! find %s/e1 -name '*.tmp' | grep -q .", root), 0);
 	struct st_task_status pt, ft;
 	bool has_p = task_of(s, "prepareMerge", &pt), has_f = task_of(s, "finalizeMerge", &ft);
 	ck_assert_msg(has_p, "%s: the prepareMerge task was lost", ctx);
@@ -369,20 +319,7 @@ static void crash_run(const char *step, unsigned op, unsigned *outcomes)
 	char ctx[160];
 	snprintf(ctx, sizeof(ctx), "step %s, operation %#x", step, op);
 	restore();
-	pid_t pid = fork();
-	ck_assert_int_ge(pid, 0);
-	if (pid == 0) {
-		setenv("VDSMD_TEST_CRASH_AT", step, 1);
-		run_op(op);
-		_exit(2);
-	}
-	int status = 0;
-	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-	kill_orphans();
-	ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL,
-		      "%s: the child was not killed at the step (%s %d)", ctx,
-		      WIFSIGNALED(status) ? "signal" : "exit status",
-		      WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+	crash_fork_at(step, op, run_op, ctx);
 	struct storage_state *s = open_state();
 	int first = check_outcome(s, op, ctx);
 	st_close(s);
@@ -392,21 +329,24 @@ static void crash_run(const char *step, unsigned op, unsigned *outcomes)
 	*outcomes |= 1u << first;
 }
 
+struct steps_arg {
+	unsigned op, outcomes;
+};
+
+static void crash_run_step(const char *step, void *arg)
+{
+	struct steps_arg *a = arg;
+	crash_run(step, a->op, &a->outcomes);
+}
+
 static void run_all_steps(unsigned op, unsigned want_outcomes)
 {
-	ck_assert_int_eq(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
-	unsigned n = 0, outcomes = 0;
-	for (size_t i = 0; i < st_crash_nsteps; i++) {
-		if (!(st_crash_steps[i].ops & op))
-			continue;
-		crash_run(st_crash_steps[i].name, op, &outcomes);
-		n++;
-	}
-	ck_assert_uint_gt(n, 0);
+	struct steps_arg a = { op, 0 };
+	unsigned n = crash_each_step(op, crash_run_step, &a);
 	/* both ends are reached: the early steps roll back, the late finish */
-	ck_assert_uint_eq(outcomes, want_outcomes);
+	ck_assert_uint_eq(a.outcomes, want_outcomes);
 	printf("crash merge: operation %#x: killed at %u step(s), each recovered to one chain; "
-	       "%u qemu-img child(ren) killed\n", op, n, orphans_killed);
+	       "%u qemu-img child(ren) killed\n", op, n, crash_orphans_killed);
 }
 
 static void suite_setup(void)

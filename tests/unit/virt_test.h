@@ -18,14 +18,6 @@
 #include "../../rpc/schema.h"
 #include "../../rpc/event.h"
 
-/* The daemon's vdsmd_subsystem_ready lives with main's wiring; a unit test
- * that does not link it gets this one (weak: the real one wins). */
-__attribute__((weak)) void vdsmd_subsystem_ready(struct vdsmd *d, const char *which)
-{
-	(void)d;
-	(void)which;
-}
-
 struct vfx {
 	struct vdsmd d;
 	struct rpc_engine *e;

@@ -1,7 +1,7 @@
 /* vdsmd/host/host.c - host backend init/fini (the rest: procfs.c parsers,
  * sample.c sampler thread and snapshots, caps.c capabilities, verbs.c
- * handlers).  Kept apart so tests can drive the backend without the daemon's
- * vdsmd_subsystem_ready(). */
+ * handlers).  Kept apart so tests can drive the backend without the daemon;
+ * readiness goes through the hook the daemon hands down (d->report_ready). */
 #include "host_int.h"
 
 #include "../../common/log.h"

@@ -77,6 +77,8 @@ struct img_backend_ops {
 	 * [0, size) in order. */
 	int (*extents)(struct img_backend *be, enum img_extent_context ctx, struct img_extents *out);
 	void (*close)(struct img_backend *be);
+	/* The image's file descriptor when it is a plain file (NULL: none). */
+	int (*fd)(struct img_backend *be);
 };
 
 struct img_backend {

@@ -261,6 +261,11 @@ static void file_close(struct img_backend *be)
 	free(f);
 }
 
+static int file_fd(struct img_backend *be)
+{
+	return fb(be)->fd;
+}
+
 static const struct img_backend_ops file_ops = {
 	.name = "file",
 	.size = file_size,
@@ -270,6 +275,7 @@ static const struct img_backend_ops file_ops = {
 	.flush = file_flush,
 	.extents = file_extents,
 	.close = file_close,
+	.fd = file_fd,
 };
 
 /* Is path p beneath directory root (both resolved, absolute)? */

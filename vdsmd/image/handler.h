@@ -12,7 +12,10 @@
  *                                  | {"op": "flush"}
  *   GET     /images/<id>/extents   ?context=zero (default) | dirty
  * with keep-alive between requests.  Bodies stream through one bounded
- * buffer per connection (IMAGE_CHUNK); nothing holds a whole body.
+ * buffer (IMAGE_CHUNK) a GET or PUT takes when its body starts and gives
+ * back when it ends, charged to the daemon's memory_budget meanwhile
+ * (mem below; 503 with a JSON body when it does not fit); nothing holds a
+ * whole body.
  *
  * Every operation runs between ticket_op_begin() and ticket_op_end(), so
  * Host.get_image_ticket sees it active and its bytes transferred, and
@@ -33,6 +36,7 @@
 
 struct io_conn;
 struct ticket_table;
+struct vd_mem_share;
 
 /* Bytes one connection buffers for a body (1 MiB). */
 #define IMAGE_CHUNK (1u << 20)
@@ -45,6 +49,8 @@ struct image_counters {
 	uint64_t bytes_written;     /* image bytes received from clients (uploads) */
 	uint64_t transfers_active;  /* GET / PUT bodies streaming now */
 	uint64_t connections;       /* connections served since start */
+	uint64_t buffered;          /* bytes of transfer buffers held now */
+	uint64_t budget_refused;    /* transfers refused 503: memory_budget full */
 };
 
 struct image_handler {
@@ -55,6 +61,12 @@ struct image_handler {
 	const char *nbd_dir;        /* nbd:unix: sockets must be beneath it */
 	const char *unix_socket;    /* what OPTIONS reports (NULL: none) */
 	unsigned timeout_ms;        /* waiting for a request or its next bytes */
+	/* the daemon's memory_budget (vdsmd.h): each GET / PUT body takes its
+	 * IMAGE_CHUNK buffer only when budget - loop - image leaves room for
+	 * it below 7/8 of the budget (the main port's 1100 regime), else it
+	 * is answered 503; NULL: no limit */
+	struct vd_mem_share *mem;
+	uint64_t budget_log_ms;     /* when the last 503 was logged (atomic) */
 	struct image_counters n;
 };
 

@@ -29,6 +29,7 @@ const char *img_http_reason(int status)
 	case 416: return "Requested Range Not Satisfiable";
 	case 431: return "Request Header Fields Too Large";
 	case 500: return "Internal Server Error";
+	case 503: return "Service Unavailable";
 	case 505: return "HTTP Version Not Supported";
 	default: return "";
 	}

@@ -33,6 +33,7 @@ int image_init(struct vdsmd *d, const struct image_deps *deps, char *why, size_t
 		h->path_ctx = deps->ctx;
 	}
 	h->timeout_ms = d->cfg.image_timeout * 1000u;
+	h->mem = &d->mem;
 	const char *sock = d->cfg.image_socket && d->cfg.image_socket[0] ? d->cfg.image_socket
 									 : NULL;
 	h->unix_socket = sock;
@@ -99,6 +100,12 @@ void image_metrics_write(const struct vdsmd *d, struct vd_buf *out)
 		  offsetof(struct image_counters, transfers_active) },
 		{ "vdsmd_image_connections_total", "counter", "image server connections accepted",
 		  offsetof(struct image_counters, connections) },
+		{ "vdsmd_image_buffered_bytes", "gauge",
+		  "bytes image transfers buffer now (charged to memory_budget)",
+		  offsetof(struct image_counters, buffered) },
+		{ "vdsmd_image_budget_refused_total", "counter",
+		  "image transfers answered 503: their buffer did not fit memory_budget",
+		  offsetof(struct image_counters, budget_refused) },
 	};
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
 		const uint64_t *v = (const uint64_t *)((const char *)n + rows[i].off);

@@ -77,7 +77,7 @@ int st_image_prepare2(struct storage_state *s, const char *sd, const char *sp, c
 	}
 	/* leaf first, up the backing chain (bounded: a corrupt loop stops) */
 	while (v && n < 256) {
-		if ((!v->legal && !(allow_illegal && n == 0)) || v->busy) {
+		if ((!v->legal && !allow_illegal) || v->busy) {
 			st_fail(e, RPC_E_GENERAL, "volume %s of the chain is %s", v->uuid,
 				v->busy ? "busy" : "ILLEGAL");
 			goto fail;

@@ -17,11 +17,24 @@
  * metadata (never from the qcow2 header): VDSM runs amend on the whole
  * chain too (bug 1417460), and a downgrade to 0.10 must see the backing
  * file - qemu turns zero clusters of an image without one into unallocated
- * clusters, which would expose the backing file's data under them. */
+ * clusters, which would expose the backing file's data under them.
+ *
+ * A qemu-img amend killed half-way (vdsmd's cgroup killed, a kill -9) can
+ * leave the qcow2 corrupt: downgrading, qemu 7.2 writes the L2 table that
+ * points at a cluster it allocated for a zero cluster, then the new
+ * header, and only then the refcount block ("refcount=0 reference=1").
+ * So <storage_root>/amend-<vol>.intent names the volume while qemu-img
+ * runs; when qemu-img was killed (the job aborted), and at startup for an
+ * intent left behind (st_amend_recover), `qemu-img check -r all` of the
+ * volume's own qcow2 (no backing: its refcounts and tables are its own)
+ * makes it consistent again, then the intent goes.  Its compat is then the old one or the new
+ * one (the header is one write), its data as before; the generation is
+ * not bumped (the amend did not finish). */
 #include "st_crash.h"
 #include "st_ops.h"
 #include "../../common/log.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -56,6 +69,72 @@ static char *amend_spec(struct storage_state *s, struct st_domain *d, const char
 	return out;
 }
 
+static char *intent_path(const struct storage_state *s, const char *vol)
+{
+	return st_pathf("%s/amend-%s.intent", s->root, vol);
+}
+
+static int intent_write(struct storage_state *s, const struct st_job *j)
+{
+	struct st_kv kv;
+	kv_init(&kv);
+	kv_set(&kv, "SD", j->src[0]);
+	kv_set(&kv, "IMG", j->src[1]);
+	kv_set(&kv, "VOL", j->src[2]);
+	kv_set(&kv, "COMPAT", j->compat);
+	char *path = intent_path(s, j->src[2]);
+	int rc = kv_write_file(&kv, path);
+	free(path);
+	kv_free(&kv);
+	return rc;
+}
+
+static void intent_clear(struct storage_state *s, const char *vol)
+{
+	char *path = intent_path(s, vol);
+	if (unlink(path) == 0)
+		st_fsync_dir(s->root);
+	else if (errno != ENOENT)
+		log_error("storage: cannot remove %s: %s", path, strerror(errno));
+	free(path);
+}
+
+/* qemu-img check -r all of the qcow2 of vol (opened O_NOFOLLOW under its
+ * image directory, passed as fd 3, no backing): 0 when it is consistent
+ * afterwards. */
+static int amend_repair(const struct st_domain *d, const char *img, const char *vol)
+{
+	int ifd = st_img_open(d, img, false);
+	int fd = ifd < 0 ? -1 : openat(ifd, vol, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+	int oerr = fd < 0 ? (ifd < 0 ? -ifd : errno) : 0;
+	if (ifd >= 0)
+		close(ifd);
+	if (fd < 0) {
+		log_error("storage: volume %s of domain %s: cannot open it to check it after an "
+			  "interrupted amend: %s", vol, d->uuid, strerror(oerr));
+		return -1;
+	}
+	static const char spec[] = "json:{\"driver\":\"qcow2\",\"file\":{\"driver\":\"file\","
+				   "\"filename\":\"/proc/self/fd/3\"},\"backing\":null}";
+	char *argv[] = { (char *)"qemu-img", (char *)"check", (char *)"-r", (char *)"all",
+			 (char *)spec, NULL };
+	struct vd_buf out = VD_BUF_INIT;
+	char err[256] = "";
+	int rc = st_run_tool_out(NULL, "qemu-img", "qemu-utils", argv, fd, &out, err, sizeof(err));
+	if (rc == 0)
+		rc = fsync(fd) < 0 ? -errno : 0;
+	close(fd);
+	buf_putc(&out, '\0');
+	if (rc < 0)
+		log_error("storage: volume %s of domain %s: qemu-img check -r all after an "
+			  "interrupted amend: %s", vol, d->uuid, *err ? err : strerror(-rc));
+	else if (strstr(out.data, "Repairing") || strstr(out.data, "Rebuilding"))
+		log_warn("storage: volume %s of domain %s: repaired the qcow2 an interrupted amend "
+			 "left inconsistent", vol, d->uuid);
+	buf_free(&out);
+	return rc < 0 ? -1 : 0;
+}
+
 static int run_amend(struct storage_state *s, struct st_job *j, struct st_domain *d,
 		     const struct st_volume *v, struct st_err *e)
 {
@@ -67,6 +146,13 @@ static int run_amend(struct storage_state *s, struct st_job *j, struct st_domain
 	if (!spec) {
 		close(fd);
 		return st_fail(e, RPC_E_GENERAL, "Cannot amend volume %s: %s", j->src[2], err);
+	}
+	int wrc = intent_write(s, j);
+	if (wrc < 0) {
+		free(spec);
+		close(fd);
+		return st_fail(e, RPC_E_GENERAL, "Cannot amend volume %s: recording it: %s",
+			       j->src[2], strerror(-wrc));
 	}
 	char opt[32];
 	snprintf(opt, sizeof(opt), "compat=%s", j->compat);
@@ -80,12 +166,19 @@ static int run_amend(struct storage_state *s, struct st_job *j, struct st_domain
 	free(spec);
 	if (rc < 0) {
 		close(fd);
+		/* killed half-way (the job aborted, or a signal): consistent again
+		 * before it is used; an amend that failed by itself (the volume in
+		 * use: no write lock) did not change it */
+		bool killed = rc == -ECANCELED || strstr(err, "killed by signal") != NULL;
+		if (!killed || amend_repair(d, j->src[1], j->src[2]) == 0)
+			intent_clear(s, j->src[2]);
 		return st_fail(e, RPC_E_GENERAL, "Cannot amend volume %s: %s", j->src[2], err);
 	}
 	rc = fsync(fd) < 0 ? -errno : 0;
 	close(fd);
 	if (rc < 0)
 		return st_fail(e, RPC_E_GENERAL, "syncing volume %s: %s", j->src[2], strerror(-rc));
+	intent_clear(s, j->src[2]);
 	return 0;
 }
 
@@ -132,6 +225,57 @@ static int amend_work(struct storage_state *s, struct st_job *j, struct st_err *
 static void *amend_main(void *arg)
 {
 	return st_job_thread(arg, amend_work);
+}
+
+/* One intent: the volume it names checked and repaired, then it goes; kept
+ * (for the next start) when the repair failed. */
+static void recover_one(struct storage_state *s, const char *vol)
+{
+	char *path = intent_path(s, vol);
+	struct st_kv kv;
+	int rc = kv_read_file(&kv, path);
+	if (rc) {
+		log_error("storage: %s is unreadable or corrupt; left alone", path);
+		free(path);
+		return;
+	}
+	free(path);
+	const char *sd = kv_get(&kv, "SD"), *img = kv_get(&kv, "IMG");
+	struct st_domain *d = st_is_uuid(sd) ? map_get(&s->domains, sd) : NULL;
+	bool known = d && st_is_uuid(img) && map_get(&d->volumes, vol) != NULL;
+	if (!known)
+		log_warn("storage: interrupted amend of volume %s: the volume is not here; "
+			 "intent dropped", vol);
+	else
+		log_warn("storage: amend of volume %s of domain %s was interrupted; checking it",
+			 vol, sd);
+	if (!known || amend_repair(d, img, vol) == 0)
+		intent_clear(s, vol);
+	kv_free(&kv);
+}
+
+void st_amend_recover(struct storage_state *s)
+{
+	DIR *dh = opendir(s->root);
+	if (!dh)
+		return;
+	char vols[64][37];
+	size_t n = 0;
+	struct dirent *de;
+	while ((de = readdir(dh)) && n < 64) {
+		const char *name = de->d_name;
+		if (strlen(name) != strlen("amend-") + 36 + strlen(".intent") ||
+		    strncmp(name, "amend-", 6) != 0 || strcmp(name + 42, ".intent") != 0)
+			continue;
+		memcpy(vols[n], name + 6, 36);
+		vols[n][36] = '\0';
+		if (st_is_uuid(vols[n]))
+			n++;
+	}
+	closedir(dh);
+	/* more than 64 (never seen): the rest at the next start */
+	for (size_t i = 0; i < n; i++)
+		recover_one(s, vols[i]);
 }
 
 int st_amend_job(struct storage_state *s, const char *job_id, const char *const ids[3],

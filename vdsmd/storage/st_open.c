@@ -89,6 +89,7 @@ struct storage_state *st_open(const char *root_cfg, char *why, size_t whylen)
 	for (struct st_map_ent *e = map_first(&s->domains); e; e = map_next(&s->domains, e))
 		st_scan_domain(s, map_val(e));
 	st_tasks_recover(s);
+	st_amend_recover(s);
 	return s;
 }
 

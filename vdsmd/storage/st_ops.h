@@ -322,6 +322,10 @@ int st_bitmap_job(struct storage_state *s, enum st_job_kind kind, const char *jo
  * once, as VDSM's ValueError). */
 int st_amend_job(struct storage_state *s, const char *job_id, const char *const ids[3],
 		 int64_t gen, const char *compat, struct st_err *e);
+/* At startup (st_open): each volume whose qemu-img amend was interrupted
+ * (its <storage_root>/amend-<vol>.intent left) is checked and repaired
+ * (qemu-img check -r all), then its intent goes. */
+void st_amend_recover(struct storage_state *s);
 /* SDM.update_volume (st_jobs_update.c): a metadata update as a host job;
  * gen < 0 (not given) fails the job with 911, as VDSM's. */
 int st_update_job(struct storage_state *s, const char *job_id, const char *const ids[3],
@@ -367,8 +371,10 @@ void st_chain_free(struct st_chain *c);
 /* sp blank/NULL: any pool; otherwise the domain must be attached to it. */
 int st_image_prepare(struct storage_state *s, const char *sd, const char *sp, const char *img,
 		     const char *vol, struct st_chain *out, struct st_err *e);
-/* The same; allow_illegal lets an ILLEGAL leaf through (Image.prepare's
- * allowIllegal). */
+/* The same; allow_illegal lets ILLEGAL volumes of the chain through, as
+ * VDSM's prepareImage(allowIllegal) does for every volume of the image
+ * (Image.prepare's allowIllegal; VM.diskReplicateStart's destination, which
+ * Image.cloneStructure left ILLEGAL until Image.syncData). */
 int st_image_prepare2(struct storage_state *s, const char *sd, const char *sp, const char *img,
 		      const char *vol, bool allow_illegal, struct st_chain *out,
 		      struct st_err *e);

@@ -1,6 +1,7 @@
-/* vdsmd/storage/st_virtif.c - what virt's VM.diskSizeExtend needs of a
- * volume (storage.h): its sizes after a refresh, and recording the capacity
- * a running VM's disk was resized to (VDSM's setVolumeSize).  Metadata
+/* vdsmd/storage/st_virtif.c - what virt needs of a volume (storage.h): for
+ * VM.diskSizeExtend its sizes after a refresh and recording the capacity a
+ * running VM's disk was resized to (VDSM's setVolumeSize); for a live
+ * storage migration's pivot, marking the destination leaf LEGAL.  Metadata
  * first, memory after, as the volume verbs do. */
 #include "st_ops.h"
 #include "storage.h"
@@ -113,4 +114,17 @@ bool storage_path_is_volume(struct vdsmd *d, const char *real)
 	}
 	free(dirs);
 	return ok;
+}
+
+int storage_set_volume_legal(struct vdsmd *d, const char *sd, const char *img, const char *vol,
+			     enum rpc_err *err, char *msg, size_t msglen)
+{
+	struct st_err e = { 0 };
+	if (!d || !d->storage) {
+		st_fail(&e, RPC_E_GENERAL, "storage is not available");
+		return fail_out(&e, err, msg, msglen);
+	}
+	if (st_volume_set_legality(d->storage, sd, img, vol, true, &e) < 0)
+		return fail_out(&e, err, msg, msglen);
+	return 0;
 }

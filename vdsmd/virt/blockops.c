@@ -40,20 +40,6 @@ static bool spec_uuid(const struct vd_value *spec, const char *key, char out[37]
 	return true;
 }
 
-const struct virt_engdisk *virt_find_vol_drive(const struct virt_engxml *ex, const char *sd,
-					     const char *img, const char *vol)
-{
-	for (unsigned i = 0; i < ex->ndisks; i++) {
-		const struct virt_engdisk *d = &ex->disks[i];
-		if (!d->has_volume || strcmp(d->domain, sd) != 0 || strcmp(d->image, img) != 0)
-			continue;
-		const char *base = strrchr(d->path, '/');
-		if (strcmp(d->volume, vol) == 0 || (base && strcmp(base + 1, vol) == 0))
-			return d;
-	}
-	return NULL;
-}
-
 static int block_capacity(virDomainPtr dom, const char *dev, uint64_t *cap)
 {
 	virDomainBlockInfo bi;

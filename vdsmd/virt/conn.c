@@ -1,22 +1,22 @@
 /* vdsmd/virt/conn.c - virt_init/virt_fini, the libvirt connection and the
- * two threads of the backend:
+ * two threads of the backend (the top of the backend: nothing in it calls
+ * back here):
  *
  *   sampler  connects to cfg.libvirt_uri (retrying with backoff 1..30 s when
  *            libvirt is unreachable or the connection drops), takes a sample
- *            every vm_sample_interval seconds or at once when kicked, and
- *            publishes the snapshot.
+ *            (sample.c) every vm_sample_interval seconds or at once when
+ *            kicked, and publishes the snapshot.
  *   events   runs libvirt's default event loop (virEventRunDefaultImpl) so
  *            that domain lifecycle callbacks (events.c) are delivered.
  *
- * and the detached background threads of the verbs that answer before their
- * work is done (VM.shutdown's watcher, VM.migrate, VM.hibernate, VM.snapshot,
- * VM.merge): virt_bg_spawn counts each one in bg_jobs, virt_fini waits for
- * them (virt_bg_wait) before it frees the state.
+ * What the other files share of that (the connection reference, the kicks,
+ * the background threads of the verbs) is state.c's; virt_fini waits for
+ * those threads (virt_bg_wait) before it frees the state.
  *
  * Readiness: the sampler reports "virt" ready (vdsmd_subsystem_ready) after
  * its first attempt, whether or not libvirt answered, so a host without
  * libvirt still serves every other verb.  Until a first snapshot exists the
- * VM verbs answer code 99 themselves (verbs.c, lifecycle.c). */
+ * VM verbs answer code 99 themselves (verbs.c, resolve.c). */
 #include "virt_int.h"
 
 #include <stdlib.h>
@@ -47,17 +47,6 @@ static void libvirt_global_init(void)
 	virSetErrorFunc(NULL, quiet_errors);
 }
 
-const char *virt_last_error(void)
-{
-	const char *m = virGetLastErrorMessage();
-	return m ? m : "unknown libvirt error";
-}
-
-int virt_last_error_code(void)
-{
-	return virGetLastErrorCode();
-}
-
 /* ---- connection ---------------------------------------------------------- */
 
 /* libvirt closed the connection (libvirtd restarted, keepalive timeout):
@@ -75,16 +64,6 @@ static void conn_release(struct virt_state *s, virConnectPtr c)
 	virt_events_unregister(s, c);
 	virConnectUnregisterCloseCallback(c, close_cb);
 	virConnectClose(c);
-}
-
-virConnectPtr virt_conn_get(struct virt_state *s)
-{
-	pthread_mutex_lock(&s->lock);
-	virConnectPtr c = s->conn;
-	if (c)
-		virConnectRef(c);
-	pthread_mutex_unlock(&s->lock);
-	return c;
 }
 
 void virt_conn_lost(struct virt_state *s, virConnectPtr c)
@@ -134,146 +113,7 @@ static virConnectPtr try_connect(struct virt_state *s)
 	return c;
 }
 
-/* ---- background threads ------------------------------------------------ */
-
-static void bg_uncount(struct virt_state *s)
-{
-	pthread_mutex_lock(&s->lock);
-	s->bg_jobs--;
-	pthread_cond_broadcast(&s->cond);
-	pthread_mutex_unlock(&s->lock);
-}
-
-int virt_bg_spawn(struct virt_state *s, void *(*fn)(void *), void *arg)
-{
-	/* none after virt_fini's stop: virt_bg_wait may have returned (the
-	 * sampler's merge recovery runs until virt_fini joins it) */
-	pthread_mutex_lock(&s->lock);
-	bool stop = s->stop;
-	if (!stop)
-		s->bg_jobs++;
-	pthread_mutex_unlock(&s->lock);
-	if (stop)
-		return VD_EBUSY;
-	pthread_attr_t at;
-	pthread_attr_init(&at);
-	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-	pthread_t th;
-	int e = pthread_create(&th, &at, fn, arg);
-	pthread_attr_destroy(&at);
-	if (e == 0)
-		return 0;
-	bg_uncount(s);
-	return VD_EBUSY;
-}
-
-void virt_bg_done(struct virt_state *s, void *job)
-{
-	free(job);
-	bg_uncount(s);
-}
-
-virDomainPtr virt_bg_domain(struct virt_state *s, const char *id, virConnectPtr *c)
-{
-	*c = virt_conn_get(s);
-	return *c ? virDomainLookupByUUIDString(*c, id) : NULL;
-}
-
-void virt_bg_release(virConnectPtr c, virDomainPtr d)
-{
-	if (d)
-		virDomainFree(d);
-	if (c)
-		virConnectClose(c);
-}
-
-void virt_bg_wait(struct virt_state *s)
-{
-	pthread_mutex_lock(&s->lock);
-	while (s->bg_jobs > 0)
-		pthread_cond_wait(&s->cond, &s->lock);
-	pthread_mutex_unlock(&s->lock);
-}
-
-bool virt_stopping(struct virt_state *s)
-{
-	pthread_mutex_lock(&s->lock);
-	bool stop = s->stop;
-	pthread_mutex_unlock(&s->lock);
-	return stop;
-}
-
 /* ---- sampler thread ---------------------------------------------------- */
-
-uint64_t virt_kick(struct virt_state *s)
-{
-	pthread_mutex_lock(&s->lock);
-	uint64_t ticket = ++s->kick_seq;
-	s->kick = true;
-	pthread_cond_broadcast(&s->cond);
-	pthread_mutex_unlock(&s->lock);
-	return ticket;
-}
-
-static void deadline_after(struct timespec *ts, uint64_t ms)
-{
-	clock_gettime(CLOCK_MONOTONIC, ts);
-	ts->tv_sec += (time_t)(ms / 1000);
-	ts->tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (ts->tv_nsec >= 1000000000L) {
-		ts->tv_sec++;
-		ts->tv_nsec -= 1000000000L;
-	}
-}
-
-bool virt_wait_kick(struct virt_state *s, uint64_t ticket, unsigned timeout_ms)
-{
-	struct timespec ts;
-	deadline_after(&ts, timeout_ms);
-	pthread_mutex_lock(&s->lock);
-	while (s->done_seq < ticket && !s->stop) {
-		if (pthread_cond_timedwait(&s->cond, &s->lock, &ts) == ETIMEDOUT)
-			break;
-	}
-	bool done = s->done_seq >= ticket;
-	pthread_mutex_unlock(&s->lock);
-	return done;
-}
-
-void tomb_add(struct virt_state *s, const char *uuid)
-{
-	uint64_t now = vd_now_ms();
-	unsigned j = 0;
-	for (unsigned i = 0; i < s->ntombs; i++)   /* drop expired ones */
-		if (now - s->tombs[i].ms < VIRT_TOMB_MS && strcmp(s->tombs[i].uuid, uuid) != 0)
-			s->tombs[j++] = s->tombs[i];
-	s->ntombs = j;
-	if (s->ntombs == VD_ARRAY_SIZE(s->tombs)) {
-		memmove(&s->tombs[0], &s->tombs[1], (s->ntombs - 1) * sizeof s->tombs[0]);
-		s->ntombs--;
-	}
-	snprintf(s->tombs[s->ntombs].uuid, sizeof s->tombs[0].uuid, "%s", uuid);
-	s->tombs[s->ntombs].ms = now;
-	s->ntombs++;
-}
-
-bool tomb_has(struct virt_state *s, const char *uuid)
-{
-	uint64_t now = vd_now_ms();
-	for (unsigned i = 0; i < s->ntombs; i++)
-		if (strcmp(s->tombs[i].uuid, uuid) == 0)
-			return now - s->tombs[i].ms < VIRT_TOMB_MS;
-	return false;
-}
-
-void tomb_del(struct virt_state *s, const char *uuid)
-{
-	for (unsigned i = 0; i < s->ntombs; i++)
-		if (strcmp(s->tombs[i].uuid, uuid) == 0) {
-			s->tombs[i] = s->tombs[--s->ntombs];
-			return;
-		}
-}
 
 static void sample_once(struct virt_state *s)
 {
@@ -322,7 +162,7 @@ static void *sampler_main(void *arg)
 		uint64_t wait_ms = s->conn ? (uint64_t)s->sample_interval_s * 1000
 					   : (uint64_t)(s->backoff_s ? s->backoff_s : 1) * 1000;
 		struct timespec ts;
-		deadline_after(&ts, wait_ms);
+		virt_deadline_after(&ts, wait_ms);
 		while (!s->stop && !s->kick) {
 			if (pthread_cond_timedwait(&s->cond, &s->lock, &ts) == ETIMEDOUT)
 				break;

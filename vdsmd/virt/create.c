@@ -18,33 +18,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/stat.h>
 #include <libvirt/virterror.h>
 
 #include "../../common/log.h"
-#include "../../rpc/event.h"
 
 #define MAX_NAME 255
 #define MAX_DEVICES 64
 #define MAX_MEM_MIB (16u << 20)   /* 16 TiB */
 #define MAX_SMP 4096
 #define MAX_XML (4u << 20)
-
-void virt_write_created(struct rpc_call *c, const char *id, const char *name,
-			enum virt_status st, int64_t mem_mib, int64_t smp)
-{
-	vw_begin_object(c->w);
-	vw_kstr(c->w, "vmId", id);
-	vw_kstr(c->w, "vmName", name);
-	vw_kstr(c->w, "status", virt_status_name(st));
-	vw_kstrf(c->w, "statusTime", "%llu", (unsigned long long)rpc_event_time_ms());
-	vw_kstr(c->w, "vmType", "kvm");
-	vw_kstr(c->w, "kvmEnable", "true");
-	vw_kstr(c->w, "acpiEnable", "true");
-	vw_kint(c->w, "memSize", mem_mib);
-	vw_kstrf(c->w, "smp", "%lld", (long long)smp);
-	vw_end_object(c->w);
-}
 
 /* Integer from an int or a decimal string value (rpc_value_int); dflt when
  * absent, -1 when neither. */
@@ -183,111 +165,6 @@ static int build_flat(struct rpc_call *c, const struct vd_value *p, const char *
 	return 0;
 }
 
-/* dst = src, cut to dstlen (snprintf here trips -Wrestrict: both are
- * members of one struct). */
-static void copy_str(char *dst, size_t dstlen, const char *src)
-{
-	size_t n = strnlen(src, dstlen - 1);
-	memmove(dst, src, n);
-	dst[n] = '\0';
-}
-
-/* Disk sources: each disk whose metadata names a volume gets the path the
- * storage interface prepared; without one, the XML's path must exist. */
-static int resolve_disks(struct rpc_call *c, const struct virt_deps *deps,
-			 struct virt_engxml *ex)
-{
-	for (unsigned i = 0; i < ex->ndisks; i++) {
-		struct virt_engdisk *dk = &ex->disks[i];
-		if (!dk->has_volume)
-			continue;
-		if (deps->prepare_image) {
-			char why[256] = "";
-			int rc = deps->prepare_image(deps->prepare_ctx, dk->pool, dk->domain,
-						     dk->image, dk->volume, dk->resolved,
-						     sizeof dk->resolved, why, sizeof why);
-			if (rc < 0)
-				return rpc_fail(c, RPC_E_NO_IMAGE_FILE, "disk %s: volume %s of image "
-						"%s in domain %s: %s", dk->dev, dk->volume, dk->image,
-						dk->domain, why[0] ? why : "cannot be prepared");
-			continue;
-		}
-		struct stat st;
-		if (!dk->has_src || stat(dk->path, &st) != 0)
-			return rpc_fail(c, RPC_E_NO_IMAGE_FILE, "disk %s: volume %s of image %s "
-					"in domain %s: no such file %s", dk->dev, dk->volume,
-					dk->image, dk->domain, dk->has_src ? dk->path : "(none)");
-		copy_str(dk->resolved, sizeof dk->resolved, dk->path);
-	}
-	return 0;
-}
-
-/* A Linux bridge of that name exists on the host. */
-static bool host_bridge(const char *name)
-{
-	char p[128];
-	struct stat st;
-	snprintf(p, sizeof p, "/sys/class/net/%s/bridge", name);
-	return stat(p, &st) == 0;
-}
-
-/* NIC networks to bridges.  The network interface (net/, handed over by the
- * daemon) knows the host's VDSM networks: a bridged one gives its bridge, a
- * bridgeless one cannot take a VM NIC.  A network net/ does not know is
- * used as the bridge of the same name when the host has such a bridge: VDSM
- * hands the engine's <source bridge=...> to libvirt as it is, so a bridge
- * made outside VDSM works there too.  Otherwise the call fails with code
- * (VM.create: 9, VM.hotplugNic: 49, VDSM's answers when libvirt cannot
- * find the bridge). */
-static int resolve_nics(struct rpc_call *c, const struct virt_deps *deps,
-			struct virt_engxml *ex, enum rpc_err code)
-{
-	for (unsigned i = 0; i < ex->nnics; i++) {
-		struct virt_engnic *n = &ex->nics[i];
-		if (!n->has_src || !n->network[0])
-			continue;   /* not a bridged NIC (network, user, direct...) */
-		int rc = VD_ENOENT;
-		if (deps->network_bridge) {
-			rc = deps->network_bridge(deps->network_ctx, n->network, n->bridge,
-						  sizeof n->bridge);
-			if (rc == 0 && !virt_netname_ok(n->bridge))
-				rc = VD_ETOOBIG;
-			if (rc == VD_EINVAL)
-				return rpc_fail(c, code, "NIC %s: network %s is not a bridged (VM) "
-						"network", n->mac[0] ? n->mac : "?", n->network);
-		}
-		if (rc == VD_ENOENT && host_bridge(n->network)) {
-			copy_str(n->bridge, sizeof n->bridge, n->network);
-			rc = 0;
-		}
-		if (rc < 0)
-			return rpc_fail(c, code, "NIC %s: network %s does not exist "
-					"on this host", n->mac[0] ? n->mac : "?", n->network);
-	}
-	return 0;
-}
-
-static struct virt_deps deps_of(struct virt_state *s)
-{
-	pthread_mutex_lock(&s->lock);
-	struct virt_deps deps = s->deps;
-	pthread_mutex_unlock(&s->lock);
-	return deps;
-}
-
-int virt_resolve_disks(struct rpc_call *c, struct virt_state *s, struct virt_engxml *ex)
-{
-	struct virt_deps deps = deps_of(s);
-	return resolve_disks(c, &deps, ex);
-}
-
-int virt_resolve_nics(struct rpc_call *c, struct virt_state *s, struct virt_engxml *ex,
-		      enum rpc_err code)
-{
-	struct virt_deps deps = deps_of(s);
-	return resolve_nics(c, &deps, ex, code);
-}
-
 /* The engine's XML: parse, resolve, rewrite into x. */
 static int build_engine(struct rpc_call *c, struct virt_state *s, const struct vd_value *xv,
 			const char *id, const char *dtype, struct vd_buf *x,
@@ -304,8 +181,7 @@ static int build_engine(struct rpc_call *c, struct virt_state *s, const struct v
 		return rpc_fail(c, RPC_E_PARAMS, "vmParams.%s", why);
 	if (strcasecmp(ex->uuid, id) != 0)
 		return rpc_fail(c, RPC_E_PARAMS, "vmParams.xml: <uuid> %s differs from vmID", ex->uuid);
-	struct virt_deps deps = deps_of(s);
-	if (resolve_disks(c, &deps, ex) < 0 || resolve_nics(c, &deps, ex, RPC_E_CREATE_VM) < 0)
+	if (virt_resolve_disks(c, s, ex) < 0 || virt_resolve_nics(c, s, ex, RPC_E_CREATE_VM) < 0)
 		return -1;
 	engxml_rewrite(xml, ex, dtype, x);
 	*name_out = arena_strndup(c->arena, ex->name, strlen(ex->name));
@@ -326,19 +202,6 @@ static const char *domain_type(virConnectPtr conn)
 	bool kvm = caps && (strstr(caps, "<domain type='kvm'") || strstr(caps, "<domain type=\"kvm\""));
 	free(caps);
 	return kvm ? "kvm" : "qemu";
-}
-
-bool virt_known_vm(struct virt_state *s, virConnectPtr conn, const char *id)
-{
-	virDomainPtr old = virDomainLookupByUUIDString(conn, id);
-	if (old) {
-		virDomainFree(old);
-		return true;
-	}
-	pthread_mutex_lock(&s->lock);
-	bool known = track_find(s, id) && !tomb_has(s, id);
-	pthread_mutex_unlock(&s->lock);
-	return known;
 }
 
 int virt_verb_create(struct rpc_call *c)

@@ -36,27 +36,6 @@
 static char *live_element(struct rpc_call *c, virDomainPtr dom, const char *kind,
 			  const char *key);
 
-void virt_write_status_done(struct rpc_call *c)
-{
-	vw_begin_object(c->w);
-	vw_kint(c->w, "code", 0);
-	vw_kstr(c->w, "message", "Done");
-	vw_end_object(c->w);
-}
-
-int virt_on_devices(struct rpc_call *c, domain_action act, bool want_def)
-{
-	if (virt_on_domain(c, act) < 0)
-		return -1;
-	struct virt_state *s = virt_state_of(c);
-	const char *id = rpc_arg_str(c, "vmID", NULL);
-	virt_mark_xml_stale(s, id);
-	virt_refresh(s);
-	if (want_def)
-		virt_write_definition(c, s, id);
-	return 0;
-}
-
 /* params.xml as a NUL-terminated arena copy, or NULL after failing. */
 static char *params_xml(struct rpc_call *c)
 {

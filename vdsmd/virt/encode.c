@@ -8,11 +8,17 @@
  * cumulative CPU time in ns; disk readRate/writeRate bytes/s; read/write/
  * flush latency ns per operation over the last interval; readOps/writeOps/
  * readBytes/writtenBytes cumulative counters; network rxRate/txRate percent
- * of the link speed (VDSM's convention), rx/tx cumulative bytes. */
+ * of the link speed (VDSM's convention), rx/tx cumulative bytes.
+ *
+ * Also the VM objects other verbs answer with: the VmDefinition of
+ * Host.getVMFullList / VM.getInfo and of the device verbs, VM.create's
+ * status object, and {"code": 0, "message": "Done"}. */
 #include "virt_int.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+#include "../../rpc/event.h"
 
 /* Decimal digits of v, written backwards ending at end; returns the start. */
 static char *u64_digits(char *end, uint64_t v)
@@ -189,6 +195,29 @@ static void encode_memory(struct vd_writer *w, const struct virt_vm *vm)
 	kstr_u64(w, "memUsage", vm->mem_usage);
 }
 
+/* VM.merge's block jobs of vm (merge.c), as VDSM's vmJobs. */
+static void encode_jobs(struct vd_writer *w, const struct virt_vm *vm)
+{
+	vw_keyz(w, "vmJobs");
+	vw_begin_object(w);
+	for (unsigned i = 0; i < vm->nbjobs; i++) {
+		const struct virt_blockjob *j = &vm->bjobs[i];
+		vw_keyz(w, j->id);
+		vw_begin_object(w);
+		vw_kstr(w, "id", j->id);
+		vw_kstr(w, "jobType", "block");
+		vw_kstr(w, "blockJobType", "commit");
+		vw_kstr(w, "imgUUID", j->image);
+		vw_kstr(w, "drive", j->dev);
+		vw_kint(w, "bandwidth", (int64_t)j->bandwidth);
+		/* VDSM sends cur and end as strings */
+		vw_kstrf(w, "cur", "%llu", (unsigned long long)j->cur);
+		vw_kstrf(w, "end", "%llu", (unsigned long long)j->end);
+		vw_end_object(w);
+	}
+	vw_end_object(w);
+}
+
 void virt_encode_vm_stats(struct vd_writer *w, const struct virt_snapshot *snap,
 			  const struct virt_vm *vm)
 {
@@ -221,7 +250,7 @@ void virt_encode_vm_stats(struct vd_writer *w, const struct virt_snapshot *snap,
 	encode_display(w, vm);
 	encode_guest(w);
 	kstr_u64(w, "hash", vm->hash & 0x7fffffffffffffffull);
-	virt_encode_vm_jobs(w, vm);
+	encode_jobs(w, vm);
 	vw_kstr(w, "vmType", "kvm");
 	vw_kstr(w, "kvmEnable", "true");
 	vw_kstr(w, "acpiEnable", "true");
@@ -329,4 +358,68 @@ void virt_reply_all_stats(struct rpc_call *c, struct virt_state *s, struct virt_
 	/* the reply goes out from the cache itself where the transport can
 	 * (rpc_result_borrow): the snapshot reference is kept until then */
 	rpc_result_borrow(c, bytes, len, snapshot_release, snap);
+}
+
+/* ---- the VM objects of the verbs' answers ----------------------------------- */
+
+void virt_encode_vm_full(struct vd_writer *w, const struct virt_snapshot *snap,
+			 const struct virt_vm *vm)
+{
+	vw_begin_object(w);
+	vw_kstr(w, "vmId", vm->uuid);
+	vw_kstr(w, "vmName", vm->name ? vm->name : "");
+	vw_kstr(w, "status", virt_status_name(vm->status));
+	vw_kstrf(w, "statusTime", "%llu", (unsigned long long)snap->status_time);
+	vw_kint(w, "memSize", (int64_t)(vm->max_mem_kib / 1024));
+	vw_kstrf(w, "smp", "%u", vm->vcpus ? vm->vcpus : 1);
+	vw_kstr(w, "vmType", "kvm");
+	vw_kstr(w, "kvmEnable", "true");
+	vw_kstr(w, "acpiEnable", "true");
+	vw_kstrf(w, "pid", "%lld", (long long)vm->pid);
+	vw_kstr(w, "clientIp", "");
+	if (vm->status == VS_DOWN) {
+		vw_kint(w, "exitCode", vm->exit_code);
+		vw_kstr(w, "exitMessage", vm->exit_message ? vm->exit_message : "");
+		vw_kint(w, "exitReason", vm->exit_reason);
+	}
+	vw_end_object(w);
+}
+
+void virt_write_definition(struct rpc_call *c, struct virt_state *s, const char *id)
+{
+	struct virt_snapshot *snap = s ? virt_snapshot_get(s) : NULL;
+	const struct virt_vm *vm = snap ? snapshot_find(snap, id) : NULL;
+	if (vm) {
+		virt_encode_vm_full(c->w, snap, vm);
+	} else {
+		vw_begin_object(c->w);
+		vw_kstr(c->w, "vmId", id);
+		vw_end_object(c->w);
+	}
+	if (snap)
+		snapshot_put(snap);
+}
+
+void virt_write_created(struct rpc_call *c, const char *id, const char *name,
+			enum virt_status st, int64_t mem_mib, int64_t smp)
+{
+	vw_begin_object(c->w);
+	vw_kstr(c->w, "vmId", id);
+	vw_kstr(c->w, "vmName", name);
+	vw_kstr(c->w, "status", virt_status_name(st));
+	vw_kstrf(c->w, "statusTime", "%llu", (unsigned long long)rpc_event_time_ms());
+	vw_kstr(c->w, "vmType", "kvm");
+	vw_kstr(c->w, "kvmEnable", "true");
+	vw_kstr(c->w, "acpiEnable", "true");
+	vw_kint(c->w, "memSize", mem_mib);
+	vw_kstrf(c->w, "smp", "%lld", (long long)smp);
+	vw_end_object(c->w);
+}
+
+void virt_write_status_done(struct rpc_call *c)
+{
+	vw_begin_object(c->w);
+	vw_kint(c->w, "code", 0);
+	vw_kstr(c->w, "message", "Done");
+	vw_end_object(c->w);
 }

@@ -6,9 +6,17 @@
  * exitMessage) in the tracker, publishes
  *     |virt|VM_status|<vmId>  {"<vmId>": {"status": ..., ...}, "notify_time": N}
  * through the event bus (never blocks), and asks the sampler for a fresh
- * snapshot so that the read verbs agree with the event. */
+ * snapshot so that the read verbs agree with the event.
+ *
+ * Also what the verbs tell the reporting (the end of this file): a change
+ * they caused that libvirt will report (virt_expect_event), our own
+ * shutdown in progress (virt_mark_admin), and for the verbs that publish a
+ * status themselves (VM.shutdown, VM.migrate, VM.hibernate) waiting until
+ * the events of earlier changes are out (virt_settle_events,
+ * virt_transfer_begin). */
 #include "virt_int.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -48,42 +56,6 @@ void virt_publish_status(struct virt_state *s, const char *uuid, enum virt_statu
 	rpc_event_publish(bus, &ev);
 	s->last_event_ms = vd_now_ms();   /* >= the notify_time just sent */
 	pthread_mutex_unlock(&s->pub_lock);
-}
-
-void track_stopped(struct virt_track *t, int detail)
-{
-	switch (detail) {
-	case VIR_DOMAIN_EVENT_STOPPED_SHUTDOWN:
-		if (t->admin_shutdown)
-			track_set_down(t, VIRT_EXIT_NORMAL, VIRT_REASON_ADMIN_SHUTDOWN,
-				       "Admin shut down from the engine");
-		else
-			track_set_down(t, VIRT_EXIT_NORMAL, VIRT_REASON_USER_SHUTDOWN,
-				       "User shut down from within the guest");
-		break;
-	case VIR_DOMAIN_EVENT_STOPPED_DESTROYED:
-		if (t->admin_shutdown)
-			track_set_down(t, VIRT_EXIT_NORMAL, VIRT_REASON_ADMIN_SHUTDOWN,
-				       "Admin shut down from the engine");
-		else
-			track_set_down(t, VIRT_EXIT_ERROR, VIRT_REASON_LOST_QEMU_CONNECTION,
-				       "Lost connection with qemu process");
-		break;
-	case VIR_DOMAIN_EVENT_STOPPED_MIGRATED:
-		track_set_down(t, VIRT_EXIT_NORMAL, VIRT_REASON_MIGRATION_SUCCEEDED,
-			       "Migration succeeded");
-		break;
-	case VIR_DOMAIN_EVENT_STOPPED_SAVED:
-		track_set_down(t, VIRT_EXIT_NORMAL, VIRT_REASON_SAVE_STATE_SUCCEEDED,
-			       "SaveState succeeded");
-		break;
-	case VIR_DOMAIN_EVENT_STOPPED_CRASHED:
-		track_set_down(t, VIRT_EXIT_ERROR, VIRT_REASON_GENERIC_ERROR, "VM crashed");
-		break;
-	default:
-		track_set_down(t, VIRT_EXIT_ERROR, VIRT_REASON_GENERIC_ERROR, "VM failed");
-		break;
-	}
 }
 
 static int lifecycle_cb(virConnectPtr conn, virDomainPtr dom, int event, int detail,
@@ -286,4 +258,64 @@ void virt_events_unregister(struct virt_state *s, virConnectPtr c)
 	for (int i = 0; i < 4; i++)
 		if (ids[i] >= 0)
 			virConnectDomainEventDeregisterAny(c, ids[i]);
+}
+
+/* ---- the statuses the verbs cause or publish themselves --------------------- */
+
+void virt_mark_admin(struct virt_state *s, const char *id, const char *name, bool on)
+{
+	pthread_mutex_lock(&s->lock);
+	struct virt_track *t = on ? track_get(s, id, name) : track_find(s, id);
+	if (t) {
+		t->admin_shutdown = on;
+		/* a sample read before this mark must not clear it (merge) */
+		t->admin_seq = ++s->event_seq;
+	}
+	pthread_mutex_unlock(&s->lock);
+}
+
+void virt_expect_event(struct virt_state *s, const char *id)
+{
+	pthread_mutex_lock(&s->lock);
+	struct virt_track *t = track_find(s, id);
+	if (t)
+		t->expect_ev++;
+	pthread_mutex_unlock(&s->lock);
+}
+
+void virt_settle_events(struct virt_state *s, virDomainPtr dom, const char *id)
+{
+	int state, reason;
+	if (virDomainGetState(dom, &state, &reason, 0) < 0)
+		return;
+	enum virt_status want = virt_status_from_libvirt(state, reason);
+	for (int i = 0; i < 200; i++) {   /* at most ~1 s */
+		pthread_mutex_lock(&s->lock);
+		const struct virt_track *t = track_find(s, id);
+		bool caught_up = s->ev_inflight == 0 &&
+				 (!t || (t->status == want && !t->launching && !t->expect_ev));
+		pthread_mutex_unlock(&s->lock);
+		if (caught_up)
+			return;
+		struct timespec ts = { 0, 5 * 1000000L };
+		nanosleep(&ts, NULL);
+	}
+}
+
+void virt_transfer_begin(struct virt_state *s, virDomainPtr dom, const char *id,
+			 enum virt_status st, const char *msg)
+{
+	virt_settle_events(s, dom, id);
+	pthread_mutex_lock(&s->lock);
+	struct virt_track *t = track_get(s, id, virDomainGetName(dom));
+	if (st == VS_SAVING_STATE)
+		t->saving = true;
+	else
+		t->migrating = true;
+	t->mig_code = 0;
+	t->mig_progress = 0;
+	snprintf(t->mig_message, sizeof t->mig_message, "%s", msg);
+	t->status = st;
+	pthread_mutex_unlock(&s->lock);
+	virt_publish_status(s, id, st, NULL);
 }

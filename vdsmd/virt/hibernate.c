@@ -47,21 +47,6 @@
 
 #define pdiv virt_pdiv
 
-static bool put_uuid(char out[37], const char *s, size_t n)
-{
-	if (n != 36 || !vd_is_uuid(s, n))
-		return false;
-	memcpy(out, s, 36);
-	out[36] = '\0';
-	return true;
-}
-
-bool virt_uuid_member(const struct vd_value *o, const char *key, char out[37])
-{
-	const struct vd_value *v = vd_obj_get(o, key);
-	return v && v->type == VD_STRING && put_uuid(out, v->v.s.ptr, v->v.s.len);
-}
-
 /* VDSM's hibernation handle: six comma-separated UUIDs. */
 bool virt_parse_hiber_handle(const char *h, struct virt_pdiv *dump, struct virt_pdiv *conf)
 {
@@ -76,9 +61,9 @@ bool virt_parse_hiber_handle(const char *h, struct virt_pdiv *dump, struct virt_
 		n[i] = comma ? (size_t)(comma - p) : strlen(p);
 		p = comma ? comma + 1 : p + n[i];
 	}
-	if (!put_uuid(dump->domain, f[0], n[0]) || !put_uuid(dump->pool, f[1], n[1]) ||
-	    !put_uuid(dump->image, f[2], n[2]) || !put_uuid(dump->volume, f[3], n[3]) ||
-	    !put_uuid(conf->image, f[4], n[4]) || !put_uuid(conf->volume, f[5], n[5]))
+	if (!virt_uuid_put(dump->domain, f[0], n[0]) || !virt_uuid_put(dump->pool, f[1], n[1]) ||
+	    !virt_uuid_put(dump->image, f[2], n[2]) || !virt_uuid_put(dump->volume, f[3], n[3]) ||
+	    !virt_uuid_put(conf->image, f[4], n[4]) || !virt_uuid_put(conf->volume, f[5], n[5]))
 		return false;
 	memcpy(conf->domain, dump->domain, sizeof conf->domain);
 	memcpy(conf->pool, dump->pool, sizeof conf->pool);
@@ -101,24 +86,6 @@ static bool parse_pdiv(const struct vd_value *o, struct pdiv *out)
 			return false;
 	}
 	return true;
-}
-
-/* The volume's path through the storage interface; 0, or -1 with the call
- * failed with code. */
-int virt_prepare_volume(struct rpc_call *c, struct virt_state *s, const struct virt_pdiv *v,
-			const char *what, enum rpc_err code, char *path, size_t pathlen)
-{
-	pthread_mutex_lock(&s->lock);
-	struct virt_deps deps = s->deps;
-	pthread_mutex_unlock(&s->lock);
-	if (!deps.prepare_image)
-		return rpc_fail(c, code, "%s volume %s: no storage to prepare it", what, v->volume);
-	char why[256] = "";
-	if (deps.prepare_image(deps.prepare_ctx, v->pool, v->domain, v->image, v->volume, path,
-			       pathlen, why, sizeof why) < 0)
-		return rpc_fail(c, code, "%s volume %s of image %s in domain %s: %s", what,
-				v->volume, v->image, v->domain, why[0] ? why : "cannot be prepared");
-	return 0;
 }
 
 /* The conf record, written in place and padded to a 4 KiB block. */

@@ -15,8 +15,7 @@
  * cur/end as strings) until it has ended; then it is gone and the chain in
  * Host.dumpxmls shows the result (as the engine checks it).  A commit that
  * cannot start is MergeFailed (52).  The sampler copies the jobs of each VM
- * into its stats (virt_blockjobs_copy); encode.c writes them
- * (virt_encode_vm_jobs).
+ * into its stats (virt_blockjobs_copy); encode.c writes them (vmJobs).
  *
  * The jobs of a VM are kept in its domain's metadata (our own element,
  * <jobs><job id= dev= .../></jobs> in VIRT_JOBS_NS) while they run: libvirt
@@ -67,28 +66,6 @@ void virt_blockjobs_copy(struct virt_state *s, struct virt_vm *vm)
 	for (unsigned i = 0; i < s->nbjobs; i++)
 		if (strcmp(s->bjobs[i].vm, vm->uuid) == 0)
 			vm->bjobs[vm->nbjobs++] = s->bjobs[i];
-}
-
-void virt_encode_vm_jobs(struct vd_writer *w, const struct virt_vm *vm)
-{
-	vw_keyz(w, "vmJobs");
-	vw_begin_object(w);
-	for (unsigned i = 0; i < vm->nbjobs; i++) {
-		const struct virt_blockjob *j = &vm->bjobs[i];
-		vw_keyz(w, j->id);
-		vw_begin_object(w);
-		vw_kstr(w, "id", j->id);
-		vw_kstr(w, "jobType", "block");
-		vw_kstr(w, "blockJobType", "commit");
-		vw_kstr(w, "imgUUID", j->image);
-		vw_kstr(w, "drive", j->dev);
-		vw_kint(w, "bandwidth", (int64_t)j->bandwidth);
-		/* VDSM sends cur and end as strings */
-		vw_kstrf(w, "cur", "%llu", (unsigned long long)j->cur);
-		vw_kstrf(w, "end", "%llu", (unsigned long long)j->end);
-		vw_end_object(w);
-	}
-	vw_end_object(w);
 }
 
 /* The disk's metadata names volume to instead of from. */

@@ -14,7 +14,8 @@
  *           destination unreachable or refusing, libvirt's error) or
  *           VM.migrateCancel: it is Up again and VM.getMigrationStatus says
  *           why (code 12 migrateErr, or the destination's own error code, as
- *           SourceThread._recover), never the verb's answer.
+ *           SourceThread._recover), never the verb's answer; a destination
+ *           that had accepted the VM is sent VM.destroy first.
  *   dest    VM.migrationCreate {vmID?, params: {vmId, _srcDomXML|xml}}:
  *           reports the VM "Migration Destination" until libvirt starts it
  *           here (then Up, through the usual events).
@@ -333,6 +334,43 @@ static int migrate_prepare_dest(struct migration *m, char *why, size_t whylen)
 	return code;
 }
 
+/* The migration failed after the destination accepted the VM: it is asked
+ * to drop what it made for it (VM.destroy), as VDSM's SourceThread._recover
+ * does, so that no VM is left there "Migration Destination" (and a new
+ * attempt to the same host is not refused as a duplicate).  Unlike VDSM
+ * (which calls destroy whenever it reached the destination), never after
+ * a refused VM.migrationCreate: a destination that answered "already
+ * exists" keeps its VM.  A failure is logged; the migration's own failure
+ * is what is reported. */
+static void migrate_destroy_dest(struct migration *m)
+{
+	struct virt_state *s = m->s;
+	struct vd_buf body = VD_BUF_INIT, reply = VD_BUF_INIT;
+	struct vd_writer w;
+	memset(&w, 0, sizeof w);
+	s->d->codec->writer_init(&w, &body);
+	vw_begin_object(&w);
+	vw_kstr(&w, "jsonrpc", "2.0");
+	vw_kstr(&w, "id", "vdsmd-migration-destroy");
+	vw_kstr(&w, "method", "VM.destroy");
+	vw_keyz(&w, "params");
+	vw_begin_object(&w);
+	vw_kstr(&w, "vmID", m->id);
+	vw_end_object(&w);
+	vw_end_object(&w);
+	char ct[128], why[256];
+	int code = 0;
+	if (peer_call(m->dst, m->tls, body.data, body.len, &reply, ct, sizeof ct, why,
+		      sizeof why) < 0 ||
+	    peer_reply_check(s->d->codec, ct, &reply, why, sizeof why, &code) < 0)
+		log_warn("virt: cannot destroy %s on the migration destination %s: %s", m->id,
+			 m->dst, why);
+	else
+		log_info("virt: destroyed %s on the migration destination %s", m->id, m->dst);
+	buf_free(&body);
+	buf_free(&reply);
+}
+
 static void *migrate_main(void *arg)
 {
 	struct migration *m = arg;
@@ -369,6 +407,10 @@ static void *migrate_main(void *arg)
 		bool canceled = !fail_code && (virt_last_error_code() == VIR_ERR_OPERATION_ABORTED ||
 					       strstr(err, "cancel") != NULL);
 		log_warn("virt: migration of %s failed: %s", m->id, err);
+		/* the destination has forgotten the VM before it is Up here
+		 * again: an engine that retries finds no VM left there */
+		if (!fail_code)
+			migrate_destroy_dest(m);
 		/* Up first: whoever sees the failed status sees the VM Up */
 		pthread_mutex_lock(&s->lock);
 		struct virt_track *t = track_find(s, m->id);

@@ -13,10 +13,7 @@
  * the watchers.
  *
  * VM.setDestroyOnReboot: a reboot the guest starts later ends the VM instead
- * (libvirt's reboot event, events.c).
- *
- * Also the helpers of the verbs that publish a status themselves
- * (virt_expect_event, virt_settle_events, virt_transfer_begin). */
+ * (libvirt's reboot event, events.c). */
 #include "virt_int.h"
 
 #include <stdio.h>
@@ -104,52 +101,6 @@ static int64_t secs_arg(struct rpc_call *c, const char *name, int64_t dflt)
 		return dflt;
 	int64_t x = rpc_arg_int(c, name, dflt);
 	return x < 0 || x > MAX_TIMEOUT_S ? -1 : x;
-}
-
-void virt_expect_event(struct virt_state *s, const char *id)
-{
-	pthread_mutex_lock(&s->lock);
-	struct virt_track *t = track_find(s, id);
-	if (t)
-		t->expect_ev++;
-	pthread_mutex_unlock(&s->lock);
-}
-
-void virt_settle_events(struct virt_state *s, virDomainPtr dom, const char *id)
-{
-	int state, reason;
-	if (virDomainGetState(dom, &state, &reason, 0) < 0)
-		return;
-	enum virt_status want = virt_status_from_libvirt(state, reason);
-	for (int i = 0; i < 200; i++) {   /* at most ~1 s */
-		pthread_mutex_lock(&s->lock);
-		const struct virt_track *t = track_find(s, id);
-		bool caught_up = s->ev_inflight == 0 &&
-				 (!t || (t->status == want && !t->launching && !t->expect_ev));
-		pthread_mutex_unlock(&s->lock);
-		if (caught_up)
-			return;
-		struct timespec ts = { 0, 5 * 1000000L };
-		nanosleep(&ts, NULL);
-	}
-}
-
-void virt_transfer_begin(struct virt_state *s, virDomainPtr dom, const char *id,
-			 enum virt_status st, const char *msg)
-{
-	virt_settle_events(s, dom, id);
-	pthread_mutex_lock(&s->lock);
-	struct virt_track *t = track_get(s, id, virDomainGetName(dom));
-	if (st == VS_SAVING_STATE)
-		t->saving = true;
-	else
-		t->migrating = true;
-	t->mig_code = 0;
-	t->mig_progress = 0;
-	snprintf(t->mig_message, sizeof t->mig_message, "%s", msg);
-	t->status = st;
-	pthread_mutex_unlock(&s->lock);
-	virt_publish_status(s, id, st, NULL);
 }
 
 int virt_verb_shutdown(struct rpc_call *c)

@@ -104,3 +104,76 @@ struct virt_track *track_claim(struct virt_state *s, const char *uuid, const cha
 	tomb_del(s, uuid);
 	return track_get(s, uuid, name);
 }
+
+void track_stopped(struct virt_track *t, int detail)
+{
+	switch (detail) {
+	case VIR_DOMAIN_EVENT_STOPPED_SHUTDOWN:
+		if (t->admin_shutdown)
+			track_set_down(t, VIRT_EXIT_NORMAL, VIRT_REASON_ADMIN_SHUTDOWN,
+				       "Admin shut down from the engine");
+		else
+			track_set_down(t, VIRT_EXIT_NORMAL, VIRT_REASON_USER_SHUTDOWN,
+				       "User shut down from within the guest");
+		break;
+	case VIR_DOMAIN_EVENT_STOPPED_DESTROYED:
+		if (t->admin_shutdown)
+			track_set_down(t, VIRT_EXIT_NORMAL, VIRT_REASON_ADMIN_SHUTDOWN,
+				       "Admin shut down from the engine");
+		else
+			track_set_down(t, VIRT_EXIT_ERROR, VIRT_REASON_LOST_QEMU_CONNECTION,
+				       "Lost connection with qemu process");
+		break;
+	case VIR_DOMAIN_EVENT_STOPPED_MIGRATED:
+		track_set_down(t, VIRT_EXIT_NORMAL, VIRT_REASON_MIGRATION_SUCCEEDED,
+			       "Migration succeeded");
+		break;
+	case VIR_DOMAIN_EVENT_STOPPED_SAVED:
+		track_set_down(t, VIRT_EXIT_NORMAL, VIRT_REASON_SAVE_STATE_SUCCEEDED,
+			       "SaveState succeeded");
+		break;
+	case VIR_DOMAIN_EVENT_STOPPED_CRASHED:
+		track_set_down(t, VIRT_EXIT_ERROR, VIRT_REASON_GENERIC_ERROR, "VM crashed");
+		break;
+	default:
+		track_set_down(t, VIRT_EXIT_ERROR, VIRT_REASON_GENERIC_ERROR, "VM failed");
+		break;
+	}
+}
+
+/* ---- tombstones: VMs VM.destroy removed (s->tombs) ----------------------- */
+
+void tomb_add(struct virt_state *s, const char *uuid)
+{
+	uint64_t now = vd_now_ms();
+	unsigned j = 0;
+	for (unsigned i = 0; i < s->ntombs; i++)   /* drop expired ones */
+		if (now - s->tombs[i].ms < VIRT_TOMB_MS && strcmp(s->tombs[i].uuid, uuid) != 0)
+			s->tombs[j++] = s->tombs[i];
+	s->ntombs = j;
+	if (s->ntombs == VD_ARRAY_SIZE(s->tombs)) {
+		memmove(&s->tombs[0], &s->tombs[1], (s->ntombs - 1) * sizeof s->tombs[0]);
+		s->ntombs--;
+	}
+	snprintf(s->tombs[s->ntombs].uuid, sizeof s->tombs[0].uuid, "%s", uuid);
+	s->tombs[s->ntombs].ms = now;
+	s->ntombs++;
+}
+
+bool tomb_has(struct virt_state *s, const char *uuid)
+{
+	uint64_t now = vd_now_ms();
+	for (unsigned i = 0; i < s->ntombs; i++)
+		if (strcmp(s->tombs[i].uuid, uuid) == 0)
+			return now - s->tombs[i].ms < VIRT_TOMB_MS;
+	return false;
+}
+
+void tomb_del(struct virt_state *s, const char *uuid)
+{
+	for (unsigned i = 0; i < s->ntombs; i++)
+		if (strcmp(s->tombs[i].uuid, uuid) == 0) {
+			s->tombs[i] = s->tombs[--s->ntombs];
+			return;
+		}
+}

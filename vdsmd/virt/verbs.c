@@ -37,29 +37,6 @@ static bool selected(const struct vd_value *list, const struct virt_vm *vm)
 	return false;
 }
 
-static void write_full(struct vd_writer *w, const struct virt_snapshot *snap,
-		       const struct virt_vm *vm)
-{
-	vw_begin_object(w);
-	vw_kstr(w, "vmId", vm->uuid);
-	vw_kstr(w, "vmName", vm->name ? vm->name : "");
-	vw_kstr(w, "status", virt_status_name(vm->status));
-	vw_kstrf(w, "statusTime", "%llu", (unsigned long long)snap->status_time);
-	vw_kint(w, "memSize", (int64_t)(vm->max_mem_kib / 1024));
-	vw_kstrf(w, "smp", "%u", vm->vcpus ? vm->vcpus : 1);
-	vw_kstr(w, "vmType", "kvm");
-	vw_kstr(w, "kvmEnable", "true");
-	vw_kstr(w, "acpiEnable", "true");
-	vw_kstrf(w, "pid", "%lld", (long long)vm->pid);
-	vw_kstr(w, "clientIp", "");
-	if (vm->status == VS_DOWN) {
-		vw_kint(w, "exitCode", vm->exit_code);
-		vw_kstr(w, "exitMessage", vm->exit_message ? vm->exit_message : "");
-		vw_kint(w, "exitReason", vm->exit_reason);
-	}
-	vw_end_object(w);
-}
-
 static int verb_get_vm_full_list(struct rpc_call *c)
 {
 	struct virt_snapshot *snap = snap_or_fail(c);
@@ -69,7 +46,7 @@ static int verb_get_vm_full_list(struct rpc_call *c)
 	vw_begin_array(c->w);
 	for (unsigned i = 0; i < snap->nvms; i++)
 		if (selected(list, &snap->vms[i]))
-			write_full(c->w, snap, &snap->vms[i]);
+			virt_encode_vm_full(c->w, snap, &snap->vms[i]);
 	vw_end_array(c->w);
 	snapshot_put(snap);
 	return 0;
@@ -88,7 +65,7 @@ static int verb_get_vm_list(struct rpc_call *c)
 		if (!selected(list, vm))
 			continue;
 		if (full) {
-			write_full(c->w, snap, vm);
+			virt_encode_vm_full(c->w, snap, vm);
 			continue;
 		}
 		vw_begin_object(c->w);
@@ -120,21 +97,6 @@ static int verb_vm_get_stats(struct rpc_call *c)
 	return 0;
 }
 
-void virt_write_definition(struct rpc_call *c, struct virt_state *s, const char *id)
-{
-	struct virt_snapshot *snap = s ? virt_snapshot_get(s) : NULL;
-	const struct virt_vm *vm = snap ? snapshot_find(snap, id) : NULL;
-	if (vm) {
-		write_full(c->w, snap, vm);
-	} else {
-		vw_begin_object(c->w);
-		vw_kstr(c->w, "vmId", id);
-		vw_end_object(c->w);
-	}
-	if (snap)
-		snapshot_put(snap);
-}
-
 /* VM.getInfo: the VM's definition as Host.getVMFullList gives it. */
 static int verb_vm_get_info(struct rpc_call *c)
 {
@@ -147,7 +109,7 @@ static int verb_vm_get_info(struct rpc_call *c)
 		snapshot_put(snap);
 		return rpc_fail(c, RPC_E_NO_VM, "%s", id ? id : "");
 	}
-	write_full(c->w, snap, vm);
+	virt_encode_vm_full(c->w, snap, vm);
 	snapshot_put(snap);
 	return 0;
 }
@@ -198,6 +160,8 @@ const struct rpc_binding virt_bindings[] = {
 	{ "VM.hibernate", virt_verb_hibernate },
 	{ "VM.snapshot", virt_verb_snapshot },
 	{ "VM.merge", virt_verb_merge },
+	{ "VM.diskReplicateStart", virt_verb_disk_replicate_start },
+	{ "VM.diskReplicateFinish", virt_verb_disk_replicate_finish },
 	{ "VM.start_backup", virt_verb_start_backup },
 	{ "VM.stop_backup", virt_verb_stop_backup },
 	{ "VM.backup_info", virt_verb_backup_info },

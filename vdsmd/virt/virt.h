@@ -76,6 +76,11 @@ struct virt_deps {
 			   struct virt_volsize *out, char *why, size_t whylen);
 	int (*set_capacity)(void *ctx, const char *domain, const char *image, const char *volume,
 			    int64_t capacity, char *why, size_t whylen);
+	/* VM.diskReplicateFinish's pivot (replicate.c), ctx = prepare_ctx: the
+	 * destination leaf the block copy wrote becomes LEGAL.  0 or a negative
+	 * vd_err with why. */
+	int (*set_legal)(void *ctx, const char *domain, const char *image, const char *volume,
+			 char *why, size_t whylen);
 };
 
 /* Install the interfaces (after virt_init, before requests are served). */

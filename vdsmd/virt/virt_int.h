@@ -3,13 +3,30 @@
  *   conn.c       virt_init/fini, the libvirt connection with retry/backoff,
  *                the libvirt event-loop thread, the sampler thread
  *   sample.c     one sample: bulk stats or per-domain calls, rates, merge
- *   track.c      the per-VM tracker (hash by UUID) kept between samples
- *   domxml.c     the few facts the stats need from a domain's XML
+ *   events.c     libvirt lifecycle callback → |virt|VM_status|<vmId>; the
+ *                statuses the verbs cause or publish themselves
+ *   resolve.c    what a verb resolves first: backend, connection, domain,
+ *                its disks' volumes and NICs' bridges
+ *   state.c      shared bookkeeping of virt_state: connection reference,
+ *                sampler kicks, background threads, libvirt's last error
+ *   track.c      the per-VM tracker (hash by UUID) kept between samples,
+ *                the tombstones of destroyed VMs
  *   snapshot.c   the immutable refcounted snapshot, lookups, VM counts
- *   encode.c     VM stats objects with VDSM field names, per-codec cache
+ *   encode.c     VM stats objects with VDSM field names, per-codec cache;
+ *                the VM objects of the verbs' answers
+ *   domxml.c     the few facts the stats need from a domain's XML
+ *   engxml.c     the engine's domain XML (VM.create, hotplug)
  *   verbs.c      read verbs (loop thread) and the binding table
- *   lifecycle.c  VM.create/pause/cont/shutdown/destroy (worker pool)
- *   events.c     libvirt lifecycle callback → |virt|VM_status|<vmId>
+ *   lifecycle.c, create.c, power.c, hibernate.c, migrate.c, devices.c,
+ *   memory.c, policy.c, ...   the verbs that change a VM (worker pool)
+ *
+ * Calls go down, never back up (make lint: tests/lint-deps.py): verbs.c
+ * (the binding table) and conn.c (init, threads) on top; then the verb
+ * files, which call no other verb file but the one they extend (create.c
+ * → hibernate.c for a restore, livesnap.c → hibernate.c, checkpoint.c →
+ * backup.c), and sample.c, which reads merge.c's block jobs; below them
+ * resolve.c, then encode.c, events.c, track.c, state.c, snapshot.c and
+ * the XML scanners.
  *
  * Locking: s->lock guards the connection pointer, the current snapshot
  * pointer, the tracker and the sampler's wake-up state.  Snapshots are
@@ -146,7 +163,7 @@ bool engxml_swap_volume(char *md, const char *dev, const char *from, const char 
 /* The prefix xml binds to http://ovirt.org/vm/1.0 ("ovirt-vm"); false if none. */
 bool engxml_prefix(const char *xml, char *out, size_t outlen);
 #define VIRT_OVIRT_VM_NS "http://ovirt.org/vm/1.0"
-/* VM.create's resolution steps, shared with the hotplug verbs (create.c):
+/* VM.create's resolution steps, shared with the hotplug verbs (resolve.c):
  * disks with volume metadata through the storage interface, NIC networks
  * to bridges (a network that cannot take the NIC fails with code); 0, or
  * -1 with the call failed. */
@@ -154,7 +171,7 @@ int virt_resolve_disks(struct rpc_call *c, struct virt_state *s, struct virt_eng
 int virt_resolve_nics(struct rpc_call *c, struct virt_state *s, struct virt_engxml *ex,
 		      enum rpc_err code);
 /* Write VM id's VmDefinition (Host.getVMFullList entry) from the latest
- * snapshot, {vmId} alone when it is not in it (verbs.c). */
+ * snapshot, {vmId} alone when it is not in it (encode.c). */
 void virt_write_definition(struct rpc_call *c, struct virt_state *s, const char *id);
 
 /* ---- snapshot ------------------------------------------------------- */
@@ -380,21 +397,28 @@ struct virt_snapshot *virt_snapshot_get(struct virt_state *s);
 /* Publish a new snapshot (takes ownership) and wake waiters. */
 void virt_snapshot_publish(struct virt_state *s, struct virt_snapshot *snap);
 
+/* ---- state.c -------------------------------------------------------- */
+
 /* Ask the sampler for a sample now; returns a ticket for virt_wait_kick. */
 uint64_t virt_kick(struct virt_state *s);
 /* Wait (up to timeout_ms) until a sample that started after the kick has
  * been published.  Returns true when it has. */
 bool virt_wait_kick(struct virt_state *s, uint64_t ticket, unsigned timeout_ms);
+/* Ask for a fresh sample and wait for it (bounded). */
+void virt_refresh(struct virt_state *s);
+/* *ts = CLOCK_MONOTONIC now + ms (s->cond's clock). */
+void virt_deadline_after(struct timespec *ts, uint64_t ms);
 
-/* Tombstones (callers hold s->lock). */
+/* Tombstones (track.c; callers hold s->lock). */
 #define VIRT_TOMB_MS 30000
 void tomb_add(struct virt_state *s, const char *uuid);
 bool tomb_has(struct virt_state *s, const char *uuid);
 void tomb_del(struct virt_state *s, const char *uuid);
 
-/* The connection with a reference (virConnectClose when done), or NULL. */
+/* The connection with a reference (virConnectClose when done), or NULL
+ * (state.c). */
 virConnectPtr virt_conn_get(struct virt_state *s);
-/* The connection failed: drop it so the sampler reconnects. */
+/* The connection failed: drop it so the sampler reconnects (conn.c). */
 void virt_conn_lost(struct virt_state *s, virConnectPtr c);
 
 /* Take one sample on c and build a snapshot (sample.c). */
@@ -425,6 +449,20 @@ void virt_events_unregister(struct virt_state *s, virConnectPtr c);
 /* Publish |virt|VM_status|<uuid> (any thread). */
 void virt_publish_status(struct virt_state *s, const char *uuid, enum virt_status st,
 			 const struct virt_track *down_info);
+/* A verb changed id's state: libvirt will report it with one event. */
+void virt_expect_event(struct virt_state *s, const char *id);
+/* Mark (on) or unmark VM id as being shut down by us (VM.shutdown/destroy):
+ * its STOPPED event then reports admin shutdown. Takes s->lock. */
+void virt_mark_admin(struct virt_state *s, const char *id, const char *name, bool on);
+/* Wait (up to ~1 s) until the libvirt events of dom's current state have
+ * been handled, so that a status a verb publishes comes after them. */
+void virt_settle_events(struct virt_state *s, virDomainPtr dom, const char *id);
+/* VM id starts to move its state away (VM.migrate: st VS_MIGRATION_SOURCE,
+ * VM.hibernate: VS_SAVING_STATE): after the events of earlier changes
+ * (virt_settle_events) it is marked migrating (or saving), reports st, its
+ * VM.getMigrationStatus says msg (code 0, progress 0), and st is published. */
+void virt_transfer_begin(struct virt_state *s, virDomainPtr dom, const char *id,
+			 enum virt_status st, const char *msg);
 
 /* Encoding (encode.c). */
 void virt_encode_vm_stats(struct vd_writer *w, const struct virt_snapshot *snap,
@@ -438,55 +476,70 @@ void virt_write_all_stats_cached(struct virt_state *s, struct vd_writer *w,
  * (rpc_result_borrow) rather than copied; takes over the caller's
  * reference to snap. */
 void virt_reply_all_stats(struct rpc_call *c, struct virt_state *s, struct virt_snapshot *snap);
+/* vm as VDSM's VmDefinition (Host.getVMFullList, VM.getInfo). */
+void virt_encode_vm_full(struct vd_writer *w, const struct virt_snapshot *snap,
+			 const struct virt_vm *vm);
+/* VM.create's answer, VDSM's VM status object (the restore's too). */
+void virt_write_created(struct rpc_call *c, const char *id, const char *name,
+			enum virt_status st, int64_t mem_mib, int64_t smp);
+/* The result of the verbs VDSM's Bridge answers with the call's status
+ * ('ret': 'status': setIoTune, setBalloonTarget, updateVmPolicy, ...):
+ * {"code": 0, "message": "Done"}. */
+void virt_write_status_done(struct rpc_call *c);
+
+/* ---- resolve.c: what a verb resolves first ---------------------------- */
 
 /* Checks common to every libvirt-calling verb: the connection (a reference)
- * or NULL with the call failed (lifecycle.c). */
+ * or NULL with the call failed. */
 virConnectPtr virt_begin(struct rpc_call *c, struct virt_state *s);
-/* Ask for a fresh sample and wait for it (bounded). */
-void virt_refresh(struct virt_state *s);
 /* libvirt's domain for vmID; NULL with the call failed (code 1 when neither
  * libvirt nor the tracker knows it, else 100: the VM is Down). */
 virDomainPtr virt_lookup(struct rpc_call *c, struct virt_state *s, virConnectPtr conn,
 			 const char *id);
 /* virt_lookup, for a verb that needs the domain running: NULL with the call
- * failed also when it is not (code 1, VDSM's noVM) (lifecycle.c). */
+ * failed also when it is not (code 1, VDSM's noVM). */
 virDomainPtr virt_lookup_active(struct rpc_call *c, struct virt_state *s, virConnectPtr conn,
 				const char *id);
 /* The body of a verb on one existing domain: 0, or -1 with the call failed. */
 typedef int (*domain_action)(struct rpc_call *c, struct virt_state *s, virDomainPtr dom,
 			     const char *id);
 /* Every verb on one existing VM (param vmID): begin, look the domain up, run
- * act on it, release domain and connection (lifecycle.c).  0, or -1 with the
- * call failed. */
+ * act on it, release domain and connection.  0, or -1 with the call failed. */
 int virt_on_domain(struct rpc_call *c, domain_action act);
+/* virt_on_domain with code down for a VM the tracker knows but libvirt no
+ * longer has (Down after hibernate or destroy). */
+int virt_on_domain_as(struct rpc_call *c, domain_action act, enum rpc_err down);
 /* virt_on_domain, then the next sample re-reads the VM's devices (and
- * balloon); the result is the action's, or the VmDefinition when want_def
- * (devices.c; memory.c too). */
+ * balloon); the result is the action's, or the VmDefinition when want_def. */
 int virt_on_devices(struct rpc_call *c, domain_action act, bool want_def);
-/* The result of the verbs VDSM's Bridge answers with the call's status
- * ('ret': 'status': setIoTune, setBalloonTarget, updateVmPolicy, ...):
- * {"code": 0, "message": "Done"}. */
-void virt_write_status_done(struct rpc_call *c);
 /* Fail the call from libvirt's last error (code 1 for "no domain"). */
 int virt_fail_libvirt(struct rpc_call *c, const char *what, const char *id);
 /* dom's live XML read as the engine's (engxml_parse), in c's arena; NULL
  * with the call failed: libvirt's error (virt_fail_libvirt with what), or
- * code when the XML cannot be read (lifecycle.c). */
+ * code when the XML cannot be read. */
 struct virt_engxml *virt_live_engxml(struct rpc_call *c, virDomainPtr dom, const char *id,
 				     const char *what, enum rpc_err code);
-/* Wait (up to ~1 s) until the libvirt events of dom's current state have
- * been handled, so that a status a verb publishes comes after them. */
-void virt_settle_events(struct virt_state *s, virDomainPtr dom, const char *id);
-/* A verb changed id's state: libvirt will report it with one event. */
-void virt_expect_event(struct virt_state *s, const char *id);
-/* VM id starts to move its state away (VM.migrate: st VS_MIGRATION_SOURCE,
- * VM.hibernate: VS_SAVING_STATE): after the events of earlier changes
- * (virt_settle_events) it is marked migrating (or saving), reports st, its
- * VM.getMigrationStatus says msg (code 0, progress 0), and st is published
- * (power.c). */
-void virt_transfer_begin(struct virt_state *s, virDomainPtr dom, const char *id,
-			 enum virt_status st, const char *msg);
-/* Background threads (conn.c).  virt_bg_spawn runs fn(arg) on a detached
+/* The disk of ex on volume sd/img/vol (its metadata volume, or the volume
+ * its source file is: the leaf after a snapshot); NULL if none. */
+const struct virt_engdisk *virt_find_vol_drive(const struct virt_engxml *ex, const char *sd,
+					       const char *img, const char *vol);
+/* One volume as VDSM names it (pool may be blank). */
+struct virt_pdiv {
+	char pool[37], domain[37], image[37], volume[37];
+};
+/* s[0..n) as a UUID string into out; false when it is not one. */
+bool virt_uuid_put(char out[37], const char *s, size_t n);
+/* Member key of object o as a UUID string into out; false when o has no
+ * such member or it is not a UUID. */
+bool virt_uuid_member(const struct vd_value *o, const char *key, char out[37]);
+/* v's path through the storage interface: 0, or -1 with the call failed
+ * with code (what names the volume in the message). */
+int virt_prepare_volume(struct rpc_call *c, struct virt_state *s, const struct virt_pdiv *v,
+			const char *what, enum rpc_err code, char *path, size_t pathlen);
+/* vmId known: to libvirt, or a Down VM not yet destroyed. */
+bool virt_known_vm(struct virt_state *s, virConnectPtr conn, const char *id);
+
+/* Background threads (state.c).  virt_bg_spawn runs fn(arg) on a detached
  * thread counted in s->bg_jobs: 0, or VD_EBUSY when no thread started (arg
  * is still the caller's; always once s->stop is set).  The thread ends with virt_bg_done(s, arg), which
  * frees arg: its last use of s.  virt_bg_wait waits until every such thread
@@ -500,6 +553,8 @@ void virt_bg_wait(struct virt_state *s);
 bool virt_stopping(struct virt_state *s);
 virDomainPtr virt_bg_domain(struct virt_state *s, const char *id, virConnectPtr *c);
 void virt_bg_release(virConnectPtr c, virDomainPtr d);
+
+/* ---- the verbs --------------------------------------------------------- */
 int virt_verb_reset(struct rpc_call *c);
 int virt_verb_dumpxmls(struct rpc_call *c);
 int virt_verb_hotplug_disk(struct rpc_call *c);
@@ -536,44 +591,20 @@ int virt_verb_get_iotune_policy(struct rpc_call *c);
  * limit, from 100 % up). */
 void virt_cpu_quota(double limit, unsigned host_cpus, unsigned vcpus, long long *quota,
 		    unsigned long long *period);
-/* The disk of ex on volume sd/img/vol (its metadata volume, or the volume
- * its source file is: the leaf after a snapshot); NULL if none (blockops.c). */
-const struct virt_engdisk *virt_find_vol_drive(const struct virt_engxml *ex, const char *sd,
-					       const char *img, const char *vol);
 /* hibernate.c: VM.hibernate, and VM.create with memory volumes (restore) */
-/* One volume as VDSM names it (pool may be blank). */
-struct virt_pdiv {
-	char pool[37], domain[37], image[37], volume[37];
-};
-/* Member key of object o as a UUID string into out; false when o has no
- * such member or it is not a UUID. */
-bool virt_uuid_member(const struct vd_value *o, const char *key, char out[37]);
 /* "domainID,poolID,dumpImageID,dumpVolumeID,confImageID,confVolumeID". */
 bool virt_parse_hiber_handle(const char *h, struct virt_pdiv *dump, struct virt_pdiv *conf);
-/* v's path through the storage interface: 0, or -1 with the call failed
- * with code (what names the volume in the message). */
-int virt_prepare_volume(struct rpc_call *c, struct virt_state *s, const struct virt_pdiv *v,
-			const char *what, enum rpc_err code, char *path, size_t pathlen);
 /* The memory conf volume's record of VM id (written in place). */
 int virt_write_hiber_conf(const char *path, const char *id, char *why, size_t whylen);
 int virt_verb_hibernate(struct rpc_call *c);
 bool virt_is_restore(const struct vd_value *vmparams);
 int virt_create_restore(struct rpc_call *c);
 
-/* vmId known: to libvirt, or a Down VM not yet destroyed (create.c). */
-bool virt_known_vm(struct virt_state *s, virConnectPtr conn, const char *id);
-/* VM.create's answer, VDSM's VM status object (create.c; the restore too). */
-void virt_write_created(struct rpc_call *c, const char *id, const char *name,
-			enum virt_status st, int64_t mem_mib, int64_t smp);
-
-/* Lifecycle verb handlers (lifecycle.c, create.c) and read verbs (verbs.c). */
+/* Lifecycle verb handlers (lifecycle.c, create.c, power.c). */
 int virt_verb_create(struct rpc_call *c);
 int virt_verb_pause(struct rpc_call *c);
 int virt_verb_cont(struct rpc_call *c);
 int virt_verb_shutdown(struct rpc_call *c);
-/* Mark (on) or unmark VM id as being shut down by us (VM.shutdown/destroy):
- * its STOPPED event then reports admin shutdown. Takes s->lock. */
-void virt_mark_admin(struct virt_state *s, const char *id, const char *name, bool on);
 int virt_verb_destroy(struct rpc_call *c);
 
 /* ---- host jobs (jobs.c): VM.snapshot; Host.getJobs job_type "virt" ---- */
@@ -589,10 +620,12 @@ int virt_verb_snapshot(struct rpc_call *c);
  * (s->lock held), encode.c writes them as vmJobs. */
 int virt_verb_merge(struct rpc_call *c);
 void virt_blockjobs_copy(struct virt_state *s, struct virt_vm *vm);
-void virt_encode_vm_jobs(struct vd_writer *w, const struct virt_vm *vm);
 /* After (re)connecting: follow again the merges a previous vdsmd started
  * (kept in each domain's metadata). */
 void virt_merge_recover(struct virt_state *s, virConnectPtr c);
+/* replicate.c: live storage migration (VM.diskReplicateStart/Finish). */
+int virt_verb_disk_replicate_start(struct rpc_call *c);
+int virt_verb_disk_replicate_finish(struct rpc_call *c);
 
 /* backup.c: VM.start_backup/stop_backup/backup_info; checkpoint.c: the
  * checkpoint verbs.  A backup config as VDSM reads it (backup.py
@@ -629,7 +662,7 @@ int virt_verb_dump_checkpoint(struct rpc_call *c);
 int virt_verb_delete_checkpoints(struct rpc_call *c);
 int virt_verb_redefine_checkpoints(struct rpc_call *c);
 
-/* Human text of the last libvirt error (thread-local in libvirt). */
+/* Human text of the last libvirt error (thread-local in libvirt; state.c). */
 const char *virt_last_error(void);
 int virt_last_error_code(void);
 
