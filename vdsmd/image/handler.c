@@ -433,9 +433,10 @@ static int do_get(struct conn *k, const struct img_http_req *q)
 		r.cr_last = off + len - 1;
 		r.cr_complete = size;
 	}
+	/* active before the head goes out: a client that has the head sees it */
+	count(&k->h->n.transfers_active, 1);
 	rc = send_head(k, &r);
 	uint64_t done = 0;
-	count(&k->h->n.transfers_active, 1);
 	if (rc == 0 && (rc = send_mapped(k, op, off, len, &done)) == VD_EUNSUPP)
 		rc = 0;
 	while (rc == 0 && done < len) {
@@ -494,13 +495,13 @@ static int do_put(struct conn *k, const struct img_http_req *q)
 		ticket_writer_end(k->ref);
 		return send_error(k, IMG_HTTP_FORBIDDEN, "Ticket was canceled", 0);
 	}
+	count(&k->h->n.transfers_active, 1);   /* before a 100 Continue goes out */
 	if (q->expect_continue && k->in_len == 0) {
 		char cont[64];
 		long n = img_http_format_continue(cont, sizeof(cont));
 		rc = n > 0 ? send_all(k, cont, (size_t)n) : VD_EIO;
 	}
 	uint64_t done = 0;
-	count(&k->h->n.transfers_active, 1);
 	while (rc == 0 && done < len) {
 		if (ticket_op_canceled(op) || __atomic_load_n(k->stop, __ATOMIC_RELAXED)) {
 			rc = VD_ECLOSED;
