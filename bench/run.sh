@@ -114,6 +114,10 @@ net_bench
 # The frame layout for the engine's library (PROTOCOL.md 2) against a
 # vdsmd-framing:packed client, plaintext and TLS, 16x8 and 1x1: bench/wire.sh.
 BUILD="$BUILD" sh bench/wire.sh || rc=1
+# The engine layout at the cost of its write()s (issue 25): vdsmd against
+# raw_server -1, an echo that sends one frame per send() under the same
+# padding rule, 16x8, 16x1 and 1x1, ratios with their spread: bench/frames.sh.
+BUILD="$BUILD" sh bench/frames.sh || rc=1
 # --- end wire ---
 
 # --- client ---

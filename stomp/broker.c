@@ -59,6 +59,11 @@ void stomp_broker_set_frame_hook(struct stomp_broker *b, stomp_frame_fn fn)
 	b->frame_hook = fn;
 }
 
+void stomp_broker_set_pad_hook(struct stomp_broker *b, stomp_pad_fn fn)
+{
+	b->pad_hook = fn;
+}
+
 void stomp_broker_free(struct stomp_broker *b)
 {
 	if (!b)
@@ -288,6 +293,55 @@ void stomp_deliver(struct stomp_broker *b, struct stomp_sub *sub,
 	stomp_deliver_iov(b, sub, dest, dlen, ct, ctlen, extra, nextra, &one, 1);
 }
 
+static unsigned dec_digits(size_t v)
+{
+	unsigned n = 1;
+	while (v >= 10) {
+		v /= 10;
+		n++;
+	}
+	return n;
+}
+
+static bool json_ct(const char *v, size_t n)
+{
+	static const char t[] = "application/json";
+	return n >= sizeof(t) - 1 && !memcmp(v, t, sizeof(t) - 1) &&
+	       (n == sizeof(t) - 1 || v[sizeof(t) - 1] == ';');
+}
+
+/* The head of a MESSAGE ends at w, its content-length value (len, cln
+ * digits) at cl, both in out past out->len; the frame (len bytes of body
+ * and the NUL to come) is to grow to the size the pad hook asks, if any.
+ * Rewrites content-length for the padding and returns the head's new end
+ * (out may have moved); *pad: the spaces to write after the body. */
+static char *pad_head(struct stomp_broker *b, struct stomp_session *s, char *w, char *cl,
+		      unsigned cln, size_t len, size_t *pad)
+{
+	struct vd_buf *out = s->out;
+	size_t hlen = (size_t)(w - (out->data + out->len)), flen = hlen + len + 1;
+	size_t target = b->pad_hook(b->host, s, s->conn, out->len, flen);
+	*pad = 0;
+	if (target <= flen)
+		return w;
+	/* the fewest spaces that reach target; the new length may take a
+	 * digit more (then one byte over when target is not reachable) */
+	size_t n = target - flen;
+	while (n > 0 && flen + n + dec_digits(len + n) - cln > target)
+		n--;
+	while (flen + n + dec_digits(len + n) - cln < target)
+		n++;
+	size_t dd = dec_digits(len + n) - cln;
+	size_t wo = (size_t)(w - out->data), co = (size_t)(cl - out->data);
+	buf_reserve(out, hlen + dd + len + n + 1);
+	w = out->data + wo;
+	cl = out->data + co;
+	memmove(cl + cln + dd, cl + cln, (size_t)(w - (cl + cln)));
+	stomp_put_u64(cl, len + n);
+	*pad = n;
+	return w + dd;
+}
+
 /* What write_direct left of the pieces (skip bytes already written),
  * appended to out. */
 static void append_rest(struct vd_buf *out, const struct stomp_iov *body, unsigned n, size_t skip)
@@ -330,6 +384,7 @@ void stomp_deliver_iov(struct stomp_broker *b, struct stomp_sub *sub,
 	uint64_t mid = ++b->msg_seq;
 	w = stomp_put_u64(w, mid);
 	w = STOMP_PUT_LIT(w, "\ncontent-length:");
+	char *cl = w;
 	w = stomp_put_u64(w, len);
 	if (sub->ack_hdr) {
 		/* STOMP 1.2: the id a client ACKs or NACKs (the message id). */
@@ -372,9 +427,14 @@ void stomp_deliver_iov(struct stomp_broker *b, struct stomp_sub *sub,
 			b->ops.output(b->host, sub->s, sub->s->conn);
 		return;
 	}
+	size_t pad = 0;
+	if (b->pad_hook && ct && len && json_ct(ct, ctlen))
+		w = pad_head(b, sub->s, w, cl, dec_digits(len), len, &pad);
 	for (unsigned i = 0; i < nbody; i++)
 		if (body[i].len)
 			w = stomp_put(w, body[i].base, body[i].len);
+	memset(w, ' ', pad);
+	w += pad;
 	*w++ = '\0';
 	out->len = (size_t)(w - out->data);
 	b->st.frames_out++;

@@ -65,6 +65,7 @@ struct stomp_broker {
 	struct stomp_broker_stats st;
 	stomp_write_direct_fn write_direct;  /* NULL: always buffer */
 	stomp_frame_fn frame_hook;           /* NULL: none */
+	stomp_pad_fn pad_hook;               /* NULL: none */
 };
 
 /* FNV-1a, incremental: h = stomp_hash_step(h, c) from STOMP_HASH_INIT. */

@@ -171,6 +171,20 @@ void stomp_broker_set_write_direct(struct stomp_broker *b, stomp_write_direct_fn
 typedef void (*stomp_frame_fn)(void *host, struct stomp_session *s, void *conn);
 void stomp_broker_set_frame_hook(struct stomp_broker *b, stomp_frame_fn fn);
 
+/* Optional hook: a MESSAGE of len bytes in all (NUL included) with a JSON
+ * body (content-type application/json, parameters allowed; a non-empty
+ * body) is about to be appended at offset off of the session's output
+ * buffer, not written direct.  The host returns the size it must grow to
+ * (0: as it is); the broker then writes it with that many bytes - or one
+ * more, when content-length takes a digit more and the exact size cannot
+ * be reached - spaces after the body, counted in content-length: the frame
+ * the host's frame hook would otherwise have had to pad after the fact
+ * (vdsmd/wire.c), byte for byte, without parsing it back.  NULL (the
+ * default): not called. */
+typedef size_t (*stomp_pad_fn)(void *host, struct stomp_session *s, void *conn, size_t off,
+			       size_t len);
+void stomp_broker_set_pad_hook(struct stomp_broker *b, stomp_pad_fn fn);
+
 /* A session for one connection; out is the connection's output buffer. */
 struct stomp_session *stomp_session_new(struct stomp_broker *b, struct vd_buf *out, void *conn);
 /* Unsubscribes everything and frees the session. */

@@ -247,6 +247,7 @@ void conn_flush(struct vd_conn *c)
 			return;
 		}
 		c->mid_frame = (size_t)n < want;
+		wire_sent(c, (size_t)n);
 		off += (size_t)n;
 		s->n.bytes_out += (uint64_t)n;
 	}

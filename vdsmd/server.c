@@ -325,10 +325,16 @@ static size_t on_write_direct(void *host, struct stomp_session *ss, void *conn,
 	if (w <= 0)
 		return 0;  /* EAGAIN or an error: the buffered path sees it */
 	s->n.bytes_out += (uint64_t)w;
+	wire_sent(c, (size_t)w);
 	c->last_out = ev_now(s->d->loop);
 	c->direct_tail = (size_t)w < iov_total(iov, n);
 	c->mid_frame = c->direct_tail;
 	return (size_t)w;
+}
+
+static size_t on_pad(void *host, struct stomp_session *ss, void *conn, size_t off, size_t len)
+{
+	return conn ? wire_pad_frame(conn, off, len) : 0;
 }
 
 /* Fan-out and events are charged to the memory budget before they are
@@ -573,6 +579,7 @@ void server_start(struct vdsmd *d, const struct conn_proto *protos)
 	s->broker = stomp_broker_new(&bc, &broker_ops, s);
 	s->pad_to = d->cfg.stomp_batch_writes ? 0 : d->cfg.stomp_pad_frames;
 	stomp_broker_set_write_direct(s->broker, on_write_direct);
+	stomp_broker_set_pad_hook(s->broker, on_pad);
 	stomp_broker_set_frame_hook(s->broker, on_frame);
 	s->rbuf = xmalloc(VD_RBUF);
 	ev_io_init(&s->lio, accept_cb, s->lfd, EV_READ);

@@ -178,6 +178,8 @@ struct vd_conn {
 	ev_timer st;         /* send heart-beat */
 	ev_timer wt;         /* a frame write that must wait for send memory (wire.c) */
 	int sndbuf;          /* SO_SNDBUF last read (wire_write_fits) */
+	size_t outq_max;     /* at least SIOCOUTQ: its last reading plus the bytes
+	                        written since (wire_sent; acks only lower it) */
 	bool mid_frame;      /* the last write ended inside a frame */
 	ev_tstamp last_in, last_out;
 	double recv_iv, send_iv;  /* seconds; 0 = off */
@@ -260,11 +262,20 @@ void wire_frame_end(struct vd_conn *c);
 /* What a len-byte MESSAGE frame holds in c->out once padded (the budget
  * charges this, not len), and the most padding any frame of s may get. */
 size_t wire_frame_size(const struct vd_conn *c, size_t len);
+/* The size a JSON MESSAGE of len bytes the broker is about to append at
+ * offset off of c->out must grow to (0: as it is): the padding of
+ * wire_frame_end, laid out as the frame is written (stomp_broker_set_pad_hook). */
+size_t wire_pad_frame(const struct vd_conn *c, size_t off, size_t len);
 size_t wire_pad_max(const struct vd_server *s);
 /* May a write that starts a frame of want bytes go now?  False on a
  * plaintext connection with engine framing whose send memory might not
  * take the frame's head whole (conn_flush retries on c->wt). */
 bool wire_write_fits(struct vd_conn *c, size_t want);
+/* n bytes went to c's socket (bounds its send queue for wire_write_fits). */
+static inline void wire_sent(struct vd_conn *c, size_t n)
+{
+	c->outq_max += n;
+}
 /* The client's framing choice at CONNECT (and the default when a STOMP
  * connection opens: packed false). */
 void wire_set_framing(struct vd_conn *c, bool packed);

@@ -83,28 +83,47 @@ void wire_set_framing(struct vd_conn *c, bool packed)
 	/* (3) above; 0 is the system default (no limit) */
 	int lowat = c->packed || !c->srv->pad_to ? 0 : 1;
 	setsockopt(c->fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &lowat, sizeof(lowat));
+	/* the send buffer wire_write_fits' bound is checked against (read
+	 * again there before refusing a frame) */
+	socklen_t l = sizeof(c->sndbuf);
+	if (lowat && getsockopt(c->fd, SOL_SOCKET, SO_SNDBUF, &c->sndbuf, &l) < 0)
+		c->sndbuf = 0;
+}
+
+/* (4) above, for a queue of q bytes and a frame of want, against the
+ * SO_SNDBUF last read: the head (or all of a short frame) and what is
+ * queued, at twice their size for the kernel's per-buffer overhead, well
+ * within the send buffer.  Monotone in q. */
+static bool queue_fits(const struct vd_conn *c, size_t q, size_t want)
+{
+	size_t head = VD_MIN(want, (size_t)4096);
+	return q + head <= WIRE_PLAIN_QUEUE_MAX && 2 * (q + head) + 8192 <= (size_t)c->sndbuf;
 }
 
 bool wire_write_fits(struct vd_conn *c, size_t want)
 {
 	if (c->state != CS_STOMP || c->packed || c->ssl || !c->srv->pad_to)
 		return true;
+	/* The queue is at most outq_max: when that fits, so does the queue,
+	 * and the SIOCOUTQ read (a syscall per frame) is not needed. */
+	if (queue_fits(c, c->outq_max, want))
+		return true;
 	int q = 0;
-	if (ioctl(c->fd, SIOCOUTQ, &q) < 0 || q <= 0)
+	if (ioctl(c->fd, SIOCOUTQ, &q) < 0)
+		return true;
+	c->outq_max = q > 0 ? (size_t)q : 0;
+	if (q <= 0)
 		return true;   /* nothing queued: the head goes whole */
-	/* the head (or all of a short frame) and what is queued, at twice
-	 * their size for the kernel's per-buffer overhead, well within the
-	 * send buffer (autotuned: read again before refusing) */
 	if ((size_t)q + VD_MIN(want, (size_t)4096) > WIRE_PLAIN_QUEUE_MAX)
 		return false;
-	size_t need = 2 * ((size_t)q + VD_MIN(want, (size_t)4096)) + 8192;
-	if (need <= (size_t)c->sndbuf)
+	if (queue_fits(c, (size_t)q, want))
 		return true;
+	/* the send buffer is autotuned: read it again before refusing */
 	int sb = 0;
 	socklen_t l = sizeof(sb);
 	if (getsockopt(c->fd, SOL_SOCKET, SO_SNDBUF, &sb, &l) == 0)
 		c->sndbuf = sb;
-	return need <= (size_t)c->sndbuf;
+	return queue_fits(c, (size_t)q, want);
 }
 
 /* The size a len-byte frame must grow to (0: as it is). */
@@ -119,6 +138,14 @@ static size_t pad_target(const struct vd_conn *c, size_t len)
 	if (len > WIRE_TLS_RECORD_MAX && len < 2 * WIRE_TLS_RECORD_MIN)
 		return 2 * WIRE_TLS_RECORD_MIN;
 	return 0;
+}
+
+size_t wire_pad_frame(const struct vd_conn *c, size_t off, size_t len)
+{
+	/* pad_body's case: the frame starts where the last one recorded ends */
+	if (c->dead || c->out_mark != c->out_base + off)
+		return 0;
+	return pad_target(c, len);
 }
 
 size_t wire_frame_size(const struct vd_conn *c, size_t len)

@@ -494,6 +494,85 @@ START_TEST(held_events_bounded)
 }
 END_TEST
 
+/* The broker pads as it writes (stomp_broker_set_pad_hook, wire_pad_frame)
+ * to exactly the bytes wire_frame_end's pad_body made of the unpadded
+ * frame: a broker with the pad hook against one with the frame hook only,
+ * over every short body length, ack header or not, content types with and
+ * without parameters or not JSON, plaintext and TLS record sizes. */
+static void hook_frame(void *host, struct stomp_session *ss, void *conn)
+{
+	wire_frame_end(conn);
+}
+
+static size_t hook_pad(void *host, struct stomp_session *ss, void *conn, size_t off, size_t len)
+{
+	return wire_pad_frame(conn, off, len);
+}
+
+struct padded_side {
+	struct fixture fx;
+	struct stomp_broker *b;
+	struct stomp_session *ss;
+};
+
+static void side_open(struct padded_side *p, bool pad_hook, bool tls, const char *sub)
+{
+	fx_init(&p->fx, 1024);
+	if (tls)
+		p->fx.c.ssl = &p->fx;  /* any non-NULL SSL */
+	struct stomp_broker_config cfg = { .server_name = "t" };
+	p->b = stomp_broker_new(&cfg, NULL, NULL);
+	stomp_broker_set_frame_hook(p->b, hook_frame);
+	if (pad_hook)
+		stomp_broker_set_pad_hook(p->b, hook_pad);
+	p->ss = stomp_session_new(p->b, &p->fx.c.out, &p->fx.c);
+	char in[256];
+	int n = snprintf(in, sizeof(in), "CONNECT\naccept-version:1.2\n\n%cSUBSCRIBE\n"
+			 "destination:jms.topic.vdsm_responses\nid:s1\n%s\n%c", 0, sub, 0);
+	ck_assert_int_eq(stomp_session_feed(p->ss, in, (size_t)n), n);
+	written(&p->fx.c, p->fx.c.out.len);
+}
+
+static void side_close(struct padded_side *p)
+{
+	stomp_session_free(p->ss);
+	stomp_broker_free(p->b);
+	fx_free(&p->fx);
+}
+
+START_TEST(broker_pads_as_frame_end_did)
+{
+	static const char *const types[] = { "application/json", "application/json;charset=utf-8",
+					     "application/jsonx", "text/plain" };
+	static char body[17200];
+	memset(body, 'x', sizeof(body));
+	for (unsigned mode = 0; mode < 4; mode++) {
+		bool tls = mode >= 2;
+		struct padded_side a, b;
+		side_open(&a, false, tls, mode % 2 ? "ack:client\n" : "");
+		side_open(&b, true, tls, mode % 2 ? "ack:client\n" : "");
+		size_t padded = 0;
+		for (size_t len = 0; len < sizeof(body); len += len < 1100 ? 1 : len < 8300 ? 97 : 7) {
+			if (!tls && len > 1100)
+				break;
+			const char *ct = types[len % 4];
+			ck_assert_uint_eq(stomp_broker_reply(a.b, a.ss, NULL, 0, ct, body, len), 1);
+			ck_assert_uint_eq(stomp_broker_reply(b.b, b.ss, NULL, 0, ct, body, len), 1);
+			ck_assert_uint_eq(a.fx.c.out.len, b.fx.c.out.len);
+			ck_assert(memcmp(a.fx.c.out.data, b.fx.c.out.data, a.fx.c.out.len) == 0);
+			ck_assert_uint_eq(a.fx.c.fend_n, b.fx.c.fend_n);
+			if (a.fx.c.out.len > len + 200)
+				padded++;
+			written(&a.fx.c, a.fx.c.out.len);
+			written(&b.fx.c, b.fx.c.out.len);
+		}
+		ck_assert_uint_gt(padded, 100);  /* the padding was exercised */
+		side_close(&a);
+		side_close(&b);
+	}
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("wire");
@@ -506,6 +585,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, frame_write_waits_for_send_memory);
 	tcase_add_test(tc, events_wait_for_replies_in_flight);
 	tcase_add_test(tc, held_events_bounded);
+	tcase_add_test(tc, broker_pads_as_frame_end_did);
 	suite_add_tcase(s, tc);
 	return s;
 }
