@@ -303,9 +303,10 @@ clean:
 
 # --- static analysis (cppcheck + clang-tidy; config in .clang-tidy and
 # tests/cppcheck-suppressions.txt; tests/lint-deps.py: no call or include
-# loops among the files of vdsmd/storage, of vdsmd/virt, nor among those of
-# vdsmd's top level (one directory each), from nm of the built objects) ----
+# loops among the files of any production directory (each directory on its
+# own; vdsmd/ is its top level), from nm of the built objects) ----
 .PHONY: lint
 lint: ensure-deps $(VDSMD)
-	@BUILD=$(BUILD) tests/lint-deps.py vdsmd/storage vdsmd/virt vdsmd
+	@BUILD=$(BUILD) tests/lint-deps.py vdsmd vdsmd/storage vdsmd/virt vdsmd/host vdsmd/net \
+		vdsmd/image client common rpc codecs stomp io
 	@BUILD=$(BUILD) tests/lint.sh
