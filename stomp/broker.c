@@ -293,23 +293,6 @@ void stomp_deliver(struct stomp_broker *b, struct stomp_sub *sub,
 	stomp_deliver_iov(b, sub, dest, dlen, ct, ctlen, extra, nextra, &one, 1);
 }
 
-static unsigned dec_digits(size_t v)
-{
-	unsigned n = 1;
-	while (v >= 10) {
-		v /= 10;
-		n++;
-	}
-	return n;
-}
-
-static bool json_ct(const char *v, size_t n)
-{
-	static const char t[] = "application/json";
-	return n >= sizeof(t) - 1 && !memcmp(v, t, sizeof(t) - 1) &&
-	       (n == sizeof(t) - 1 || v[sizeof(t) - 1] == ';');
-}
-
 /* The head of a MESSAGE ends at w, its content-length value (len, cln
  * digits) at cl, both in out past out->len; the frame (len bytes of body
  * and the NUL to come) is to grow to the size the pad hook asks, if any.
@@ -324,14 +307,8 @@ static char *pad_head(struct stomp_broker *b, struct stomp_session *s, char *w, 
 	*pad = 0;
 	if (target <= flen)
 		return w;
-	/* the fewest spaces that reach target; the new length may take a
-	 * digit more (then one byte over when target is not reachable) */
-	size_t n = target - flen;
-	while (n > 0 && flen + n + dec_digits(len + n) - cln > target)
-		n--;
-	while (flen + n + dec_digits(len + n) - cln < target)
-		n++;
-	size_t dd = dec_digits(len + n) - cln;
+	unsigned dd;
+	size_t n = stomp_pad_count(flen, len, cln, target, &dd);
 	size_t wo = (size_t)(w - out->data), co = (size_t)(cl - out->data);
 	buf_reserve(out, hlen + dd + len + n + 1);
 	w = out->data + wo;
@@ -428,8 +405,8 @@ void stomp_deliver_iov(struct stomp_broker *b, struct stomp_sub *sub,
 		return;
 	}
 	size_t pad = 0;
-	if (b->pad_hook && ct && len && json_ct(ct, ctlen))
-		w = pad_head(b, sub->s, w, cl, dec_digits(len), len, &pad);
+	if (b->pad_hook && ct && len && stomp_ct_is_json(ct, ctlen))
+		w = pad_head(b, sub->s, w, cl, stomp_u64_digits(len), len, &pad);
 	for (unsigned i = 0; i < nbody; i++)
 		if (body[i].len)
 			w = stomp_put(w, body[i].base, body[i].len);

@@ -185,6 +185,20 @@ typedef size_t (*stomp_pad_fn)(void *host, struct stomp_session *s, void *conn, 
 			       size_t len);
 void stomp_broker_set_pad_hook(struct stomp_broker *b, stomp_pad_fn fn);
 
+/* The padding rule both the pad hook's broker and vdsmd/wire.c's after-the-
+ * fact padding use (stomp/writer.c): a MESSAGE of flen bytes whose body is
+ * blen bytes (its content-length value cln digits) grows to target bytes
+ * with n spaces after the body, counted in content-length: the fewest n
+ * that reach target, one byte over when content-length taking a digit more
+ * makes target unreachable.  Returns n (0 when flen >= target) and in *dd
+ * the digits content-length gains. */
+size_t stomp_pad_count(size_t flen, size_t blen, unsigned cln, size_t target, unsigned *dd);
+/* Decimal digits of v (1 for 0). */
+unsigned stomp_u64_digits(uint64_t v);
+/* A content-type value (n bytes) that is application/json, parameters
+ * allowed: the bodies that may be padded with spaces. */
+bool stomp_ct_is_json(const char *v, size_t n);
+
 /* A session for one connection; out is the connection's output buffer. */
 struct stomp_session *stomp_session_new(struct stomp_broker *b, struct vd_buf *out, void *conn);
 /* Unsubscribes everything and frees the session. */

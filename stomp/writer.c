@@ -33,6 +33,35 @@ char *stomp_put_escaped(char *w, const char *s, size_t n, bool esc)
 	return w;
 }
 
+unsigned stomp_u64_digits(uint64_t v)
+{
+	unsigned n = 1;
+	for (; v >= 10; v /= 10)
+		n++;
+	return n;
+}
+
+size_t stomp_pad_count(size_t flen, size_t blen, unsigned cln, size_t target, unsigned *dd)
+{
+	*dd = 0;
+	if (target <= flen)
+		return 0;
+	size_t n = target - flen;
+	while (n > 0 && flen + n + stomp_u64_digits(blen + n) - cln > target)
+		n--;
+	while (flen + n + stomp_u64_digits(blen + n) - cln < target)
+		n++;
+	*dd = stomp_u64_digits(blen + n) - cln;
+	return n;
+}
+
+bool stomp_ct_is_json(const char *v, size_t n)
+{
+	static const char t[] = "application/json";
+	return n >= sizeof(t) - 1 && !memcmp(v, t, sizeof(t) - 1) &&
+	       (n == sizeof(t) - 1 || v[sizeof(t) - 1] == ';');
+}
+
 char *stomp_put_u64(char *w, uint64_t v)
 {
 	static const char d2[] =

@@ -158,15 +158,6 @@ size_t wire_pad_max(const struct vd_server *s)
 	return s->pad_to ? VD_MAX(s->pad_to, 2 * WIRE_TLS_RECORD_MIN) : 0;
 }
 
-static unsigned digits(size_t v)
-{
-	unsigned n = 1;
-	while (v >= 10) {
-		v /= 10;
-		n++;
-	}
-	return n;
-}
 
 /* The value of header name (with its leading EOL, "\ncontent-type:") in
  * the header block f[0, hend): start offset and length, or false. */
@@ -184,17 +175,10 @@ static bool header_at(const char *f, size_t hend, const char *name, size_t *at, 
 
 static char *put_dec(char *w, size_t v)
 {
-	unsigned n = digits(v);
+	unsigned n = stomp_u64_digits(v);
 	for (unsigned i = n; i > 0; i--, v /= 10)
 		w[i - 1] = (char)('0' + v % 10);
 	return w + n;
-}
-
-static bool json_type(const char *v, size_t n)
-{
-	static const char t[] = "application/json";
-	return n >= sizeof(t) - 1 && !memcmp(v, t, sizeof(t) - 1) &&
-	       (n == sizeof(t) - 1 || v[sizeof(t) - 1] == ';');
 }
 
 /* Grow the MESSAGE at c->out.data + off (it ends the buffer) to at least
@@ -211,7 +195,7 @@ static void pad_body(struct vd_conn *c, size_t off, size_t target)
 		return;
 	size_t hend = (size_t)(blank - f) + 1;   /* the last header's EOL */
 	size_t ct, ctn, cl, cln;
-	if (!header_at(f, hend, "\ncontent-type:", &ct, &ctn) || !json_type(f + ct, ctn) ||
+	if (!header_at(f, hend, "\ncontent-type:", &ct, &ctn) || !stomp_ct_is_json(f + ct, ctn) ||
 	    !header_at(f, hend, "\ncontent-length:", &cl, &cln) || cln == 0 || cln > 19)
 		return;
 	size_t clen = 0;
@@ -223,13 +207,9 @@ static void pad_body(struct vd_conn *c, size_t off, size_t target)
 	size_t body = hend + 1;
 	if (body + clen + 1 != len || clen == 0)
 		return;
-	/* n spaces; the new length may take a digit more */
-	size_t n = target - len;
-	while (len + n + digits(clen + n) - cln > target && n > 0)
-		n--;
-	while (len + n + digits(clen + n) - cln < target)
-		n++;
-	size_t dd = digits(clen + n) - cln;
+	/* n spaces; the new length may take a digit more (stomp's rule) */
+	unsigned dd;
+	size_t n = stomp_pad_count(len, clen, (unsigned)cln, target, &dd);
 	buf_reserve(&c->out, n + dd);
 	f = c->out.data + off;
 	size_t tail = body + clen - (cl + cln);   /* from after the value to the NUL */
