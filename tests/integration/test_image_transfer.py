@@ -290,8 +290,9 @@ class ImageTransfer(unittest.TestCase):
         so.sendall(b"\x11" * (3 * MiB))
         so.close()
         # the server notices, the op ends: the ticket is idle again and the
-        # volume takes a full upload on a new connection
-        deadline = time.monotonic() + 10
+        # volume takes a full upload on a new connection (30 s: the image
+        # threads run at nice +10, and a busy machine starved them past 10 s)
+        deadline = time.monotonic() + 30
         while self.info(tid)["active"] and time.monotonic() < deadline:
             time.sleep(0.05)
         self.assertFalse(self.info(tid)["active"])
@@ -378,7 +379,7 @@ class ImageTransfer(unittest.TestCase):
         self.assertTrue(head.startswith(b"HTTP/1.1 200"), head)
         self.assertTrue(body == data[:len(body)], "the bytes sent differ from the file's")
         so.close()
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 30   # nice +10 image threads (see above)
         while self.info(tid)["active"] and time.monotonic() < deadline:
             time.sleep(0.05)
         self.assertFalse(self.info(tid)["active"])
