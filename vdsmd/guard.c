@@ -45,11 +45,11 @@ static size_t conn_charge(const struct vd_conn *c)
 
 static void note_usage(struct vd_server *s);
 
-/* What the image server's transfers buffer (their threads charge it to the
- * same budget, vdsmd.h struct vd_mem_share). */
-static size_t image_used(const struct vd_server *s)
+/* What the main port's connections and the image server's transfers hold
+ * (the image threads charge the same budget, vdsmd.h struct vd_mem_share). */
+static size_t in_use(const struct vd_server *s)
 {
-	return __atomic_load_n(&s->d->mem.image, __ATOMIC_RELAXED);
+	return s->mem_used + __atomic_load_n(&s->d->mem.image, __ATOMIC_RELAXED);
 }
 
 static void publish(struct vd_server *s)
@@ -100,7 +100,7 @@ void guard_release(struct vd_conn *c)
 
 bool guard_overloaded(const struct vd_server *s)
 {
-	return s->budget && s->mem_used + image_used(s) > s->budget - s->budget / 8;
+	return s->budget && in_use(s) > s->budget - s->budget / 8;
 }
 
 /* Best effort: an ERROR frame straight to the socket (the victim's buffers
@@ -150,7 +150,7 @@ bool guard_admit(struct vd_conn *c, size_t more)
 	if (c->dead)
 		return false;
 	guard_account(c);
-	while (s->budget && s->mem_used + image_used(s) + more > s->budget) {
+	while (s->budget && in_use(s) + more > s->budget) {
 		struct vd_conn *v = biggest(s);
 		if (!v || v->charged <= CONN_COST + TLS_COST) {
 			/* nothing big left to close: this growth alone does not fit,
@@ -193,7 +193,7 @@ bool guard_charge_out(struct vd_conn *c, size_t bytes)
 	if (c->dead)
 		return false;
 	size_t more = growth(&c->out, bytes);
-	if (s->budget && s->mem_used + image_used(s) + more > s->budget)
+	if (s->budget && in_use(s) + more > s->budget)
 		return false;
 	/* charged now; guard_account (after the flush) puts the exact figure */
 	c->charged += more;
@@ -205,7 +205,7 @@ bool guard_charge_out(struct vd_conn *c, size_t bytes)
 bool guard_fanout_fits(const struct vd_server *s, size_t bytes)
 {
 	/* whole, and without taking the daemon into the 1100 regime */
-	return !s->budget || s->mem_used + image_used(s) + bytes <= s->budget - s->budget / 8;
+	return !s->budget || in_use(s) + bytes <= s->budget - s->budget / 8;
 }
 
 void guard_input(struct vd_conn *c, bool progress)

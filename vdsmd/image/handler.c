@@ -94,9 +94,9 @@ static int send_head(struct conn *k, struct img_http_resp *r)
 	return n > 0 ? send_all(k, out, (size_t)n) : VD_EIO;
 }
 
-static int send_json(struct conn *k, struct vd_buf *b, const char *allow)
+static int send_json(struct conn *k, int status, struct vd_buf *b, const char *allow)
 {
-	struct img_http_resp r = { .status = IMG_HTTP_OK, .content_length = b->len,
+	struct img_http_resp r = { .status = status, .content_length = b->len,
 				   .content_type = "application/json", .allow = allow };
 	int rc = send_head(k, &r);
 	if (rc == 0 && b->len)
@@ -246,11 +246,7 @@ static int refuse_busy(struct conn *k, const char *what)
 	buf_printf(&b, ", \"code\": %d, \"title\": \"%s\"}\n", IMG_HTTP_SERVICE_UNAVAILABLE,
 		   img_http_reason(IMG_HTTP_SERVICE_UNAVAILABLE));
 	k->close = true;
-	struct img_http_resp r = { .status = IMG_HTTP_SERVICE_UNAVAILABLE,
-				   .content_length = b.len, .content_type = "application/json" };
-	int rc = send_head(k, &r);
-	if (rc == 0)
-		rc = send_all(k, b.data, b.len);
+	int rc = send_json(k, IMG_HTTP_SERVICE_UNAVAILABLE, &b, NULL);
 	buf_free(&b);
 	return rc;
 }
@@ -296,7 +292,7 @@ static int do_options(struct conn *k, const struct img_http_req *q)
 	}
 	struct vd_buf b = VD_BUF_INIT;
 	img_http_options_json(&b, &o);
-	int rc = send_json(k, &b, img_http_options_allow(&o));
+	int rc = send_json(k, IMG_HTTP_OK, &b, img_http_options_allow(&o));
 	buf_free(&b);
 	return rc;
 }
@@ -323,7 +319,7 @@ static int do_extents(struct conn *k, const struct img_http_req *q)
 	struct vd_buf b = VD_BUF_INIT;
 	img_http_extents_json(&b, e.v, e.n, dirty ? IMG_EXTENTS_DIRTY : IMG_EXTENTS_ZERO);
 	img_extents_free(&e);
-	rc = send_json(k, &b, NULL);
+	rc = send_json(k, IMG_HTTP_OK, &b, NULL);
 	buf_free(&b);
 	return rc;
 }
