@@ -400,8 +400,14 @@ void st_job_vol_release(struct storage_state *s, struct st_job *j, struct st_dom
 
 int st_job_open_data(struct st_domain *d, const struct st_job *j, struct st_err *e)
 {
-	int ifd = st_img_open(d, j->src[1], false);
-	int fd = ifd < 0 ? -1 : openat(ifd, j->src[2], O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+	return st_vol_open_data(d, j->src[1], j->src[2], e);
+}
+
+int st_vol_open_data(const struct st_domain *d, const char *img, const char *vol,
+		     struct st_err *e)
+{
+	int ifd = st_img_open(d, img, false);
+	int fd = ifd < 0 ? -1 : openat(ifd, vol, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
 	int rc = fd < 0 ? (ifd < 0 ? ifd : -errno) : 0;
 	struct stat st;
 	if (fd >= 0 && (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)))
@@ -411,7 +417,7 @@ int st_job_open_data(struct st_domain *d, const struct st_job *j, struct st_err 
 	if (rc < 0) {
 		if (fd >= 0)
 			close(fd);
-		return st_fail(e, RPC_E_GENERAL, "volume %s data file: %s", j->src[2], strerror(-rc));
+		return st_fail(e, RPC_E_GENERAL, "volume %s data file: %s", vol, strerror(-rc));
 	}
 	return fd;
 }

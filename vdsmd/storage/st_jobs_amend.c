@@ -99,19 +99,15 @@ static void intent_clear(struct storage_state *s, const char *vol)
 	free(path);
 }
 
-/* qemu-img check -r all of the qcow2 of vol (opened O_NOFOLLOW under its
- * image directory, passed as fd 3, no backing): 0 when it is consistent
- * afterwards. */
+/* qemu-img check -r all of the qcow2 of vol (st_vol_open_data, passed as
+ * fd 3, no backing): 0 when it is consistent afterwards. */
 static int amend_repair(const struct st_domain *d, const char *img, const char *vol)
 {
-	int ifd = st_img_open(d, img, false);
-	int fd = ifd < 0 ? -1 : openat(ifd, vol, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
-	int oerr = fd < 0 ? (ifd < 0 ? -ifd : errno) : 0;
-	if (ifd >= 0)
-		close(ifd);
+	struct st_err oe = { 0 };
+	int fd = st_vol_open_data(d, img, vol, &oe);
 	if (fd < 0) {
 		log_error("storage: volume %s of domain %s: cannot open it to check it after an "
-			  "interrupted amend: %s", vol, d->uuid, strerror(oerr));
+			  "interrupted amend: %s", vol, d->uuid, oe.msg);
 		return -1;
 	}
 	static const char spec[] = "json:{\"driver\":\"qcow2\",\"file\":{\"driver\":\"file\","

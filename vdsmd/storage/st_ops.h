@@ -310,6 +310,9 @@ void st_job_vol_release(struct storage_state *s, struct st_job *j, struct st_dom
  * O_NOFOLLOW beneath its image directory, a regular file: the fd, or -1
  * with e set (RPC_E_GENERAL). */
 int st_job_open_data(struct st_domain *d, const struct st_job *j, struct st_err *e);
+/* The same for volume vol of image img (an interrupted amend's repair). */
+int st_vol_open_data(const struct st_domain *d, const char *img, const char *vol,
+		     struct st_err *e);
 void *st_job_thread(struct st_job *j, int (*work)(struct storage_state *, struct st_job *,
 						    struct st_err *));
 /* SDM.add_bitmap / remove_bitmap / clear_bitmaps (st_jobs_bitmap.c): a
