@@ -158,7 +158,6 @@ size_t wire_pad_max(const struct vd_server *s)
 	return s->pad_to ? VD_MAX(s->pad_to, 2 * WIRE_TLS_RECORD_MIN) : 0;
 }
 
-
 /* The value of header name (with its leading EOL, "\ncontent-type:") in
  * the header block f[0, hend): start offset and length, or false. */
 static bool header_at(const char *f, size_t hend, const char *name, size_t *at, size_t *n)
