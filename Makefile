@@ -306,7 +306,7 @@ clean:
 # loops among the files of any production directory (each directory on its
 # own; vdsmd/ is its top level), from nm of the built objects) ----
 .PHONY: lint
-lint: ensure-deps $(VDSMD)
+lint: ensure-deps all
 	@BUILD=$(BUILD) tests/lint-deps.py vdsmd vdsmd/storage vdsmd/virt vdsmd/host vdsmd/net \
 		vdsmd/image client common rpc codecs stomp io
 	@BUILD=$(BUILD) tests/lint.sh
