@@ -49,6 +49,7 @@ struct stomp_session {
 	bool alive;
 	bool closing;
 	bool connected;
+	bool served;                 /* a request SEND was handed on */
 };
 
 struct stomp_broker {

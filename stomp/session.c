@@ -131,6 +131,11 @@ bool stomp_session_connected(const struct stomp_session *s)
 	return s->connected;
 }
 
+bool stomp_session_established(const struct stomp_session *s)
+{
+	return s->connected || s->served;
+}
+
 void *stomp_session_conn(const struct stomp_session *s)
 {
 	return s && s->alive ? s->conn : NULL;
@@ -334,6 +339,7 @@ static enum outcome on_send(struct stomp_session *s, const struct stomp_frame *f
 	if (is_request_dest(k->dest.v, k->dest.n)) {
 		/* The reply-to becomes a reply destination: nobody may SEND to it. */
 		stomp_dest_reserve(b, k->reply_to.v, k->reply_to.n);
+		s->served = true;
 		if (b->ops.request)
 			b->ops.request(b->host, s, f->body, f->body_len, k->ct.v, k->ct.n,
 				       k->reply_to.v, k->reply_to.n, k->flow.v, k->flow.n);

@@ -267,9 +267,14 @@ void stomp_session_unref(struct stomp_session *s);
 bool stomp_session_alive(const struct stomp_session *s);
 
 /* (added) The conn pointer given to stomp_session_new(), NULL once the
- * session was freed; whether a CONNECT/STOMP was accepted. */
+ * session was freed; whether a CONNECT/STOMP was accepted; whether the
+ * session is a working client: CONNECTed, or it has had a request SEND
+ * served without one (VDSM serves SEND before or without CONNECT, and the
+ * engine's client library can lose its queued CONNECT to a race and go on
+ * sending requests). */
 void *stomp_session_conn(const struct stomp_session *s);
 bool stomp_session_connected(const struct stomp_session *s);
+bool stomp_session_established(const struct stomp_session *s);
 
 /* (added) Subscriptions one session may hold; past it SUBSCRIBE gets
  * ERROR "Too many subscriptions" (bounds memory and per-frame work). */

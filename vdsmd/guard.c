@@ -287,7 +287,7 @@ static void sweep_cb(struct ev_loop *loop, ev_timer *w, int revents)
 			timeout_close(c, &s->n.frame_timeouts, "incomplete frame", cfg->frame_timeout);
 			continue;
 		}
-		if (c->state == CS_STOMP && !stomp_session_connected(c->sess) && !busy &&
+		if (c->state == CS_STOMP && !stomp_session_established(c->sess) && !busy &&
 		    now - c->t_open >= cfg->connect_timeout) {
 			timeout_close(c, &s->n.connect_timeouts, "no CONNECT", cfg->connect_timeout);
 			continue;
@@ -332,15 +332,17 @@ void guard_pause_accept(struct vd_server *s, int err)
 }
 
 /* A connection that holds a slot without being a client yet: TLS handshake
- * or protocol detection not done, or STOMP without CONNECT and nothing
- * pending (the engine sends CONNECT right after its SUBSCRIBEs). */
+ * or protocol detection not done, or STOMP that neither CONNECTed nor had
+ * a request served and has nothing pending (the engine sends CONNECT right
+ * after its SUBSCRIBEs; a client whose CONNECT was lost but which sends
+ * requests is a client, as under VDSM). */
 static bool unestablished(const struct vd_conn *c)
 {
 	if (c->dead || c->closing)
 		return false;
 	if (c->state == CS_HANDSHAKE || c->state == CS_DETECT)
 		return true;
-	return c->state == CS_STOMP && c->refs == 0 && !stomp_session_connected(c->sess);
+	return c->state == CS_STOMP && c->refs == 0 && !stomp_session_established(c->sess);
 }
 
 bool guard_evict_unestablished(struct vd_server *s)

@@ -368,6 +368,29 @@ class PerAddress(unittest.TestCase):
             self.assertGreaterEqual(int(m.group(1)), 3)
 
 
+class NoConnectClient(unittest.TestCase):
+    def test_requests_without_connect_keep_the_connection(self):
+        """A client whose CONNECT never arrived (the engine's client library
+        can lose its queued CONNECT to a race, then goes on sending
+        requests) is served and kept past connect_timeout, as VDSM keeps it;
+        a connection that only subscribed is still closed at connect_timeout;
+        the served one ends at idle_timeout when it goes silent."""
+        with vt.Daemon("--connect-timeout", "2", "--idle-timeout", "5") as d:
+            worker = vt.Conn(d.sock(10))
+            worker.subscribe(vt.RESPONSES, "w")
+            self.assertIs(worker.call("Host.ping2").get("result"), True)
+            idle = vt.Conn(d.sock(10))
+            idle.subscribe(vt.RESPONSES, "i")
+            time.sleep(3.5)
+            self.assertIs(worker.call("Host.ping2").get("result"), True)
+            f = idle.read_frame(timeout=5)
+            self.assertEqual((f.cmd, f.headers.get("message")), ("ERROR", "no CONNECT"))
+            self.assertTrue(closed(idle.sock, 1.0))
+            self.assertFalse(closed(worker.sock, 0.1))
+            self.assertTrue(d.wait_log(r"no CONNECT for 2 s, closing", 5))
+            self.assertTrue(closed(worker.sock, 10.0), "not closed at idle_timeout")
+
+
 class IdleSessions(Attack):
     def test_idle_stomp_and_http_keepalive(self):
         """STOMP sessions without heart-beats that go silent and HTTP
