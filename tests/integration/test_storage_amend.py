@@ -534,3 +534,59 @@ class UnrepairedAmend(Base):
     def meta_legality(self, img, vol):
         with open(self.path(img, vol) + ".meta") as f:
             return dict(line.strip().split("=", 1) for line in f if "=" in line)["LEGALITY"]
+
+
+class AmendKilledRepairFails(Base):
+    """The job's own path: qemu-img amend dies by a signal (a wrapper first
+    in vdsmd's PATH breaks the header's L1 table offset through the fd vdsmd
+    passed it, then kill -9s itself, as a qemu-img killed mid-write would
+    leave it), the real qemu-img check -r all that follows cannot open the
+    image: the job fails with 100 saying so, the volume is ILLEGAL at once,
+    the intent stays with MARKED=1."""
+    VOLS = ((SOLO, SOLO_IMG, COW_FMT, BLANK),)
+
+    @classmethod
+    def setUpClass(cls):
+        real = subprocess.check_output(["sh", "-c", "command -v qemu-img"], text=True).strip()
+        cls.bindir = os.path.join("/tmp", "vdsmtest-amendbin-%d" % os.getpid())
+        os.makedirs(cls.bindir, exist_ok=True)
+        with open(os.path.join(cls.bindir, "qemu-img"), "w") as f:
+            f.write("#!/bin/sh\n"
+                    "if [ \"$1\" = amend ]; then\n"
+                    "\tprintf '\\000\\000\\000\\000\\000\\000\\022\\064' | "
+                    "dd of=/proc/self/fd/3 bs=1 seek=40 conv=notrunc status=none\n"
+                    "\tkill -9 $$\n"
+                    "fi\n"
+                    "exec %s \"$@\"\n" % real)
+        os.chmod(os.path.join(cls.bindir, "qemu-img"), 0o755)
+        old = os.environ["PATH"]
+        os.environ["PATH"] = cls.bindir + ":" + old
+        try:
+            super().setUpClass()
+        finally:
+            os.environ["PATH"] = old
+
+    @classmethod
+    def tearDownClass(cls):
+        super().tearDownClass()
+        import shutil
+        shutil.rmtree(cls.bindir, ignore_errors=True)
+
+    def test_killed_amend_repair_fails(self):
+        self.assertEqual(self.info(SOLO_IMG, SOLO)["legality"], "LEGAL")
+        j = self.job("amend_volume", self.vi(SOLO, SOLO_IMG), {"compat": "0.10"})
+        self.assertFailed(j, 100)
+        self.assertIn("killed by signal 9", j["error"]["message"])
+        self.assertIn("repair failed", j["error"]["message"])
+        self.assertEqual(self.info(SOLO_IMG, SOLO)["legality"], "ILLEGAL")
+        intent = os.path.join(self.d.tmp, "storage", "amend-%s.intent" % SOLO)
+        with open(intent) as f:
+            self.assertIn("MARKED=1\n", f.read())
+        self.assertIn("the volume is ILLEGAL", j["error"]["message"])
+        # the reason (qemu-img's) in one log line
+        lines = [l for l in self.d.log_lines() if SOLO in l and "L1 table offset invalid" in l]
+        self.assertEqual(len(lines), 1, self.d.log_lines()[-20:])
+        self.assertIn("repair failed", lines[0])
+        self.assertIn("ILLEGAL", lines[0])
+        self.assertEqual(error_code(self.c.call("Image.prepare", [BLANK, SD, SOLO_IMG, SOLO])),
+                         100)

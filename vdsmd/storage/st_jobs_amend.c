@@ -146,8 +146,15 @@ static int amend_repair(const struct st_domain *d, const char *img, const char *
 		rc = fsync(fd) < 0 ? -errno : 0;
 	close(fd);
 	buf_putc(&out, '\0');
-	if (rc < 0)
-		snprintf(why, whylen, "qemu-img check -r all: %s", *err ? err : strerror(-rc));
+	if (rc < 0) {
+		/* qemu-img names the image by its spec: "the volume" is shorter */
+		char *at = strstr(err, spec);
+		if (at)
+			snprintf(why, whylen, "qemu-img check -r all: %.*sthe volume%s",
+				 (int)(at - err), err, at + strlen(spec));
+		else
+			snprintf(why, whylen, "qemu-img check -r all: %s", *err ? err : strerror(-rc));
+	}
 	else if (strstr(out.data, "Repairing") || strstr(out.data, "Rebuilding"))
 		log_warn("storage: volume %s of domain %s: repaired the qcow2 an interrupted amend "
 			 "left inconsistent", vol, d->uuid);
@@ -190,8 +197,8 @@ static int amend_set_legal(struct storage_state *s, struct st_domain *d, const c
  * leaves MARKED=1 over a LEGAL volume, which the next start handles the
  * same way (repair, then ILLEGAL or LEGAL).  The volume is not deleted and
  * its generation is not bumped. */
-static void amend_unrepaired(struct storage_state *s, struct st_domain *d, struct st_kv *kv,
-			     const char *vol, const char *why)
+static int amend_unrepaired(struct storage_state *s, struct st_domain *d, struct st_kv *kv,
+			    const char *vol, const char *why)
 {
 	pthread_mutex_lock(&s->lock);
 	struct st_volume *v = map_get(&d->volumes, vol);
@@ -215,6 +222,7 @@ static void amend_unrepaired(struct storage_state *s, struct st_domain *d, struc
 		log_error("storage: volume %s of domain %s: an interrupted amend left its qcow2 "
 			  "corrupt and the repair failed (%s); the volume is ILLEGAL, the repair is "
 			  "tried again at the next start", vol, d->uuid, why);
+	return rc;
 }
 
 /* The repair succeeded: LEGAL again only when the intent says this repair
@@ -313,10 +321,12 @@ static int run_amend(struct storage_state *s, struct st_job *j, struct st_domain
 		} else {
 			struct st_kv kv;   /* what intent_write wrote */
 			intent_kv(j, &kv);
-			amend_unrepaired(s, d, &kv, j->src[2], why);
+			/* the reason is long (qemu-img's words): in the log line only */
+			int mrc = amend_unrepaired(s, d, &kv, j->src[2], why);
 			kv_free(&kv);
 			return st_fail(e, RPC_E_GENERAL, "Cannot amend volume %s: %s; its repair "
-				       "failed (%s): the volume is ILLEGAL", j->src[2], err, why);
+				       "failed (see the log): %s", j->src[2], err, mrc < 0 ?
+				       "marking it ILLEGAL failed too" : "the volume is ILLEGAL");
 		}
 		return st_fail(e, RPC_E_GENERAL, "Cannot amend volume %s: %s", j->src[2], err);
 	}
