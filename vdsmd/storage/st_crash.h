@@ -81,10 +81,10 @@ enum st_crash_op {
 	X("imgcopy.clone-data", ST_CO_STRUCT)       /* first destination data file, no .meta */ \
 	X("imgcopy.clone-meta", ST_CO_STRUCT)       /* first destination volume complete */ \
 	X("imgcopy.cloned", ST_CO_STRUCT)           /* whole structure on the destination */ \
-	X("imgcopy.sync-illegal", ST_CO_DATA)       /* destination layer ILLEGAL for writing */ \
+	X("imgcopy.sync-illegal", ST_CO_COPY | ST_CO_MOVE) /* destination layer ILLEGAL for writing */ \
 	X("imgcopy.converting", ST_CO_DATA)         /* qemu-img convert running */ \
-	X("imgcopy.converted", ST_CO_DATA)          /* layer written + fsynced, ILLEGAL */ \
-	X("imgcopy.synced-one", ST_CO_DATA)         /* first layer LEGAL */ \
+	X("imgcopy.converted", ST_CO_DATA)          /* layer written + fsynced, not recorded */ \
+	X("imgcopy.synced-one", ST_CO_DATA)         /* first layer LEGAL (syncData: SYNCED=1) */ \
 	X("imgcopy.verified", ST_CO_MOVE)           /* qemu-img compare equal, source intact */ \
 	X("imgcopy.src-illegal", ST_CO_MOVE)        /* first source volume ILLEGAL */ \
 	X("imgcopy.src-data-unlinked", ST_CO_MOVE)  /* its data file removed */ \
