@@ -134,7 +134,8 @@ static void check_sync(struct storage_state *s, const char *ctx,
 				       root, SD2, IMG1, VOL1) == 0,
 			      "%s: VOL1 LEGAL but not what the source holds", ctx);
 	else             /* untouched: the clone's empty qcow2 layer */
-		ck_assert_msg(crash_sh("qemu-img check -U %s/e2/%s/images/%s/%s | grep -q '^0/'",
+		ck_assert_msg(crash_sh("! qemu-img map -U --output=json %s/e2/%s/images/%s/%s | "
+				       "grep '\"depth\": 0' | grep -q '\"data\": true'",
 				       root, SD2, IMG1, VOL2) == 0,
 			      "%s: VOL2 LEGAL but holds data before VOL1 was synced", ctx);
 }

@@ -381,8 +381,8 @@ int st_image_prepare(struct storage_state *s, const char *sd, const char *sp, co
 		     const char *vol, struct st_chain *out, struct st_err *e);
 /* The same; allow_illegal lets ILLEGAL volumes of the chain through, as
  * VDSM's prepareImage(allowIllegal) does for every volume of the image
- * (Image.prepare's allowIllegal; VM.diskReplicateStart's destination, which
- * Image.cloneStructure left ILLEGAL until Image.syncData). */
+ * (Image.prepare's allowIllegal; VM.diskReplicateStart's destination: a
+ * layer a failed or interrupted Image.syncData left ILLEGAL). */
 int st_image_prepare2(struct storage_state *s, const char *sd, const char *sp, const char *img,
 		      const char *vol, bool allow_illegal, struct st_chain *out,
 		      struct st_err *e);
