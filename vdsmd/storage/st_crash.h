@@ -42,8 +42,9 @@ enum st_crash_op {
 	ST_CO_FIN_MERGE_LEAF = 1 << 17,  /* finalizeMerge of the leaf */
 	ST_CO_UPDATE_VOL = 1 << 18,  /* SDM.update_volume of a leaf's metadata */
 	ST_CO_AMEND = 1 << 19,       /* SDM.amend_volume of a qcow2 leaf to compat 0.10 */
+	ST_CO_AMEND_UNREPAIRED = 1 << 20, /* the same, qemu-img killed, its repair failing */
 };
-#define ST_CO_LAST ST_CO_AMEND
+#define ST_CO_LAST ST_CO_AMEND_UNREPAIRED
 #define ST_CO_PREP_MERGE (ST_CO_PREP_MERGE_RAW | ST_CO_PREP_MERGE_COW)
 #define ST_CO_FIN_MERGE (ST_CO_FIN_MERGE_INT | ST_CO_FIN_MERGE_LEAF)
 #define ST_CO_CREATE (ST_CO_CREATE_RAW | ST_CO_CREATE_SNAP)
@@ -113,7 +114,8 @@ enum st_crash_op {
 	X("update_volume.written", ST_CO_UPDATE_VOL) /* new .meta on disk, job not ended */ \
 	X("amend.amending", ST_CO_AMEND)            /* qemu-img amend running */ \
 	X("amend.amended", ST_CO_AMEND)             /* amended, generation not bumped */ \
-	X("amend.meta", ST_CO_AMEND)                /* generation bumped on disk */
+	X("amend.meta", ST_CO_AMEND)                /* generation bumped on disk */ \
+	X("amend.marked", ST_CO_AMEND_UNREPAIRED)   /* repair failed, MARKED=1, still LEGAL */
 
 struct st_crash_step {
 	const char *name;

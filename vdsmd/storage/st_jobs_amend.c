@@ -210,6 +210,8 @@ static int amend_unrepaired(struct storage_state *s, struct st_domain *d, struct
 		char *path = intent_path(s, vol);
 		rc = kv_write_file(kv, path);
 		free(path);
+		if (rc == 0)
+			ST_CRASH("amend.marked");
 	}
 	if (rc == 0)
 		rc = amend_set_legal(s, d, vol, false);
