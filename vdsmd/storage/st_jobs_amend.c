@@ -45,7 +45,9 @@
  * says its data is good).  When the engine sets the legality itself
  * afterwards (Volume.setLegality, SDM.update_volume with legality) MARKED
  * is dropped before its metadata is written (st_amend_unmark): the
- * engine's word is the last one and the repair never undoes it.  The
+ * engine's word is the last one and a successful repair never undoes it
+ * (a repair that fails again at a later start marks a LEGAL volume ILLEGAL
+ * again, MARKED again: the qcow2 is still corrupt, whatever was said).  The
  * LEGAL write comes before the intent's removal, so a crash between them
  * repeats a repair that finds nothing and a LEGAL write that changes
  * nothing. */
