@@ -8,6 +8,7 @@ update_volume.py, volume.update_attributes, hsm.verify_untrusted_volume):
 911 for a stale or missing generation, 235 InvalidVolumeUpdate, 484
 ImageVerificationError, 201/268/358 for what does not exist."""
 
+import hashlib
 import json
 import os
 import signal
@@ -19,6 +20,8 @@ import uuid
 
 import vdsmtest as vt
 from test_storage import BLANK, call_ready, connect, result, wait_task
+
+error_code = vt.error_code
 
 SD = "5c1b3d4e-3d3f-4c9b-8c2a-3b2a7c0e8d51"
 IMG = "e1b2c3d4-e5f6-4a70-8b91-c2d3e4f5a651"
@@ -394,3 +397,196 @@ class VerifyUntrusted(Base):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+# volumes whose interrupted amend left a qcow2 `qemu-img check -r all` cannot
+# repair (the active L1 table offset in the header made unaligned: qemu-img
+# cannot even open it)
+BAD = "f2c3d4e5-f6a7-4b81-9c2d-d3e4f5a6b760"       # LEGAL before: the repair marks it
+WAS_ILLEGAL = "f2c3d4e5-f6a7-4b81-9c2d-d3e4f5a6b761"   # ILLEGAL before the crash
+ENGINE = "f2c3d4e5-f6a7-4b81-9c2d-d3e4f5a6b762"    # the engine sets it after the mark
+BAD_IMG = "c1a2b3c4-d5e6-4f70-8a91-b2c3d4e5f607"   # test_virt_engine's IMG (its VM XML)
+WAS_IMG = "e1b2c3d4-e5f6-4a70-8b91-c2d3e4f5a661"
+ENGINE_IMG = "e1b2c3d4-e5f6-4a70-8b91-c2d3e4f5a662"
+POOL = "5849b030-626e-47cb-ad90-3ce782d831b3"       # test_virt_engine's poolID
+VM = "a7b8c9d0-e1f2-4a3b-8c4d-5e6f7a8b9c0d"
+
+
+def intent_text(kv):
+    """<storage_root>/amend-<vol>.intent as vdsmd writes it (kv_format)."""
+    body = "".join("%s=%s\n" % (k, v) for k, v in kv)
+    sha = hashlib.sha1("".join("%s=%s" % (k, v) for k, v in kv).encode()).hexdigest()
+    return body + "_SHA_CKSUM=%s\n" % sha
+
+
+class UnrepairedAmend(Base):
+    """A qemu-img amend killed half-way whose repair (qemu-img check -r all)
+    fails at the next start: the volume becomes ILLEGAL (Volume.getInfo,
+    Image.prepare 100, VM.create 13), one log line gives the reason, the
+    intent stays and the next start tries again; a repair that then succeeds
+    makes LEGAL again only the volume the repair itself had marked."""
+    VOLS = ((BAD, BAD_IMG, COW_FMT, BLANK), (WAS_ILLEGAL, WAS_IMG, COW_FMT, BLANK),
+            (ENGINE, ENGINE_IMG, COW_FMT, BLANK))
+    L1_OFF = 40   # the qcow2 header's l1_table_offset (8 bytes, big-endian)
+
+    def intent(self, vol):
+        return os.path.join(self.d.tmp, "storage", "amend-%s.intent" % vol)
+
+    def intent_keys(self, vol):
+        with open(self.intent(vol)) as f:
+            return dict(line.strip().split("=", 1) for line in f if "=" in line)
+
+    def legality(self, img, vol):
+        return self.info(img, vol)["legality"]
+
+    def restart(self, between):
+        """Stop vdsmd (kill -9, as after the amend's crash), run between(),
+        start it on the same storage_root."""
+        self.__class__.c.close()
+        self.d.stop(sig=signal.SIGKILL)
+        with self.d._lock:
+            self.d._lines = []
+        between()
+        self.d.start()
+        self.__class__.c = connect(self.d)
+        call_ready(self.c, "Host.getAllTasksStatuses")
+        deadline = time.monotonic() + 10
+        while "error" in self.c.call("Volume.getInfo", [BAD, BLANK, SD, BAD_IMG]):
+            self.assertLess(time.monotonic(), deadline)
+            time.sleep(0.1)
+
+    def set_l1(self, img, vol, value):
+        with open(self.path(img, vol), "r+b") as f:
+            f.seek(self.L1_OFF)
+            old = struct.unpack(">Q", f.read(8))[0]
+            f.seek(self.L1_OFF)
+            f.write(struct.pack(">Q", value))
+        return old
+
+    def test_failed_repair_marks_illegal_then_repair_restores_own_mark(self):
+        vols = ((BAD, BAD_IMG), (WAS_ILLEGAL, WAS_IMG), (ENGINE, ENGINE_IMG))
+        self.assertIs(result(self.c.call("Volume.setLegality",
+                                         [WAS_ILLEGAL, BLANK, SD, WAS_IMG, "ILLEGAL"])), True)
+        self.assertIs(result(call_ready(self.c, "StoragePool.create", [
+            POOL, "Default", SD, 1, [SD], 5, 60, 10, 3])), True)
+        l1 = {}
+
+        def crash_leftovers():
+            for vol, img in vols:
+                with open(self.intent(vol), "w") as f:
+                    f.write(intent_text([("SD", SD), ("IMG", img), ("VOL", vol),
+                                         ("COMPAT", "0.10")]))
+                l1[vol] = self.set_l1(img, vol, 0x1234)
+        self.restart(crash_leftovers)
+        for vol, img in vols:
+            self.assertEqual(self.legality(img, vol), "ILLEGAL", vol)
+            self.assertTrue(os.path.exists(self.intent(vol)), vol)   # tried again next start
+            self.assertEqual(self.meta_legality(img, vol), "ILLEGAL", vol)
+        # only the one this repair took LEGAL away from carries the mark
+        self.assertEqual(self.intent_keys(BAD).get("MARKED"), "1")
+        self.assertEqual(self.intent_keys(ENGINE).get("MARKED"), "1")
+        self.assertNotIn("MARKED", self.intent_keys(WAS_ILLEGAL))
+        lines = [l for l in self.d.log_lines() if BAD in l and "repair failed" in l]
+        self.assertEqual(len(lines), 1, self.d.log_lines()[-30:])
+        self.assertIn("L1 table offset invalid", lines[0])
+        self.assertIn("ILLEGAL", lines[0])
+        # served as any ILLEGAL volume: no prepare, no VM on it
+        self.assertEqual(error_code(self.c.call("Image.prepare", [POOL, SD, BAD_IMG, BAD])),
+                         100)
+        import test_virt_engine as tve   # the engine's one-disk XML, on our domain
+        xml = tve.engine_xml(VM, self.path(BAD_IMG, BAD), vol=BAD).replace(tve.SD, SD)
+        r = self.c.call("VM.create", {"vmID": VM, "vmParams": {"vmId": VM, "xml": xml}},
+                        timeout=30)
+        self.assertEqual(error_code(r), 13, r)
+        self.assertIn("ILLEGAL", r["error"]["message"])
+        # no second amend over a qcow2 known corrupt
+        j = self.job("amend_volume", self.vi(BAD, BAD_IMG), {"compat": "0.10"})
+        self.assertFailed(j, 100)
+        self.assertIn("repair failed", j["error"]["message"])
+        # the engine's own word after the mark: the repair leaves it alone
+        self.assertIs(result(self.c.call("Volume.setLegality",
+                                         [ENGINE, BLANK, SD, ENGINE_IMG, "ILLEGAL"])), True)
+        self.assertNotIn("MARKED", self.intent_keys(ENGINE))
+
+        # the next start fails again the same way: still ILLEGAL, one line
+        self.restart(lambda: None)
+        self.assertEqual(self.legality(BAD_IMG, BAD), "ILLEGAL")
+        self.assertEqual(self.intent_keys(BAD).get("MARKED"), "1")
+        self.assertEqual(len([l for l in self.d.log_lines()
+                              if BAD in l and "repair failed" in l]), 1)
+
+        # the header put right (an admin's fix): the repair succeeds
+        def fix():
+            for vol, img in vols:
+                self.set_l1(img, vol, l1[vol])
+        self.restart(fix)
+        for vol, img in vols:
+            self.assertFalse(os.path.exists(self.intent(vol)), vol)
+        self.assertEqual(self.legality(BAD_IMG, BAD), "LEGAL")
+        self.assertEqual(self.meta_legality(BAD_IMG, BAD), "LEGAL")
+        self.assertEqual(self.legality(WAS_IMG, WAS_ILLEGAL), "ILLEGAL")
+        self.assertEqual(self.legality(ENGINE_IMG, ENGINE), "ILLEGAL")
+        self.assertTrue(any(BAD in l and "LEGAL again" in l for l in self.d.log_lines()))
+        prep = result(self.c.call("Image.prepare", [POOL, SD, BAD_IMG, BAD]))
+        self.assertEqual(prep["path"], self.path(BAD_IMG, BAD))
+        self.assertIs(result(self.c.call("Image.teardown", [POOL, SD, BAD_IMG, BAD])), True)
+
+    def meta_legality(self, img, vol):
+        with open(self.path(img, vol) + ".meta") as f:
+            return dict(line.strip().split("=", 1) for line in f if "=" in line)["LEGALITY"]
+
+
+class AmendKilledRepairFails(Base):
+    """The job's own path: qemu-img amend dies by a signal (a wrapper first
+    in vdsmd's PATH breaks the header's L1 table offset through the fd vdsmd
+    passed it, then kill -9s itself, as a qemu-img killed mid-write would
+    leave it), the real qemu-img check -r all that follows cannot open the
+    image: the job fails with 100 saying so, the volume is ILLEGAL at once,
+    the intent stays with MARKED=1."""
+    VOLS = ((SOLO, SOLO_IMG, COW_FMT, BLANK),)
+
+    @classmethod
+    def setUpClass(cls):
+        real = subprocess.check_output(["sh", "-c", "command -v qemu-img"], text=True).strip()
+        cls.bindir = os.path.join("/tmp", "vdsmtest-amendbin-%d" % os.getpid())
+        os.makedirs(cls.bindir, exist_ok=True)
+        with open(os.path.join(cls.bindir, "qemu-img"), "w") as f:
+            f.write("#!/bin/sh\n"
+                    "if [ \"$1\" = amend ]; then\n"
+                    "\tprintf '\\000\\000\\000\\000\\000\\000\\022\\064' | "
+                    "dd of=/proc/self/fd/3 bs=1 seek=40 conv=notrunc status=none\n"
+                    "\tkill -9 $$\n"
+                    "fi\n"
+                    "exec %s \"$@\"\n" % real)
+        os.chmod(os.path.join(cls.bindir, "qemu-img"), 0o755)
+        old = os.environ["PATH"]
+        os.environ["PATH"] = cls.bindir + ":" + old
+        try:
+            super().setUpClass()
+        finally:
+            os.environ["PATH"] = old
+
+    @classmethod
+    def tearDownClass(cls):
+        super().tearDownClass()
+        import shutil
+        shutil.rmtree(cls.bindir, ignore_errors=True)
+
+    def test_killed_amend_repair_fails(self):
+        self.assertEqual(self.info(SOLO_IMG, SOLO)["legality"], "LEGAL")
+        j = self.job("amend_volume", self.vi(SOLO, SOLO_IMG), {"compat": "0.10"})
+        self.assertFailed(j, 100)
+        self.assertIn("killed by signal 9", j["error"]["message"])
+        self.assertIn("repair failed", j["error"]["message"])
+        self.assertEqual(self.info(SOLO_IMG, SOLO)["legality"], "ILLEGAL")
+        intent = os.path.join(self.d.tmp, "storage", "amend-%s.intent" % SOLO)
+        with open(intent) as f:
+            self.assertIn("MARKED=1\n", f.read())
+        self.assertIn("the volume is ILLEGAL", j["error"]["message"])
+        # the reason (qemu-img's) in one log line
+        lines = [l for l in self.d.log_lines() if SOLO in l and "L1 table offset invalid" in l]
+        self.assertEqual(len(lines), 1, self.d.log_lines()[-20:])
+        self.assertIn("repair failed", lines[0])
+        self.assertIn("ILLEGAL", lines[0])
+        self.assertEqual(error_code(self.c.call("Image.prepare", [BLANK, SD, SOLO_IMG, SOLO])),
+                         100)

@@ -89,21 +89,40 @@ class ImageCopy(unittest.TestCase):
         self.domain(SD2)
         self.make_chain()
         self.task_ok(result(self.c.call("Image.cloneStructure", [IMG, BLANK, SD1, SD2])))
+        # LEGAL, as VDSM's clone (createVolume's legal=True): what the engine
+        # reads, and what VM.diskReplicateStart prepares without allowIllegal
         for vol, parent in ((BASE, BLANK), (TOP, BASE)):
             vi = self.info(SD2, vol)
             self.assertEqual((vi["format"], vi["parent"], vi["capacity"], vi["legality"]),
-                             ("COW", parent, str(SIZE), "ILLEGAL"), vi)
+                             ("COW", parent, str(SIZE), "LEGAL"), vi)
+        prep = result(self.c.call("Image.prepare", [BLANK, SD2, IMG, TOP]))
+        self.assertEqual(prep["path"], self.vpath(SD2, TOP))
+        self.assertIs(result(self.c.call("Image.teardown", [BLANK, SD2, IMG, TOP])), True)
         # an unknown syncType is refused before anything runs
         r = self.c.call("Image.syncData", [IMG, BLANK, SD1, SD2, "SOME"])
         self.assertEqual(r["error"]["code"], -32602, r)
-        # INTERNAL: every volume but the leaf
+        # INTERNAL: every volume but the leaf; legality stays LEGAL throughout
         self.task_ok(result(self.c.call("Image.syncData", [IMG, BLANK, SD1, SD2, "INTERNAL"])))
         self.assertEqual(self.info(SD2, BASE)["legality"], "LEGAL")
-        self.assertEqual(self.info(SD2, TOP)["legality"], "ILLEGAL")
+        self.assertEqual(self.info(SD2, TOP)["legality"], "LEGAL")
         self.assertEqual(self.compare(self.vpath(SD1, BASE), self.vpath(SD2, BASE))[0], 0)
         rc, out = self.compare(self.vpath(SD1, TOP), self.vpath(SD2, TOP))
         self.assertNotEqual(rc, 0, "leaf was not synced yet, it must differ: " + out)
-        # LEAF: the rest
+        # a layer whose write fails (qemu-img convert -n cannot open the
+        # destination: its qcow2 magic overwritten) is ILLEGAL, the task failed
+        with open(self.vpath(SD2, TOP), "r+b") as f:
+            magic = f.read(4)
+            f.seek(0)
+            f.write(b"\0\0\0\0")
+        st = wait_task(self.c, result(self.c.call("Image.syncData",
+                                                  [IMG, BLANK, SD1, SD2, "LEAF"])))
+        self.assertEqual((st["taskState"], st["taskResult"], st["code"]),
+                         ("finished", "cleanFailure", 100), st)
+        self.assertEqual(self.info(SD2, TOP)["legality"], "ILLEGAL")
+        self.assertEqual(self.info(SD2, BASE)["legality"], "LEGAL")   # not in LEAF's range
+        with open(self.vpath(SD2, TOP), "r+b") as f:
+            f.write(magic)
+        # LEAF again: the rest, and the layer LEGAL once synced
         self.task_ok(result(self.c.call("Image.syncData", [IMG, BLANK, SD1, SD2, "LEAF"])))
         for vol in (BASE, TOP):
             rc, out = self.compare(self.vpath(SD1, vol), self.vpath(SD2, vol))

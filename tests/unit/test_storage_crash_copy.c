@@ -5,8 +5,10 @@
  * are test_storage_crash.c's (storage_crash_tree.h), the kill -9 harness
  * crash_harness.h.  After each crash the copy is whole or not there: a
  * completed copy compares equal (qemu-img compare) to its source as it was,
- * a rolled-back one left nothing on the destination (its task 411), an
- * unfinished syncData left the destination ILLEGAL (its task failed, 100),
+ * a rolled-back one left nothing on the destination (its task 411), a
+ * cloneStructure's volumes are LEGAL (VDSM's), an unfinished syncData failed
+ * (100) with the one layer that may be half-written ILLEGAL and every LEGAL
+ * layer either synced (equal to its source) or untouched (empty),
  * a move removed the source only once the destination is complete; every
  * other volume is as listed before, nothing unlisted is left, and a second
  * restart says the same.  Needs a VD_TEST_HOOKS build (make asan-unit, make
@@ -89,9 +91,8 @@ static void check_struct(struct storage_state *s, unsigned op, const struct list
 	if (has_image(s, SD2, IMG1)) {
 		struct st_volume *d1 = get_vol(s, SD2, VOL1), *d2 = get_vol(s, SD2, VOL2);
 		ck_assert_msg(d1 && d2, "%s: half a structure on the destination", ctx);
-		bool want_legal = op != ST_CO_CLONE;
-		ck_assert_msg(d1->legal == want_legal && d2->legal == want_legal,
-			      "%s: destination legality", ctx);
+		/* a clone LEGAL as VDSM's; a copy or move LEGAL once synced */
+		ck_assert_msg(d1->legal && d2->legal, "%s: destination legality", ctx);
 		if (op != ST_CO_CLONE)
 			assert_copy_equal(ctx);
 		if (op == ST_CO_MOVE)
@@ -116,14 +117,27 @@ static void check_sync(struct storage_state *s, const char *ctx,
 	mine_sd2[1] = VOL2;
 	struct st_volume *d1 = get_vol(s, SD2, VOL1), *d2 = get_vol(s, SD2, VOL2);
 	ck_assert_msg(d1 && d2, "%s: a syncData destination volume was lost", ctx);
-	if (d1->legal && d2->legal) {
+	if (task->result == ST_TR_SUCCESS) {
+		ck_assert_msg(d1->legal && d2->legal, "%s: synced, yet ILLEGAL", ctx);
 		assert_copy_equal(ctx);
 		assert_success(task, ctx);
-	} else {
-		ck_assert_msg(task->result == ST_TR_CLEAN_FAILURE && task->code == 100,
-			      "%s: unsynced destination, task says %s", ctx,
-			      st_task_result_name(task->result));
+		return;
 	}
+	ck_assert_msg(task->result == ST_TR_CLEAN_FAILURE && task->code == 100,
+		      "%s: unfinished syncData, task says %s", ctx, st_task_result_name(task->result));
+	/* layers go in order (VOL1, then VOL2): the one the record does not
+	 * call synced is ILLEGAL, one only */
+	ck_assert_msg(d1->legal != d2->legal, "%s: unfinished syncData, VOL1 %s, VOL2 %s", ctx,
+		      d1->legal ? "LEGAL" : "ILLEGAL", d2->legal ? "LEGAL" : "ILLEGAL");
+	if (d1->legal)   /* synced: the raw base equal to its source */
+		ck_assert_msg(crash_sh("cmp -s %s/save/%s/%s %s/e2/%s/images/%s/%s", root, IMG1, VOL1,
+				       root, SD2, IMG1, VOL1) == 0,
+			      "%s: VOL1 LEGAL but not what the source holds", ctx);
+	else             /* untouched: the clone's empty qcow2 layer */
+		ck_assert_msg(crash_sh("! qemu-img map -U --output=json %s/e2/%s/images/%s/%s | "
+				       "grep '\"depth\": 0' | grep -q '\"data\": true'",
+				       root, SD2, IMG1, VOL2) == 0,
+			      "%s: VOL2 LEGAL but holds data before VOL1 was synced", ctx);
 }
 
 static void check_op(struct storage_state *s, unsigned op, const struct listing *before,

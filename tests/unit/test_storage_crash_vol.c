@@ -27,6 +27,14 @@
  *     cluster and before the refcount block (qemu 7.2's order): LEAF is
  *     then corrupt (qemu-img check: 2); after the restart it is whole
  *     again, as above, with the old generation;
+ *   - unrepaired: qemu-img amend (a wrapper) breaks LEAF's active L1 table
+ *     offset through the fd it was given and dies by SIGKILL, the real
+ *     qemu-img check -r all cannot open the image, and vdsmd is killed
+ *     between the intent's MARKED=1 and the ILLEGAL metadata
+ *     (amend.marked): every start after that finds LEAF ILLEGAL (memory and
+ *     metadata), the intent kept with MARKED=1; once the offset is put back
+ *     the next start repairs it, LEAF is LEGAL again with its data and
+ *     generation, the intent gone;
  *   - every volume's metadata parent is what its qcow2 header names; no
  *     job survives the restart; no *.tmp left; a second restart reports
  *     the same outcome.
@@ -60,7 +68,7 @@
 #define MiB (1024 * 1024)
 
 /* What the child runs (all under ST_CO_UPDATE_VOL or ST_CO_AMEND). */
-enum vol_op { OP_UPDATE_ATTRS, OP_UPDATE_SHARED, OP_AMEND, OP_AMEND_MID };
+enum vol_op { OP_UPDATE_ATTRS, OP_UPDATE_SHARED, OP_AMEND, OP_AMEND_MID, OP_AMEND_BROKEN };
 
 static char root[200], state[240], tpl[240];
 
@@ -360,10 +368,36 @@ static void assert_left_corrupt(const char *ctx)
 		      "block, yet qemu-img check says %d (2: corrupt)", ctx, crc);
 }
 
+/* qemu-img amend that writes an unaligned active L1 table offset (header
+ * bytes 40..47) into the volume it got as fd 3, then kills itself;
+ * everything else the real qemu-img. */
+static void write_broken_wrapper(void)
+{
+	char *real = st_find_exe("qemu-img");
+	ck_assert_ptr_nonnull(real);
+	char *dir = st_pathf("%s/bin2", root), *path = st_pathf("%s/bin2/qemu-img", root);
+	ck_assert_int_eq(mkdir(dir, 0755), 0);
+	FILE *f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	fprintf(f, "#!/bin/sh\n"
+		"if [ \"$1\" = amend ]; then\n"
+		"\tprintf '\\000\\000\\000\\000\\000\\000\\022\\064' | "
+		"dd of=/proc/self/fd/3 bs=1 seek=40 conv=notrunc status=none\n"
+		"\tkill -9 $$\n"
+		"fi\n"
+		"exec %s \"$@\"\n", real);
+	ck_assert_int_eq(fclose(f), 0);
+	ck_assert_int_eq(chmod(path, 0755), 0);
+	free(real);
+	free(dir);
+	free(path);
+}
+
 static void child_op(unsigned op)
 {
-	if (op == OP_AMEND_MID) {
-		char *p = st_pathf("%s/bin:%s", root, getenv("PATH") ? getenv("PATH") : "/usr/bin:/bin");
+	if (op == OP_AMEND_MID || op == OP_AMEND_BROKEN) {
+		char *p = st_pathf("%s/%s:%s", root, op == OP_AMEND_MID ? "bin" : "bin2",
+				   getenv("PATH") ? getenv("PATH") : "/usr/bin:/bin");
 		setenv("PATH", p, 1);
 		free(p);
 		op = OP_AMEND;
@@ -419,6 +453,7 @@ static void suite_setup(void)
 	snprintf(tpl, sizeof(tpl), "%s/tpl", root);
 	build_template();
 	write_wrapper();
+	write_broken_wrapper();
 }
 
 static void suite_teardown(void)
@@ -454,6 +489,76 @@ START_TEST(crash_amend_mid_downgrade)
 	       "repaired at restart\n");
 }
 END_TEST
+
+/* LEAF's 8 header bytes at 40 (the active L1 table offset). */
+static uint64_t leaf_l1(void)
+{
+	char *p = vpath(IMG1, LEAF);
+	int fd = open(p, O_RDONLY);
+	free(p);
+	ck_assert_int_ge(fd, 0);
+	uint64_t v = be_at(fd, 40, 8);
+	close(fd);
+	return v;
+}
+
+static void set_leaf_l1(uint64_t v)
+{
+	unsigned char b[8];
+	for (int i = 7; i >= 0; i--, v >>= 8)
+		b[i] = (unsigned char)(v & 0xff);
+	char *p = vpath(IMG1, LEAF);
+	int fd = open(p, O_WRONLY);
+	free(p);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(pwrite(fd, b, 8, 40), 8);
+	close(fd);
+}
+
+START_TEST(crash_amend_unrepaired)
+{
+	const char *ctx = "step amend.marked, repair failing";
+	ck_assert_int_eq(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+	unsigned n = 0;
+	for (size_t i = 0; i < st_crash_nsteps; i++)
+		n += (st_crash_steps[i].ops & ST_CO_AMEND_UNREPAIRED) != 0;
+	ck_assert_uint_eq(n, 1);   /* amend.marked, run here */
+	restore();
+	uint64_t l1 = leaf_l1();
+	crash_fork_at_then("amend.marked", OP_AMEND_BROKEN, child_op, ctx, NULL);
+	ck_assert_uint_eq(leaf_l1(), 0x1234);   /* what the killed "amend" left */
+	char *meta = st_pathf("%s/e1/%s/images/%s/%s.meta", root, SD1, IMG1, LEAF);
+	ck_assert_msg(crash_sh("grep -qx LEGALITY=LEGAL %s", meta) == 0,
+		      "%s: killed before the ILLEGAL metadata, yet it is written", ctx);
+	for (int start = 0; start < 2; start++) {   /* each start: the repair fails again */
+		struct storage_state *s = open_state();
+		struct st_volume *v = vol(s, LEAF);
+		ck_assert_msg(v && !v->legal, "%s, start %d: LEAF served LEGAL", ctx, start + 1);
+		ck_assert_uint_eq(v->generation, 0);
+		assert_untouched(s, BASE, ctx);
+		assert_untouched(s, SOLO, ctx);
+		st_close(s);
+		ck_assert_int_eq(crash_sh("grep -qx LEGALITY=ILLEGAL %s", meta), 0);
+		ck_assert_msg(crash_sh("grep -qx MARKED=1 %s/amend-%s.intent", state, LEAF) == 0,
+			      "%s, start %d: the intent or its MARKED is gone", ctx, start + 1);
+	}
+	set_leaf_l1(l1);   /* put right: the next start repairs it */
+	struct storage_state *s = open_state();
+	struct st_volume *v = vol(s, LEAF);
+	ck_assert_msg(v && v->legal && v->generation == 0, "%s: repaired, yet not LEGAL", ctx);
+	st_close(s);
+	ck_assert_int_eq(crash_sh("grep -qx LEGALITY=LEGAL %s", meta), 0);
+	ck_assert_msg(crash_sh("! ls %s | grep -q '^amend-'", state) == 0, "%s: intent left", ctx);
+	char *leaf = vpath(IMG1, LEAF);
+	ck_assert_int_eq(crash_sh("qemu-img check -q -U %s", leaf), 0);
+	ck_assert_msg(crash_sh("qemu-img compare -q -U -f raw %s/guest.raw %s", root, leaf) == 0,
+		      "%s: the guest's data changed", ctx);
+	free(leaf);
+	free(meta);
+	printf("crash vol: amend killed, repair failing, vdsmd killed at amend.marked: ILLEGAL "
+	       "at every start until repaired, then LEGAL\n");
+}
+END_TEST
 #endif /* VD_TEST_HOOKS */
 
 static Suite *suite(void)
@@ -467,11 +572,13 @@ static Suite *suite(void)
 	tcase_add_test(tc, crash_update_shared);
 	tcase_add_test(tc, crash_amend_downgrade);
 	tcase_add_test(tc, crash_amend_mid_downgrade);
+	tcase_add_test(tc, crash_amend_unrepaired);
 #else
 	const char *why = "kill -9 at named steps needs the crash points of a VD_TEST_HOOKS "
 			  "build (runs in make asan-unit / tsan)";
 	const char *names[] = { "crash_update_attributes", "crash_update_shared",
-				"crash_amend_downgrade", "crash_amend_mid_downgrade" };
+				"crash_amend_downgrade", "crash_amend_mid_downgrade",
+				"crash_amend_unrepaired" };
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		check_skip(names[i], why);
 #endif

@@ -42,8 +42,9 @@ enum st_crash_op {
 	ST_CO_FIN_MERGE_LEAF = 1 << 17,  /* finalizeMerge of the leaf */
 	ST_CO_UPDATE_VOL = 1 << 18,  /* SDM.update_volume of a leaf's metadata */
 	ST_CO_AMEND = 1 << 19,       /* SDM.amend_volume of a qcow2 leaf to compat 0.10 */
+	ST_CO_AMEND_UNREPAIRED = 1 << 20, /* the same, qemu-img killed, its repair failing */
 };
-#define ST_CO_LAST ST_CO_AMEND
+#define ST_CO_LAST ST_CO_AMEND_UNREPAIRED
 #define ST_CO_PREP_MERGE (ST_CO_PREP_MERGE_RAW | ST_CO_PREP_MERGE_COW)
 #define ST_CO_FIN_MERGE (ST_CO_FIN_MERGE_INT | ST_CO_FIN_MERGE_LEAF)
 #define ST_CO_CREATE (ST_CO_CREATE_RAW | ST_CO_CREATE_SNAP)
@@ -81,10 +82,10 @@ enum st_crash_op {
 	X("imgcopy.clone-data", ST_CO_STRUCT)       /* first destination data file, no .meta */ \
 	X("imgcopy.clone-meta", ST_CO_STRUCT)       /* first destination volume complete */ \
 	X("imgcopy.cloned", ST_CO_STRUCT)           /* whole structure on the destination */ \
-	X("imgcopy.sync-illegal", ST_CO_DATA)       /* destination layer ILLEGAL for writing */ \
+	X("imgcopy.sync-illegal", ST_CO_COPY | ST_CO_MOVE) /* destination layer ILLEGAL for writing */ \
 	X("imgcopy.converting", ST_CO_DATA)         /* qemu-img convert running */ \
-	X("imgcopy.converted", ST_CO_DATA)          /* layer written + fsynced, ILLEGAL */ \
-	X("imgcopy.synced-one", ST_CO_DATA)         /* first layer LEGAL */ \
+	X("imgcopy.converted", ST_CO_DATA)          /* layer written + fsynced, not recorded */ \
+	X("imgcopy.synced-one", ST_CO_DATA)         /* first layer LEGAL (syncData: SYNCED=1) */ \
 	X("imgcopy.verified", ST_CO_MOVE)           /* qemu-img compare equal, source intact */ \
 	X("imgcopy.src-illegal", ST_CO_MOVE)        /* first source volume ILLEGAL */ \
 	X("imgcopy.src-data-unlinked", ST_CO_MOVE)  /* its data file removed */ \
@@ -113,7 +114,8 @@ enum st_crash_op {
 	X("update_volume.written", ST_CO_UPDATE_VOL) /* new .meta on disk, job not ended */ \
 	X("amend.amending", ST_CO_AMEND)            /* qemu-img amend running */ \
 	X("amend.amended", ST_CO_AMEND)             /* amended, generation not bumped */ \
-	X("amend.meta", ST_CO_AMEND)                /* generation bumped on disk */
+	X("amend.meta", ST_CO_AMEND)                /* generation bumped on disk */ \
+	X("amend.marked", ST_CO_AMEND_UNREPAIRED)   /* repair failed, MARKED=1, still LEGAL */
 
 struct st_crash_step {
 	const char *name;

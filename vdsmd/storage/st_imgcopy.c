@@ -4,14 +4,31 @@
  *
  * clone:  every volume of the image's chain is created on the destination
  *         domain, empty, with the source's UUID, format, allocation,
- *         capacity, parent and description, and left ILLEGAL (it holds no
- *         data yet) - as VDSM's cloneStructure does.
+ *         capacity, parent and description, LEGAL - as VDSM's
+ *         cloneStructure: image.py _createTargetImage calls
+ *         destDom.createVolume without legal (lib/vdsm/storage/image.py:391),
+ *         whose default is legal=True (sd.py:1294), written into the new
+ *         metadata (volume.py:1501); VDSM's VM.diskReplicateStart then
+ *         prepares that destination without allowIllegal (clientIF.py:434,
+ *         hsm.py:3423-3428 refuse an ILLEGAL one).
  * sync:   the data of the chain's volumes (ALL, INTERNAL = all but the leaf,
  *         LEAF = only the leaf) is copied layer by layer with
  *         `qemu-img convert -n` (a layer with a parent: -B, so only what
- *         that layer holds is written); each destination volume is ILLEGAL
- *         while it is written and LEGAL only once its data is synced.
- * copy:   clone + sync ALL.  move: copy, then every layer is compared with
+ *         that layer holds is written).  As VDSM's syncData (image.py:610:
+ *         _interImagesCopy, _finalizeDestinationImage - qemu-img convert,
+ *         then SHARED/INTERNAL, never the legality) the destination stays
+ *         LEGAL while it is written, so what the engine reads in
+ *         Volume.getInfo between the steps is VDSM's.  The marker for a
+ *         crash is the task record instead: SYNCED=<k> is rewritten after
+ *         each layer is converted and fsynced, and a restart marks the one
+ *         layer that may be half-written (the k-th of the range) ILLEGAL
+ *         and fails the task; a layer that fails or is stopped half-way is
+ *         marked ILLEGAL at once.  A layer found ILLEGAL is made LEGAL once
+ *         synced (a retry after such a failure).
+ * copy:   clone + sync ALL, its destination volumes made ILLEGAL and each
+ *         LEGAL once synced (the task's own crash recovery reads that; VDSM's
+ *         move creates them LEGAL, but they are the task's until it ends).
+ *         move: copy, then every layer is compared with
  *         `qemu-img compare`, and only then the source volumes are removed
  *         (children first: ILLEGAL in the metadata, data, metadata).
  *
@@ -182,6 +199,7 @@ int st_image_copy(struct storage_state *s, const struct st_imgcopy_req *r, char 
 	snprintf(t->dst_sd, sizeof(t->dst_sd), "%.36s", r->dst_sd);
 	t->icop = r->op;
 	t->sync_type = r->sync_type;
+	t->synced = 0;
 	t->postzero = r->postzero;
 	t->discard = r->discard;
 	t->verb = copy_verb(r->op);
@@ -299,8 +317,9 @@ static int remove_volume(struct storage_state *s, struct st_domain *d, struct st
 	return rc;
 }
 
-/* Create one empty volume like src on dd (data, then ILLEGAL metadata,
- * then the index entry, busy). */
+/* Create one empty volume like src on dd (data, then the metadata - LEGAL
+ * for a cloneStructure, ILLEGAL for a copy or move, which fills it - then
+ * the index entry, busy). */
 static int clone_one(struct storage_state *s, struct st_task *t, struct st_domain *dd,
 		     const struct st_volume *src, int parent_format, char *err, size_t errlen)
 {
@@ -328,7 +347,6 @@ static int clone_one(struct storage_state *s, struct st_task *t, struct st_domai
 	};
 	/* as before the engine split: a clone's data files are small and not
 	 * stopped half-way (the task checks for a stop between volumes) */
-	(void)t;
 	int rc = st_vol_create_data(dd, &sp, NULL, err, errlen);
 	if (rc < 0)
 		return rc;
@@ -336,7 +354,7 @@ static int clone_one(struct storage_state *s, struct st_task *t, struct st_domai
 	struct st_volume *v = vol_new();
 	*v = *src;
 	v->description = xstrdup(src->description ? src->description : "");
-	v->legal = false;
+	v->legal = t->icop == ST_IC_CLONE;
 	v->busy = true;
 	v->nchildren = 0;
 	v->generation = 0;
@@ -366,19 +384,25 @@ static const char *qfmt(int f)
 	return f == ST_FMT_COW ? "qcow2" : "raw";
 }
 
-/* Copy one layer's data: src (checked) into dst (checked), ILLEGAL while
- * written, synced, then LEGAL. */
+/* Copy one layer's data: src (checked) into dst (checked), synced, then
+ * LEGAL.  A copy or move marks it ILLEGAL first (a no-op over what its
+ * clone made); a syncData leaves it as it is while written (VDSM) and
+ * marks it ILLEGAL only when the write fails half-way. */
 static int sync_one(struct storage_state *s, struct st_task *t, struct st_domain *sdom,
 		    struct st_domain *dd, struct st_volume *sv, struct st_volume *dv, char *err,
 		    size_t errlen)
 {
 	char *src = NULL, *dst = NULL, *base = NULL;
-	int rc = set_legal(s, dd, dv, false);
-	if (rc < 0) {
-		snprintf(err, errlen, "marking %s ILLEGAL: %s", dv->uuid, strerror(-rc));
-		return rc;
+	int rc = 0;
+	bool sync = t->icop == ST_IC_SYNC, writing = false;
+	if (!sync) {
+		rc = set_legal(s, dd, dv, false);
+		if (rc < 0) {
+			snprintf(err, errlen, "marking %s ILLEGAL: %s", dv->uuid, strerror(-rc));
+			return rc;
+		}
+		ST_CRASH("imgcopy.sync-illegal");
 	}
-	ST_CRASH("imgcopy.sync-illegal");
 	rc = -EIO;
 	/* the source chain from our metadata, never from its qcow2 headers */
 	src = st_chain_json(s, sdom, sv->uuid, err, errlen);
@@ -415,6 +439,7 @@ static int sync_one(struct storage_state *s, struct st_task *t, struct st_domain
 #ifdef VD_TEST_HOOKS
 	tio.io.crash_step = "imgcopy.converting";
 #endif
+	writing = true;
 	rc = st_run_qemu_img(&tio.io, argv, -1, err, errlen);
 	if (rc < 0)
 		goto out;
@@ -430,10 +455,11 @@ static int sync_one(struct storage_state *s, struct st_task *t, struct st_domain
 		close(ifd);
 	if (rc == 0)
 		ST_CRASH("imgcopy.converted");
-	if (rc == 0 && (rc = set_legal(s, dd, dv, true)) < 0)
+	pthread_mutex_lock(&s->lock);
+	bool legal = dv->legal;
+	pthread_mutex_unlock(&s->lock);
+	if (rc == 0 && !legal && (rc = set_legal(s, dd, dv, true)) < 0)
 		snprintf(err, errlen, "marking %s LEGAL: %s", dv->uuid, strerror(-rc));
-	if (rc == 0)
-		ST_CRASH("imgcopy.synced-one");
 	int64_t app = 0, tru = 0;
 	if (st_vol_stat(dd, dv->image, dv->uuid, &app, &tru) == 0) {
 		pthread_mutex_lock(&s->lock);
@@ -442,9 +468,29 @@ static int sync_one(struct storage_state *s, struct st_task *t, struct st_domain
 		pthread_mutex_unlock(&s->lock);
 	}
 out:
+	/* a syncData layer written half-way: not served as good */
+	if (rc < 0 && sync && writing && set_legal(s, dd, dv, false) < 0)
+		log_error("storage: task %s: marking %s ILLEGAL after its failed sync failed",
+			  t->id, dv->uuid);
 	free(src);
 	free(dst);
 	free(base);
+	return rc;
+}
+
+/* syncData: k layers of its range written and fsynced, in the record. */
+static int record_synced(struct storage_state *s, struct st_task *t, int k)
+{
+	pthread_mutex_lock(&s->lock);
+	struct st_task copy = *t;
+	pthread_mutex_unlock(&s->lock);
+	copy.synced = k;
+	int rc = st_task_persist(s, &copy);
+	if (rc == 0) {
+		pthread_mutex_lock(&s->lock);
+		t->synced = k;
+		pthread_mutex_unlock(&s->lock);
+	}
 	return rc;
 }
 
@@ -526,6 +572,12 @@ static void run_copy(struct storage_state *s, struct st_task *t)
 				break;
 			}
 			rc = sync_one(s, t, sdom, dd, ch[i], dst[i], err, sizeof(err));
+			if (rc == 0 && t->icop == ST_IC_SYNC &&
+			    (rc = record_synced(s, t, (int)(i + 1 - first))) < 0)
+				snprintf(err, sizeof(err), "recording the sync of %s: %s", ch[i]->uuid,
+					 strerror(-rc));
+			if (rc == 0)
+				ST_CRASH("imgcopy.synced-one");
 			pthread_mutex_lock(&s->lock);
 			t->progress = (int)((i + 1 - first) * 90 / (last - first));
 			pthread_mutex_unlock(&s->lock);
@@ -611,8 +663,10 @@ static struct st_volume *vol_of(struct st_domain *d, const struct st_task *t, si
  *   copy whose every destination layer is LEGAL (synced) -> success;
  *   clone / copy / move otherwise -> remove what the task made on the
  *     destination, the source is untouched; aborted (411);
- *   syncData -> success when every synced layer is LEGAL, else the
- *     destination layers stay ILLEGAL (VDSM) and the task failed. */
+ *   syncData -> success when the record says every layer of its range was
+ *     synced (SYNCED), else the one layer that may be half-written is made
+ *     ILLEGAL and the task failed (VDSM leaves it LEGAL; the engine fails
+ *     the migration on the failed task either way). */
 static void recover_copy(struct storage_state *s, struct st_task *t)
 {
 	struct st_domain *sdom = st_op_recover_domain(s, t);
@@ -642,6 +696,22 @@ static void recover_copy(struct storage_state *s, struct st_task *t)
 			last = n - 1;
 		else if (t->sync_type == ST_SYNC_LEAF)
 			first = n - 1;
+		if (t->synced >= 0) {   /* SYNCED: the layers done, in order */
+			if ((size_t)t->synced >= last - first) {
+				recovered(t, ST_TR_SUCCESS, 0, done);
+				return;
+			}
+			/* the next one may be half-written (the ones after it are
+			 * untouched): ILLEGAL, as a failed sync leaves it */
+			struct st_volume *dv = vol_of(dd, t, first + (size_t)t->synced);
+			int rc = dv && dv->legal ? set_legal(s, dd, dv, false) : 0;
+			snprintf(msg, sizeof(msg), "interrupted by restart; the source is kept, "
+				 "destination volume %s not synced %s", t->vols[first + (size_t)t->synced],
+				 rc < 0 ? "(marking it ILLEGAL failed)" : "is ILLEGAL");
+			recovered(t, ST_TR_CLEAN_FAILURE, GENERAL_CODE, msg);
+			return;
+		}
+		/* a record from before SYNCED: every layer ILLEGAL while written */
 		for (size_t i = first; i < last; i++) {
 			struct st_volume *dv = vol_of(dd, t, i);
 			ok += dv && dv->legal;
@@ -703,6 +773,8 @@ static void save_copy(const struct st_task *t, struct st_kv *kv)
 	kv_set(kv, "DSTSDUUID", t->dst_sd);
 	kv_setf(kv, "OP", "%d", t->icop);
 	kv_setf(kv, "SYNCTYPE", "%d", t->sync_type);
+	if (t->icop == ST_IC_SYNC)
+		kv_setf(kv, "SYNCED", "%d", t->synced);
 }
 
 static void load_copy(struct st_task *t, const struct st_kv *kv)
@@ -711,6 +783,7 @@ static void load_copy(struct st_task *t, const struct st_kv *kv)
 		 kv_get(kv, "DSTSDUUID") ? kv_get(kv, "DSTSDUUID") : "");
 	t->icop = (int)kv_get_int(kv, "OP", 0);
 	t->sync_type = (int)kv_get_int(kv, "SYNCTYPE", 0);
+	t->synced = (int)kv_get_int(kv, "SYNCED", -1);
 	t->verb = copy_verb(t->icop);
 }
 

@@ -29,7 +29,28 @@
  * volume's own qcow2 (no backing: its refcounts and tables are its own)
  * makes it consistent again, then the intent goes.  Its compat is then the old one or the new
  * one (the header is one write), its data as before; the generation is
- * not bumped (the amend did not finish). */
+ * not bumped (the amend did not finish).
+ *
+ * When that repair fails (corruption remains, qemu-img cannot open the
+ * image or cannot run, the data file is unusable) the volume is marked
+ * ILLEGAL in its metadata - Image.prepare and a VM start refuse it as any
+ * ILLEGAL volume - with one log line giving qemu-img's reason, and the
+ * intent is kept: every later start tries the repair again (an admin may
+ * fix the file meanwhile), and a new SDM.amend_volume of it is refused.
+ * The legality rule: a successful repair makes the volume LEGAL again only
+ * when the repair itself took LEGAL away.  That is recorded as MARKED=1 in
+ * the intent, written and fsynced before the ILLEGAL metadata, and only
+ * when the volume was LEGAL (a volume already ILLEGAL - a half copy, the
+ * engine's Volume.setLegality - stays ILLEGAL after the repair: nothing
+ * says its data is good).  When the engine sets the legality itself
+ * afterwards (Volume.setLegality, SDM.update_volume with legality) MARKED
+ * is dropped before its metadata is written (st_amend_unmark): the
+ * engine's word is the last one and a successful repair never undoes it
+ * (a repair that fails again at a later start marks a LEGAL volume ILLEGAL
+ * again, MARKED again: the qcow2 is still corrupt, whatever was said).  The
+ * LEGAL write comes before the intent's removal, so a crash between them
+ * repeats a repair that finds nothing and a LEGAL write that changes
+ * nothing. */
 #include "st_crash.h"
 #include "st_ops.h"
 #include "../../common/log.h"
@@ -74,14 +95,19 @@ static char *intent_path(const struct storage_state *s, const char *vol)
 	return st_pathf("%s/amend-%s.intent", s->root, vol);
 }
 
+static void intent_kv(const struct st_job *j, struct st_kv *kv)
+{
+	kv_init(kv);
+	kv_set(kv, "SD", j->src[0]);
+	kv_set(kv, "IMG", j->src[1]);
+	kv_set(kv, "VOL", j->src[2]);
+	kv_set(kv, "COMPAT", j->compat);
+}
+
 static int intent_write(struct storage_state *s, const struct st_job *j)
 {
 	struct st_kv kv;
-	kv_init(&kv);
-	kv_set(&kv, "SD", j->src[0]);
-	kv_set(&kv, "IMG", j->src[1]);
-	kv_set(&kv, "VOL", j->src[2]);
-	kv_set(&kv, "COMPAT", j->compat);
+	intent_kv(j, &kv);
 	char *path = intent_path(s, j->src[2]);
 	int rc = kv_write_file(&kv, path);
 	free(path);
@@ -100,14 +126,15 @@ static void intent_clear(struct storage_state *s, const char *vol)
 }
 
 /* qemu-img check -r all of the qcow2 of vol (st_vol_open_data, passed as
- * fd 3, no backing): 0 when it is consistent afterwards. */
-static int amend_repair(const struct st_domain *d, const char *img, const char *vol)
+ * fd 3, no backing): 0 when it is consistent afterwards; -1 with why
+ * filled (it cannot be opened, qemu-img cannot run or corruption remains). */
+static int amend_repair(const struct st_domain *d, const char *img, const char *vol,
+			char *why, size_t whylen)
 {
 	struct st_err oe = { 0 };
 	int fd = st_vol_open_data(d, img, vol, &oe);
 	if (fd < 0) {
-		log_error("storage: volume %s of domain %s: cannot open it to check it after an "
-			  "interrupted amend: %s", vol, d->uuid, oe.msg);
+		snprintf(why, whylen, "cannot open it: %s", oe.msg);
 		return -1;
 	}
 	static const char spec[] = "json:{\"driver\":\"qcow2\",\"file\":{\"driver\":\"file\","
@@ -121,14 +148,140 @@ static int amend_repair(const struct st_domain *d, const char *img, const char *
 		rc = fsync(fd) < 0 ? -errno : 0;
 	close(fd);
 	buf_putc(&out, '\0');
-	if (rc < 0)
-		log_error("storage: volume %s of domain %s: qemu-img check -r all after an "
-			  "interrupted amend: %s", vol, d->uuid, *err ? err : strerror(-rc));
+	if (rc < 0) {
+		/* qemu-img names the image by its spec: "the volume" is shorter */
+		char *at = strstr(err, spec);
+		if (at)
+			snprintf(why, whylen, "qemu-img check -r all: %.*sthe volume%s",
+				 (int)(at - err), err, at + strlen(spec));
+		else
+			snprintf(why, whylen, "qemu-img check -r all: %s", *err ? err : strerror(-rc));
+	}
 	else if (strstr(out.data, "Repairing") || strstr(out.data, "Rebuilding"))
 		log_warn("storage: volume %s of domain %s: repaired the qcow2 an interrupted amend "
 			 "left inconsistent", vol, d->uuid);
 	buf_free(&out);
 	return rc < 0 ? -1 : 0;
+}
+
+/* Write vol's legality (caller owns the volume: the amend job holds it
+ * busy, or startup, before any verb): metadata first, then the index. */
+static int amend_set_legal(struct storage_state *s, struct st_domain *d, const char *vol,
+			   bool legal)
+{
+	pthread_mutex_lock(&s->lock);
+	struct st_volume *v = map_get(&d->volumes, vol);
+	struct st_volume copy;
+	if (v)
+		copy = *v;
+	pthread_mutex_unlock(&s->lock);
+	if (!v)
+		return -ENOENT;
+	if (copy.legal == legal)
+		return 0;
+	copy.legal = legal;
+	copy.mtime = (int64_t)time(NULL);
+	int rc = st_vol_write_meta(d, &copy);
+	if (rc < 0)
+		return rc;
+	pthread_mutex_lock(&s->lock);
+	v->legal = legal;
+	v->mtime = copy.mtime;
+	pthread_mutex_unlock(&s->lock);
+	return 0;
+}
+
+/* The repair failed: the volume becomes ILLEGAL (no VM, no prepare serves
+ * a qcow2 qemu-img calls corrupt) and the intent stays, so every start
+ * tries the repair again.  MARKED=1 goes into the intent, fsynced, before
+ * the metadata says ILLEGAL, and only when the volume was LEGAL: it is the
+ * record that this repair took LEGAL away.  A crash between the two writes
+ * leaves MARKED=1 over a LEGAL volume, which the next start handles the
+ * same way (repair, then ILLEGAL or LEGAL).  The volume is not deleted and
+ * its generation is not bumped. */
+static int amend_unrepaired(struct storage_state *s, struct st_domain *d, struct st_kv *kv,
+			    const char *vol, const char *why)
+{
+	pthread_mutex_lock(&s->lock);
+	struct st_volume *v = map_get(&d->volumes, vol);
+	bool was_legal = v && v->legal;
+	pthread_mutex_unlock(&s->lock);
+	int rc = 0;
+	if (was_legal && !kv_get(kv, "MARKED")) {
+		kv_set(kv, "MARKED", "1");
+		char *path = intent_path(s, vol);
+		rc = kv_write_file(kv, path);
+		free(path);
+		if (rc == 0)
+			ST_CRASH("amend.marked");
+	}
+	if (rc == 0)
+		rc = amend_set_legal(s, d, vol, false);
+	if (rc < 0)
+		log_error("storage: volume %s of domain %s: an interrupted amend left its qcow2 "
+			  "corrupt and the repair failed (%s); marking it ILLEGAL failed too: %s; "
+			  "the repair is tried again at the next start", vol, d->uuid, why,
+			  strerror(-rc));
+	else
+		log_error("storage: volume %s of domain %s: an interrupted amend left its qcow2 "
+			  "corrupt and the repair failed (%s); the volume is ILLEGAL, the repair is "
+			  "tried again at the next start", vol, d->uuid, why);
+	return rc;
+}
+
+/* The repair succeeded: LEGAL again only when the intent says this repair
+ * made it ILLEGAL (MARKED=1), then the intent goes.  A volume that was
+ * ILLEGAL for another reason before (a half copy, the engine's
+ * Volume.setLegality) stays ILLEGAL; an engine's Volume.setLegality or
+ * SDM.update_volume of legality after the mark drops MARKED first
+ * (st_amend_unmark), so the engine's later word is never undone. */
+static void amend_repaired(struct storage_state *s, struct st_domain *d,
+			   const struct st_kv *kv, const char *vol)
+{
+	const char *m = kv_get(kv, "MARKED");
+	int rc = m && strcmp(m, "1") == 0 ? amend_set_legal(s, d, vol, true) : 0;
+	if (rc < 0) {
+		log_error("storage: volume %s of domain %s: repaired, but marking it LEGAL again "
+			  "failed: %s; tried again at the next start", vol, d->uuid, strerror(-rc));
+		return;
+	}
+	if (m)
+		log_info("storage: volume %s of domain %s: repaired; LEGAL again", vol, d->uuid);
+	intent_clear(s, vol);
+}
+
+/* Does vol have an intent left (a repair that failed)? */
+static bool intent_exists(const struct storage_state *s, const char *vol)
+{
+	char *path = intent_path(s, vol);
+	bool yes = access(path, F_OK) == 0;
+	free(path);
+	return yes;
+}
+
+void st_amend_unmark(struct storage_state *s, const char *vol)
+{
+	if (!st_is_uuid(vol))
+		return;
+	char *path = intent_path(s, vol);
+	struct st_kv kv;
+	if (kv_read_file(&kv, path) == 0) {
+		if (kv_get(&kv, "MARKED")) {
+			struct st_kv out;
+			kv_init(&out);
+			for (size_t i = 0; i < kv.n; i++)
+				if (strcmp(kv.keys[i], "MARKED") != 0)
+					kv_set(&out, kv.keys[i], kv.vals[i]);
+			if (kv_write_file(&out, path) < 0)
+				log_error("storage: cannot rewrite %s", path);
+			else
+				log_info("storage: volume %s: legality set by the engine; its amend "
+					 "repair will not change it", vol);
+			kv_free(&out);
+		}
+		kv_free(&kv);
+	}
+	free(path);
 }
 
 static int run_amend(struct storage_state *s, struct st_job *j, struct st_domain *d,
@@ -166,8 +319,19 @@ static int run_amend(struct storage_state *s, struct st_job *j, struct st_domain
 		 * before it is used; an amend that failed by itself (the volume in
 		 * use: no write lock) did not change it */
 		bool killed = rc == -ECANCELED || strstr(err, "killed by signal") != NULL;
-		if (!killed || amend_repair(d, j->src[1], j->src[2]) == 0)
+		char why[320] = "";
+		if (!killed || amend_repair(d, j->src[1], j->src[2], why, sizeof(why)) == 0) {
 			intent_clear(s, j->src[2]);
+		} else {
+			struct st_kv kv;   /* what intent_write wrote */
+			intent_kv(j, &kv);
+			/* the reason is long (qemu-img's words): in the log line only */
+			int mrc = amend_unrepaired(s, d, &kv, j->src[2], why);
+			kv_free(&kv);
+			return st_fail(e, RPC_E_GENERAL, "Cannot amend volume %s: %s; its repair "
+				       "failed (see the log): %s", j->src[2], err, mrc < 0 ?
+				       "marking it ILLEGAL failed too" : "the volume is ILLEGAL");
+		}
 		return st_fail(e, RPC_E_GENERAL, "Cannot amend volume %s: %s", j->src[2], err);
 	}
 	rc = fsync(fd) < 0 ? -errno : 0;
@@ -193,6 +357,10 @@ static int amend_work(struct storage_state *s, struct st_job *j, struct st_err *
 	else if (d->version < 4 && strcmp(j->compat, "0.10") != 0)
 		rc = st_fail(e, RPC_E_GENERAL, "Cannot amend volume %s: storage domain %s does not "
 			     "support compat %s", j->src[2], j->src[0], j->compat);
+	else if (intent_exists(s, j->src[2]))
+		rc = st_fail(e, RPC_E_GENERAL, "Cannot amend volume %s: an interrupted amend left "
+			     "it corrupt and its repair failed; it is repaired again at the next "
+			     "start", j->src[2]);
 	else if (j->gen >= 0 && (int64_t)copy.generation != j->gen)
 		rc = st_fail(e, RPC_E_GEN_MISMATCH, "requested=%lld, actual=%u", (long long)j->gen,
 			     copy.generation);
@@ -224,7 +392,7 @@ static void *amend_main(void *arg)
 }
 
 /* One intent: the volume it names checked and repaired, then it goes; kept
- * (for the next start) when the repair failed. */
+ * (for the next start), the volume ILLEGAL, when the repair failed. */
 static void recover_one(struct storage_state *s, const char *vol)
 {
 	char *path = intent_path(s, vol);
@@ -245,8 +413,13 @@ static void recover_one(struct storage_state *s, const char *vol)
 	else
 		log_warn("storage: amend of volume %s of domain %s was interrupted; checking it",
 			 vol, sd);
-	if (!known || amend_repair(d, img, vol) == 0)
+	char why[320] = "";
+	if (!known)
 		intent_clear(s, vol);
+	else if (amend_repair(d, img, vol, why, sizeof(why)) == 0)
+		amend_repaired(s, d, &kv, vol);
+	else
+		amend_unrepaired(s, d, &kv, vol, why);
 	kv_free(&kv);
 }
 

@@ -71,6 +71,8 @@ static int update_work(struct storage_state *s, struct st_job *j, struct st_err 
 			: (copy.generation + 1) % (ST_MAX_GENERATION + 1);
 		copy.mtime = (int64_t)time(NULL);
 		ST_CRASH("update_volume.checked");
+		if (a->legality >= 0)
+			st_amend_unmark(s, j->src[2]);
 		int wrc = st_vol_write_meta(d, &copy);
 		if (wrc < 0)
 			rc = st_fail(e, RPC_E_GENERAL, "writing volume metadata: %s", strerror(-wrc));

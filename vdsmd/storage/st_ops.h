@@ -327,8 +327,13 @@ int st_amend_job(struct storage_state *s, const char *job_id, const char *const 
 		 int64_t gen, const char *compat, struct st_err *e);
 /* At startup (st_open): each volume whose qemu-img amend was interrupted
  * (its <storage_root>/amend-<vol>.intent left) is checked and repaired
- * (qemu-img check -r all), then its intent goes. */
+ * (qemu-img check -r all), then its intent goes; when the repair fails the
+ * volume is marked ILLEGAL and the intent stays (see st_jobs_amend.c). */
 void st_amend_recover(struct storage_state *s);
+/* The engine sets vol's legality (Volume.setLegality, SDM.update_volume):
+ * a later successful amend repair must not make it LEGAL again, so the
+ * intent's MARKED goes (before the metadata is written). */
+void st_amend_unmark(struct storage_state *s, const char *vol);
 /* SDM.update_volume (st_jobs_update.c): a metadata update as a host job;
  * gen < 0 (not given) fails the job with 911, as VDSM's. */
 int st_update_job(struct storage_state *s, const char *job_id, const char *const ids[3],
@@ -376,8 +381,8 @@ int st_image_prepare(struct storage_state *s, const char *sd, const char *sp, co
 		     const char *vol, struct st_chain *out, struct st_err *e);
 /* The same; allow_illegal lets ILLEGAL volumes of the chain through, as
  * VDSM's prepareImage(allowIllegal) does for every volume of the image
- * (Image.prepare's allowIllegal; VM.diskReplicateStart's destination, which
- * Image.cloneStructure left ILLEGAL until Image.syncData). */
+ * (Image.prepare's allowIllegal; VM.diskReplicateStart's destination: a
+ * layer a failed or interrupted Image.syncData left ILLEGAL). */
 int st_image_prepare2(struct storage_state *s, const char *sd, const char *sp, const char *img,
 		      const char *vol, bool allow_illegal, struct st_chain *out,
 		      struct st_err *e);

@@ -47,6 +47,8 @@ struct st_task {
 	char dst_sd[37];
 	int icop;                  /* ST_IC_* */
 	int sync_type;             /* ST_SYNC_* */
+	int synced;                /* syncData: layers written and recorded (-1: a record
+	                            * from before SYNCED was kept) */
 	bool recovering;           /* found unfinished by st_open */
 	uint64_t ctime;
 	struct st_task *qnext;     /* executor queue */

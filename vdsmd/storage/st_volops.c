@@ -34,6 +34,7 @@ int st_volume_set_legality(struct storage_state *s, const char *sd, const char *
 	d->busy++;
 	struct st_volume copy = *v;
 	pthread_mutex_unlock(&s->lock);
+	st_amend_unmark(s, vol);
 	copy.legal = legal;
 	copy.mtime = (int64_t)time(NULL);
 	int rc = st_vol_write_meta(d, &copy);

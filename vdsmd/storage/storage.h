@@ -73,9 +73,9 @@ int storage_volume_size(struct vdsmd *d, const char *sd, const char *img, const 
 int storage_set_volume_capacity(struct vdsmd *d, const char *sd, const char *img,
 				const char *vol, int64_t capacity, enum rpc_err *err, char *msg,
 				size_t msglen);
-/* A live storage migration pivoted onto this volume (the leaf a
- * cloneStructure left ILLEGAL, written by the VM's block copy): LEGAL, so
- * the VM's next start prepares it.  0, or -1 with *err and a message. */
+/* A live storage migration pivoted onto this volume (the leaf written
+ * by the VM's block copy; cloneStructure made it LEGAL, as VDSM's): LEGAL,
+ * so the VM's next start prepares it.  0, or -1 with *err and a message. */
 int storage_set_volume_legal(struct vdsmd *d, const char *sd, const char *img, const char *vol,
 			     enum rpc_err *err, char *msg, size_t msglen);
 
