@@ -1,0 +1,489 @@
+/* vdsmd/storage/st_jobs_sparsify.c - host job SDM.sparsify_volume.
+ *
+ * As VDSM's sdm/api/sparsify_volume.py: the volume must be a leaf (a
+ * SHARED template volume or one with children fails the job with VDSM's
+ * VolumeIsNotLeafException, code 0, "Volume to be sparsified is not a leaf
+ * volume"), vol_info.generation must match (911, volume.operation), the
+ * legality is left as it is (set_illegal=False) and a done job bumps the
+ * generation.  Unknown domain, image or volume fail the job (358, 268, 201).
+ *
+ * Where we differ: VDSM runs libguestfs' `virt-sparsify --in-place`, which
+ * boots an appliance, mounts the guest's file systems and trims their free
+ * space.  vdsmd never looks inside a guest file system.  It reclaims what
+ * reads as zeros: every cluster-aligned run of the volume's own allocated
+ * data (the top layer; never the backing chain) that reads as all zeros is
+ * written again as zeros with unmapping allowed.  qemu then makes qcow2
+ * zero clusters (which keep reading zeros over a backing file) and frees
+ * their host clusters, or punches holes in a raw file.  Guest-visible data
+ * is unchanged; free space inside a guest file system that still holds old
+ * data is not reclaimed (VDSM's would be).
+ *
+ * The work: qemu-nbd (not persistent: it exits when we disconnect) serves
+ * the data file, opened here with O_NOFOLLOW under its image directory and
+ * passed as /proc/self/fd/3, with the backing chain from our metadata
+ * (never from the qcow2 header), --discard=unmap, on a private socket
+ * <run_dir>/sparsify/<job>.sock.  Through libnbd we walk the allocation of
+ * the top layer (qcow2: qemu:allocation-depth 1; raw: base:allocation not a
+ * hole), read it in SP_CHUNK requests and send NBD_CMD_WRITE_ZEROES without
+ * NO_HOLE for each all-zero run of SP_GRAIN-aligned grains.  Each request
+ * is idempotent and keeps the data: a kill -9 of vdsmd or qemu-nbd at any
+ * point leaves the volume reading the same, at worst with leaked qcow2
+ * clusters (qemu-img check reports leaks, never corruption), and the
+ * generation the old one.  As for every host job, a job lost with vdsmd is
+ * gone from Host.getJobs after a restart. */
+#include "st_ops.h"
+#include "../../common/log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libnbd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define SP_CHUNK (4u << 20)        /* bytes per NBD read */
+#define SP_GRAIN 65536u            /* zero runs aligned to this (qcow2's default cluster) */
+#define SP_WINDOW (1ull << 30)     /* bytes per block-status request */
+#define SP_EXTENTS 4096            /* extents kept per block-status reply */
+#define SP_START_MS 10000          /* qemu-nbd must serve within this */
+#define SP_EXIT_MS 10000           /* qemu-nbd must exit within this once we disconnect */
+#define SP_OUT 512                 /* qemu-nbd output kept for a message */
+
+static const char not_leaf[] = "Volume to be sparsified is not a leaf volume";
+
+struct sp_ext {
+	uint64_t off, len;
+	bool top;                  /* allocated in the volume itself */
+};
+
+struct sp_walk {
+	const char *ctx;           /* the meta context we read */
+	bool cow;
+	struct sp_ext ext[SP_EXTENTS];
+	size_t n;
+};
+
+/* The volume's spec on fd 3: raw, or qcow2 with the parent's chain. */
+static char *sparsify_spec(struct storage_state *s, struct st_domain *d,
+			   const struct st_volume *v, char *err, size_t errlen)
+{
+	if (v->format != ST_FMT_COW)
+		return st_pathf("json:{\"driver\":\"raw\",\"file\":{\"driver\":\"file\","
+				"\"filename\":\"/proc/self/fd/3\"}}");
+	char *pspec = NULL;
+	if (strcmp(v->parent, ST_BLANK_UUID) != 0) {
+		pspec = st_chain_json(s, d, v->parent, err, errlen);
+		if (!pspec)
+			return NULL;
+	}
+	char *out = st_pathf("json:{\"driver\":\"qcow2\",\"file\":{\"driver\":\"file\","
+			     "\"filename\":\"/proc/self/fd/3\"},\"backing\":%s}",
+			     pspec ? pspec + strlen("json:") : "null");
+	free(pspec);
+	return out;
+}
+
+static const char *run_dir(const struct storage_state *s)
+{
+	return s->run_dir && *s->run_dir ? s->run_dir : "/run/vdsmd";
+}
+
+/* The child's output so far (non-blocking read end), for a message. */
+static void drain(int outfd, char *out, size_t len)
+{
+	size_t n = strlen(out);
+	char tmp[256];
+	ssize_t r;
+	while ((r = read(outfd, tmp, sizeof(tmp))) > 0)
+		for (ssize_t i = 0; i < r; i++) {
+			if (n + 1 >= len) {
+				memmove(out, out + 1, n - 1);
+				n--;
+			}
+			out[n++] = tmp[i] == '\n' ? ' ' : tmp[i];
+		}
+	out[n] = '\0';
+}
+
+/* Reap the child: it exits by itself once the client left; SIGKILL after
+ * SP_EXIT_MS.  j->child is cleared first (nobody signals a reaped pid). */
+static int reap(struct st_job *j, pid_t pid, bool kill_now)
+{
+	st_job_child(j, 0);
+	if (kill_now)
+		kill(pid, SIGKILL);
+	int status = 0;
+	uint64_t until = vd_now_ms() + SP_EXIT_MS;
+	for (;;) {
+		pid_t r = waitpid(pid, &status, WNOHANG);
+		if (r == pid || (r < 0 && errno != EINTR))
+			break;
+		if (r == 0 && vd_now_ms() >= until) {
+			log_warn("storage: job %s: qemu-nbd (pid %d) did not exit, killing it",
+				 j->info.id, (int)pid);
+			kill(pid, SIGKILL);
+			until = UINT64_MAX;
+		}
+		struct timespec ts = { 0, 10 * 1000 * 1000 };
+		nanosleep(&ts, NULL);
+	}
+	return status;
+}
+
+static int extent_cb(void *user, const char *metacontext, uint64_t offset, uint32_t *entries,
+		     size_t nr, int *error)
+{
+	(void)error;
+	struct sp_walk *w = user;
+	if (strcmp(metacontext, w->ctx) != 0)
+		return 0;
+	for (size_t i = 0; i + 1 < nr && w->n < SP_EXTENTS; i += 2) {
+		uint32_t flags = entries[i + 1];
+		struct sp_ext *x = &w->ext[w->n++];
+		x->off = offset;
+		x->len = entries[i];
+		x->top = w->cow ? flags == 1 : !(flags & LIBNBD_STATE_HOLE);
+		offset += entries[i];
+	}
+	return 0;
+}
+
+static bool grain_zero(const unsigned char *p, size_t n)
+{
+	static const unsigned char zero[4096];
+	for (size_t i = 0; i < n; i += sizeof(zero)) {
+		size_t k = n - i < sizeof(zero) ? n - i : sizeof(zero);
+		if (memcmp(p + i, zero, k) != 0)
+			return false;
+	}
+	return true;
+}
+
+struct sp_run {
+	struct st_job *j;
+	struct nbd_handle *h;
+	uint64_t size;
+	unsigned char *buf;
+	uint64_t zeroed;           /* bytes sent as write-zeroes */
+	uint64_t scanned;          /* allocated bytes read */
+	char err[256];
+};
+
+static int nbd_err(struct sp_run *r, const char *what)
+{
+	snprintf(r->err, sizeof(r->err), "%s: %s", what,
+		 nbd_get_error() ? nbd_get_error() : "(no message)");
+	return -1;
+}
+
+/* Zero [off, off+len): the runs of all-zero grains in r->buf. */
+static int zero_runs(struct sp_run *r, uint64_t off, size_t len)
+{
+	size_t i = 0;
+	while (i < len) {
+		size_t g = len - i < SP_GRAIN ? len - i : SP_GRAIN;
+		if (!grain_zero(r->buf + i, g)) {
+			i += g;
+			continue;
+		}
+		size_t start = i;
+		while (i < len) {
+			g = len - i < SP_GRAIN ? len - i : SP_GRAIN;
+			if (!grain_zero(r->buf + i, g))
+				break;
+			i += g;
+		}
+		if (nbd_zero(r->h, i - start, off + start, 0) < 0)
+			return nbd_err(r, "write zeroes");
+		r->zeroed += i - start;
+	}
+	return 0;
+}
+
+/* Read one allocated extent in SP_CHUNK requests, grain-aligned ones. */
+static int scan_extent(struct sp_run *r, uint64_t off, uint64_t len)
+{
+	uint64_t end = off + len;
+	/* grains start at multiples of SP_GRAIN: the unaligned head and tail
+	 * grains (shared with unallocated data) are left alone */
+	uint64_t a = (off + SP_GRAIN - 1) / SP_GRAIN * SP_GRAIN;
+	uint64_t b = end == r->size ? end : end / SP_GRAIN * SP_GRAIN;
+	for (uint64_t p = a; p < b;) {
+		char why[96];
+		if (st_job_stopped(r->j, why, sizeof(why))) {
+			snprintf(r->err, sizeof(r->err), "%s", why);
+			return -1;
+		}
+		size_t n = b - p < SP_CHUNK ? (size_t)(b - p) : SP_CHUNK;
+		if (nbd_pread(r->h, r->buf, n, p, 0) < 0)
+			return nbd_err(r, "read");
+		r->scanned += n;
+		if (zero_runs(r, p, n) < 0)
+			return -1;
+		p += n;
+		pthread_mutex_lock(&r->j->s->lock);
+		r->j->info.progress = (int)(p * 99 / r->size);
+		pthread_mutex_unlock(&r->j->s->lock);
+	}
+	return 0;
+}
+
+static int walk(struct sp_run *r, bool cow)
+{
+	struct sp_walk *w = xcalloc(1, sizeof(*w));
+	w->cow = cow;
+	w->ctx = cow ? "qemu:allocation-depth" : LIBNBD_CONTEXT_BASE_ALLOCATION;
+	int rc = 0;
+	for (uint64_t off = 0; off < r->size && rc == 0;) {
+		uint64_t want = r->size - off < SP_WINDOW ? r->size - off : SP_WINDOW;
+		w->n = 0;
+		nbd_extent_callback cb = { .callback = extent_cb, .user_data = w };
+		if (nbd_block_status(r->h, want, off, cb, 0) < 0) {
+			rc = nbd_err(r, "block status");
+			break;
+		}
+		uint64_t next = off;
+		for (size_t i = 0; i < w->n && rc == 0; i++) {
+			struct sp_ext *x = &w->ext[i];
+			if (x->off != next || x->len == 0)
+				break;
+			uint64_t len = x->off + x->len > r->size ? r->size - x->off : x->len;
+			if (x->top)
+				rc = scan_extent(r, x->off, len);
+			next = x->off + len;
+		}
+		if (rc == 0 && next == off) {
+			snprintf(r->err, sizeof(r->err), "block status at %llu: no extent",
+				 (unsigned long long)off);
+			rc = -1;
+		}
+		off = next;
+	}
+	free(w);
+	return rc;
+}
+
+/* A libnbd handle connected to sock, retried until qemu-nbd serves (the
+ * child exiting or SP_START_MS ends it). */
+static struct nbd_handle *connect_nbd(struct sp_run *r, const char *sock, bool cow, pid_t pid,
+				      int outfd, char *out, size_t outlen)
+{
+	uint64_t until = vd_now_ms() + SP_START_MS;
+	for (;;) {
+		struct nbd_handle *h = nbd_create();
+		if (!h) {
+			nbd_err(r, "libnbd");
+			return NULL;
+		}
+		if (nbd_add_meta_context(h, cow ? "qemu:allocation-depth"
+					       : LIBNBD_CONTEXT_BASE_ALLOCATION) < 0 ||
+		    nbd_set_request_structured_replies(h, true) < 0) {
+			nbd_err(r, "libnbd");
+			nbd_close(h);
+			return NULL;
+		}
+		if (nbd_connect_unix(h, sock) == 0)
+			return h;
+		nbd_err(r, "connecting to qemu-nbd");
+		nbd_close(h);
+		int status;
+		drain(outfd, out, outlen);
+		if (waitpid(pid, &status, WNOHANG) == pid) {
+			snprintf(r->err, sizeof(r->err), "qemu-nbd exited: %s",
+				 *out ? out : "(no output)");
+			return NULL;
+		}
+		char why[96];
+		if (st_job_stopped(r->j, why, sizeof(why))) {
+			snprintf(r->err, sizeof(r->err), "%s", why);
+			return NULL;
+		}
+		if (vd_now_ms() >= until) {
+			snprintf(r->err, sizeof(r->err), "qemu-nbd does not serve %s after %d ms: %s",
+				 sock, SP_START_MS, *out ? out : "(no output)");
+			return NULL;
+		}
+		struct timespec ts = { 0, 20 * 1000 * 1000 };
+		nanosleep(&ts, NULL);
+	}
+}
+
+/* qemu-nbd on the data file (fd), the walk, the disconnect. */
+static int run_sparsify(struct storage_state *s, struct st_job *j, struct st_domain *d,
+			const struct st_volume *v, struct st_err *e)
+{
+	struct sp_run r = { .j = j, .size = (uint64_t)v->capacity };
+	char err[256] = "";
+	char *spec = sparsify_spec(s, d, v, err, sizeof(err));
+	if (!spec)
+		return st_fail(e, RPC_E_GENERAL, "Cannot sparsify volume %s: %s", j->src[2], err);
+	char *dir = st_pathf("%s/sparsify", run_dir(s));
+	char *sock = st_pathf("%s/%s.sock", dir, j->info.id);
+	struct sockaddr_un sa;
+	int rc = strlen(sock) >= sizeof(sa.sun_path) ? -ENAMETOOLONG : st_mkdir_p(dir, 0700);
+	free(dir);
+	if (rc < 0) {
+		st_fail(e, RPC_E_GENERAL, "Cannot sparsify volume %s: socket %s: %s", j->src[2],
+			sock, strerror(-rc));
+		goto out_spec;
+	}
+	unlink(sock);
+	int fd = st_job_open_data(d, j, e);
+	if (fd < 0) {
+		rc = -1;
+		goto out_spec;
+	}
+	char *exe = st_find_exe("qemu-nbd");
+	int pfd[2] = { -1, -1 };
+	if (!exe || pipe2(pfd, O_CLOEXEC) < 0) {
+		st_fail(e, RPC_E_GENERAL, "Cannot sparsify volume %s: %s", j->src[2],
+			exe ? strerror(errno) : "qemu-nbd not found in PATH (install qemu-utils)");
+		free(exe);
+		close(fd);
+		rc = -1;
+		goto out_spec;
+	}
+	char sockopt[160];
+	snprintf(sockopt, sizeof(sockopt), "--socket=%s", sock);
+	char *argv[12];
+	size_t k = 0;
+	argv[k++] = (char *)"qemu-nbd";
+	argv[k++] = sockopt;
+	argv[k++] = (char *)"--export-name=";
+	argv[k++] = (char *)"--cache=writeback";
+	argv[k++] = (char *)"--aio=threads";
+	argv[k++] = (char *)"--discard=unmap";
+	if (v->format == ST_FMT_COW)
+		argv[k++] = (char *)"--allocation-depth";
+	argv[k++] = spec;
+	argv[k] = NULL;
+	pid_t pid = -1;
+	int serr = st_spawn_tool(exe, argv, pfd[1], fd, &pid);
+	free(exe);
+	close(pfd[1]);
+	close(fd);
+	if (serr != 0) {
+		close(pfd[0]);
+		st_fail(e, RPC_E_GENERAL, "Cannot sparsify volume %s: cannot run qemu-nbd: %s",
+			j->src[2], strerror(serr));
+		rc = -1;
+		goto out_spec;
+	}
+	fcntl(pfd[0], F_SETFL, O_NONBLOCK);
+	st_job_child(j, pid);
+	char out[SP_OUT] = "";
+	r.buf = xcalloc(1, SP_CHUNK);
+	r.h = connect_nbd(&r, sock, v->format == ST_FMT_COW, pid, pfd[0], out, sizeof(out));
+	rc = -1;
+	if (r.h) {
+		int64_t sz = nbd_get_size(r.h);
+		if (sz < 0)
+			nbd_err(&r, "export size");
+		else if ((uint64_t)sz < r.size)
+			snprintf(r.err, sizeof(r.err), "the image is %lld bytes, smaller than the "
+				 "volume's capacity %lld", (long long)sz, (long long)r.size);
+		else
+			rc = walk(&r, v->format == ST_FMT_COW);
+		if (rc == 0 && nbd_flush(r.h, 0) < 0)
+			rc = nbd_err(&r, "flush");
+		nbd_shutdown(r.h, 0);
+		nbd_close(r.h);
+	}
+	/* aborted: st_job_abort killed qemu-nbd already */
+	int status = reap(j, pid, false);
+	drain(pfd[0], out, sizeof(out));
+	close(pfd[0]);
+	if (rc == 0 && !(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
+		snprintf(r.err, sizeof(r.err), "qemu-nbd failed (status %d): %s", status,
+			 *out ? out : "(no output)");
+		rc = -1;
+	}
+	unlink(sock);
+	free(r.buf);
+	if (rc < 0) {
+		st_fail(e, RPC_E_GENERAL, "Cannot sparsify volume %s: %s", j->src[2], r.err);
+		goto out_spec;
+	}
+	log_info("storage: job %s: volume %s: %llu bytes of data read, %llu bytes of zeros "
+		 "reclaimed", j->info.id, j->src[2], (unsigned long long)r.scanned,
+		 (unsigned long long)r.zeroed);
+out_spec:
+	free(sock);
+	free(spec);
+	return rc;
+}
+
+/* The data file synced (qemu-nbd flushed through the page cache). */
+static int sync_data(struct st_domain *d, struct st_job *j, struct st_err *e)
+{
+	int fd = st_job_open_data(d, j, e);
+	if (fd < 0)
+		return -1;
+	int rc = fsync(fd) < 0 ? -errno : 0;
+	close(fd);
+	if (rc < 0)
+		return st_fail(e, RPC_E_GENERAL, "syncing volume %s: %s", j->src[2], strerror(-rc));
+	return 0;
+}
+
+static int sparsify_work(struct storage_state *s, struct st_job *j, struct st_err *e)
+{
+	struct st_domain *d = NULL;
+	struct st_volume copy;
+	if (!st_job_vol_busy(s, j, &d, &copy, e))
+		return -1;
+	int rc = 0;
+	if (copy.shared || copy.nchildren)
+		rc = st_fail(e, RPC_OK, "%s", not_leaf);
+	else if (j->gen >= 0 && (int64_t)copy.generation != j->gen)
+		rc = st_fail(e, RPC_E_GEN_MISMATCH, "requested=%lld, actual=%u", (long long)j->gen,
+			     copy.generation);
+	if (rc == 0)
+		rc = run_sparsify(s, j, d, &copy, e);
+	if (rc == 0)
+		rc = sync_data(d, j, e);
+	if (rc == 0) {
+		copy.generation = (copy.generation + 1) % (ST_MAX_GENERATION + 1);
+		copy.mtime = (int64_t)time(NULL);
+		int wrc = st_vol_write_meta(d, &copy);
+		if (wrc < 0)
+			rc = st_fail(e, RPC_E_GENERAL, "writing volume metadata: %s", strerror(-wrc));
+	}
+	int64_t app = 0, tru = 0;
+	bool sized = st_vol_stat(d, j->src[1], j->src[2], &app, &tru) == 0;
+	pthread_mutex_lock(&s->lock);
+	struct st_volume *v = map_get(&d->volumes, j->src[2]);
+	if (rc == 0) {
+		v->generation = copy.generation;
+		v->mtime = copy.mtime;
+	}
+	if (sized) {
+		v->apparent = app;
+		v->truesize = tru;
+	}
+	pthread_mutex_unlock(&s->lock);
+	st_job_vol_release(s, j, d);
+	return rc;
+}
+
+static void *sparsify_main(void *arg)
+{
+	return st_job_thread(arg, sparsify_work);
+}
+
+int st_sparsify_job(struct storage_state *s, const char *job_id, const char *const ids[3],
+		    int64_t gen, struct st_err *e)
+{
+	struct st_job *j = st_job_prep(s, job_id, ST_JOB_SPARSIFY, "sparsify_volume", ids, gen,
+				       e);
+	if (!j)
+		return -1;
+	return st_job_start(s, j, sparsify_main, e);
+}
