@@ -32,6 +32,8 @@ SOLO = "f2c3d4e5-f6a7-4b81-9c2d-d3e4f5a6b764"     # COW without parent or child
 TPL_IMG = "e1b2c3d4-e5f6-4a70-8b91-c2d3e4f5a664"
 TPL = "f2c3d4e5-f6a7-4b81-9c2d-d3e4f5a6b765"      # made SHARED (a template's)
 BIG_IMG = "e1b2c3d4-e5f6-4a70-8b91-c2d3e4f5a665"
+MB_IMG = "e1b2c3d4-e5f6-4a70-8b91-c2d3e4f5a666"
+MB = "f2c3d4e5-f6a7-4b81-9c2d-d3e4f5a6b767"       # qcow2 with 1 MiB clusters
 BIG = "f2c3d4e5-f6a7-4b81-9c2d-d3e4f5a6b766"      # the kill -9 test's
 OTHER = "f2c3d4e5-f6a7-4b81-9c2d-d3e4f5a6b799"
 MiB = 1 << 20
@@ -54,7 +56,8 @@ def used(path):
 class Sparsify(unittest.TestCase):
     VOLS = ((BASE, IMG, COW_FMT, BLANK, 64), (LEAF, IMG, COW_FMT, BASE, 64),
             (RAW, RAW_IMG, RAW_FMT, BLANK, 64), (SOLO, SOLO_IMG, COW_FMT, BLANK, 64),
-            (TPL, TPL_IMG, COW_FMT, BLANK, 64), (BIG, BIG_IMG, COW_FMT, BLANK, 256))
+            (TPL, TPL_IMG, COW_FMT, BLANK, 64), (BIG, BIG_IMG, COW_FMT, BLANK, 256),
+            (MB, MB_IMG, COW_FMT, BLANK, 64))
 
     @classmethod
     def setUpClass(cls):
@@ -166,6 +169,14 @@ class Sparsify(unittest.TestCase):
         self.assertEqual(data, 8 * MiB + MiB)
         # again: nothing left to reclaim, still the same data
         self.reclaim(SOLO_IMG, SOLO, "qcow2", 0)
+
+    def test_qcow2_large_clusters(self):
+        # a 1 MiB cluster is freed whole or not at all: 512 KiB of zeros stay
+        p = self.path(MB_IMG, MB)
+        subprocess.check_call(["qemu-img", "create", "-q", "-f", "qcow2", "-o",
+                               "cluster_size=1M", p, str(64 * MiB)])
+        qemu_io(p, "qcow2", "write -P 0x11 0 8M", "write -P 0 1M 2M", "write -P 0 5M 512k")
+        self.reclaim(MB_IMG, MB, "qcow2", 2 * MiB)
 
     def test_qcow2_over_backing(self):
         # zeros over non-zero backing data must stay zeros (zero clusters)

@@ -25,7 +25,8 @@
  * <run_dir>/sparsify/<job>.sock.  Through libnbd we walk the allocation of
  * the top layer (qcow2: qemu:allocation-depth 1; raw: base:allocation not a
  * hole), read it in SP_CHUNK requests and send NBD_CMD_WRITE_ZEROES without
- * NO_HOLE for each all-zero run of SP_GRAIN-aligned grains.  Each request
+ * NO_HOLE for each all-zero run of aligned grains (64 KiB, or the qcow2's
+ * cluster when larger: a part of a cluster cannot be freed).  Each request
  * is idempotent and keeps the data: a kill -9 of vdsmd or qemu-nbd at any
  * point leaves the volume reading the same, at worst with leaked qcow2
  * clusters (qemu-img check reports leaks, never corruption), and the
@@ -49,7 +50,9 @@
 #include <unistd.h>
 
 #define SP_CHUNK (4u << 20)        /* bytes per NBD read */
-#define SP_GRAIN 65536u            /* zero runs aligned to this (qcow2's default cluster) */
+/* zero runs are aligned grains: 64 KiB (qcow2's default cluster), or a
+ * qcow2's larger cluster size */
+#define SP_GRAIN 65536u
 #define SP_WINDOW (1ull << 30)     /* bytes per block-status request */
 #define SP_EXTENTS 4096            /* extents kept per block-status reply */
 #define SP_START_MS 10000          /* qemu-nbd must serve within this */
@@ -171,6 +174,7 @@ struct sp_run {
 	struct nbd_handle *h;
 	uint64_t size;
 	unsigned char *buf;
+	size_t grain;              /* SP_GRAIN or the qcow2 cluster size */
 	uint64_t zeroed;           /* bytes sent as write-zeroes */
 	uint64_t scanned;          /* allocated bytes read */
 	char err[256];
@@ -188,14 +192,14 @@ static int zero_runs(struct sp_run *r, uint64_t off, size_t len)
 {
 	size_t i = 0;
 	while (i < len) {
-		size_t g = len - i < SP_GRAIN ? len - i : SP_GRAIN;
+		size_t g = len - i < r->grain ? len - i : r->grain;
 		if (!grain_zero(r->buf + i, g)) {
 			i += g;
 			continue;
 		}
 		size_t start = i;
 		while (i < len) {
-			g = len - i < SP_GRAIN ? len - i : SP_GRAIN;
+			g = len - i < r->grain ? len - i : r->grain;
 			if (!grain_zero(r->buf + i, g))
 				break;
 			i += g;
@@ -211,10 +215,10 @@ static int zero_runs(struct sp_run *r, uint64_t off, size_t len)
 static int scan_extent(struct sp_run *r, uint64_t off, uint64_t len)
 {
 	uint64_t end = off + len;
-	/* grains start at multiples of SP_GRAIN: the unaligned head and tail
+	/* grains start at multiples of r->grain: the unaligned head and tail
 	 * grains (shared with unallocated data) are left alone */
-	uint64_t a = (off + SP_GRAIN - 1) / SP_GRAIN * SP_GRAIN;
-	uint64_t b = end == r->size ? end : end / SP_GRAIN * SP_GRAIN;
+	uint64_t a = (off + r->grain - 1) / r->grain * r->grain;
+	uint64_t b = end == r->size ? end : end / r->grain * r->grain;
 	for (uint64_t p = a; p < b;) {
 		char why[96];
 		if (st_job_stopped(r->j, why, sizeof(why))) {
@@ -270,6 +274,20 @@ static int walk(struct sp_run *r, bool cow)
 	return rc;
 }
 
+/* The grain for a qcow2 on fd: its cluster size (header: magic "QFI\xfb",
+ * cluster_bits a big-endian u32 at byte 20) when larger than SP_GRAIN.  An
+ * unreadable header keeps SP_GRAIN: qemu-nbd then refuses the file. */
+static size_t grain_of(int fd)
+{
+	unsigned char h[24];
+	if (pread(fd, h, sizeof(h), 0) != (ssize_t)sizeof(h) || memcmp(h, "QFI\xfb", 4) != 0)
+		return SP_GRAIN;
+	uint32_t bits = (uint32_t)h[20] << 24 | (uint32_t)h[21] << 16 | (uint32_t)h[22] << 8 | h[23];
+	if (bits > 21 || (1u << bits) <= SP_GRAIN)
+		return SP_GRAIN;
+	return (size_t)1 << bits;
+}
+
 /* A libnbd handle connected to sock, retried until qemu-nbd serves (the
  * child exiting or SP_START_MS ends it). */
 static struct nbd_handle *connect_nbd(struct sp_run *r, const char *sock, bool cow, pid_t pid,
@@ -319,7 +337,7 @@ static struct nbd_handle *connect_nbd(struct sp_run *r, const char *sock, bool c
 static int run_sparsify(struct storage_state *s, struct st_job *j, struct st_domain *d,
 			const struct st_volume *v, struct st_err *e)
 {
-	struct sp_run r = { .j = j, .size = (uint64_t)v->capacity };
+	struct sp_run r = { .j = j, .size = (uint64_t)v->capacity, .grain = SP_GRAIN };
 	char err[256] = "";
 	char *spec = sparsify_spec(s, d, v, err, sizeof(err));
 	if (!spec)
@@ -340,6 +358,8 @@ static int run_sparsify(struct storage_state *s, struct st_job *j, struct st_dom
 		rc = -1;
 		goto out_spec;
 	}
+	if (v->format == ST_FMT_COW)
+		r.grain = grain_of(fd);
 	char *exe = st_find_exe("qemu-nbd");
 	int pfd[2] = { -1, -1 };
 	if (!exe || pipe2(pfd, O_CLOEXEC) < 0) {
