@@ -32,6 +32,7 @@
  * clusters (qemu-img check reports leaks, never corruption), and the
  * generation the old one.  As for every host job, a job lost with vdsmd is
  * gone from Host.getJobs after a restart. */
+#include "st_crash.h"
 #include "st_ops.h"
 #include "../../common/log.h"
 
@@ -175,10 +176,31 @@ struct sp_run {
 	uint64_t size;
 	unsigned char *buf;
 	size_t grain;              /* SP_GRAIN or the qcow2 cluster size */
+	pid_t pid;                 /* qemu-nbd */
 	uint64_t zeroed;           /* bytes sent as write-zeroes */
 	uint64_t scanned;          /* allocated bytes read */
 	char err[256];
 };
+
+/* A crash point while qemu-nbd runs.  In test builds the step that is
+ * armed first SIGKILLs qemu-nbd and waits for it to be gone, as systemd
+ * kills vdsmd's cgroup at once: nothing it cached (qcow2 tables) reaches
+ * the file, the worst case; left alone it would flush and exit when its
+ * client went away. */
+static void crash_serving(struct sp_run *r, const char *step)
+{
+#ifdef VD_TEST_HOOKS
+	const char *at = getenv("VDSMD_TEST_CRASH_AT");
+	if (at && strcmp(at, step) == 0 && r->pid > 0) {
+		kill(r->pid, SIGKILL);
+		siginfo_t si;
+		while (waitid(P_PID, (id_t)r->pid, &si, WEXITED | WNOWAIT) < 0 && errno == EINTR)
+			;
+	}
+#endif
+	(void)r;
+	ST_CRASH(step);
+}
 
 static int nbd_err(struct sp_run *r, const char *what)
 {
@@ -207,6 +229,7 @@ static int zero_runs(struct sp_run *r, uint64_t off, size_t len)
 		if (nbd_zero(r->h, i - start, off + start, 0) < 0)
 			return nbd_err(r, "write zeroes");
 		r->zeroed += i - start;
+		crash_serving(r, "sparsify.zeroed");
 	}
 	return 0;
 }
@@ -311,10 +334,12 @@ static struct nbd_handle *connect_nbd(struct sp_run *r, const char *sock, bool c
 			return h;
 		nbd_err(r, "connecting to qemu-nbd");
 		nbd_close(h);
-		int status;
 		drain(outfd, out, outlen);
-		if (waitpid(pid, &status, WNOHANG) == pid) {
-			snprintf(r->err, sizeof(r->err), "qemu-nbd exited: %s",
+		/* exited? (not reaped here: reap() does, after j->child is cleared) */
+		siginfo_t si = { 0 };
+		if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+		    si.si_pid == pid) {
+			snprintf(r->err, sizeof(r->err), "qemu-nbd exited: %.200s",
 				 *out ? out : "(no output)");
 			return NULL;
 		}
@@ -324,7 +349,8 @@ static struct nbd_handle *connect_nbd(struct sp_run *r, const char *sock, bool c
 			return NULL;
 		}
 		if (vd_now_ms() >= until) {
-			snprintf(r->err, sizeof(r->err), "qemu-nbd does not serve %s after %d ms: %s",
+			snprintf(r->err, sizeof(r->err), "qemu-nbd does not serve %.80s after %d ms: "
+				 "%.120s",
 				 sock, SP_START_MS, *out ? out : "(no output)");
 			return NULL;
 		}
@@ -398,6 +424,8 @@ static int run_sparsify(struct storage_state *s, struct st_job *j, struct st_dom
 	}
 	fcntl(pfd[0], F_SETFL, O_NONBLOCK);
 	st_job_child(j, pid);
+	r.pid = pid;
+	crash_serving(&r, "sparsify.serving");
 	char out[SP_OUT] = "";
 	r.buf = xcalloc(1, SP_CHUNK);
 	r.h = connect_nbd(&r, sock, v->format == ST_FMT_COW, pid, pfd[0], out, sizeof(out));
@@ -421,7 +449,7 @@ static int run_sparsify(struct storage_state *s, struct st_job *j, struct st_dom
 	drain(pfd[0], out, sizeof(out));
 	close(pfd[0]);
 	if (rc == 0 && !(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
-		snprintf(r.err, sizeof(r.err), "qemu-nbd failed (status %d): %s", status,
+		snprintf(r.err, sizeof(r.err), "qemu-nbd failed (status %d): %.200s", status,
 			 *out ? out : "(no output)");
 		rc = -1;
 	}
@@ -470,12 +498,15 @@ static int sparsify_work(struct storage_state *s, struct st_job *j, struct st_er
 	if (rc == 0)
 		rc = sync_data(d, j, e);
 	if (rc == 0) {
+		ST_CRASH("sparsify.synced");
 		copy.generation = (copy.generation + 1) % (ST_MAX_GENERATION + 1);
 		copy.mtime = (int64_t)time(NULL);
 		int wrc = st_vol_write_meta(d, &copy);
 		if (wrc < 0)
 			rc = st_fail(e, RPC_E_GENERAL, "writing volume metadata: %s", strerror(-wrc));
 	}
+	if (rc == 0)
+		ST_CRASH("sparsify.meta");
 	int64_t app = 0, tru = 0;
 	bool sized = st_vol_stat(d, j->src[1], j->src[2], &app, &tru) == 0;
 	pthread_mutex_lock(&s->lock);
