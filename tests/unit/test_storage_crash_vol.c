@@ -8,8 +8,8 @@
  * 1.1, 1 MiB) with a zero cluster over BASE's data at 64k, allocated zeros
  * over it at 0-64k (sparsify's first run, with the zero cluster) and
  * 256k-384k, and its own data at 512k; a second image holds SOLO (qcow2,
- * no parent, no child) for the SHARED update.  What the guest sees through LEAF (qemu-img convert of the
- * chain to raw) is saved first.  A forked child runs the job up to the step
+ * no parent, no child) for the SHARED update.  What the guest sees
+ * through LEAF (qemu-img convert of the chain to raw) is saved first.  A forked child runs the job up to the step
  * named in VDSMD_TEST_CRASH_AT and must die there by SIGKILL; the parent
  * opens the tree as vdsmd does at startup and checks that the volume is in
  * its old state or its new one, never a mixture:
