@@ -54,6 +54,7 @@
 /* zero runs are aligned grains: 64 KiB (qcow2's default cluster), or a
  * qcow2's larger cluster size */
 #define SP_GRAIN 65536u
+#define SP_RUN_MAX (1u << 30)      /* bytes per write-zeroes request */
 #define SP_WINDOW (1ull << 30)     /* bytes per block-status request */
 #define SP_EXTENTS 4096            /* extents kept per block-status reply */
 #define SP_START_MS 10000          /* qemu-nbd must serve within this */
@@ -178,6 +179,7 @@ struct sp_run {
 	size_t grain;              /* SP_GRAIN or the qcow2 cluster size */
 	pid_t pid;                 /* qemu-nbd */
 	uint64_t zeroed;           /* bytes sent as write-zeroes */
+	uint64_t run_off, run_len; /* the zero run not sent yet */
 	uint64_t scanned;          /* allocated bytes read */
 	char err[256];
 };
@@ -209,27 +211,38 @@ static int nbd_err(struct sp_run *r, const char *what)
 	return -1;
 }
 
-/* Zero [off, off+len): the runs of all-zero grains in r->buf. */
+/* The pending zero run sent as one write-zeroes request (none: 0). */
+static int flush_run(struct sp_run *r)
+{
+	if (!r->run_len)
+		return 0;
+	if (nbd_zero(r->h, r->run_len, r->run_off, 0) < 0)
+		return nbd_err(r, "write zeroes");
+	r->zeroed += r->run_len;
+	r->run_len = 0;
+	crash_serving(r, "sparsify.zeroed");
+	return 0;
+}
+
+/* The all-zero grains of r->buf (read at off, len bytes) joined to the
+ * pending run; each other grain ends it. */
 static int zero_runs(struct sp_run *r, uint64_t off, size_t len)
 {
-	size_t i = 0;
-	while (i < len) {
+	for (size_t i = 0; i < len;) {
 		size_t g = len - i < r->grain ? len - i : r->grain;
 		if (!grain_zero(r->buf + i, g)) {
-			i += g;
-			continue;
+			if (flush_run(r) < 0)
+				return -1;
+		} else if (r->run_len && r->run_off + r->run_len == off + i &&
+			   r->run_len + g <= SP_RUN_MAX) {
+			r->run_len += g;
+		} else {
+			if (flush_run(r) < 0)
+				return -1;
+			r->run_off = off + i;
+			r->run_len = g;
 		}
-		size_t start = i;
-		while (i < len) {
-			g = len - i < r->grain ? len - i : r->grain;
-			if (!grain_zero(r->buf + i, g))
-				break;
-			i += g;
-		}
-		if (nbd_zero(r->h, i - start, off + start, 0) < 0)
-			return nbd_err(r, "write zeroes");
-		r->zeroed += i - start;
-		crash_serving(r, "sparsify.zeroed");
+		i += g;
 	}
 	return 0;
 }
@@ -259,7 +272,7 @@ static int scan_extent(struct sp_run *r, uint64_t off, uint64_t len)
 		r->j->info.progress = (int)(p * 99 / r->size);
 		pthread_mutex_unlock(&r->j->s->lock);
 	}
-	return 0;
+	return flush_run(r);
 }
 
 static int walk(struct sp_run *r, bool cow)
