@@ -46,8 +46,9 @@ def one_round(c, root, mib):
     before = used(path)
     copy = path + ".copy"
     t0 = time.monotonic()
-    subprocess.run(["qemu-img", "convert", "-f", "qcow2", "-O", "qcow2", path, copy],
-                   check=True)
+    out = subprocess.run(["qemu-img", "convert", "-U", "-f", "qcow2", "-O", "qcow2", path,
+                          copy], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
     os.sync()
     conv_t = time.monotonic() - t0
     conv_b = before - used(copy)

@@ -51,6 +51,7 @@
 #include <unistd.h>
 
 #define SP_CHUNK (4u << 20)        /* bytes per NBD read */
+#define SP_INFLIGHT 4              /* reads in flight */
 /* zero runs are aligned grains: 64 KiB (qcow2's default cluster), or a
  * qcow2's larger cluster size */
 #define SP_GRAIN 65536u
@@ -224,13 +225,13 @@ static int flush_run(struct sp_run *r)
 	return 0;
 }
 
-/* The all-zero grains of r->buf (read at off, len bytes) joined to the
+/* The all-zero grains of buf (read at off, len bytes) joined to the
  * pending run; each other grain ends it. */
-static int zero_runs(struct sp_run *r, uint64_t off, size_t len)
+static int zero_runs(struct sp_run *r, const unsigned char *buf, uint64_t off, size_t len)
 {
 	for (size_t i = 0; i < len;) {
 		size_t g = len - i < r->grain ? len - i : r->grain;
-		if (!grain_zero(r->buf + i, g)) {
+		if (!grain_zero(buf + i, g)) {
 			if (flush_run(r) < 0)
 				return -1;
 		} else if (r->run_len && r->run_off + r->run_len == off + i &&
@@ -247,27 +248,45 @@ static int zero_runs(struct sp_run *r, uint64_t off, size_t len)
 	return 0;
 }
 
-/* Read one allocated extent in SP_CHUNK requests, grain-aligned ones. */
+/* Read one allocated extent, SP_INFLIGHT reads of SP_CHUNK in flight (qemu
+ * reads the next while we look at one), looked at in order; the unaligned
+ * head and tail grains (shared with data outside it) are left alone. */
 static int scan_extent(struct sp_run *r, uint64_t off, uint64_t len)
 {
 	uint64_t end = off + len;
-	/* grains start at multiples of r->grain: the unaligned head and tail
-	 * grains (shared with unallocated data) are left alone */
 	uint64_t a = (off + r->grain - 1) / r->grain * r->grain;
 	uint64_t b = end == r->size ? end : end / r->grain * r->grain;
-	for (uint64_t p = a; p < b;) {
+	struct { uint64_t off; size_t n; int64_t cookie; } q[SP_INFLIGHT];
+	unsigned head = 0, used = 0;
+	for (uint64_t next = a; next < b || used;) {
+		while (next < b && used < SP_INFLIGHT) {
+			unsigned k = (head + used) % SP_INFLIGHT;
+			q[k].off = next;
+			q[k].n = b - next < SP_CHUNK ? (size_t)(b - next) : SP_CHUNK;
+			q[k].cookie = nbd_aio_pread(r->h, r->buf + (size_t)k * SP_CHUNK, q[k].n, next,
+						    NBD_NULL_COMPLETION, 0);
+			if (q[k].cookie < 0)
+				return nbd_err(r, "read");
+			next += q[k].n;
+			used++;
+		}
+		int done;
+		while ((done = nbd_aio_command_completed(r->h, (uint64_t)q[head].cookie)) == 0)
+			if (nbd_poll(r->h, -1) < 0)
+				return nbd_err(r, "read");
+		if (done < 0)
+			return nbd_err(r, "read");
 		char why[96];
 		if (st_job_stopped(r->j, why, sizeof(why))) {
 			snprintf(r->err, sizeof(r->err), "%s", why);
 			return -1;
 		}
-		size_t n = b - p < SP_CHUNK ? (size_t)(b - p) : SP_CHUNK;
-		if (nbd_pread(r->h, r->buf, n, p, 0) < 0)
-			return nbd_err(r, "read");
-		r->scanned += n;
-		if (zero_runs(r, p, n) < 0)
+		r->scanned += q[head].n;
+		if (zero_runs(r, r->buf + (size_t)head * SP_CHUNK, q[head].off, q[head].n) < 0)
 			return -1;
-		p += n;
+		uint64_t p = q[head].off + q[head].n;
+		head = (head + 1) % SP_INFLIGHT;
+		used--;
 		pthread_mutex_lock(&r->j->s->lock);
 		r->j->info.progress = (int)(p * 99 / r->size);
 		pthread_mutex_unlock(&r->j->s->lock);
@@ -440,7 +459,7 @@ static int run_sparsify(struct storage_state *s, struct st_job *j, struct st_dom
 	r.pid = pid;
 	crash_serving(&r, "sparsify.serving");
 	char out[SP_OUT] = "";
-	r.buf = xcalloc(1, SP_CHUNK);
+	r.buf = xcalloc(SP_INFLIGHT, SP_CHUNK);
 	r.h = connect_nbd(&r, sock, v->format == ST_FMT_COW, pid, pfd[0], out, sizeof(out));
 	rc = -1;
 	if (r.h) {
