@@ -197,6 +197,26 @@ class Sparsify(unittest.TestCase):
         out = qemu_io(p, "raw", "read -P 0x44 0 4M", "read -P 0 4M 8M", "read -P 0x44 12M 4M")
         self.assertNotIn("Pattern verification failed", out)
 
+    def test_in_use_refused(self):
+        # a writer holding the image (as a running VM's QEMU): qemu-nbd
+        # cannot take its lock and the job fails (100), the volume untouched
+        # (qemu-io shares writes of a raw image, a qcow2 it keeps to itself)
+        p = self.path(SOLO_IMG, SOLO)
+        gen = self.info(SOLO_IMG, SOLO)["generation"]
+        w = subprocess.Popen(["qemu-io", "-f", "qcow2", p], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        try:
+            w.stdin.write(b"help\n")
+            w.stdin.flush()
+            w.stdout.readline()
+            j = self.job(self.vi(SOLO, SOLO_IMG))
+            self.assertFailed(j, 100)
+            self.assertIn("lock", j["error"]["message"])
+        finally:
+            w.stdin.close()
+            w.wait(10)
+        self.assertEqual(self.info(SOLO_IMG, SOLO)["generation"], gen)
+
     def test_not_leaf(self):
         # VDSM's VolumeIsNotLeafException: a VdsmException, code 0
         gen = self.info(IMG, BASE)["generation"]

@@ -24,9 +24,11 @@
  * (never from the qcow2 header), --discard=unmap, on a private socket
  * <run_dir>/sparsify/<job>.sock.  Through libnbd we walk the allocation of
  * the top layer (qcow2: qemu:allocation-depth 1; raw: base:allocation not a
- * hole), read it in SP_CHUNK requests and send NBD_CMD_WRITE_ZEROES without
- * NO_HOLE for each all-zero run of aligned grains (64 KiB, or the qcow2's
- * cluster when larger: a part of a cluster cannot be freed).  Each request
+ * hole), read it in SP_CHUNK requests (SP_INFLIGHT in flight) and send
+ * one NBD_CMD_WRITE_ZEROES without NO_HOLE for each run of adjacent
+ * all-zero aligned grains (64 KiB, or the qcow2's cluster when larger: a
+ * part of a cluster cannot be freed).  A volume in use (a running VM)
+ * fails the job: qemu-nbd cannot take its write lock.  Each request
  * is idempotent and keeps the data: a kill -9 of vdsmd or qemu-nbd at any
  * point leaves the volume reading the same, at worst with leaked qcow2
  * clusters (qemu-img check reports leaks, never corruption), and the
