@@ -122,11 +122,9 @@ static void drain(int outfd, char *out, size_t len)
 
 /* Reap the child: it exits by itself once the client left; SIGKILL after
  * SP_EXIT_MS.  j->child is cleared first (nobody signals a reaped pid). */
-static int reap(struct st_job *j, pid_t pid, bool kill_now)
+static int reap(struct st_job *j, pid_t pid)
 {
 	st_job_child(j, 0);
-	if (kill_now)
-		kill(pid, SIGKILL);
 	int status = 0;
 	uint64_t until = vd_now_ms() + SP_EXIT_MS;
 	for (;;) {
@@ -479,7 +477,7 @@ static int run_sparsify(struct storage_state *s, struct st_job *j, struct st_dom
 		nbd_close(r.h);
 	}
 	/* aborted: st_job_abort killed qemu-nbd already */
-	int status = reap(j, pid, false);
+	int status = reap(j, pid);
 	drain(pfd[0], out, sizeof(out));
 	close(pfd[0]);
 	if (rc == 0 && !(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
