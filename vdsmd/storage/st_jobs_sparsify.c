@@ -256,7 +256,7 @@ static int scan_extent(struct sp_run *r, uint64_t off, uint64_t len)
 	uint64_t end = off + len;
 	uint64_t a = (off + r->grain - 1) / r->grain * r->grain;
 	uint64_t b = end == r->size ? end : end / r->grain * r->grain;
-	struct { uint64_t off; size_t n; int64_t cookie; } q[SP_INFLIGHT];
+	struct { uint64_t off; size_t n; int64_t cookie; } q[SP_INFLIGHT] = { { 0, 0, 0 } };
 	unsigned head = 0, used = 0;
 	for (uint64_t next = a; next < b || used;) {
 		while (next < b && used < SP_INFLIGHT) {
