@@ -490,4 +490,12 @@ BK_JSON="$BUILD/results/bench-backup.jsonl" BUILD="$BUILD" "$PYTHON" bench/backu
 VDSMD_BIN="$BUILD/vdsmd" VDSMD_BUILD="$BUILD" "$PYTHON" bench/lsm.py || rc=1
 # --- end lsm ---
 
+# --- sparsify ---
+# SDM.sparsify_volume of a 1 GiB qcow2 (512 MiB written, 256 MiB of it then
+# allocated zeros) against `qemu-img convert -O qcow2` of the same image to
+# a new file, interleaved in SP_ROUNDS (3) rounds: bytes reclaimed and time,
+# medians, spreads, the ratio (bench/sparsify.py).
+VDSMD_BIN="$BUILD/vdsmd" VDSMD_BUILD="$BUILD" "$PYTHON" bench/sparsify.py || rc=1
+# --- end sparsify ---
+
 exit $rc

@@ -453,7 +453,9 @@ class EngineFormsNet(Replay, unittest.TestCase):
         """The network flow (setupNetworks with the engine's forms while
         confirmConnectivity is polled, getCapabilities, setSafeNetworkConfig,
         getStats), VM NICs on the new network, removal."""
-        self.replay(self.net_entries(False), {"netVmId": str(uuid.uuid4())}, self.client)
+        ph = {name: str(uuid.uuid4()) for name in ("netVmId", "spJob", "spSdUUID",
+                                                   "spImgUUID", "spVolUUID")}
+        self.replay(self.net_entries(False), ph, self.client)
 
     @unittest.skipUnless(hn.HAS_BOND and hn.HAS_VLAN, "this kernel makes no bond or VLAN links")
     def test_replay_bonds(self):

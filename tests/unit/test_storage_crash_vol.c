@@ -1,13 +1,15 @@
 /* tests/unit/test_storage_crash_vol.c - kill -9 at every step of
- * SDM.update_volume and SDM.amend_volume (the "update_volume.*" and
- * "amend.*" steps of vdsmd/storage/st_crash.h), then restart; and a
- * qemu-img amend killed in the middle of its downgrade.
+ * SDM.update_volume, SDM.amend_volume and SDM.sparsify_volume (the
+ * "update_volume.*", "amend.*" and "sparsify.*" steps of
+ * vdsmd/storage/st_crash.h), then restart; and a qemu-img amend killed in
+ * the middle of its downgrade.
  *
  * The image: BASE (qcow2 1.1, 1 MiB, written 0x11 all over) <- LEAF (qcow2
- * 1.1, 1 MiB) with a zero cluster over BASE's data at 64k and its own data
- * at 512k; a second image holds SOLO (qcow2, no parent, no child) for the
- * SHARED update.  What the guest sees through LEAF (qemu-img convert of the
- * chain to raw) is saved first.  A forked child runs the job up to the step
+ * 1.1, 1 MiB) with a zero cluster over BASE's data at 64k, allocated zeros
+ * over it at 0-64k (sparsify's first run, with the zero cluster) and
+ * 256k-384k, and its own data at 512k; a second image holds SOLO (qcow2,
+ * no parent, no child) for the SHARED update.  What the guest sees
+ * through LEAF (qemu-img convert of the chain to raw) is saved first.  A forked child runs the job up to the step
  * named in VDSMD_TEST_CRASH_AT and must die there by SIGKILL; the parent
  * opens the tree as vdsmd does at startup and checks that the volume is in
  * its old state or its new one, never a mixture:
@@ -21,6 +23,12 @@
  *     keeps compat 1.1 and its generation; qemu-img check finds nothing
  *     (an interrupted amend's volume is checked and repaired at restart);
  *     no amend intent is left;
+ *   - sparsify (LEAF; its qemu-nbd is killed with it, as systemd kills the
+ *     cgroup, its qcow2 metadata cache never flushed): the chain reads as
+ *     the saved copy (zeros at 0 and 256k, not BASE's 0x11); qemu-img
+ *     check finds no corruption (leaked clusters allowed: 0 or 3); LEAF
+ *     LEGAL, its generation old, + 1 only at sparsify.meta; BASE
+ *     untouched;
  *   - mid-downgrade: qemu-img amend, its writes throttled to 2 a second by
  *     a qemu-img wrapper first in the child's PATH, is killed once it has
  *     written the L2 entry of the cluster it allocated for LEAF's zero
@@ -67,8 +75,9 @@
 #define NEW_GEN 7
 #define MiB (1024 * 1024)
 
-/* What the child runs (all under ST_CO_UPDATE_VOL or ST_CO_AMEND). */
-enum vol_op { OP_UPDATE_ATTRS, OP_UPDATE_SHARED, OP_AMEND, OP_AMEND_MID, OP_AMEND_BROKEN };
+/* What the child runs (under ST_CO_UPDATE_VOL, ST_CO_SPARSIFY or ST_CO_AMEND). */
+enum vol_op { OP_UPDATE_ATTRS, OP_UPDATE_SHARED, OP_SPARSIFY, OP_AMEND, OP_AMEND_MID,
+	      OP_AMEND_BROKEN };
 
 static char root[200], state[240], tpl[240];
 
@@ -130,6 +139,8 @@ static void build_template(void)
 	qemu_io(IMG1, BASE, "write -P 0x11 0 1M");
 	mkvol(s, IMG1, LEAF, MiB, BASE);
 	qemu_io(IMG1, LEAF, "write -z 64k 64k");
+	qemu_io(IMG1, LEAF, "write -P 0 0 64k");
+	qemu_io(IMG1, LEAF, "write -P 0 256k 128k");
 	qemu_io(IMG1, LEAF, "write -P 0x33 512k 64k");
 	mkvol(s, IMG2, SOLO, MiB, NULL);
 	qemu_io(IMG2, SOLO, "write -P 0x44 0 64k");
@@ -181,6 +192,10 @@ static void run_op(enum vol_op op)
 	if (op == OP_AMEND) {
 		const char *const ids[3] = { SD1, IMG1, LEAF };
 		rc = st_amend_job(s, JOB1, ids, 0, "0.10", &e);
+	} else if (op == OP_SPARSIFY) {
+		const char *const ids[3] = { SD1, IMG1, LEAF };
+		s->run_dir = st_pathf("%s/run", root);   /* its qemu-nbd's socket */
+		rc = st_sparsify_job(s, JOB1, ids, 0, &e);
 	} else {
 		struct st_vol_attr a = { .legality = -1, .generation = -1, .has_desc = true };
 		snprintf(a.desc, sizeof(a.desc), "%s", NEW_DESC);
@@ -280,6 +295,25 @@ static int check_amend(struct storage_state *s, const char *step, const char *ct
 	return (int)v->generation;
 }
 
+static int check_sparsify(struct storage_state *s, const char *step, const char *ctx)
+{
+	char *leaf = vpath(IMG1, LEAF);
+	ck_assert_msg(crash_sh("qemu-img compare -q -U -f raw %s/guest.raw %s", root, leaf) == 0,
+		      "%s: the guest's data through the chain changed", ctx);
+	int crc = crash_sh("qemu-img check -q -U %s >/dev/null 2>&1", leaf);
+	ck_assert_msg(crc == 0 || crc == 3, "%s: qemu-img check of LEAF: %d (2: corrupt)", ctx,
+		      crc);
+	free(leaf);
+	struct st_volume *v = vol(s, LEAF);
+	ck_assert_msg(v != NULL && v->legal && !v->shared, "%s: LEAF lost or changed", ctx);
+	ck_assert_str_eq(v->description, OLD_DESC);
+	ck_assert_msg(v->generation == (strcmp(step, "sparsify.meta") == 0 ? 1u : 0u),
+		      "%s: LEAF generation %u", ctx, v->generation);
+	assert_untouched(s, BASE, ctx);
+	assert_untouched(s, SOLO, ctx);
+	return (int)v->generation;
+}
+
 /* 1: the new state, 0: the old one. */
 static int check_outcome(struct storage_state *s, enum vol_op op, const char *step,
 			 const char *ctx)
@@ -291,6 +325,8 @@ static int check_outcome(struct storage_state *s, enum vol_op op, const char *st
 	pthread_mutex_unlock(&s->lock);
 	ck_assert_msg(crash_sh("! ls %s | grep -q '^amend-'", state) == 0,
 		      "%s: an amend intent was left", ctx);
+	if (op == OP_SPARSIFY)
+		return check_sparsify(s, step, ctx);
 	return op >= OP_AMEND ? check_amend(s, step, ctx) : check_update(s, op, ctx);
 }
 
@@ -437,7 +473,8 @@ static void crash_run_step(const char *step, void *arg)
 static void run_all_steps(enum vol_op op, unsigned want_outcomes)
 {
 	struct steps_arg a = { op, 0 };
-	unsigned n = crash_each_step(op == OP_AMEND ? ST_CO_AMEND : ST_CO_UPDATE_VOL,
+	unsigned n = crash_each_step(op == OP_AMEND ? ST_CO_AMEND
+				     : op == OP_SPARSIFY ? ST_CO_SPARSIFY : ST_CO_UPDATE_VOL,
 				     crash_run_step, &a);
 	/* both ends are reached: the early steps leave the old state, the late the new */
 	ck_assert_uint_eq(a.outcomes, want_outcomes);
@@ -476,6 +513,12 @@ END_TEST
 START_TEST(crash_amend_downgrade)
 {
 	run_all_steps(OP_AMEND, 3);
+}
+END_TEST
+
+START_TEST(crash_sparsify)
+{
+	run_all_steps(OP_SPARSIFY, 3);
 }
 END_TEST
 
@@ -573,12 +616,13 @@ static Suite *suite(void)
 	tcase_add_test(tc, crash_amend_downgrade);
 	tcase_add_test(tc, crash_amend_mid_downgrade);
 	tcase_add_test(tc, crash_amend_unrepaired);
+	tcase_add_test(tc, crash_sparsify);
 #else
 	const char *why = "kill -9 at named steps needs the crash points of a VD_TEST_HOOKS "
 			  "build (runs in make asan-unit / tsan)";
 	const char *names[] = { "crash_update_attributes", "crash_update_shared",
 				"crash_amend_downgrade", "crash_amend_mid_downgrade",
-				"crash_amend_unrepaired" };
+				"crash_amend_unrepaired", "crash_sparsify" };
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		check_skip(names[i], why);
 #endif

@@ -43,8 +43,9 @@ enum st_crash_op {
 	ST_CO_UPDATE_VOL = 1 << 18,  /* SDM.update_volume of a leaf's metadata */
 	ST_CO_AMEND = 1 << 19,       /* SDM.amend_volume of a qcow2 leaf to compat 0.10 */
 	ST_CO_AMEND_UNREPAIRED = 1 << 20, /* the same, qemu-img killed, its repair failing */
+	ST_CO_SPARSIFY = 1 << 21,    /* SDM.sparsify_volume of a qcow2 leaf over a backing file */
 };
-#define ST_CO_LAST ST_CO_AMEND_UNREPAIRED
+#define ST_CO_LAST ST_CO_SPARSIFY
 #define ST_CO_PREP_MERGE (ST_CO_PREP_MERGE_RAW | ST_CO_PREP_MERGE_COW)
 #define ST_CO_FIN_MERGE (ST_CO_FIN_MERGE_INT | ST_CO_FIN_MERGE_LEAF)
 #define ST_CO_CREATE (ST_CO_CREATE_RAW | ST_CO_CREATE_SNAP)
@@ -115,7 +116,12 @@ enum st_crash_op {
 	X("amend.amending", ST_CO_AMEND)            /* qemu-img amend running */ \
 	X("amend.amended", ST_CO_AMEND)             /* amended, generation not bumped */ \
 	X("amend.meta", ST_CO_AMEND)                /* generation bumped on disk */ \
-	X("amend.marked", ST_CO_AMEND_UNREPAIRED)   /* repair failed, MARKED=1, still LEGAL */
+	X("amend.marked", ST_CO_AMEND_UNREPAIRED)   /* repair failed, MARKED=1, still LEGAL */ \
+	/* SDM.sparsify_volume (st_jobs_sparsify.c) */ \
+	X("sparsify.serving", ST_CO_SPARSIFY)       /* qemu-nbd started, nothing zeroed */ \
+	X("sparsify.zeroed", ST_CO_SPARSIFY)        /* a first zero run unmapped, not flushed */ \
+	X("sparsify.synced", ST_CO_SPARSIFY)        /* all zeroed and synced, generation old */ \
+	X("sparsify.meta", ST_CO_SPARSIFY)          /* generation bumped on disk */
 
 struct st_crash_step {
 	const char *name;

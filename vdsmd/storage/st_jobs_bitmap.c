@@ -36,6 +36,7 @@ static const char *kind_name(enum st_job_kind k)
 	case ST_JOB_CLEAR_BITMAPS: return "clear_bitmaps";
 	case ST_JOB_AMEND: return "amend_volume";
 	case ST_JOB_UPDATE: return "update_volume";
+	case ST_JOB_SPARSIFY: return "sparsify_volume";
 	case ST_JOB_COPY: case ST_JOB_MERGE: break;
 	}
 	return "copy_data";

@@ -237,7 +237,7 @@ struct st_job_info {
 };
 
 enum st_job_kind { ST_JOB_COPY, ST_JOB_ADD_BITMAP, ST_JOB_REMOVE_BITMAP, ST_JOB_CLEAR_BITMAPS,
-		   ST_JOB_MERGE, ST_JOB_AMEND, ST_JOB_UPDATE };
+		   ST_JOB_MERGE, ST_JOB_AMEND, ST_JOB_UPDATE, ST_JOB_SPARSIFY };
 #define ST_MAX_GENERATION 999   /* VDSM's sc.MAX_GENERATION: GEN is 3 ASCII digits */
 
 /* SDM.update_volume's vol_attr (VDSM's validators.VolumeAttributes): what
@@ -334,6 +334,11 @@ void st_amend_recover(struct storage_state *s);
  * a later successful amend repair must not make it LEGAL again, so the
  * intent's MARKED goes (before the metadata is written). */
 void st_amend_unmark(struct storage_state *s, const char *vol);
+/* SDM.sparsify_volume (st_jobs_sparsify.c): the all-zero runs of a leaf
+ * volume's own data written as zeroes that may unmap, through qemu-nbd, as
+ * a host job; gen < 0 when not given. */
+int st_sparsify_job(struct storage_state *s, const char *job_id, const char *const ids[3],
+		    int64_t gen, struct st_err *e);
 /* SDM.update_volume (st_jobs_update.c): a metadata update as a host job;
  * gen < 0 (not given) fails the job with 911, as VDSM's. */
 int st_update_job(struct storage_state *s, const char *job_id, const char *const ids[3],

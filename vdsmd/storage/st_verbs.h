@@ -104,6 +104,7 @@ int vh_sp_finalize_merge(struct rpc_call *c);
 int vh_sdm_merge(struct rpc_call *c);
 /* st_verbs_jobs.c: SDM.amend_volume, SDM.update_volume */
 int vh_sdm_amend_volume(struct rpc_call *c);
+int vh_sdm_sparsify_volume(struct rpc_call *c);
 int vh_sdm_update_volume(struct rpc_call *c);
 /* The storage jobs as members of Host.getJobs' map (storage_write_job_members). */
 void st_write_jobs(struct storage_state *s, struct vd_writer *w, const char *type,

@@ -1,5 +1,6 @@
 /* vdsmd/storage/st_verbs_jobs.c - SDM.copy_data, SDM.add_bitmap, SDM.remove_bitmap,
- * SDM.clear_bitmaps, SDM.amend_volume, SDM.update_volume and Host.getJobs. */
+ * SDM.clear_bitmaps, SDM.amend_volume, SDM.sparsify_volume, SDM.update_volume and
+ * Host.getJobs. */
 #include "st_verbs.h"
 
 #include <stdio.h>
@@ -109,7 +110,7 @@ int vh_sdm_clear_bitmaps(struct rpc_call *c)
 	return bitmap_verb(c, ST_JOB_CLEAR_BITMAPS);
 }
 
-/* vol_info of amend_volume / update_volume: VolumeInfo or a "div"
+/* vol_info of amend_volume / sparsify_volume / update_volume: VolumeInfo or a "div"
  * CopyDataDIVEndpoint (the keys past the ids are ignored); a generation
  * past 999 is VDSM's ValueError (100). */
 static int vol_info(struct rpc_call *c, char ids[3][37], int64_t *gen)
@@ -144,6 +145,24 @@ int vh_sdm_amend_volume(struct rpc_call *c)
 	struct st_err e = { 0 };
 	if (st_amend_job(s, rpc_arg_str(c, "job_id", NULL), p, gen,
 			 cv && cv->type == VD_STRING ? compat : NULL, &e) < 0)
+		return verb_fail(c, &e);
+	vw_bool(c->w, true);
+	return 0;
+}
+
+/* vol_info as amend_volume's (VDSM's VolumeInfo); the job checks the rest. */
+int vh_sdm_sparsify_volume(struct rpc_call *c)
+{
+	struct storage_state *s = verb_state(c);
+	if (!s)
+		return -1;
+	char ids[3][37];
+	int64_t gen = -1;
+	if (vol_info(c, ids, &gen) < 0)
+		return -1;
+	const char *const p[3] = { ids[0], ids[1], ids[2] };
+	struct st_err e = { 0 };
+	if (st_sparsify_job(s, rpc_arg_str(c, "job_id", NULL), p, gen, &e) < 0)
 		return verb_fail(c, &e);
 	vw_bool(c->w, true);
 	return 0;

@@ -218,6 +218,7 @@ const struct rpc_binding storage_bindings[] = {
 	{ "NBD.start_server", vh_nbd_start_server },
 	{ "NBD.stop_server", vh_nbd_stop_server },
 	{ "SDM.amend_volume", vh_sdm_amend_volume },
+	{ "SDM.sparsify_volume", vh_sdm_sparsify_volume },
 	{ "SDM.update_volume", vh_sdm_update_volume },
 	{ "Volume.verify_untrusted", vh_vol_verify_untrusted },
 	{ "Task.revert", vh_task_revert },
