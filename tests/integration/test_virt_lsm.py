@@ -20,17 +20,18 @@ in ovirt-engine), verb for verb, on real QEMU (TCG) under a private libvirtd
 
 The disk is a chain of three (base, a snapshot the user took, the leaf the
 live snapshot makes), so two copy_data run, the second into a destination
-volume with a parent.  The steps' forms are tests/engine_forms/*.json steps 530-537 ("flow": "lsm",
-with ovirt-engine file:line), replayed here.  The copy is made to lag: right
-after the Start the test slows QEMU's mirror through the private libvirtd
-itself (virsh blockjob --bandwidth 1, 1 MiB/s), and 48 MiB of non-zero data (QEMU's mirror skips zeros) are in the leaf when the
-mirror starts, so a Finish may find the copy behind: whenever QEMU's job was
-seen behind (offset < len) both just before and just after the call, Finish
-must have answered 40 with the VM still on the source (QEMU 7.2 lets bursts
-past its rate limit, so the test cannot force the lag: it reports how often
-that check ran); the limit is then lifted and Finish asked again, as the
-engine's polling does, until it answers 0 (generous deadlines, no timing
-asserted).  Checked after the pivot:
+volume with a parent.  The steps' forms are tests/engine_forms/*.json
+steps 530-537 ("flow": "lsm", with ovirt-engine file:line), replayed here.
+The copy is made to lag: right after the Start the test slows QEMU's
+mirror through the private libvirtd itself (virsh blockjob --bandwidth 1,
+1 MiB/s), and 48 MiB of non-zero data (QEMU's mirror skips zeros) are in
+the leaf when the mirror starts, so a Finish may find the copy behind:
+whenever QEMU's job was seen behind (offset < len) both just before and just
+after the call, Finish must have answered 40 with the VM still on the source
+(QEMU 7.2 lets bursts past its rate limit, so the test cannot force the lag:
+it reports how often that check ran); the limit is then lifted and Finish
+asked again, as the engine's polling does, until it answers 0 (generous
+deadlines, no timing asserted).  Checked after the pivot:
 the destination chain equals the source chain (qemu-img compare) and holds
 every pattern written, its leaf backs onto the destination's chain, all of it
 LEGAL, each copied volume's generation is the one the engine sent + 1 (VDSM's
@@ -330,8 +331,9 @@ class EngineLiveStorageMigration(tef.Replay, unittest.TestCase):
         r = subprocess.run(["qemu-img", "compare", "-U", "-f", "qcow2", "-F", "qcow2",
                             src[LEAF], dst[LEAF]], capture_output=True, text=True, timeout=120)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
-        for pat, off, n in ((0x11, 0, 2 * MIB), (0x11, 3 * MIB, MIB), (0x22, 4 * MIB, MIB), (0x66, 16 * MIB, LAG * MIB),
-                            (0x12, 120 * MIB, MIB), (0x13, 2 * MIB, MIB)):
+        for pat, off, n in ((0x11, 0, 2 * MIB), (0x13, 2 * MIB, MIB), (0x11, 3 * MIB, MIB),
+                            (0x22, 4 * MIB, MIB), (0x66, 16 * MIB, LAG * MIB),
+                            (0x12, 120 * MIB, MIB)):
             self.assertTrue(self.read_pattern(dst[LEAF], pat, off, n), (hex(pat), off))
         self.guest_write(8 * MIB, MIB, 0x55)
         self.assertTrue(self.read_pattern(dst[LEAF], 0x55, 8 * MIB, MIB))
