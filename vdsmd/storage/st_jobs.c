@@ -162,9 +162,17 @@ static void *copy_main(void *arg)
 		rc = -EIO;
 		goto out;
 	}
+	/* a qcow2 destination is opened without its backing chain: a volume with
+	 * a parent (the engine's copy of a chain, base first) names it relative
+	 * to its directory, which /proc/self/fd/3 is not; the data written is the
+	 * source chain's, so the child reads the same whatever its parent holds */
+	static const char cow_target[] = "json:{\"driver\":\"qcow2\",\"backing\":null,"
+					 "\"file\":{\"driver\":\"file\",\"filename\":"
+					 "\"/proc/self/fd/3\"}}";
 	char *argv[] = { (char *)"qemu-img", (char *)"convert", (char *)"-p", (char *)"-n",
 			 (char *)"-O", (char *)(dfmt == ST_FMT_COW ? "qcow2" : "raw"),
-			 srcspec, (char *)"/proc/self/fd/3", NULL };
+			 srcspec, (char *)(dfmt == ST_FMT_COW ? cow_target : "/proc/self/fd/3"),
+			 NULL };
 	struct st_io io = { .ctx = j, .stopped = st_job_stopped, .child = st_job_child };
 #ifdef VD_TEST_HOOKS
 	io.crash_step = "copy_data.converting";
@@ -275,8 +283,10 @@ int st_copy_data(struct storage_state *s, const char *job_id, const char *const 
 	if (rc == 0 && dv->capacity < sv->capacity)
 		rc = st_fail(e, RPC_E_GENERAL, "destination (%lld bytes) is smaller than the source "
 			     "(%lld bytes)", (long long)dv->capacity, (long long)sv->capacity);
-	if (rc == 0 && dv->nchildren)
-		rc = st_fail(e, RPC_E_GENERAL, "destination %s has children", dst[2]);
+	/* a destination with children is the engine's normal case, as in VDSM:
+	 * CloneImageGroupVolumesStructure creates the whole chain on the
+	 * destination before CopyImageGroupVolumesData fills its volumes but the
+	 * leaf (LiveMigrateDisk) or all of them, base first */
 	if (rc < 0) {
 		pthread_mutex_unlock(&s->lock);
 		return -1;
