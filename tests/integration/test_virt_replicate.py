@@ -210,7 +210,7 @@ class QemuReplicate(tef.Replay, unittest.TestCase):
         vt.wait_task(c, result(c.call("Image.cloneStructure", [IMG, BLANK, SD1, SD2])),
                      "Image.cloneStructure")
         vt.open_for_qemu(self.d, [self.dst[VOL], self.dst[SNAP]])
-        self.assertEqual(self.legality(SD2, IMG, SNAP), "ILLEGAL")   # until the pivot
+        self.assertEqual(self.legality(SD2, IMG, SNAP), "LEGAL")   # as VDSM's clone
 
         # refusals: nothing changes
         for verb in ("VM.diskReplicateStart", "VM.diskReplicateFinish"):
@@ -297,8 +297,8 @@ class QemuReplicate(tef.Replay, unittest.TestCase):
         self.assertEqual(self.replay([entries[311]], ph), [])   # the pivot
         lsm_ms = (time.monotonic() - t0) * 1000
         self.assert_on(SD2)
-        # the leaf the copy wrote is LEGAL on the destination (the clone left it
-        # ILLEGAL; VDSM's clone makes it LEGAL), so the VM's next start prepares it
+        # the leaf the copy wrote is LEGAL on the destination, so the VM's next
+        # start prepares it
         self.assertEqual(self.legality(SD2, IMG, SNAP), "LEGAL")
         # at the pivot the destination chain holds what the source chain does
         r = self.compare(self.src[SNAP], self.dst[SNAP])

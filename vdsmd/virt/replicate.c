@@ -8,7 +8,7 @@
  * volumeID, poolID?, device?, diskType?}: the engine sends the same image and
  * volume on the source and the destination domain (VmReplicateDiskVDSCommand).
  * The engine's order (LiveMigrateDiskCommand): VM.snapshot (a new leaf),
- * Image.cloneStructure to the destination (the chain, empty, ILLEGAL),
+ * Image.cloneStructure to the destination (the chain, empty, LEGAL as VDSM's),
  * VM.diskReplicateStart (libvirt's block copy of the leaf: SHALLOW |
  * REUSE_EXT | TRANSIENT_JOB, so the destination's own backing chain is
  * used and the guest's writes go to both), Image.syncData INTERNAL (the
@@ -246,8 +246,9 @@ static int find_drive(struct rpc_call *c, virDomainPtr dom, const char *id,
 	return 0;
 }
 
-/* The destination volume's path (it may still be ILLEGAL: Image.cloneStructure
- * leaves it so until Image.syncData): 0, or -1 with why. */
+/* The destination volume's path (prepared with allowIllegal: a volume of an
+ * interrupted Image.syncData or SDM.copy_data may be ILLEGAL): 0, or -1 with
+ * why. */
 static int prepare_dst(struct virt_state *s, struct replica *r, char *why, size_t whylen)
 {
 	pthread_mutex_lock(&s->lock);
@@ -336,10 +337,10 @@ fail:;
 	return rpc_fail(c, RPC_E_REPLICA, "disk %s: %s", dev, why);
 }
 
-/* After a pivot: the destination leaf the block copy wrote is LEGAL (VDSM's
- * cloneStructure makes it LEGAL; ours leaves the clone ILLEGAL until it is
- * written), so the VM's next start prepares it.  Only logged on failure:
- * the VM already runs on it. */
+/* After a pivot: the destination leaf the block copy wrote is LEGAL (the
+ * clone and the engine's Volume.create make it LEGAL already; this covers a
+ * leaf a failed copy marked ILLEGAL), so the VM's next start prepares it.
+ * Only logged on failure: the VM already runs on it. */
 static void dst_legal(struct virt_state *s, const char *id, const struct replica *r)
 {
 	pthread_mutex_lock(&s->lock);
