@@ -130,10 +130,10 @@ START_TEST(crash_steps_belong_to_operations)
 			owned += mine;
 	}
 	/* every step but the host jobs' (SDM.copy_data, merge, update_volume,
-	 * amend_volume) and StoragePool.create's (no task) belongs to one
-	 * registered operation */
+	 * amend_volume, sparsify_volume) and StoragePool.create's (no task)
+	 * belongs to one registered operation */
 	static const char *const not_tasks[] = { "copy_data.", "merge.", "update_volume.",
-						 "amend.", "pool." };
+						 "amend.", "sparsify.", "pool." };
 	size_t other = 0;
 	for (size_t i = 0; i < st_crash_nsteps; i++)
 		for (size_t j = 0; j < sizeof(not_tasks) / sizeof(not_tasks[0]); j++)
