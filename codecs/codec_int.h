@@ -241,8 +241,9 @@ static inline int cj_decode_begin(const char **bytes, size_t len, const struct v
 /* What every JSON decode() does first: cj_decode_begin(), then a body with
  * more values than max_elements (when set) is refused with
  * vd_reason_too_many_values.  escapes (NULL: not wanted): the count is run
- * even without max_elements and says how many escapes the strings hold, up
- * to where it stopped.  Returns 0, or VD_ETOOBIG with err set. */
+ * even without max_elements (or below it) and says how many escapes the
+ * strings hold, up to where it stopped.  Returns 0, or VD_ETOOBIG with err
+ * set. */
 static inline int cj_json_decode_begin(const char **bytes, size_t len,
 				       const struct vd_limits **lim, struct vd_codec_error *err,
 				       size_t *escapes)
@@ -251,7 +252,10 @@ static inline int cj_json_decode_begin(const char **bytes, size_t len,
 	if (rc < 0)
 		return rc;
 	size_t max = (*lim)->max_elements;
-	if (!max && !escapes)
+	/* A text of len bytes holds at most len + 1 values (one per ',', '['
+	 * and '{', plus one): below max the count cannot refuse it, and the
+	 * scan (as long as the decode of a small request) is skipped. */
+	if (!escapes && (!max || len < max))
 		return 0;
 	if (cj_count_values(*bytes, len, max ? max : SIZE_MAX, cj_max_depth(*lim), escapes) >
 	    (max ? max : SIZE_MAX)) {

@@ -276,8 +276,11 @@ static int y_decode(struct vd_arena *a, const char *bytes, size_t len,
 		    const struct vd_limits *lim, struct vd_value **out,
 		    struct vd_codec_error *err)
 {
+	/* the escape count matters only to a body long enough for the
+	 * fallback rule below */
 	size_t escapes = 0;
-	int rc = cj_json_decode_begin(&bytes, len, &lim, err, &escapes);
+	int rc = cj_json_decode_begin(&bytes, len, &lim, err,
+				      len >= YAJL_ESCAPES_MIN_LEN ? &escapes : NULL);
 	if (rc < 0)
 		return rc;
 	/* yajl decodes every escape into a buffer of its own, a byte and a

@@ -20,8 +20,6 @@ static inline size_t stomp_escaped_max(size_t n)
 /* Writes s[0..n) at w (escaped when esc) and returns the end.  The caller
  * reserved stomp_escaped_max(n) bytes. */
 char *stomp_put_escaped(char *w, const char *s, size_t n, bool esc);
-/* Decimal digits of v at w; returns the end (at most 20 bytes). */
-char *stomp_put_u64(char *w, uint64_t v);
 
 static inline char *stomp_put(char *w, const char *s, size_t n)
 {

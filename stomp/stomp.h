@@ -195,6 +195,8 @@ void stomp_broker_set_pad_hook(struct stomp_broker *b, stomp_pad_fn fn);
 size_t stomp_pad_count(size_t flen, size_t blen, unsigned cln, size_t target, unsigned *dd);
 /* Decimal digits of v (1 for 0). */
 unsigned stomp_u64_digits(uint64_t v);
+/* Decimal digits of v at w; returns the end (at most 20 bytes). */
+char *stomp_put_u64(char *w, uint64_t v);
 /* A content-type value (n bytes) that is application/json, parameters
  * allowed: the bodies that may be padded with spaces. */
 bool stomp_ct_is_json(const char *v, size_t n);

@@ -543,8 +543,20 @@ static void on_readable(struct vd_conn *c)
 			return;
 		}
 		input(c, s->rbuf, (size_t)n);
-		if (conn_backlogged(c) || (!c->ssl && (size_t)n < VD_RBUF))
+		/* Drained: a short plain read, or TLS holding nothing read ahead
+		 * (one read less per request than reading on to VD_AGAIN; the
+		 * socket's next bytes show as readable again). */
+		if (conn_backlogged(c) || (c->ssl ? !tls_pending(c) : (size_t)n < VD_RBUF))
 			break;
+	}
+	/* Records TLS read ahead and this call left (backlog, the 16-read
+	 * cap) are in no socket: come back for them as conn_flush does for
+	 * throttled input, or on the next loop iteration. */
+	if (!c->dead && c->ssl && !c->eof && tls_pending(c)) {
+		if (conn_backlogged(c))
+			c->throttled = true;
+		else
+			ev_feed_event(s->d->loop, &c->io, EV_READ);
 	}
 	if (!c->dead)
 		conn_flush(c);

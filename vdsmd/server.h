@@ -355,6 +355,9 @@ void tls_conn_start(struct vd_conn *c);
 int tls_handshake(struct vd_conn *c, const char **why);
 /* Like read/write: > 0 bytes, 0 EOF, VD_AGAIN, or VD_EIO. */
 long tls_read(struct vd_conn *c, char *buf, size_t len);
+/* TLS holds bytes it already read from the socket (read-ahead: records not
+ * yet returned by tls_read): the socket's readiness does not show them. */
+bool tls_pending(const struct vd_conn *c);
 long tls_write(struct vd_conn *c, const char *buf, size_t len);
 /* After VD_AGAIN (handshake, read or write): TLS must write before it can
  * go on (the caller arms EV_WRITE). */

@@ -104,7 +104,14 @@ static int server_ctx_new(const struct vd_config *cfg, bool client_ca, struct ss
 
 int tls_ctx_new(const struct vd_config *cfg, struct ssl_ctx_st **out, char *why, size_t whylen)
 {
-	return server_ctx_new(cfg, true, out, why, whylen);
+	int rc = server_ctx_new(cfg, true, out, why, whylen);
+	/* The main port reads ahead: one read() takes a record's header and
+	 * body (and whatever records follow) instead of two; conn.c looks at
+	 * tls_pending before it waits for the socket again.  Not the image
+	 * port, whose threads wait on the socket after each read. */
+	if (!rc)
+		SSL_CTX_set_read_ahead(*out, 1);
+	return rc;
 }
 
 int tls_image_ctx_new(const struct vd_config *cfg, struct ssl_ctx_st **out, char *why,
@@ -227,6 +234,12 @@ static long io_result(struct vd_conn *c, long r)
 		return 0;
 	log_info("connection %s: %s", c->peer, io_last_error(t));
 	return VD_EIO;
+}
+
+bool tls_pending(const struct vd_conn *c)
+{
+	const struct io_conn *t = c->ssl;
+	return t && t->ssl && SSL_has_pending(t->ssl);
 }
 
 long tls_read(struct vd_conn *c, char *buf, size_t len)

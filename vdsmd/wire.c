@@ -172,14 +172,6 @@ static bool header_at(const char *f, size_t hend, const char *name, size_t *at, 
 	return true;
 }
 
-static char *put_dec(char *w, size_t v)
-{
-	unsigned n = stomp_u64_digits(v);
-	for (unsigned i = n; i > 0; i--, v /= 10)
-		w[i - 1] = (char)('0' + v % 10);
-	return w + n;
-}
-
 /* Grow the MESSAGE at c->out.data + off (it ends the buffer) to at least
  * target bytes: spaces after its JSON body, content-length rewritten. */
 static void pad_body(struct vd_conn *c, size_t off, size_t target)
@@ -213,7 +205,7 @@ static void pad_body(struct vd_conn *c, size_t off, size_t target)
 	f = c->out.data + off;
 	size_t tail = body + clen - (cl + cln);   /* from after the value to the NUL */
 	memmove(f + cl + cln + dd, f + cl + cln, tail);
-	char *w = put_dec(f + cl, clen + n);
+	char *w = stomp_put_u64(f + cl, clen + n);
 	w += tail;
 	memset(w, ' ', n);
 	w[n] = '\0';

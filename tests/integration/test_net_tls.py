@@ -47,6 +47,24 @@ class Tls(unittest.TestCase):
         self.assertIn("result", c.call("Host.ping2"))
         c.close()
 
+    def test_burst_of_records_all_answered(self):
+        """300 requests, one TLS record each, sent before any reply is read:
+        the daemon reads ahead (several records per read()) and must come
+        back for the records it holds once it stops reading (16 reads per
+        wake-up, output backlog), which no socket readiness shows."""
+        s = self.d.tls_sock()
+        c = vt.Conn(s)
+        c.connect()
+        c.subscribe(vt.RESPONSES, "r", receipt="s")
+        ids = {c.request("Host.ping2") for _ in range(300)}
+        while ids:
+            f = c.read_frame()
+            self.assertEqual(f.cmd, "MESSAGE")
+            resp = f.json()
+            self.assertIn("result", resp)
+            ids.remove(resp["id"])
+        c.close()
+
     def test_disconnect_ends_cleanly(self):
         s = self.d.tls_sock()
         c = vt.Conn(s)

@@ -440,6 +440,12 @@ START_TEST(test_max_elements)
 		ck_assert_int_eq(c->decode(&arena, esc_ok, strlen(esc_ok), &lim, &v, &e), 0);
 		ck_assert_int_eq(c->decode(&arena, esc_bad, strlen(esc_bad), &lim, &v, &e),
 				 VD_ETOOBIG);
+		/* a body shorter than max_elements cannot hold more values (at most
+		 * one per byte, plus one) and is not counted; one of max_elements
+		 * bytes still is: ten '[' are eleven values */
+		ck_assert_int_eq(c->decode(&arena, "[[[[[[[[[[", 10, &lim, &v, &e), VD_ETOOBIG);
+		ck_assert_ptr_eq(e.reason, vd_reason_too_many_values);
+		ck_assert_int_eq(c->decode(&arena, "[[[[[[[[[", 9, &lim, &v, &e), VD_EPROTO);
 		lim.max_elements = 0;
 		ck_assert_int_eq(c->decode(&arena, bad, strlen(bad), &lim, &v, &e), 0);
 		lim.max_elements = 10;
