@@ -6,11 +6,15 @@ a COW volume holding LSM_MIB MiB (default 1024) of data; vdsmd moves it to a
 second file domain in the engine's order: VM.snapshot, Image.cloneStructure,
 VM.diskReplicateStart, Image.syncData INTERNAL, VM.diskReplicateFinish
 (asked again while it answers 40) - timed from the snapshot to the pivot.
-The baseline is `qemu-img convert -O qcow2` of the same source chain to a
-new file in the same directory tree.  LSM_ROUNDS (default 3) rounds, the two
-interleaved; medians, spread (min-max) and the ratio of the medians.
-Prints one "lsm" line per round and a "ratio" line; exit 0 when skipped (no
-private libvirtd / QEMU)."""
+Beside it, each round, the engine's current path (LiveMigrateDiskCommand,
+corpus steps 530-537): Volume.create of each destination volume
+(base first, legal: true) instead of Image.cloneStructure, and SDM.copy_data
+of every volume but the leaf (a host job, polled in Host.getJobs) instead
+of Image.syncData.  The baseline is `qemu-img convert -O qcow2` of the same
+source chain to a new file in the same directory tree.  LSM_ROUNDS
+(default 3) rounds, the three interleaved; medians, spread (min-max) and
+the ratio of the medians.  Prints one "lsm" line per round and a "ratio"
+line per path; exit 0 when skipped (no private libvirtd / QEMU)."""
 
 import os
 import shutil
@@ -82,35 +86,87 @@ def make_disk(d, c, size):
 def migrate(d, c, size):
     """One live storage migration: seconds from VM.snapshot to the pivot."""
     img, base, leaf = make_disk(d, c, size)
-    vm = str(uuid.uuid4())
-    ok(c.call("VM.create", {"vmID": vm, "vmParams": {"vmId": vm, "xml": vm_xml(vm, img, base)}},
-              timeout=60))
+    vm, t0 = start_vm(c, img, base, leaf)
     try:
         src = {"device": "disk", "poolID": BLANK, "domainID": SD1, "imageID": img, "volumeID": leaf}
         dst = dict(src, domainID=SD2)
-        job = str(uuid.uuid4())
-        t0 = time.monotonic()
-        ok(c.call("VM.snapshot", {"vmID": vm, "snapDrives": [{
-            "domainID": SD1, "imageID": img, "volumeID": leaf, "baseVolumeID": base}],
-            "jobUUID": job, "frozen": False}, timeout=60))
-        while True:
-            st = ok(c.call("Host.getJobs", {"job_type": "virt", "job_ids": [job]}))[job]["status"]
-            if st in ("done", "failed"):
-                break
-            time.sleep(0.01)
-        assert st == "done", st
         task(c, ok(c.call("Image.cloneStructure", [img, BLANK, SD1, SD2])))
         vt.open_for_qemu(d, [vt.volume_path(d, SD2, img, v) for v in (base, leaf)])
         ok(c.call("VM.diskReplicateStart", {"vmID": vm, "srcDisk": src, "dstDisk": dst,
                                             "needExtend": False}, timeout=60))
         task(c, ok(c.call("Image.syncData", [img, BLANK, SD1, SD2, "INTERNAL"])))
-        while True:
-            r = c.call("VM.diskReplicateFinish", {"vmID": vm, "srcDisk": src, "dstDisk": dst},
-                       timeout=60)
-            if r.get("error", {}).get("code") != 40:
-                break
-            time.sleep(0.05)
-        ok(r)
+        finish(c, vm, src, dst)
+        secs = time.monotonic() - t0
+    finally:
+        c.call("VM.destroy", {"vmID": vm}, timeout=30)
+    for sd in (SD1, SD2):
+        shutil.rmtree(os.path.dirname(vt.volume_path(d, sd, img, leaf)), ignore_errors=True)
+    return secs
+
+
+def start_vm(c, img, base, leaf):
+    """VM.create, then VM.snapshot onto the leaf; returns the VM id and t0."""
+    vm = str(uuid.uuid4())
+    ok(c.call("VM.create", {"vmID": vm, "vmParams": {"vmId": vm, "xml": vm_xml(vm, img, base)}},
+              timeout=60))
+    job = str(uuid.uuid4())
+    t0 = time.monotonic()
+    ok(c.call("VM.snapshot", {"vmID": vm, "snapDrives": [{
+        "domainID": SD1, "imageID": img, "volumeID": leaf, "baseVolumeID": base}],
+        "jobUUID": job, "frozen": False}, timeout=60))
+    wait_job(c, "virt", job)
+    return vm, t0
+
+
+def wait_job(c, kind, job, timeout=600):
+    deadline = time.monotonic() + timeout
+    while True:
+        st = ok(c.call("Host.getJobs", {"job_type": kind, "job_ids": [job]}))[job]["status"]
+        if st in ("done", "failed"):
+            break
+        assert time.monotonic() < deadline, st
+        time.sleep(0.01)
+    assert st == "done", st
+
+
+def finish(c, vm, src, dst):
+    while True:
+        r = c.call("VM.diskReplicateFinish", {"vmID": vm, "srcDisk": src, "dstDisk": dst},
+                   timeout=60)
+        if r.get("error", {}).get("code") != 40:
+            break
+        time.sleep(0.05)
+    ok(r)
+
+
+def migrate_copy_data(d, c, size):
+    """The engine's current path: seconds from VM.snapshot to the pivot."""
+    img, base, leaf = make_disk(d, c, size)
+    vm, t0 = start_vm(c, img, base, leaf)
+    try:
+        src = {"device": "disk", "poolID": BLANK, "domainID": SD1, "imageID": img, "volumeID": leaf}
+        dst = dict(src, domainID=SD2)
+        for vol, parent, seq in ((base, BLANK, 0), (leaf, base, 1)):
+            task(c, ok(c.call("Volume.create", {
+                "volumeID": vol, "storagepoolID": BLANK, "storagedomainID": SD2, "imageID": img,
+                "size": str(size), "volFormat": COW, "preallocate": SPARSE, "diskType": "DATA",
+                "desc": "", "srcImgUUID": img if parent != BLANK else BLANK,
+                "srcVolUUID": parent, "sequence": seq, "addBitmaps": False, "legal": True})))
+        vt.open_for_qemu(d, [vt.volume_path(d, SD2, img, v) for v in (base, leaf)])
+        ok(c.call("VM.diskReplicateStart", {"vmID": vm, "srcDisk": src, "dstDisk": dst,
+                                            "needExtend": False}, timeout=60))
+        gen = int(ok(c.call("Volume.getInfo", {
+            "storagepoolID": BLANK, "storagedomainID": SD2, "imageID": img,
+            "volumeID": base}))["generation"])
+        job = str(uuid.uuid4())
+        ok(c.call("SDM.copy_data", {
+            "source": {"endpoint_type": "div", "sd_id": SD1, "img_id": img, "vol_id": base,
+                       "prepared": True},
+            "destination": {"endpoint_type": "div", "sd_id": SD2, "img_id": img,
+                            "vol_id": base, "prepared": True, "generation": gen},
+            "job_id": job, "copy_bitmaps": False, "legal": True}))
+        wait_job(c, "storage", job)
+        finish(c, vm, src, dst)
         secs = time.monotonic() - t0
     finally:
         c.call("VM.destroy", {"vmID": vm}, timeout=30)
@@ -149,16 +205,20 @@ def main():
         c, ev = vt.vm_connections(d)
         for sd, name in ((SD1, "lsmsrc"), (SD2, "lsmdst")):
             ok(c.call("StorageDomain.create", [sd, 4, "", name, 1]))
-        lsm, conv = [], []
+        lsm, cpd, conv = [], [], []
         for i in range(rounds):
             lsm.append(migrate(d, c, size))
+            cpd.append(migrate_copy_data(d, c, size))
             conv.append(convert(d, c, size))
-            print("lsm round %d: %d MiB disk, live storage migration %.2f s, qemu-img convert "
-                  "%.2f s" % (i + 1, size // MIB, lsm[-1], conv[-1]), flush=True)
-        ml, mc = statistics.median(lsm), statistics.median(conv)
-        print("ratio lsm %d MiB, median of %d interleaved rounds: live storage migration %.2f s "
-              "(%s) / qemu-img convert %.2f s (%s) = %.2fx" % (
-                  size // MIB, rounds, ml, spread(lsm), mc, spread(conv), ml / mc))
+            print("lsm round %d: %d MiB disk, live storage migration %.2f s (syncData), "
+                  "%.2f s (copy_data), qemu-img convert %.2f s"
+                  % (i + 1, size // MIB, lsm[-1], cpd[-1], conv[-1]), flush=True)
+        mc = statistics.median(conv)
+        for name, xs in (("syncData", lsm), ("copy_data", cpd)):
+            m = statistics.median(xs)
+            print("ratio lsm %d MiB, median of %d interleaved rounds: live storage migration "
+                  "(%s) %.2f s (%s) / qemu-img convert %.2f s (%s) = %.2fx" % (
+                      size // MIB, rounds, name, m, spread(xs), mc, spread(conv), m / mc))
         c.close()
         ev.close()
     finally:
