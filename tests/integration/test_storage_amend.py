@@ -11,15 +11,13 @@ ImageVerificationError, 201/268/358 for what does not exist."""
 import hashlib
 import json
 import os
-import signal
 import struct
 import subprocess
-import time
 import unittest
 import uuid
 
 import vdsmtest as vt
-from test_storage import BLANK, call_ready, connect, result, wait_task
+from vdsmtest import BLANK, call_ready, result
 
 error_code = vt.error_code
 
@@ -37,76 +35,11 @@ UP_COW = "f2c3d4e5-f6a7-4b81-9c2d-d3e4f5a6b756"
 UP_TOP = "f2c3d4e5-f6a7-4b81-9c2d-d3e4f5a6b757"   # COW top of UP_COW
 OTHER = "f2c3d4e5-f6a7-4b81-9c2d-d3e4f5a6b799"
 MiB = 1 << 20
-COW_FMT, RAW_FMT, SPARSE = 4, 5, 2
+COW_FMT, RAW_FMT = 4, 5
 
 
-class Base(unittest.TestCase):
-    VOLS = ()
-
-    @classmethod
-    def setUpClass(cls):
-        cls.d = vt.Daemon()
-        cls.d.__enter__()
-        cls.c = connect(cls.d)
-        cls.root = os.path.join(cls.d.tmp, "dom")
-        os.mkdir(cls.root, 0o755)
-        r = call_ready(cls.c, "StorageDomain.create", [SD, 4, cls.root, "am", 1, "5", 0, 250])
-        assert result(r) is True, r
-        for vol, img, fmt, parent in cls.VOLS:
-            tid = result(cls.c.call("Volume.create", [vol, BLANK, SD, img, str(64 * MiB), fmt,
-                                                      SPARSE, "DATA", "v",
-                                                      img if parent != BLANK else BLANK,
-                                                      parent]))
-            st = wait_task(cls.c, tid)
-            assert st["taskResult"] == "success", st
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.c.close()
-        cls.d.__exit__(None, None, None)
-
-    def path(self, img, vol):
-        return os.path.join(self.root, SD, "images", img, vol)
-
-    def qinfo(self, img, vol):
-        return json.loads(subprocess.check_output(
-            ["qemu-img", "info", "-U", "--output=json", self.path(img, vol)]))
-
-    def info(self, img, vol):
-        return result(self.c.call("Volume.getInfo", [vol, BLANK, SD, img]))
-
-    def job(self, verb, *args):
-        """Start the job, wait for its end; returns Host.getJobs' entry."""
-        jid = str(uuid.uuid4())
-        self.assertIs(result(self.c.call("SDM." + verb, [jid] + list(args))), True)
-        deadline = time.monotonic() + 30
-        while True:
-            jobs = result(self.c.call("Host.getJobs", ["storage", [jid]]))
-            self.assertIn(jid, jobs)
-            j = jobs[jid]
-            if j["status"] not in ("pending", "running") or time.monotonic() > deadline:
-                break
-            time.sleep(0.02)
-        self.assertEqual((j["id"], j["job_type"], j["description"]), (jid, "storage", verb))
-        return j
-
-    def assertDone(self, j):
-        self.assertEqual((j["status"], j["progress"]), ("done", 100), j)
-
-    def assertFailed(self, j, code):
-        self.assertEqual(j["status"], "failed", j)
-        self.assertEqual(j["error"]["code"], code, j)
-
-    def assertRefused(self, verb, args, code):
-        r = self.c.call(verb, args)
-        self.assertIn("error", r, r)
-        self.assertEqual(r["error"]["code"], code, r)
-
-    @staticmethod
-    def vi(vol, img=IMG, sd=SD, **kw):
-        d = {"sd_id": sd, "img_id": img, "vol_id": vol}
-        d.update(kw)
-        return d
+class Base(vt.VolumeJobCase):
+    SD, SD_NAME, IMG = SD, "am", IMG
 
 
 class Amend(Base):
@@ -274,14 +207,7 @@ class Update(Base):
         self.assertFailed(j, 100)
         self.assertIn("shared", j["error"]["message"])
         # kept on disk: a restarted vdsmd still says SHARED
-        self.__class__.c.close()
-        vt.restart(self.d, signal.SIGKILL)
-        self.__class__.c = connect(self.d)
-        call_ready(self.c, "Host.getAllTasksStatuses")
-        deadline = time.monotonic() + 10
-        while "error" in self.c.call("Volume.getInfo", [SOLO, BLANK, SD, SOLO_IMG]):
-            self.assertLess(time.monotonic(), deadline)
-            time.sleep(0.1)
+        self.restart_vdsmd(SOLO_IMG, SOLO)
         self.assertEqual(self.info(SOLO_IMG, SOLO)["voltype"], "SHARED")
 
     def test_bad_params(self):
@@ -395,9 +321,6 @@ class VerifyUntrusted(Base):
         self.assertRejected(UP_RAW, img=OTHER, code=268)
 
 
-if __name__ == "__main__":
-    unittest.main()
-
 
 # volumes whose interrupted amend left a qcow2 `qemu-img check -r all` cannot
 # repair (the active L1 table offset in the header made unaligned: qemu-img
@@ -442,18 +365,7 @@ class UnrepairedAmend(Base):
     def restart(self, between):
         """Stop vdsmd (kill -9, as after the amend's crash), run between(),
         start it on the same storage_root."""
-        self.__class__.c.close()
-        self.d.stop(sig=signal.SIGKILL)
-        with self.d._lock:
-            self.d._lines = []
-        between()
-        self.d.start()
-        self.__class__.c = connect(self.d)
-        call_ready(self.c, "Host.getAllTasksStatuses")
-        deadline = time.monotonic() + 10
-        while "error" in self.c.call("Volume.getInfo", [BAD, BLANK, SD, BAD_IMG]):
-            self.assertLess(time.monotonic(), deadline)
-            time.sleep(0.1)
+        self.restart_vdsmd(BAD_IMG, BAD, between)
 
     def set_l1(self, img, vol, value):
         with open(self.path(img, vol), "r+b") as f:
@@ -590,3 +502,7 @@ class AmendKilledRepairFails(Base):
         self.assertIn("ILLEGAL", lines[0])
         self.assertEqual(error_code(self.c.call("Image.prepare", [BLANK, SD, SOLO_IMG, SOLO])),
                          100)
+
+
+if __name__ == "__main__":
+    unittest.main()

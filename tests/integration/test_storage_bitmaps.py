@@ -7,15 +7,11 @@ raw volume or a bitmap already in the chain, 2009 for clear_bitmaps of a
 raw volume, 911 for a stale generation, 201/358 for an unknown volume or
 domain (the job fails, the verb succeeds, as VDSM)."""
 
-import json
-import os
-import subprocess
-import time
 import unittest
 import uuid
 
 import vdsmtest as vt
-from test_storage import BLANK, call_ready, connect, result, wait_task
+from vdsmtest import BLANK, result
 
 SD = "4b0a2c3d-2c2e-4b8a-9b1f-2a1f6b9d7c41"
 IMG = "c1a2b3c4-d5e6-4f70-8a91-b2c3d4e5f641"
@@ -23,70 +19,20 @@ BASE = "d2b3c4d5-e6f7-4081-9a2b-c3d4e5f60741"
 LEAF = "d2b3c4d5-e6f7-4081-9a2b-c3d4e5f60742"
 RAW_IMG = "c1a2b3c4-d5e6-4f70-8a91-b2c3d4e5f642"
 RAW = "d2b3c4d5-e6f7-4081-9a2b-c3d4e5f60743"
-MiB = 1 << 20
-COW_FMT, RAW_FMT, SPARSE = 4, 5, 2
+COW_FMT, RAW_FMT = 4, 5
 
 
-class Bitmaps(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.d = vt.Daemon()
-        cls.d.__enter__()
-        cls.c = connect(cls.d)
-        cls.root = os.path.join(cls.d.tmp, "dom")
-        os.mkdir(cls.root, 0o755)
-        r = call_ready(cls.c, "StorageDomain.create", [SD, 4, cls.root, "bm", 1, "5", 0, 250])
-        assert result(r) is True, r
-        for vol, img, fmt, parent in ((BASE, IMG, COW_FMT, BLANK), (LEAF, IMG, COW_FMT, BASE),
-                                      (RAW, RAW_IMG, RAW_FMT, BLANK)):
-            tid = result(cls.c.call("Volume.create", [vol, BLANK, SD, img, str(64 * MiB), fmt,
-                                                      SPARSE, "DATA", "v",
-                                                      img if parent != BLANK else BLANK,
-                                                      parent]))
-            st = wait_task(cls.c, tid)
-            assert st["taskResult"] == "success", st
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.c.close()
-        cls.d.__exit__(None, None, None)
-
-    def path(self, img, vol):
-        return os.path.join(self.root, SD, "images", img, vol)
+class Bitmaps(vt.VolumeJobCase):
+    SD, SD_NAME, IMG = SD, "bm", IMG
+    VOLS = ((BASE, IMG, COW_FMT, BLANK), (LEAF, IMG, COW_FMT, BASE),
+            (RAW, RAW_IMG, RAW_FMT, BLANK))
 
     def bitmaps(self, img, vol):
-        info = json.loads(subprocess.check_output(
-            ["qemu-img", "info", "-U", "--output=json", self.path(img, vol)]))
-        data = info.get("format-specific", {}).get("data", {})
+        data = self.qinfo(img, vol).get("format-specific", {}).get("data", {})
         return {b["name"]: b["flags"] for b in data.get("bitmaps", [])}
 
     def generation(self, img, vol):
-        return result(self.c.call("Volume.getInfo", [vol, BLANK, SD, img]))["generation"]
-
-    def job(self, verb, vol_info, *bitmap):
-        """Start the job, wait for its end; returns Host.getJobs' entry."""
-        jid = str(uuid.uuid4())
-        self.assertIs(result(self.c.call("SDM." + verb, [jid, vol_info] + list(bitmap))), True)
-        deadline = time.monotonic() + 30
-        while True:
-            jobs = result(self.c.call("Host.getJobs", ["storage", [jid]]))
-            self.assertIn(jid, jobs)
-            j = jobs[jid]
-            if j["status"] not in ("pending", "running") or time.monotonic() > deadline:
-                break
-            time.sleep(0.02)
-        self.assertEqual((j["id"], j["job_type"], j["description"]), (jid, "storage", verb))
-        return j
-
-    def assertFailed(self, j, code):
-        self.assertEqual(j["status"], "failed", j)
-        self.assertEqual(j["error"]["code"], code, j)
-
-    @staticmethod
-    def vi(vol, img=IMG, sd=SD, **kw):
-        d = {"sd_id": sd, "img_id": img, "vol_id": vol}
-        d.update(kw)
-        return d
+        return self.info(img, vol)["generation"]
 
     def test_add_remove_clear(self):
         gen = self.generation(IMG, LEAF)
@@ -95,8 +41,7 @@ class Bitmaps(unittest.TestCase):
         self.assertEqual(self.bitmaps(IMG, LEAF), {"b1": ["auto"]})
         self.assertEqual(self.bitmaps(IMG, BASE), {})   # the leaf only
         self.assertEqual(self.generation(IMG, LEAF), gen + 1)
-        vi = result(self.c.call("Volume.getInfo", [LEAF, BLANK, SD, IMG]))
-        self.assertEqual(vi["legality"], "LEGAL")
+        self.assertEqual(self.info(IMG, LEAF)["legality"], "LEGAL")
         # a stale generation: 911, nothing added, generation unchanged
         self.assertFailed(self.job("add_bitmap", self.vi(LEAF, generation=gen), "b2"), 911)
         self.assertNotIn("b2", self.bitmaps(IMG, LEAF))
@@ -119,9 +64,7 @@ class Bitmaps(unittest.TestCase):
         self.assertEqual(self.bitmaps(IMG, LEAF), {})
         self.assertEqual(self.generation(IMG, LEAF), g + 1)
         # the backing chain is untouched
-        info = json.loads(subprocess.check_output(
-            ["qemu-img", "info", "-U", "--output=json", self.path(IMG, LEAF)]))
-        self.assertEqual(info["backing-filename"], BASE)
+        self.assertEqual(self.qinfo(IMG, LEAF)["backing-filename"], BASE)
 
     def test_bitmap_in_chain(self):
         self.assertEqual(self.job("add_bitmap", self.vi(BASE), "inbase")["status"], "done")
@@ -149,20 +92,16 @@ class Bitmaps(unittest.TestCase):
 
     def test_bad_params(self):
         jid = str(uuid.uuid4())
-        r = self.c.call("SDM.add_bitmap", [jid, {"sd_id": SD, "img_id": IMG}, "b"])
-        self.assertEqual(r["error"]["code"], -32602, r)
-        r = self.c.call("SDM.add_bitmap", [jid, self.vi(LEAF, generation=-1), "b"])
-        self.assertEqual(r["error"]["code"], -32602, r)
-        r = self.c.call("SDM.add_bitmap", [jid, self.vi(LEAF), "x" * 1024])
-        self.assertEqual(r["error"]["code"], -32602, r)
-        r = self.c.call("SDM.clear_bitmaps", ["not-a-uuid", self.vi(LEAF)])
-        self.assertEqual(r["error"]["code"], -32602, r)
+        for verb, args in (("add_bitmap", [jid, {"sd_id": SD, "img_id": IMG}, "b"]),
+                           ("add_bitmap", [jid, self.vi(LEAF, generation=-1), "b"]),
+                           ("add_bitmap", [jid, self.vi(LEAF), "x" * 1024]),
+                           ("clear_bitmaps", ["not-a-uuid", self.vi(LEAF)])):
+            self.assertRefused("SDM." + verb, args, -32602)
         self.assertEqual(result(self.c.call("Host.getJobs", ["storage", [jid]])), {})
         # a job id in use is refused by the verb (VDSM: JobExistsError)
         j = self.job("clear_bitmaps", self.vi(LEAF))
         self.assertEqual(j["status"], "done")
-        r = self.c.call("SDM.clear_bitmaps", [j["id"], self.vi(LEAF)])
-        self.assertEqual(r["error"]["code"], 100, r)
+        self.assertRefused("SDM.clear_bitmaps", [j["id"], self.vi(LEAF)], 100)
 
 
 if __name__ == "__main__":

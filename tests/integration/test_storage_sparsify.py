@@ -12,14 +12,13 @@ restart, the generation the old one."""
 
 import json
 import os
-import signal
 import subprocess
 import time
 import unittest
 import uuid
 
 import vdsmtest as vt
-from test_storage import BLANK, call_ready, connect, result, wait_task
+from vdsmtest import BLANK, result
 
 SD = "5c1b3d4e-3d3f-4c9b-8c2a-3b2a7c0e8d61"
 IMG = "e1b2c3d4-e5f6-4a70-8b91-c2d3e4f5a661"
@@ -37,7 +36,7 @@ MB = "f2c3d4e5-f6a7-4b81-9c2d-d3e4f5a6b767"       # qcow2 with 1 MiB clusters
 BIG = "f2c3d4e5-f6a7-4b81-9c2d-d3e4f5a6b766"      # the kill -9 test's
 OTHER = "f2c3d4e5-f6a7-4b81-9c2d-d3e4f5a6b799"
 MiB = 1 << 20
-COW_FMT, RAW_FMT, SPARSE = 4, 5, 2
+COW_FMT, RAW_FMT = 4, 5
 
 
 def qemu_io(path, fmt, *cmds):
@@ -53,73 +52,16 @@ def used(path):
     return os.stat(path).st_blocks * 512
 
 
-class Sparsify(unittest.TestCase):
+class Sparsify(vt.VolumeJobCase):
+    SD, SD_NAME, IMG = SD, "sp", IMG
+    JOB_TIMEOUT = 60
     VOLS = ((BASE, IMG, COW_FMT, BLANK, 64), (LEAF, IMG, COW_FMT, BASE, 64),
             (RAW, RAW_IMG, RAW_FMT, BLANK, 64), (SOLO, SOLO_IMG, COW_FMT, BLANK, 64),
             (TPL, TPL_IMG, COW_FMT, BLANK, 64), (BIG, BIG_IMG, COW_FMT, BLANK, 256),
             (MB, MB_IMG, COW_FMT, BLANK, 64))
 
-    @classmethod
-    def setUpClass(cls):
-        cls.d = vt.Daemon()
-        cls.d.__enter__()
-        cls.c = connect(cls.d)
-        cls.root = os.path.join(cls.d.tmp, "dom")
-        os.mkdir(cls.root, 0o755)
-        r = call_ready(cls.c, "StorageDomain.create", [SD, 4, cls.root, "sp", 1, "5", 0, 250])
-        assert result(r) is True, r
-        for vol, img, fmt, parent, size in cls.VOLS:
-            tid = result(cls.c.call("Volume.create", [vol, BLANK, SD, img, str(size * MiB),
-                                                      fmt, SPARSE, "DATA", "v",
-                                                      img if parent != BLANK else BLANK,
-                                                      parent]))
-            st = wait_task(cls.c, tid)
-            assert st["taskResult"] == "success", st
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.c.close()
-        cls.d.__exit__(None, None, None)
-
-    def path(self, img, vol):
-        return os.path.join(self.root, SD, "images", img, vol)
-
-    def info(self, img, vol):
-        return result(self.c.call("Volume.getInfo", [vol, BLANK, SD, img]))
-
-    def start(self, vol_info):
-        jid = str(uuid.uuid4())
-        self.assertIs(result(self.c.call("SDM.sparsify_volume", [jid, vol_info])), True)
-        return jid
-
-    def wait(self, jid, timeout=60):
-        deadline = time.monotonic() + timeout
-        while True:
-            jobs = result(self.c.call("Host.getJobs", ["storage", [jid]]))
-            self.assertIn(jid, jobs)
-            j = jobs[jid]
-            if j["status"] not in ("pending", "running") or time.monotonic() > deadline:
-                break
-            time.sleep(0.02)
-        self.assertEqual((j["id"], j["job_type"], j["description"]),
-                         (jid, "storage", "sparsify_volume"))
-        return j
-
-    def job(self, vol_info):
-        return self.wait(self.start(vol_info))
-
-    def assertDone(self, j):
-        self.assertEqual((j["status"], j["progress"]), ("done", 100), j)
-
-    def assertFailed(self, j, code):
-        self.assertEqual(j["status"], "failed", j)
-        self.assertEqual(j["error"]["code"], code, j)
-
-    @staticmethod
-    def vi(vol, img, sd=SD, **kw):
-        d = {"sd_id": sd, "img_id": img, "vol_id": vol}
-        d.update(kw)
-        return d
+    def sparsify(self, vol_info):
+        return self.job("sparsify_volume", vol_info)
 
     def snapshot(self, img, vol, fmt):
         """A flat copy of what the guest sees now."""
@@ -146,7 +88,7 @@ class Sparsify(unittest.TestCase):
         copy = self.snapshot(img, vol, fmt)
         before = used(self.path(img, vol))
         gen = self.info(img, vol)["generation"]
-        self.assertDone(self.job(self.vi(vol, img, generation=gen)))
+        self.assertDone(self.sparsify(self.vi(vol, img, generation=gen)))
         after = used(self.path(img, vol))
         self.assertSame(img, vol, fmt, copy)
         if fmt == "qcow2":
@@ -209,7 +151,7 @@ class Sparsify(unittest.TestCase):
             w.stdin.write(b"help\n")
             w.stdin.flush()
             w.stdout.readline()
-            j = self.job(self.vi(SOLO, SOLO_IMG))
+            j = self.sparsify(self.vi(SOLO, SOLO_IMG))
             self.assertFailed(j, 100)
             self.assertIn("lock", j["error"]["message"])
         finally:
@@ -220,35 +162,30 @@ class Sparsify(unittest.TestCase):
     def test_not_leaf(self):
         # VDSM's VolumeIsNotLeafException: a VdsmException, code 0
         gen = self.info(IMG, BASE)["generation"]
-        j = self.job(self.vi(BASE, IMG))
+        j = self.sparsify(self.vi(BASE, IMG))
         self.assertFailed(j, 0)
         self.assertEqual(j["error"]["message"], "Volume to be sparsified is not a leaf volume")
         g = self.info(TPL_IMG, TPL)["generation"]
-        jid = str(uuid.uuid4())
-        self.assertIs(result(self.c.call("SDM.update_volume", [
-            jid, self.vi(TPL, TPL_IMG, generation=g), {"type": "SHARED"}])), True)
-        deadline = time.monotonic() + 30
-        while result(self.c.call("Host.getJobs", ["storage", [jid]]))[jid]["status"] != "done":
-            self.assertLess(time.monotonic(), deadline)
-            time.sleep(0.02)
+        self.assertDone(self.job("update_volume", self.vi(TPL, TPL_IMG, generation=g),
+                                 {"type": "SHARED"}))
         self.assertEqual(self.info(TPL_IMG, TPL)["voltype"], "SHARED")
-        self.assertFailed(self.job(self.vi(TPL, TPL_IMG)), 0)
+        self.assertFailed(self.sparsify(self.vi(TPL, TPL_IMG)), 0)
         self.assertEqual(self.info(IMG, BASE)["generation"], gen)
         self.assertEqual(self.info(TPL_IMG, TPL)["generation"], g + 1)
 
     def test_generation(self):
         gen = self.info(SOLO_IMG, SOLO)["generation"]
-        j = self.job(self.vi(SOLO, SOLO_IMG, generation=gen + 3))
+        j = self.sparsify(self.vi(SOLO, SOLO_IMG, generation=gen + 3))
         self.assertFailed(j, 911)
         self.assertEqual(self.info(SOLO_IMG, SOLO)["generation"], gen)
         # none given (as the engine sends it): no check
-        self.assertDone(self.job(self.vi(SOLO, SOLO_IMG)))
+        self.assertDone(self.sparsify(self.vi(SOLO, SOLO_IMG)))
         self.assertEqual(self.info(SOLO_IMG, SOLO)["generation"], gen + 1)
 
     def test_unknown(self):
-        self.assertFailed(self.job(self.vi(OTHER, IMG)), 201)
-        self.assertFailed(self.job(self.vi(LEAF, OTHER)), 268)
-        self.assertFailed(self.job(self.vi(LEAF, IMG, sd=OTHER)), 358)
+        self.assertFailed(self.sparsify(self.vi(OTHER, IMG)), 201)
+        self.assertFailed(self.sparsify(self.vi(LEAF, OTHER)), 268)
+        self.assertFailed(self.sparsify(self.vi(LEAF, IMG, sd=OTHER)), 358)
 
     def test_bad_params(self):
         jid = str(uuid.uuid4())
@@ -272,7 +209,7 @@ class Sparsify(unittest.TestCase):
         copy = self.snapshot(BIG_IMG, BIG, "qcow2")
         before = used(p)
         gen = self.info(BIG_IMG, BIG)["generation"]
-        jid = self.start(self.vi(BIG, BIG_IMG))
+        jid = self.start_job("sparsify_volume", self.vi(BIG, BIG_IMG))
         deadline = time.monotonic() + 60
         while True:
             j = result(self.c.call("Host.getJobs", ["storage", [jid]]))[jid]
@@ -281,14 +218,7 @@ class Sparsify(unittest.TestCase):
             self.assertLess(time.monotonic(), deadline)
             time.sleep(0.005)
         self.assertEqual(j["status"], "running", j)
-        self.__class__.c.close()
-        vt.restart(self.d, signal.SIGKILL)
-        self.__class__.c = connect(self.d)
-        call_ready(self.c, "Host.getAllTasksStatuses")
-        deadline = time.monotonic() + 10
-        while "error" in self.c.call("Volume.getInfo", [BIG, BLANK, SD, BIG_IMG]):
-            self.assertLess(time.monotonic(), deadline)
-            time.sleep(0.1)
+        self.restart_vdsmd(BIG_IMG, BIG)
         # as every host job: gone with the vdsmd that ran it
         self.assertEqual(result(self.c.call("Host.getJobs", ["storage", [jid]])), {})
         # qemu-nbd (our child) exits once its client is gone; its lock goes with it
@@ -306,7 +236,7 @@ class Sparsify(unittest.TestCase):
         vi = self.info(BIG_IMG, BIG)
         self.assertEqual((vi["generation"], vi["legality"]), (gen, "LEGAL"))
         # run again: the rest is reclaimed
-        self.assertDone(self.job(self.vi(BIG, BIG_IMG, generation=gen)))
+        self.assertDone(self.sparsify(self.vi(BIG, BIG_IMG, generation=gen)))
         self.assertSame(BIG_IMG, BIG, "qcow2", copy)
         self.assertChecked(BIG_IMG, BIG)
         self.assertLess(abs((before - used(p)) - 128 * MiB), 2 * MiB)

@@ -40,6 +40,8 @@ import subprocess
 import tempfile
 import threading
 import time
+import unittest
+import uuid
 
 import apischema
 
@@ -496,13 +498,16 @@ def wait_closed(sock, timeout=TIMEOUT):
     return False
 
 
-def restart(d, sig=signal.SIGKILL):
-    """Stop daemon d with sig (default: kill -9, a crash) and start it again
-    on the same temp dirs (storage_root survives); returns its exit status.
-    The log of the previous run is dropped so start() finds the new port."""
+def restart(d, sig=signal.SIGKILL, between=None):
+    """Stop daemon d with sig (default: kill -9, a crash), call between()
+    if given (the daemon down), and start it again on the same temp dirs
+    (storage_root survives); returns its exit status.  The log of the
+    previous run is dropped so start() finds the new port."""
     rc = d.stop(sig=sig)
     with d._lock:
         d._lines = []
+    if between:
+        between()
     d.start()
     return rc
 
@@ -577,13 +582,14 @@ def vm_stats(c, vm):
 
 
 def wait_task(c, tid, what="Volume.create", timeout=20):
-    """Wait until storage task tid has finished, with code 0."""
+    """Wait until storage task tid has finished, with code 0; returns its
+    Task.getStatus."""
     deadline = time.monotonic() + timeout
     while True:
         st = result(c.call("Task.getStatus", [tid]))
         if st["taskState"] == "finished":
             assert st["code"] == 0, st
-            return
+            return st
         assert time.monotonic() < deadline, what + " did not finish"
         time.sleep(0.02)
 
@@ -611,3 +617,120 @@ def open_for_qemu(d, paths):
             p = os.path.dirname(p)
             os.chmod(p, os.stat(p).st_mode | 0o005)
         os.chmod(path, 0o666)
+
+
+# ---- volume job tests (test_storage_sparsify/amend/bitmaps.py) -------------
+
+BLANK = "00000000-0000-0000-0000-000000000000"
+
+
+class VolumeJobCase(unittest.TestCase):
+    """A vdsmd with one LOCALFS domain SD (named SD_NAME, under <tmp>/dom)
+    holding VOLS, each (vol, img, format, parent[, size in MiB: 64]) made
+    with Volume.create (parent BLANK: a base in its own image), and the
+    helpers of the tests of the SDM job verbs on them (job: start one,
+    follow it in Host.getJobs to its end).  cls.d is the daemon, cls.c a
+    connection subscribed to RESPONSES.  A subclass with tests sets SD."""
+    SD = None
+    SD_NAME = "sd"
+    IMG = None          # vi()'s image when none is given
+    VOLS = ()
+    JOB_TIMEOUT = 30    # seconds a job may take
+
+    @classmethod
+    def setUpClass(cls):
+        cls.d = Daemon()
+        cls.d.__enter__()
+        cls.c = cls.connect()
+        cls.root = os.path.join(cls.d.tmp, "dom")
+        os.mkdir(cls.root, 0o755)
+        r = call_ready(cls.c, "StorageDomain.create",
+                       [cls.SD, 4, cls.root, cls.SD_NAME, 1, "5", 0, 250])
+        assert result(r) is True, r
+        for vol, img, fmt, parent, *size in cls.VOLS:
+            mib = size[0] if size else 64
+            tid = result(cls.c.call("Volume.create", [
+                vol, BLANK, cls.SD, img, str(mib << 20), fmt, 2, "DATA", "v",  # 2: SPARSE
+                img if parent != BLANK else BLANK, parent]))
+            st = wait_task(cls.c, tid)
+            assert st["taskResult"] == "success", st
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.c.close()
+        cls.d.__exit__(None, None, None)
+
+    @classmethod
+    def connect(cls):
+        c = cls.d.stomp()
+        c.connect()
+        c.subscribe(RESPONSES, "responses")
+        return c
+
+    def restart_vdsmd(self, img, vol, between=None):
+        """kill -9 vdsmd (a crash), between() if given, start it again on the
+        same storage_root, reconnect; returns once vol answers Volume.getInfo
+        (the domain is found again)."""
+        cls = self.__class__
+        cls.c.close()
+        restart(self.d, signal.SIGKILL, between)
+        cls.c = cls.connect()
+        call_ready(self.c, "Host.getAllTasksStatuses")
+        deadline = time.monotonic() + 10
+        while "error" in self.c.call("Volume.getInfo", [vol, BLANK, self.SD, img]):
+            self.assertLess(time.monotonic(), deadline)
+            time.sleep(0.1)
+
+    def path(self, img, vol):
+        return os.path.join(self.root, self.SD, "images", img, vol)
+
+    def qinfo(self, img, vol):
+        """qemu-img info of the volume file (-U: also while a job holds it)."""
+        return json.loads(subprocess.check_output(
+            ["qemu-img", "info", "-U", "--output=json", self.path(img, vol)]))
+
+    def info(self, img, vol):
+        return result(self.c.call("Volume.getInfo", [vol, BLANK, self.SD, img]))
+
+    def vi(self, vol, img=None, sd=None, **kw):
+        """A VolumeInfo (vol_info): the ids, then kw (generation=...)."""
+        d = {"sd_id": sd or self.SD, "img_id": img or self.IMG, "vol_id": vol}
+        d.update(kw)
+        return d
+
+    def start_job(self, verb, *args):
+        """SDM.<verb>(a new job id, *args), which must answer true; the id."""
+        jid = str(uuid.uuid4())
+        self.assertIs(result(self.c.call("SDM." + verb, [jid] + list(args))), True)
+        return jid
+
+    def wait_job(self, jid, verb):
+        """Host.getJobs' entry of job jid (of SDM.<verb>) once it has ended,
+        or JOB_TIMEOUT seconds on."""
+        deadline = time.monotonic() + self.JOB_TIMEOUT
+        while True:
+            jobs = result(self.c.call("Host.getJobs", ["storage", [jid]]))
+            self.assertIn(jid, jobs)
+            j = jobs[jid]
+            if j["status"] not in ("pending", "running") or time.monotonic() > deadline:
+                break
+            time.sleep(0.02)
+        self.assertEqual((j["id"], j["job_type"], j["description"]), (jid, "storage", verb))
+        return j
+
+    def job(self, verb, *args):
+        """Start the job, wait for its end; returns Host.getJobs' entry."""
+        return self.wait_job(self.start_job(verb, *args), verb)
+
+    def assertDone(self, j):
+        self.assertEqual((j["status"], j["progress"]), ("done", 100), j)
+
+    def assertFailed(self, j, code):
+        self.assertEqual(j["status"], "failed", j)
+        self.assertEqual(j["error"]["code"], code, j)
+
+    def assertRefused(self, verb, args, code):
+        """The verb itself answers the error code (no job)."""
+        r = self.c.call(verb, args)
+        self.assertIn("error", r, r)
+        self.assertEqual(r["error"]["code"], code, r)

@@ -405,7 +405,7 @@ char *st_chain_json(struct storage_state *s, const struct st_domain *d, const ch
 char *st_chain_json_top(struct storage_state *s, const struct st_domain *d, const char *vol,
 			char *err, size_t errlen);
 
-/* ---- image copy between domains (st_imgcopy.c) -------------------------- */
+/* ---- image copy between domains (st_imgcopy.c, st_imgcopy_run.c) ------- */
 
 enum { ST_IC_CLONE = 1, ST_IC_SYNC, ST_IC_COPY, ST_IC_MOVE };
 enum { ST_SYNC_ALL = 0, ST_SYNC_INTERNAL, ST_SYNC_LEAF };

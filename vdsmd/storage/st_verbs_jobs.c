@@ -55,6 +55,16 @@ static int check_generation(struct rpc_call *c, struct storage_state *s, char id
 	return 0;
 }
 
+/* What the job verbs close with: rc, the st_*_job call's, as the verb's answer
+ * (true: the job started; else its error). */
+static int job_started(struct rpc_call *c, int rc, const struct st_err *e)
+{
+	if (rc < 0)
+		return verb_fail(c, e);
+	vw_bool(c->w, true);
+	return 0;
+}
+
 int vh_sdm_copy_data(struct rpc_call *c)
 {
 	struct storage_state *s = verb_state(c);
@@ -69,30 +79,50 @@ int vh_sdm_copy_data(struct rpc_call *c)
 		return -1;
 	const char *const sp[3] = { src[0], src[1], src[2] }, *const dp[3] = { dst[0], dst[1], dst[2] };
 	struct st_err e = { 0 };
-	if (st_copy_data(s, rpc_arg_str(c, "job_id", NULL), sp, dp, &e) < 0)
-		return verb_fail(c, &e);
-	vw_bool(c->w, true);
+	return job_started(c, st_copy_data(s, rpc_arg_str(c, "job_id", NULL), sp, dp, &e), &e);
+}
+
+/* What every verb on one volume (bitmaps, amend, sparsify, update) opens
+ * with: the storage state, vol_info's ids and generation (null or absent:
+ * -1) and job_id (NULL when not a string; the job refuses it). */
+struct vol_verb {
+	struct storage_state *s;
+	char ids[3][37];
+	const char *p[3];	/* ids, as the st_*_job calls take them */
+	int64_t gen;
+	const char *job_id;
+};
+
+/* vol_info is VDSM's VolumeInfo or a "div" CopyDataDIVEndpoint (the keys
+ * past the ids are ignored).  bounded: a generation past 999 is VDSM's
+ * ValueError (100) at once (amend, sparsify, update); else the job finds it
+ * stale (the bitmap verbs).  -1 once the call has failed. */
+static int vol_verb_open(struct rpc_call *c, struct vol_verb *v, bool bounded)
+{
+	v->s = verb_state(c);
+	if (!v->s)
+		return -1;
+	v->gen = -1;
+	if (div_ids(c, "vol_info", rpc_arg(c, "vol_info"), v->ids, &v->gen) < 0)
+		return -1;
+	if (bounded && v->gen > ST_MAX_GENERATION)
+		return rpc_fail(c, RPC_E_GENERAL, "vol_info.generation: at most %d",
+				ST_MAX_GENERATION);
+	for (int i = 0; i < 3; i++)
+		v->p[i] = v->ids[i];
+	v->job_id = rpc_arg_str(c, "job_id", NULL);
 	return 0;
 }
 
-/* SDM.add_bitmap / remove_bitmap / clear_bitmaps: vol_info is VDSM's
- * VolumeInfo (sd_id, img_id, vol_id, generation?); the job checks the rest. */
+/* SDM.add_bitmap / remove_bitmap / clear_bitmaps: the job checks the rest. */
 static int bitmap_verb(struct rpc_call *c, enum st_job_kind kind)
 {
-	struct storage_state *s = verb_state(c);
-	if (!s)
+	struct vol_verb v;
+	if (vol_verb_open(c, &v, false) < 0)
 		return -1;
-	char ids[3][37];
-	int64_t gen = -1;
-	if (div_ids(c, "vol_info", rpc_arg(c, "vol_info"), ids, &gen) < 0)
-		return -1;
-	const char *const p[3] = { ids[0], ids[1], ids[2] };
 	const char *bitmap = kind == ST_JOB_CLEAR_BITMAPS ? NULL : rpc_arg_str(c, "bitmap", NULL);
 	struct st_err e = { 0 };
-	if (st_bitmap_job(s, kind, rpc_arg_str(c, "job_id", NULL), p, gen, bitmap, &e) < 0)
-		return verb_fail(c, &e);
-	vw_bool(c->w, true);
-	return 0;
+	return job_started(c, st_bitmap_job(v.s, kind, v.job_id, v.p, v.gen, bitmap, &e), &e);
 }
 
 int vh_sdm_add_bitmap(struct rpc_call *c)
@@ -110,27 +140,10 @@ int vh_sdm_clear_bitmaps(struct rpc_call *c)
 	return bitmap_verb(c, ST_JOB_CLEAR_BITMAPS);
 }
 
-/* vol_info of amend_volume / sparsify_volume / update_volume: VolumeInfo or a "div"
- * CopyDataDIVEndpoint (the keys past the ids are ignored); a generation
- * past 999 is VDSM's ValueError (100). */
-static int vol_info(struct rpc_call *c, char ids[3][37], int64_t *gen)
-{
-	if (div_ids(c, "vol_info", rpc_arg(c, "vol_info"), ids, gen) < 0)
-		return -1;
-	if (*gen > ST_MAX_GENERATION)
-		return rpc_fail(c, RPC_E_GENERAL, "vol_info.generation: at most %d",
-				ST_MAX_GENERATION);
-	return 0;
-}
-
 int vh_sdm_amend_volume(struct rpc_call *c)
 {
-	struct storage_state *s = verb_state(c);
-	if (!s)
-		return -1;
-	char ids[3][37];
-	int64_t gen = -1;
-	if (vol_info(c, ids, &gen) < 0)
+	struct vol_verb v;
+	if (vol_verb_open(c, &v, true) < 0)
 		return -1;
 	const struct vd_value *qa = rpc_arg(c, "qcow2_attr");
 	if (!qa || qa->type != VD_OBJECT)
@@ -141,31 +154,19 @@ int vh_sdm_amend_volume(struct rpc_call *c)
 		snprintf(compat, sizeof(compat), "%.*s", (int)VD_MIN(cv->v.s.len, 15), cv->v.s.ptr);
 	else if (cv && cv->type != VD_NULL)
 		return rpc_fail(c, RPC_E_GENERAL, "Unsupported qcow2 compat (not a string)");
-	const char *const p[3] = { ids[0], ids[1], ids[2] };
 	struct st_err e = { 0 };
-	if (st_amend_job(s, rpc_arg_str(c, "job_id", NULL), p, gen,
-			 cv && cv->type == VD_STRING ? compat : NULL, &e) < 0)
-		return verb_fail(c, &e);
-	vw_bool(c->w, true);
-	return 0;
+	return job_started(c, st_amend_job(v.s, v.job_id, v.p, v.gen,
+					   cv && cv->type == VD_STRING ? compat : NULL, &e), &e);
 }
 
 /* vol_info as amend_volume's (VDSM's VolumeInfo); the job checks the rest. */
 int vh_sdm_sparsify_volume(struct rpc_call *c)
 {
-	struct storage_state *s = verb_state(c);
-	if (!s)
+	struct vol_verb v;
+	if (vol_verb_open(c, &v, true) < 0)
 		return -1;
-	char ids[3][37];
-	int64_t gen = -1;
-	if (vol_info(c, ids, &gen) < 0)
-		return -1;
-	const char *const p[3] = { ids[0], ids[1], ids[2] };
 	struct st_err e = { 0 };
-	if (st_sparsify_job(s, rpc_arg_str(c, "job_id", NULL), p, gen, &e) < 0)
-		return verb_fail(c, &e);
-	vw_bool(c->w, true);
-	return 0;
+	return job_started(c, st_sparsify_job(v.s, v.job_id, v.p, v.gen, &e), &e);
 }
 
 /* A value for a message: a string's first 32 bytes, else a placeholder. */
@@ -211,20 +212,12 @@ static int vol_attr(struct rpc_call *c, struct st_vol_attr *a)
 
 int vh_sdm_update_volume(struct rpc_call *c)
 {
-	struct storage_state *s = verb_state(c);
-	if (!s)
-		return -1;
-	char ids[3][37];
-	int64_t gen = -1;
+	struct vol_verb v;
 	struct st_vol_attr a;
-	if (vol_info(c, ids, &gen) < 0 || vol_attr(c, &a) < 0)
+	if (vol_verb_open(c, &v, true) < 0 || vol_attr(c, &a) < 0)
 		return -1;
-	const char *const p[3] = { ids[0], ids[1], ids[2] };
 	struct st_err e = { 0 };
-	if (st_update_job(s, rpc_arg_str(c, "job_id", NULL), p, gen, &a, &e) < 0)
-		return verb_fail(c, &e);
-	vw_bool(c->w, true);
-	return 0;
+	return job_started(c, st_update_job(v.s, v.job_id, v.p, v.gen, &a, &e), &e);
 }
 
 void verb_write_job(struct vd_writer *w, const struct st_job_info *j)
