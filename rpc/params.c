@@ -112,7 +112,7 @@ static const char *intstr_read(const struct vd_value *v, int64_t *out)
 
 /* NULL when v fits t, else a short reason.  Strings VDSM coerces are
  * accepted here and converted by coerce(): "true"/"false" for a bool, a
- * decimal string for an int. */
+ * decimal string for an int, a string of digits for an int-or-string. */
 static const char *type_mismatch(enum rpc_ptype t, const struct vd_value *v)
 {
 	switch (t) {
