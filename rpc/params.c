@@ -88,9 +88,31 @@ static int string_bool(const char *s, size_t n)
 	return -1;
 }
 
+/* The one reading of an int-or-string value (RPC_T_INTSTR params, and the
+ * members handlers read with rpc_member_int): a JSON integer, or a string
+ * of decimal digits within int64 (VDSM's sizes and counts, which the
+ * engine sends as Long.toString).  NULL when v reads (*out set when out is
+ * non-NULL), else why not: "" for a JSON type that is neither. */
+static const char *intstr_read(const struct vd_value *v, int64_t *out)
+{
+	switch (v->type) {
+	case VD_INT:
+		if (out)
+			*out = v->v.i;
+		return NULL;
+	case VD_UINT:
+		return "out of range";
+	case VD_STRING:
+		return digits_int64(v->v.s.ptr, v->v.s.len, out) ? NULL
+			: "not a string of decimal digits within int64";
+	default:
+		return "";
+	}
+}
+
 /* NULL when v fits t, else a short reason.  Strings VDSM coerces are
  * accepted here and converted by coerce(): "true"/"false" for a bool, a
- * decimal string for an int. */
+ * decimal string for an int, a string of digits for an int-or-string. */
 static const char *type_mismatch(enum rpc_ptype t, const struct vd_value *v)
 {
 	switch (t) {
@@ -110,14 +132,7 @@ static const char *type_mismatch(enum rpc_ptype t, const struct vd_value *v)
 				: "not a decimal integer within int64";
 		return v->type == VD_UINT ? "out of range" : "";
 	case RPC_T_INTSTR:
-		if (v->type == VD_INT)
-			return NULL;
-		if (v->type == VD_UINT)
-			return "out of range";
-		if (v->type != VD_STRING)
-			return "";
-		return digits_int64(v->v.s.ptr, v->v.s.len, NULL) ? NULL
-			: "not a string of decimal digits within int64";
+		return intstr_read(v, NULL);
 	case RPC_T_NUMBER:
 		return v->type == VD_INT || v->type == VD_UINT || v->type == VD_DOUBLE ? NULL : "";
 	case RPC_T_BOOL:
@@ -138,16 +153,19 @@ static const char *type_mismatch(enum rpc_ptype t, const struct vd_value *v)
 static const struct vd_value *coerce(struct vd_arena *ar, enum rpc_ptype t,
 				     const struct vd_value *a)
 {
-	if (a->type != VD_STRING || (t != RPC_T_BOOL && t != RPC_T_INT))
+	if (a->type != VD_STRING || (t != RPC_T_BOOL && t != RPC_T_INT && t != RPC_T_INTSTR))
 		return a;
 	struct vd_value *c = arena_alloc(ar, sizeof(*c));
 	memset(c, 0, sizeof(*c));
 	if (t == RPC_T_BOOL) {
 		c->type = VD_BOOL;
 		c->v.b = string_bool(a->v.s.ptr, a->v.s.len) == 1;
-	} else {
+	} else if (t == RPC_T_INT) {
 		c->type = VD_INT;
 		signed_int64(a->v.s.ptr, a->v.s.len, &c->v.i);
+	} else {
+		c->type = VD_INT;
+		intstr_read(a, &c->v.i);
 	}
 	return c;
 }
@@ -185,6 +203,19 @@ static void render_value(char *out, size_t outlen, const struct vd_value *v)
 		out[0] = '\0';
 		break;
 	}
+}
+
+/* The answer to a mistyped value, one form for a param and for a member of
+ * one: "param 'vmParams.memSize' of VM.create must be int-or-string, got
+ * string 'lots': not a string of decimal digits within int64". */
+static int fail_mistyped(struct rpc_call *c, const char *param, const char *member,
+			 enum rpc_ptype t, const struct vd_value *a, const char *bad)
+{
+	char shown[64];
+	render_value(shown, sizeof(shown), a);
+	return rpc_fail(c, RPC_E_PARAMS, "param '%s%s%s' of %s must be %s, got %s%s%s%s",
+			param, member ? "." : "", member ? member : "", c->verb->name,
+			rpc_ptype_name(t), vd_type_name(a->type), shown, *bad ? ": " : "", bad);
 }
 
 static const struct vd_codec *json_codec(void)
@@ -241,8 +272,8 @@ int rpc_params_compile(struct rpc_engine *e, struct rpc_verb_rt *v, char *why, s
 			arena_free(&tmp);
 			return VD_EINVAL;
 		}
-		if (val->type != VD_NULL)
-			v->defs[i] = rpc_value_clone(&e->defs_arena, val);
+		if (val->type != VD_NULL)   /* stored as a given value would be bound */
+			v->defs[i] = rpc_value_clone(&e->defs_arena, coerce(&tmp, p->type, val));
 		arena_free(&tmp);
 	}
 	return 0;
@@ -276,13 +307,8 @@ int rpc_params_bind(const struct rpc_verb_rt *v, const struct vd_value *params,
 			continue;
 		}
 		const char *bad = type_mismatch(p->type, a);
-		if (bad) {
-			char shown[64];
-			render_value(shown, sizeof(shown), a);
-			return rpc_fail(c, RPC_E_PARAMS, "param '%s' of %s must be %s, got %s%s%s%s",
-					p->name, d->name, rpc_ptype_name(p->type),
-					vd_type_name(a->type), shown, *bad ? ": " : "", bad);
-		}
+		if (bad)
+			return fail_mistyped(c, p->name, NULL, p->type, a, bad);
 		a = coerce(c->arena, p->type, a);
 		if (a->type == VD_STRING) {
 			/* handlers get NUL-terminated strings (decoded ones may
@@ -325,19 +351,32 @@ const char *rpc_arg_str(const struct rpc_call *c, const char *name, size_t *len)
 	return v->v.s.ptr;
 }
 
-bool rpc_value_int(const struct vd_value *v, int64_t *out)
-{
-	if (v && v->type == VD_INT) {
-		*out = v->v.i;
-		return true;
-	}
-	return v && v->type == VD_STRING && digits_int64(v->v.s.ptr, v->v.s.len, out);
-}
-
 int64_t rpc_arg_int(const struct rpc_call *c, const char *name, int64_t dflt)
 {
+	const struct vd_value *v = rpc_arg(c, name);
 	int64_t out;
-	return rpc_value_int(rpc_arg(c, name), &out) ? out : dflt;
+	return v && intstr_read(v, &out) == NULL ? out : dflt;
+}
+
+int rpc_member_int(struct rpc_call *c, const char *param, const struct vd_value *obj,
+		   const char *key, int64_t lo, int64_t hi, int64_t dflt, int64_t *out)
+{
+	const struct vd_value *v = obj && obj->type == VD_OBJECT ? vd_obj_get(obj, key) : NULL;
+	if (!v || v->type == VD_NULL) {   /* absent, as for a param */
+		*out = dflt;
+		return 0;
+	}
+	int64_t x = 0;
+	const char *bad = intstr_read(v, &x);
+	char range[64];
+	if (!bad && (x < lo || x > hi)) {
+		snprintf(range, sizeof(range), "not within %lld..%lld", (long long)lo, (long long)hi);
+		bad = range;
+	}
+	if (bad)
+		return fail_mistyped(c, param, key, RPC_T_INTSTR, v, bad);
+	*out = x;
+	return 0;
 }
 
 bool rpc_arg_bool(const struct rpc_call *c, const char *name, bool dflt)

@@ -25,7 +25,8 @@ enum rpc_ptype {
 	RPC_T_STRING,
 	RPC_T_UUID,     /* string, canonical 36-char UUID (vd_is_uuid) */
 	RPC_T_INT,      /* JSON integer (int or uint) */
-	RPC_T_INTSTR,   /* integer, or a string of decimal digits (VDSM sizes) */
+	RPC_T_INTSTR,   /* integer, or a string of decimal digits (VDSM sizes);
+			 * bound as an integer */
 	RPC_T_NUMBER,   /* integer or double */
 	RPC_T_BOOL,
 	RPC_T_OBJECT,
@@ -251,12 +252,17 @@ const struct vd_value *rpc_arg(const struct rpc_call *c, const char *name);
 /* String argument (NULL if absent); *len receives the length when non-NULL.
  * The string is NUL-terminated (the engine copies it when needed). */
 const char *rpc_arg_str(const struct rpc_call *c, const char *name, size_t *len);
-/* Integer argument (RPC_T_INT/INTSTR), or dflt when absent. */
+/* Integer argument (RPC_T_INT/INTSTR, bound as an int), or dflt when absent. */
 int64_t rpc_arg_int(const struct rpc_call *c, const char *name, int64_t dflt);
-/* A value read as RPC_T_INTSTR reads it: a JSON integer, or a string of
- * decimal digits within int64 (VDSM sizes, e.g. "1073741824").  False for
- * anything else (absent, null, empty, signed or too long strings). */
-bool rpc_value_int(const struct vd_value *v, int64_t *out);
+/* Member key of the object argument param (VM.create's vmParams), read as
+ * an RPC_T_INTSTR param is: a JSON integer, or a string of decimal digits
+ * within int64 ("1024"), and within lo..hi.  Returns 0 with *out set (dflt
+ * when the member is absent or null, or obj is not an object), or fails the
+ * call as the schema fails a mistyped param (-32602, "param 'vmParams.smp'
+ * of VM.create must be int-or-string, got ...") and returns -1.  The one
+ * coercion a handler uses for members the schema does not describe. */
+int rpc_member_int(struct rpc_call *c, const char *param, const struct vd_value *obj,
+		   const char *key, int64_t lo, int64_t hi, int64_t dflt, int64_t *out);
 bool rpc_arg_bool(const struct rpc_call *c, const char *name, bool dflt);
 
 /* ---- engine ------------------------------------------------------------ */

@@ -139,6 +139,52 @@ class StorageFlow(unittest.TestCase):
         self.assertFalse(os.path.exists(os.path.join(self.root, SD, "images", img)))
         self.assertEqual(result(c.call("StorageDomain.getImages", [SD])), [])
 
+    def test_volume_create_coerced_params(self):
+        """initialSize is an int-or-numstring and diskType a DiskContentType,
+        checked and coerced by the schema before the handler runs: the
+        engine's string of digits works, a mistyped value answers -32602
+        as any mistyped param does."""
+        c = self.c
+        img = uuid_n("aaaaaaaa", 2)
+
+        def create(vol, **kw):
+            p = {"volumeID": vol, "storagepoolID": BLANK, "storagedomainID": SD,
+                 "imageID": img, "size": str(8 * MiB), "volFormat": 5, "preallocate": 1,
+                 "diskType": "DATA", "desc": "", "srcImgUUID": BLANK, "srcVolUUID": BLANK}
+            p.update(kw)
+            return c.call("Volume.create", p)
+        # the engine's forms: initialSize as a string of digits, or absent;
+        # a JSON integer too; the engine's hibernation content types
+        for n, kw in enumerate([{"initialSize": str(4 * MiB)}, {"initialSize": 4 * MiB},
+                                {}, {"diskType": "MEMD"}], 1):
+            tid = result(create(uuid_n("cccccccc", n), **kw))
+            st = wait_task(c, tid)
+            self.assertEqual((st["taskResult"], st["code"]), ("success", 0), (kw, st))
+        self.assertEqual(result(c.call("Volume.getInfo", [uuid_n("cccccccc", 4), BLANK, SD,
+                                                          img]))["disktype"], "MEMD")
+        sz = result(c.call("Volume.getSize", [uuid_n("cccccccc", 1), BLANK, SD, img]))
+        self.assertGreaterEqual(int(sz["truesize"]), 4 * MiB)
+        bad = [
+            ({"initialSize": "4M"}, "param 'initialSize' of Volume.create must be "
+             "int-or-string, got string '4M': not a string of decimal digits within int64"),
+            ({"initialSize": "-1"}, "param 'initialSize' of Volume.create must be "
+             "int-or-string, got string '-1': not a string of decimal digits within int64"),
+            ({"initialSize": "99999999999999999999"}, "param 'initialSize' of Volume.create "
+             "must be int-or-string, got string '99999999999999999999': not a string of "
+             "decimal digits within int64"),
+            ({"initialSize": 1.5}, "param 'initialSize' of Volume.create must be "
+             "int-or-string, got double 1.5"),
+            ({"initialSize": True}, "param 'initialSize' of Volume.create must be "
+             "int-or-string, got bool true"),
+            ({"initialSize": -1}, "initialSize: expected a non-negative integer"),
+            ({"diskType": 2}, "param 'diskType' of Volume.create must be string, got int 2"),
+            ({"diskType": ""}, "diskType: expected a DiskContentType"),
+        ]
+        for n, (kw, msg) in enumerate(bad, 10):
+            err = create(uuid_n("cccccccc", n), **kw).get("error")
+            self.assertEqual(err, {"code": -32602, "message": "Invalid params: " + msg}, kw)
+        self.assertEqual(len(result(c.call("Image.getVolumes", [img, BLANK, SD]))), 4)
+
     def test_domain_monitor_in_host_stats(self):
         st = result(call_ready(self.c, "Host.getStats"))["storageDomains"]
         self.assertIn(SD, st)

@@ -216,6 +216,7 @@ class Lifecycle(unittest.TestCase):
                         {"type": "interface", "macAddr": "52:54:00:01:02:03"}]}}
         r = result(self.c.call("VM.create", params))
         self.assertEqual(r["vmId"], NEW_VM)
+        self.assertEqual((r["memSize"], r["smp"]), (256, "2"))
         stats = result(self.c.call("VM.getStats", {"vmID": NEW_VM}))[0]
         self.assertEqual(stats["status"], "Up")
         self.assertEqual(stats["vmName"], "itest-vm")
@@ -226,6 +227,19 @@ class Lifecycle(unittest.TestCase):
         self.assertEqual(error_code(self.c.call("VM.create", dup)), 4)
         self.assertEqual(error_code(self.c.call("VM.create", {"vmID": NO_VM,
                                                               "vmParams": {}})), -32602)
+        # vmParams' numbers are read as an int-or-numstring param is, and
+        # refused the same way (the layer's message, naming the member)
+        for member, value, why in [
+                ("memSize", "lots", "string 'lots': not a string of decimal digits within int64"),
+                ("memSize", 0, "int 0: not within 1..16777216"),
+                ("smp", "4097", "string '4097': not within 1..4096"),
+                ("smp", 1.5, "double 1.5"),
+                ("smp", False, "bool false")]:
+            err = self.c.call("VM.create", {"vmID": NO_VM, "vmParams": {
+                "vmName": "bad", member: value}})["error"]
+            self.assertEqual(err, {"code": -32602, "message":
+                                   "Invalid params: param 'vmParams.%s' of VM.create must be "
+                                   "int-or-string, got %s" % (member, why)})
         # VDSM's launch sequence, in the engine's order
         events = self.ev.collect(3)
         self.assertEqual([e["params"][NEW_VM]["status"] for e in events],

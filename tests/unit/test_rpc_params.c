@@ -305,6 +305,107 @@ START_TEST(vdsm_coercions)
 }
 END_TEST
 
+/* rpc_member_int: the int-or-string reading of a member of an object param
+ * (VM.create's vmParams.memSize), and an RPC_T_INTSTR param bound as an
+ * int (its default too). */
+static int h_member(struct rpc_call *c)
+{
+	int64_t n;
+	if (rpc_member_int(c, "p", rpc_arg(c, "p"), "n", 1, 4096, 7, &n) < 0)
+		return -1;
+	const struct vd_value *q = rpc_arg(c, "q");
+	vw_begin_object(c->w);
+	vw_kint(c->w, "n", n);
+	vw_kstr(c->w, "q", vd_type_name(q->type));
+	vw_kint(c->w, "qv", q->type == VD_INT ? q->v.i : -1);
+	vw_end_object(c->w);
+	return 0;
+}
+
+static struct rpc_engine *member_engine(void)
+{
+	static const struct rpc_param p[] = {
+		{ "p", RPC_T_OBJECT, false, "{}", NULL },
+		{ "q", RPC_T_INTSTR, false, "\"42\"", NULL },
+	};
+	static const struct rpc_verb_decl d[] = {
+		{ .name = "D.member", .params = p, .nparams = 2, .flags = RPC_F_ALWAYS }, { .name = NULL },
+	};
+	static const struct rpc_binding b[] = { { "D.member", h_member }, { NULL, NULL } };
+	struct rpc_engine *e = rpc_engine_new(NULL);
+	ck_assert_int_eq(rpc_engine_declare(e, d), 0);
+	ck_assert_int_eq(rpc_engine_bind(e, b, &app), 0);
+	char why[256];
+	ck_assert_int_eq(rpc_engine_seal(e, why, sizeof(why)), 0);
+	return e;
+}
+
+#define MREQ(params) "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"D.member\",\"params\":" params "}"
+#define MOK(n, qv) OK("{\"n\":" n ",\"q\":\"int\",\"qv\":" qv "}")
+
+static void check_member_error(struct rpc_engine *e, const char *body, const char *msg)
+{
+	struct collected col = { 0 };
+	dispatch_json(e, body, &col);
+	ck_assert_int_eq(col.calls, 1);
+	char want[512];
+	snprintf(want, sizeof(want),
+		 "{\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"code\":-32602,\"message\":\"Invalid params: %s\"}}", msg);
+	ck_assert_msg(col.bytes && strcmp(col.bytes, want) == 0, "request %s\n  got  %s\n  want %s",
+		      body, col.bytes ? col.bytes : "(none)", want);
+	collected_reset(&col);
+}
+
+START_TEST(member_int)
+{
+	select_json_codec(_i);
+	struct rpc_engine *e = member_engine();
+	/* an integer, a decimal string, absent or null (the default), the bounds */
+	ck_dispatch(e, MREQ("{\"p\":{\"n\":5}}"), MOK("5", "42"));
+	ck_dispatch(e, MREQ("{\"p\":{\"n\":\"4096\"}}"), MOK("4096", "42"));
+	ck_dispatch(e, MREQ("{\"p\":{\"n\":\"0001\"}}"), MOK("1", "42"));
+	ck_dispatch(e, MREQ("{\"p\":{}}"), MOK("7", "42"));
+	ck_dispatch(e, MREQ("{\"p\":{\"n\":null,\"m\":\"x\"}}"), MOK("7", "42"));
+	ck_dispatch(e, MREQ("{}"), MOK("7", "42"));
+	/* the INTSTR param reaches the handler as an int, given or defaulted */
+	ck_dispatch(e, MREQ("{\"q\":\"9223372036854775807\"}"), MOK("7", "9223372036854775807"));
+	ck_dispatch(e, MREQ("{\"q\":-3}"), MOK("7", "-3"));
+#define BAD(v, got) check_member_error(e, MREQ("{\"p\":{\"n\":" v "}}"), \
+		"param 'p.n' of D.member must be int-or-string, got " got)
+	/* out of the handler's bounds, as an int and as a string */
+	BAD("0", "int 0: not within 1..4096");
+	BAD("-1", "int -1: not within 1..4096");
+	BAD("\"4097\"", "string '4097': not within 1..4096");
+	BAD("9223372036854775807", "int 9223372036854775807: not within 1..4096");
+	/* overflow */
+	BAD("18446744073709551615", "uint 18446744073709551615: out of range");
+	BAD("\"9223372036854775808\"",
+	    "string '9223372036854775808': not a string of decimal digits within int64");
+	BAD("\"99999999999999999999\"",
+	    "string '99999999999999999999': not a string of decimal digits within int64");
+	/* a negative, signed, spaced, empty, junk or float string */
+	BAD("\"-1\"", "string '-1': not a string of decimal digits within int64");
+	BAD("\"+5\"", "string '+5': not a string of decimal digits within int64");
+	BAD("\" 5\"", "string ' 5': not a string of decimal digits within int64");
+	BAD("\"\"", "string '': not a string of decimal digits within int64");
+	BAD("\"lots\"", "string 'lots': not a string of decimal digits within int64");
+	BAD("\"5.0\"", "string '5.0': not a string of decimal digits within int64");
+	/* a float, a bool, an array, an object */
+	BAD("2.0", "double 2");
+	BAD("2.5", "double 2.5");
+	BAD("true", "bool true");
+	BAD("[5]", "array");
+	BAD("{}", "object");
+#undef BAD
+	/* the param itself is checked by the schema as ever */
+	check_member_error(e, MREQ("{\"p\":[]}"), "param 'p' of D.member must be object, got array");
+	check_member_error(e, MREQ("{\"q\":\"x\"}"),
+			   "param 'q' of D.member must be int-or-string, got string 'x': "
+			   "not a string of decimal digits within int64");
+	rpc_engine_free(e);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("rpc_params");
@@ -317,6 +418,7 @@ static Suite *suite(void)
 	tcase_add_loop_test(tc, bad_types, 0, 2);
 	tcase_add_loop_test(tc, vdsm_coercions, 0, 2);
 	tcase_add_loop_test(tc, strings_copied_nul_terminated, 0, 2);
+	tcase_add_loop_test(tc, member_int, 0, 2);
 	suite_add_tcase(s, tc);
 	TCase *td = tcase_create("declare");
 	tcase_add_checked_fixture(td, setup, teardown);

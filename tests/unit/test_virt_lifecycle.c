@@ -244,6 +244,15 @@ START_TEST(create_and_duplicates)
 	};
 	for (size_t i = 0; i < VD_ARRAY_SIZE(bad); i++)
 		ck_assert_int_eq(vfx_err(&F, "VM.create", bad[i]), -32602);
+	/* vmParams' numbers are read through rpc/ (rpc_member_int): a mistyped
+	 * or out-of-range one answers as a mistyped param does */
+	ck_assert_int_eq(vfx_err(&F, "VM.create", bad[5]), -32602);
+	ck_assert_msg(strstr(F.reply, "param 'vmParams.memSize' of VM.create must be "
+			     "int-or-string, got string 'lots': not a string of decimal digits"),
+		      "%s", F.reply);
+	ck_assert_int_eq(vfx_err(&F, "VM.create", bad[7]), -32602);
+	ck_assert_msg(strstr(F.reply, "param 'vmParams.smp' of VM.create must be "
+			     "int-or-string, got int -1: not within 1..4096"), "%s", F.reply);
 	ck_assert_int_eq(vfx_err(&F, "VM.getStats", "{\"vmID\":\"" NO_SUCH_VM "\"}"), 1);
 
 	/* the transient VM shut down: libvirt forgets it, we report it Down

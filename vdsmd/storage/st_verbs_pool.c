@@ -111,16 +111,10 @@ int vh_sp_spm_start(struct rpc_call *c)
 		return -1;
 	const char *sp = rpc_arg_str(c, "storagepoolID", NULL);
 	int64_t max_host = rpc_arg_int(c, "maxHostID", 2000);
-	const struct vd_value *dv = rpc_arg(c, "domVersion");
-	int64_t dom_version = -1;   /* absent: the master's own version */
-	if (!verb_is_null(dv) && dv->type == VD_INT)
-		dom_version = dv->v.i;
-	else if (!verb_is_null(dv) && dv->v.s.len > 0 && dv->v.s.len < 4 &&
-		 strspn(dv->v.s.ptr, "0123456789") == dv->v.s.len)
-		dom_version = atoi(arena_strndup(c->arena, dv->v.s.ptr, dv->v.s.len));
-	else if (!verb_is_null(dv))
-		dom_version = -2;
-	if (!verb_is_null(dv) && (dom_version < 0 || dom_version > 5))
+	/* absent: the master's own version (the schema hands "3" over as 3) */
+	const bool dv_given = rpc_arg(c, "domVersion") != NULL;
+	int64_t dom_version = rpc_arg_int(c, "domVersion", -1);
+	if (dv_given && (dom_version < 0 || dom_version > 5))
 		return rpc_fail(c, RPC_E_DOM_VERSION, "domVersion: not a supported version (0-5)");
 	if (max_host < 1 || max_host > 2000)
 		return rpc_fail(c, RPC_E_PARAMS, "maxHostID: 1 to 2000");

@@ -63,31 +63,17 @@ int vh_vol_get_size(struct rpc_call *c)
 	return 0;
 }
 
-/* An integer from an int or a string of digits; -1 when absent, -2 when
- * malformed. */
-static int64_t int_or_str(const struct vd_value *v)
-{
-	if (!v || v->type == VD_NULL)
-		return -1;
-	int64_t x;
-	return rpc_value_int(v, &x) && x >= 0 ? x : -2;
-}
-
 int vh_vol_create(struct rpc_call *c)
 {
 	struct storage_state *s = verb_state(c);
 	if (!s)
 		return -1;
-	const struct vd_value *dt = rpc_arg(c, "diskType");
-	char disktype[16] = "DATA";
-	if (dt && dt->type == VD_STRING && dt->v.s.len > 0 && dt->v.s.len < sizeof(disktype)) {
-		memcpy(disktype, dt->v.s.ptr, dt->v.s.len);
-		disktype[dt->v.s.len] = '\0';
-	} else if (dt && dt->type == VD_INT && dt->v.i >= 0 && dt->v.i < 100) {
-		snprintf(disktype, sizeof(disktype), "%d", (int)dt->v.i);   /* old engines: 2 */
-	} else if (dt && dt->type != VD_NULL) {
+	/* a DiskContentType storage value (DATA, MEMD, ...): the engine's
+	 * DiskContentType.getStorageValue(), a string */
+	size_t dtlen = 0;
+	const char *disktype = rpc_arg_str(c, "diskType", &dtlen);
+	if (!disktype || dtlen == 0 || dtlen > 15)
 		return rpc_fail(c, RPC_E_PARAMS, "diskType: expected a DiskContentType");
-	}
 	int64_t fmt = rpc_arg_int(c, "volFormat", 0), alloc = rpc_arg_int(c, "preallocate", 0);
 	/* refused here, with the value sent (st_ops saw the 0 it was squashed
 	 * to and said "got 0", issue 27) */
@@ -98,8 +84,9 @@ int vh_vol_create(struct rpc_call *c)
 		return rpc_fail(c, RPC_E_PARAMS,
 				"preallocate: must be 1 (PREALLOCATED) or 2 (SPARSE), got %lld",
 				(long long)alloc);
-	int64_t initial = int_or_str(rpc_arg(c, "initialSize"));
-	if (initial == -2)
+	const bool initial_given = rpc_arg(c, "initialSize") != NULL;
+	int64_t initial = rpc_arg_int(c, "initialSize", 0);
+	if (initial < 0)
 		return rpc_fail(c, RPC_E_PARAMS, "initialSize: expected a non-negative integer");
 	if (rpc_arg_bool(c, "addBitmaps", false))
 		return rpc_fail(c, RPC_E_PARAMS, "addBitmaps: not supported");
@@ -121,7 +108,7 @@ int vh_vol_create(struct rpc_call *c)
 		.src_img = rpc_arg_str(c, "srcImgUUID", NULL),
 		.src_vol = rpc_arg_str(c, "srcVolUUID", NULL),
 		.illegal = !rpc_arg_bool(c, "legal", true),
-		.initial_given = initial >= 0,
+		.initial_given = initial_given,
 		.initial_size = initial,
 		.sequence = (int)seq,
 	};

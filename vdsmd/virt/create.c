@@ -28,16 +28,6 @@
 #define MAX_SMP 4096
 #define MAX_XML (4u << 20)
 
-/* Integer from an int or a decimal string value (rpc_value_int); dflt when
- * absent, -1 when neither. */
-static int64_t int_or_str(const struct vd_value *v, int64_t dflt)
-{
-	int64_t x;
-	if (!v)
-		return dflt;
-	return rpc_value_int(v, &x) ? x : -1;
-}
-
 /* A string member as a NUL-terminated copy in the arena (NULL when absent or
  * not a string or too long). */
 static const char *member_str(struct rpc_call *c, const struct vd_value *obj,
@@ -133,18 +123,19 @@ static int add_device_list(struct rpc_call *c, struct vd_buf *x, const struct vd
 
 /* The flat vmParams: validate, then write a minimal domain into x. */
 static int build_flat(struct rpc_call *c, const struct vd_value *p, const char *id,
-		      const char *dtype, struct vd_buf *x, const char **name_out)
+		      const char *dtype, struct vd_buf *x, const char **name_out,
+		      uint64_t *mem_mib, unsigned *smp_out)
 {
 	const char *name = member_str(c, p, "vmName", MAX_NAME);
 	if (!name || !*name || strchr(name, '/'))
 		return rpc_fail(c, RPC_E_PARAMS, "vmParams.vmName: required (or vmParams.xml), "
 				"1..%d characters, no '/'", MAX_NAME);
-	int64_t mem = int_or_str(vd_obj_get(p, "memSize"), 1024);
-	if (mem < 1 || mem > MAX_MEM_MIB)
-		return rpc_fail(c, RPC_E_PARAMS, "vmParams.memSize: MiB, 1..%u", MAX_MEM_MIB);
-	int64_t smp = int_or_str(vd_obj_get(p, "smp"), 1);
-	if (smp < 1 || smp > MAX_SMP)
-		return rpc_fail(c, RPC_E_PARAMS, "vmParams.smp: 1..%d", MAX_SMP);
+	/* MiB and vCPUs: a JSON integer or a string of digits (VDSM's flat
+	 * form has "smp": "2") */
+	int64_t mem, smp;
+	if (rpc_member_int(c, "vmParams", p, "memSize", 1, MAX_MEM_MIB, 1024, &mem) < 0 ||
+	    rpc_member_int(c, "vmParams", p, "smp", 1, MAX_SMP, 1, &smp) < 0)
+		return -1;
 	buf_printf(x, "<domain type='%s'><name>", dtype);
 	virt_xml_escape(x, name);
 	buf_printf(x, "</name><uuid>%s</uuid><memory unit='MiB'>%lld</memory>"
@@ -162,6 +153,8 @@ static int build_flat(struct rpc_call *c, const struct vd_value *p, const char *
 		     "<memballoon model='virtio'/></devices></domain>");
 	buf_putc(x, '\0');
 	*name_out = name;
+	*mem_mib = (uint64_t)mem;
+	*smp_out = (unsigned)smp;
 	return 0;
 }
 
@@ -234,7 +227,7 @@ int virt_verb_create(struct rpc_call *c)
 	uint64_t mem_mib = 0;
 	unsigned smp = 1;
 	if ((xv ? build_engine(c, s, xv, id, dtype, &x, &name, &mem_mib, &smp)
-		: build_flat(c, p, id, dtype, &x, &name)) < 0)
+		: build_flat(c, p, id, dtype, &x, &name, &mem_mib, &smp)) < 0)
 		goto out;
 
 	/* duplicate vmId: known to libvirt, or a Down VM not yet destroyed */
@@ -280,13 +273,8 @@ int virt_verb_create(struct rpc_call *c)
 		 xv ? "the engine's XML" : "flat parameters",
 		 (double)(vd_now_ns() - t0) / 1e6);
 	virt_refresh(s);
-	if (!xv)
-		virt_write_created(c, id, name ? name : id,  /* both builders set it */
-				   VS_WAIT_FOR_LAUNCH, int_or_str(vd_obj_get(p, "memSize"), 1024),
-				   int_or_str(vd_obj_get(p, "smp"), 1));
-	else
-		virt_write_created(c, id, name ? name : id, VS_WAIT_FOR_LAUNCH,
-				   (int64_t)mem_mib, smp);
+	virt_write_created(c, id, name ? name : id,  /* both builders set it */
+			   VS_WAIT_FOR_LAUNCH, (int64_t)mem_mib, smp);
 	rc = 0;
 out:
 	if (dom)
