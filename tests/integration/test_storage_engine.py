@@ -40,6 +40,11 @@ def spm_start(c, timeout=30.0):
 
 def make_pool(test, c, dtype, conns, type_args):
     """Steps 19-37 of the storage flow; returns nothing, asserts each."""
+    # NFS timeo/retrans are numbers or strings of digits (rpc/ reads them)
+    r = call_ready(c, "StoragePool.connectStorageServer",
+                   [BLANK, dtype, [dict(conns[0], timeout="soon")]])
+    test.assertEqual(r.get("error", {}).get("code"), -32602, r)
+    test.assertIn("connectionParams[0].timeout", r["error"]["message"])
     st = result(call_ready(c, "StoragePool.connectStorageServer", [BLANK, dtype, conns]))
     test.assertEqual(st[0]["status"], 0, st)
     test.assertEqual(st[0]["id"], CONN)

@@ -231,6 +231,12 @@ class QemuDevices(unittest.TestCase):
             "vmId": VM, "memory": {"size": 64, "node": 7}}})), 70)
         self.assertEqual(error_code(self.call("VM.hotplugMemory", {"params": {"vmId": VM}})),
                          -32602)
+        # numbers read by rpc/: a string that is no number is the schema's error
+        for bad in ({"memory": {"size": "lots", "node": 0}}, {"memory": {"size": 64, "node": -1}},
+                    {"xml": dimm, "memGuaranteedSize": "96MiB"}):
+            r = self.call("VM.hotplugMemory", {"params": dict(bad, vmId=VM)})
+            self.assertEqual(error_code(r), -32602, r)
+            self.assertIn("must be int-or-string", r["error"]["message"])
         # unplug: QEMU asks the guest through ACPI and removes the DIMM when
         # the guest OS lets it go; this VM has no OS, so the request is made
         # (libvirt answers) and the DIMM stays - that is what is asserted

@@ -26,15 +26,6 @@ static const char *member_str(struct rpc_call *c, const struct vd_value *obj, co
 	return NULL;
 }
 
-static int small_int(const char *s)
-{
-	if (!s || !*s)
-		return 0;
-	char *end;
-	long x = strtol(s, &end, 10);
-	return *end || x < 0 || x > 100000 ? -1 : (int)x;
-}
-
 static int connections(struct rpc_call *c, bool connect)
 {
 	struct storage_state *s = verb_state(c);
@@ -44,13 +35,16 @@ static int connections(struct rpc_call *c, bool connect)
 	const struct vd_value *list = rpc_arg(c, "connectionParams");
 	if (list->v.arr.n > 64)
 		return rpc_fail(c, RPC_E_PARAMS, "connectionParams: at most 64 connections");
+	/* NFS timeo/retrans: a JSON integer or a string of digits (the engine
+	 * sends strings), read by rpc/ before anything connects */
+	int64_t nfs[64][2];
 	for (size_t i = 0; i < list->v.arr.n; i++) {
 		const struct vd_value *it = &list->v.arr.items[i];
-		int timeo = small_int(member_str(c, it, "timeout"));
-		int retrans = small_int(member_str(c, it, "retrans"));
-		if (timeo < 0 || retrans < 0)
-			return rpc_fail(c, RPC_E_PARAMS, "connectionParams[%zu]: timeout/retrans "
-					"must be small non-negative integers", i);
+		char pname[40];
+		snprintf(pname, sizeof(pname), "connectionParams[%zu]", i);
+		if (rpc_member_int(c, pname, it, "timeout", 0, 100000, 0, &nfs[i][0]) < 0 ||
+		    rpc_member_int(c, pname, it, "retrans", 0, 100000, 0, &nfs[i][1]) < 0)
+			return -1;
 	}
 	vw_begin_array(c->w);
 	for (size_t i = 0; i < list->v.arr.n; i++) {
@@ -61,8 +55,8 @@ static int connections(struct rpc_call *c, bool connect)
 			.vfs_type = member_str(c, it, "vfs_type"),
 			.mnt_options = member_str(c, it, "mnt_options"),
 			.protocol_version = member_str(c, it, "protocol_version"),
-			.timeo = small_int(member_str(c, it, "timeout")),
-			.retrans = small_int(member_str(c, it, "retrans")),
+			.timeo = (int)nfs[i][0],
+			.retrans = (int)nfs[i][1],
 		};
 		char msg[512];
 		int st = type < 0 || type > 100 ? 470

@@ -44,23 +44,6 @@ static bool plain(const char *s)
 }
 
 /* An unsigned integer member (JSON int or decimal string); -1 if absent or bad. */
-static int64_t member_uint(const struct vd_value *obj, const char *key)
-{
-	const struct vd_value *v = vd_obj_get(obj, key);
-	if (v && v->type == VD_INT)
-		return v->v.i >= 0 ? v->v.i : -1;
-	if (v && v->type == VD_STRING && v->v.s.len > 0 && v->v.s.len < 12) {
-		int64_t x = 0;
-		for (size_t i = 0; i < v->v.s.len; i++) {
-			if (v->v.s.ptr[i] < '0' || v->v.s.ptr[i] > '9')
-				return -1;
-			x = x * 10 + (v->v.s.ptr[i] - '0');
-		}
-		return x;
-	}
-	return -1;
-}
-
 /* The DIMM's XML from params (xml, else memory {size, node, alias}); NULL
  * after failing the call with -32602. */
 static char *dimm_xml(struct rpc_call *c, const struct vd_value *p)
@@ -79,9 +62,12 @@ static char *dimm_xml(struct rpc_call *c, const struct vd_value *p)
 		return el;
 	}
 	const struct vd_value *m = vd_obj_get(p, "memory");
-	int64_t size = member_uint(m, "size"), node = member_uint(m, "node");
-	if (!m || m->type != VD_OBJECT || size <= 0 || size > (16LL << 20) || node < 0 ||
-	    node > 4096) {
+	/* size (MiB) and node: JSON integers or strings of digits, read by rpc/ */
+	int64_t size = 0, node = -1;
+	if (rpc_member_int(c, "params.memory", m, "size", 1, 16LL << 20, 0, &size) < 0 ||
+	    rpc_member_int(c, "params.memory", m, "node", 0, 4096, -1, &node) < 0)
+		return NULL;
+	if (!m || m->type != VD_OBJECT || size <= 0 || node < 0) {
 		rpc_fail(c, RPC_E_PARAMS, "params: xml, or memory {size: MiB, node} expected");
 		return NULL;
 	}
@@ -122,12 +108,11 @@ static void alias_of(const char *el, char *out, size_t outlen)
 static int guaranteed(struct rpc_call *c, struct virt_state *s, const char *id)
 {
 	const struct vd_value *p = rpc_arg(c, "params");
-	const struct vd_value *g = vd_obj_get(p, "memGuaranteedSize");
-	if (!g || g->type == VD_NULL)
+	int64_t mib;
+	if (rpc_member_int(c, "params", p, "memGuaranteedSize", 0, 16LL << 20, -1, &mib) < 0)
+		return -1;
+	if (mib < 0)   /* absent or null */
 		return 0;
-	int64_t mib = member_uint(p, "memGuaranteedSize");
-	if (mib < 0 || mib > (16LL << 20))
-		return rpc_fail(c, RPC_E_PARAMS, "params.memGuaranteedSize: MiB, >= 0");
 	pthread_mutex_lock(&s->lock);
 	struct virt_track *t = track_find(s, id);
 	if (t)
@@ -142,9 +127,9 @@ static int act_plug(struct rpc_call *c, struct virt_state *s, virDomainPtr dom, 
 	char *dev = dimm_xml(c, p);
 	if (!dev)
 		return -1;
-	int64_t gm = member_uint(p, "memGuaranteedSize");
-	if (vd_obj_get(p, "memGuaranteedSize") && (gm < 0 || gm > (16LL << 20)))
-		return rpc_fail(c, RPC_E_PARAMS, "params.memGuaranteedSize: MiB, >= 0");
+	int64_t gm;   /* checked before the device goes in; guaranteed() applies it */
+	if (rpc_member_int(c, "params", p, "memGuaranteedSize", 0, 16LL << 20, 0, &gm) < 0)
+		return -1;
 	if (virDomainAttachDeviceFlags(dom, dev, VIR_DOMAIN_AFFECT_LIVE) < 0) {
 		if (virt_last_error_code() == VIR_ERR_NO_DOMAIN)
 			return rpc_fail(c, RPC_E_NO_VM, "%s", id);
