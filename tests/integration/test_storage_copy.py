@@ -177,10 +177,13 @@ class CopyChain(unittest.TestCase):
         # (2) each destination layer holds about its source layer's data
         chain = sum(own_data(src[v]) for v in (BASE, MID, LEAF))
         print("\ncopy_data chain (MiB of own data per layer; the chain holds %.1f):" % mib(chain))
+        sizes = {}
         for name, vol in (("base", BASE), ("mid", MID), ("leaf", LEAF)):
-            s, d = own_data(src[vol]), own_data(dst[vol])
+            s, d = sizes[name] = own_data(src[vol]), own_data(dst[vol])
             print("  %-4s source %6.1f  destination %6.1f  (disk size %.1f / %.1f)"
                   % (name, mib(s), mib(d), mib(disk_size(src[vol])), mib(disk_size(dst[vol]))))
+        for name, vol in (("base", BASE), ("mid", MID), ("leaf", LEAF)):
+            s, d = sizes[name]
             want = sum(n for _, n, _ in DATA[vol]) * MiB
             self.assertEqual(s, want, name)
             self.assertLessEqual(abs(d - s), MiB // 4, "%s: destination %.1f MiB, source "
