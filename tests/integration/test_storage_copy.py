@@ -14,11 +14,15 @@ apart from the chain's total), data a child overwrote reads the child's
 (zeros a child wrote over its parent's data too), data only a parent holds
 shows through.  Kept: a destination without a parent receives the whole
 guest view (the copy collapses the chain), and so does a raw destination.
-The figures (MiB allocated per layer, source and destination) are printed."""
+The figures (MiB allocated per layer, source and destination) are printed.
+A copy into a volume whose parent is another copy's destination (being
+written) is refused as busy (100): the parent is opened as its backing."""
 
 import json
 import os
+import shutil
 import subprocess
+import tempfile
 import time
 import unittest
 import uuid
@@ -98,52 +102,40 @@ def mib(n):
     return n / MiB
 
 
-class CopyChain(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.d = vt.Daemon()
-        cls.d.__enter__()
-        cls.c = connect(cls.d)
-        cls.roots = {}
-        for sd in (SD1, SD2):
-            root = os.path.join(cls.d.tmp, "dom" + sd[-1])
-            os.mkdir(root, 0o755)
-            cls.roots[sd] = root
-            r = call_ready(cls.c, "StorageDomain.create", [sd, 4, root, "d" + sd[-1], 1, "5",
-                                                          0, 250])
-            assert result(r) is True, r
-        # the source chain, then the destination chain as the engine makes it
-        for sd in (SD1, SD2):
-            parent = BLANK
-            for vol in (BASE, MID, LEAF):
-                cls.create(sd, IMG, vol, COW, parent)
-                parent = vol
-        for vol in (BASE, MID, LEAF):
-            p = cls.path(SD1, IMG, vol)
-            qemu_io(p, *["write -P %d %dM %dM" % (pat, off, n) for off, n, pat in DATA[vol]],
-                    *["write -z %dM %dM" % (off, n) for off, n in ZEROS.get(vol, [])])
-        cls.create(SD2, FLAT_IMG, FLAT, COW, BLANK)
-        cls.create(SD2, RAW_IMG, RAW, RAWF, BLANK)
+def create(c, sd, img, vol, fmt, parent):
+    tid = result(c.call("Volume.create", [vol, BLANK, sd, img, str(SIZE), fmt, SPARSE, "DATA",
+                                          "v", img if parent != BLANK else BLANK, parent]))
+    st = wait_task(c, tid)
+    assert st["taskResult"] == "success", st
 
-    @classmethod
-    def tearDownClass(cls):
-        cls.c.close()
-        cls.d.__exit__(None, None, None)
 
-    @classmethod
-    def create(cls, sd, img, vol, fmt, parent):
-        tid = result(cls.c.call("Volume.create", [vol, BLANK, sd, img, str(SIZE), fmt, SPARSE,
-                                                  "DATA", "v", img if parent != BLANK else BLANK,
-                                                  parent]))
-        st = wait_task(cls.c, tid)
-        assert st["taskResult"] == "success", st
+def make_domains(c, tmp):
+    roots = {}
+    for sd in (SD1, SD2):
+        root = os.path.join(tmp, "dom" + sd[-1])
+        os.mkdir(root, 0o755)
+        roots[sd] = root
+        r = call_ready(c, "StorageDomain.create", [sd, 4, root, "d" + sd[-1], 1, "5", 0, 250])
+        assert result(r) is True, r
+    return roots
 
-    @classmethod
-    def path(cls, sd, img, vol):
-        return os.path.join(cls.roots[sd], sd, "images", img, vol)
+
+class Vols:
+    """Volumes, copies and compares on self.c (a client) and self.roots."""
+
+    def path(self, sd, img, vol):
+        return os.path.join(self.roots[sd], sd, "images", img, vol)
 
     def info(self, sd, img, vol):
         return result(self.c.call("Volume.getInfo", [vol, BLANK, sd, img]))
+
+    def wait_job(self, jid):
+        deadline = time.monotonic() + 120
+        while True:
+            j = result(self.c.call("Host.getJobs", ["storage", [jid]]))[jid]
+            if j["status"] not in ("pending", "running") or time.monotonic() > deadline:
+                return j
+            time.sleep(0.02)
 
     def copy(self, src, dst):
         ep = lambda sd, img, vol: {"endpoint_type": "div", "sd_id": sd, "img_id": img,
@@ -151,12 +143,7 @@ class CopyChain(unittest.TestCase):
                                    "generation": self.info(sd, img, vol)["generation"]}
         jid = str(uuid.uuid4())
         self.assertIs(result(self.c.call("SDM.copy_data", [jid, ep(*src), ep(*dst)])), True)
-        deadline = time.monotonic() + 120
-        while True:
-            j = result(self.c.call("Host.getJobs", ["storage", [jid]]))[jid]
-            if j["status"] not in ("pending", "running") or time.monotonic() > deadline:
-                break
-            time.sleep(0.02)
+        j = self.wait_job(jid)
         self.assertEqual((j["status"], j["progress"]), ("done", 100), j)
         vi = self.info(*dst)
         self.assertEqual(vi["legality"], "LEGAL", vi)
@@ -165,6 +152,32 @@ class CopyChain(unittest.TestCase):
         r = subprocess.run(["qemu-img", "compare", "-f", "qcow2", "-F", fmt_b, a, b],
                            capture_output=True, text=True)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+
+
+class CopyChain(Vols, unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.d = vt.Daemon()
+        cls.d.__enter__()
+        cls.c = connect(cls.d)
+        cls.roots = make_domains(cls.c, cls.d.tmp)
+        # the source chain, then the destination chain as the engine makes it
+        for sd in (SD1, SD2):
+            parent = BLANK
+            for vol in (BASE, MID, LEAF):
+                create(cls.c, sd, IMG, vol, COW, parent)
+                parent = vol
+        for vol in (BASE, MID, LEAF):
+            p = os.path.join(cls.roots[SD1], SD1, "images", IMG, vol)
+            qemu_io(p, *["write -P %d %dM %dM" % (pat, off, n) for off, n, pat in DATA[vol]],
+                    *["write -z %dM %dM" % (off, n) for off, n in ZEROS.get(vol, [])])
+        create(cls.c, SD2, FLAT_IMG, FLAT, COW, BLANK)
+        create(cls.c, SD2, RAW_IMG, RAW, RAWF, BLANK)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.c.close()
+        cls.d.__exit__(None, None, None)
 
     def test_1_chain_volume_by_volume(self):
         for vol in (BASE, MID, LEAF):
@@ -221,6 +234,59 @@ class CopyChain(unittest.TestCase):
         raw = self.path(SD2, RAW_IMG, RAW)
         self.copy((SD1, IMG, LEAF), (SD2, RAW_IMG, RAW))
         self.compare(leaf, raw, "raw")
+
+
+class ParentBusy(Vols, unittest.TestCase):
+    """qemu-img convert held at a gate (a wrapper that runs the real one once
+    the gate file exists) keeps a copy into BASE running; a copy into MID,
+    whose parent BASE is, is refused as busy; once the gate opens both
+    copies go through and the chain compares equal."""
+
+    def setUp(self):
+        self.bin = tempfile.mkdtemp(prefix="vdsmtest-bin-")
+        self.gate = os.path.join(self.bin, "gate")
+        real = shutil.which("qemu-img")
+        with open(os.path.join(self.bin, "qemu-img"), "w") as f:
+            f.write('#!/bin/sh\nif [ "$1" = convert ]; then\n'
+                    '  i=0; while [ ! -e %s ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done\n'
+                    'fi\nexec %s "$@"\n' % (self.gate, real))
+        os.chmod(os.path.join(self.bin, "qemu-img"), 0o755)
+        old = os.environ["PATH"]
+        os.environ["PATH"] = self.bin + ":" + old
+        try:
+            self.d = vt.Daemon()
+            self.d.__enter__()
+        finally:
+            os.environ["PATH"] = old
+        self.c = connect(self.d)
+
+    def tearDown(self):
+        open(self.gate, "w").close()
+        self.c.close()
+        self.d.__exit__(None, None, None)
+        shutil.rmtree(self.bin, ignore_errors=True)
+
+    def test_parent_being_written(self):
+        self.roots = make_domains(self.c, self.d.tmp)
+        for sd in (SD1, SD2):
+            create(self.c, sd, IMG, BASE, COW, BLANK)
+            create(self.c, sd, IMG, MID, COW, BASE)
+        qemu_io(self.path(SD1, IMG, BASE), "write -P 0x41 0 4M")
+        qemu_io(self.path(SD1, IMG, MID), "write -P 0x42 2M 4M")
+        ep = lambda sd, vol: {"endpoint_type": "div", "sd_id": sd, "img_id": IMG, "vol_id": vol}
+        first = str(uuid.uuid4())
+        self.assertIs(result(self.c.call("SDM.copy_data", [first, ep(SD1, BASE),
+                                                          ep(SD2, BASE)])), True)
+        r = self.c.call("SDM.copy_data", [str(uuid.uuid4()), ep(SD1, MID), ep(SD2, MID)])
+        self.assertEqual(r.get("error", {}).get("code"), 100, r)
+        self.assertIn("busy", r["error"]["message"])
+        self.assertIn(BASE, r["error"]["message"])
+        open(self.gate, "w").close()
+        j = self.wait_job(first)
+        self.assertEqual(j["status"], "done", j)
+        self.copy((SD1, IMG, MID), (SD2, IMG, MID))
+        self.compare(self.path(SD1, IMG, MID), self.path(SD2, IMG, MID))
+        self.assertLessEqual(abs(own_data(self.path(SD2, IMG, MID)) - 4 * MiB), MiB // 4)
 
 
 if __name__ == "__main__":

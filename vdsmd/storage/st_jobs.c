@@ -309,6 +309,21 @@ int st_copy_data(struct storage_state *s, const char *job_id, const char *const 
 	if (rc == 0 && dv->capacity < sv->capacity)
 		rc = st_fail(e, RPC_E_GENERAL, "destination (%lld bytes) is smaller than the source "
 			     "(%lld bytes)", (long long)dv->capacity, (long long)sv->capacity);
+	/* the destination's parents are opened as its backing (read-only) for
+	 * the copy: one being written (another job's destination) would make
+	 * qemu-img fail on its image lock; refuse now, as busy (VDSM serializes
+	 * on the destination image's lock) */
+	const struct st_volume *pv = rc == 0 && dv->format == ST_FMT_COW
+					     ? map_get(&dd->volumes, dv->parent) : NULL;
+	for (int depth = 0; rc == 0 && pv && depth < 256; depth++) {
+		if (pv->busy)
+			rc = st_fail(e, RPC_E_GENERAL, "volume %s (a parent of the destination) "
+				     "is busy", pv->uuid);
+		else if (pv->format == ST_FMT_COW)
+			pv = map_get(&dd->volumes, pv->parent);
+		else
+			pv = NULL;
+	}
 	/* a destination with children is the engine's normal case, as in VDSM:
 	 * CloneImageGroupVolumesStructure creates the whole chain on the
 	 * destination before CopyImageGroupVolumesData fills its volumes but the
