@@ -216,3 +216,21 @@ char *st_chain_json_top(struct storage_state *s, const struct st_domain *d, cons
 {
 	return chain_json(s, d, vol, true, err, errlen);
 }
+
+char *st_fd3_json(struct storage_state *s, const struct st_domain *d, int fmt,
+		  const char *parent, char *err, size_t errlen)
+{
+	static const char file3[] = "\"file\":{\"driver\":\"file\",\"filename\":\"/proc/self/fd/3\"}";
+	if (fmt != ST_FMT_COW)
+		return st_pathf("json:{\"driver\":\"raw\",%s}", file3);
+	char *pspec = NULL;
+	if (parent && strcmp(parent, ST_BLANK_UUID) != 0) {
+		pspec = chain_json(s, d, parent, false, err, errlen);
+		if (!pspec)
+			return NULL;
+	}
+	char *out = st_pathf("json:{\"driver\":\"qcow2\",%s,\"backing\":%s}", file3,
+			     pspec ? pspec + strlen("json:") : "null");
+	free(pspec);
+	return out;
+}

@@ -4,7 +4,10 @@
  * first) with `qemu-img convert -p -n`: the source is the leaf of a checked
  * chain (st_image_prepare2), the destination the data file opened here with
  * O_NOFOLLOW under its image directory descriptor and handed to qemu-img as
- * /proc/self/fd/3.  The destination is marked ILLEGAL (metadata first) for
+ * /proc/self/fd/3, its backing chain (if it has a parent) given from our
+ * metadata like the source's; a destination with a parent receives only
+ * the source volume's own data (-B, VDSM's semantics), one without the
+ * whole guest view.  The destination is marked ILLEGAL (metadata first) for
  * the copy and LEGAL again, generation + 1, only after the data is synced;
  * a failed or aborted copy leaves it ILLEGAL, and so does a crash (the
  * startup scan keeps an ILLEGAL volume no task claims), so a half-copied
@@ -128,6 +131,8 @@ static void *copy_main(void *arg)
 	struct st_volume *sv = map_get(&sd->volumes, j->src[2]);
 	struct st_volume *dv = map_get(&dd->volumes, j->dst[2]);
 	int sfmt = sv->format, dfmt = dv->format;
+	char dparent[37];
+	snprintf(dparent, sizeof(dparent), "%s", dv->parent);
 	j->info.status = ST_JOB_RUNNING;
 	pthread_mutex_unlock(&s->lock);
 	st_job_publish(s, j);
@@ -135,7 +140,7 @@ static void *copy_main(void *arg)
 	struct st_chain ch = { 0 };
 	struct st_err e = { 0 };
 	int ifd = -1, fd = -1;
-	char *srcspec = NULL;
+	char *srcspec = NULL, *dstspec = NULL;
 	if ((rc = dst_meta(s, dd, j->dst[2], false, false)) < 0) {
 		snprintf(err, sizeof(err), "marking the destination ILLEGAL: %s", strerror(-rc));
 		goto out;
@@ -162,17 +167,37 @@ static void *copy_main(void *arg)
 		rc = -EIO;
 		goto out;
 	}
-	/* a qcow2 destination is opened without its backing chain: a volume with
-	 * a parent (the engine's copy of a chain, base first) names it relative
-	 * to its directory, which /proc/self/fd/3 is not; the data written is the
-	 * source chain's, so the child reads the same whatever its parent holds */
-	static const char cow_target[] = "json:{\"driver\":\"qcow2\",\"backing\":null,"
-					 "\"file\":{\"driver\":\"file\",\"filename\":"
-					 "\"/proc/self/fd/3\"}}";
-	char *argv[] = { (char *)"qemu-img", (char *)"convert", (char *)"-p", (char *)"-n",
-			 (char *)"-O", (char *)(dfmt == ST_FMT_COW ? "qcow2" : "raw"),
-			 srcspec, (char *)(dfmt == ST_FMT_COW ? cow_target : "/proc/self/fd/3"),
-			 NULL };
+	/* the destination on fd 3 with its own backing chain, from our metadata
+	 * too (its header names the parent relative to its directory, which
+	 * /proc/self/fd/3 is not).  A destination with a parent gets only what
+	 * the source volume itself holds, as VDSM's copy_data (qemuimg.convert
+	 * with -n and -B <parent>): with a backing named, qemu-img asks the
+	 * source's block status above the source's own backing, leaves what the
+	 * source top does not allocate unallocated (the destination's parent
+	 * shows through) and writes the rest, zeros too.  Without a parent the
+	 * whole guest view is written (the base of a copied chain). */
+	dstspec = st_fd3_json(s, dd, dfmt, dparent, err, sizeof(err));
+	if (!dstspec) {
+		rc = -EIO;
+		goto out;
+	}
+	bool backed = dfmt == ST_FMT_COW && strcmp(dparent, ST_BLANK_UUID) != 0;
+	char *argv[12];
+	int ac = 0;
+	argv[ac++] = (char *)"qemu-img";
+	argv[ac++] = (char *)"convert";
+	argv[ac++] = (char *)"-p";
+	argv[ac++] = (char *)"-n";
+	if (backed) {
+		/* with -n, qemu-img uses -B only to know the target has a backing */
+		argv[ac++] = (char *)"-B";
+		argv[ac++] = dparent;
+	}
+	argv[ac++] = (char *)"-O";
+	argv[ac++] = (char *)(dfmt == ST_FMT_COW ? "qcow2" : "raw");
+	argv[ac++] = srcspec;
+	argv[ac++] = dstspec;
+	argv[ac] = NULL;
 	struct st_io io = { .ctx = j, .stopped = st_job_stopped, .child = st_job_child };
 #ifdef VD_TEST_HOOKS
 	io.crash_step = "copy_data.converting";
@@ -189,6 +214,7 @@ static void *copy_main(void *arg)
 		snprintf(err, sizeof(err), "marking the destination LEGAL: %s", strerror(-rc));
 out:
 	free(srcspec);
+	free(dstspec);
 	if (fd >= 0)
 		close(fd);
 	if (ifd >= 0)
@@ -283,6 +309,21 @@ int st_copy_data(struct storage_state *s, const char *job_id, const char *const 
 	if (rc == 0 && dv->capacity < sv->capacity)
 		rc = st_fail(e, RPC_E_GENERAL, "destination (%lld bytes) is smaller than the source "
 			     "(%lld bytes)", (long long)dv->capacity, (long long)sv->capacity);
+	/* the destination's parents are opened as its backing (read-only) for
+	 * the copy: one being written (another job's destination) would make
+	 * qemu-img fail on its image lock; refuse now, as busy (VDSM serializes
+	 * on the destination image's lock) */
+	const struct st_volume *pv = rc == 0 && dv->format == ST_FMT_COW
+					     ? map_get(&dd->volumes, dv->parent) : NULL;
+	for (int depth = 0; rc == 0 && pv && depth < 256; depth++) {
+		if (pv->busy)
+			rc = st_fail(e, RPC_E_GENERAL, "volume %s (a parent of the destination) "
+				     "is busy", pv->uuid);
+		else if (pv->format == ST_FMT_COW)
+			pv = map_get(&dd->volumes, pv->parent);
+		else
+			pv = NULL;
+	}
 	/* a destination with children is the engine's normal case, as in VDSM:
 	 * CloneImageGroupVolumesStructure creates the whole chain on the
 	 * destination before CopyImageGroupVolumesData fills its volumes but the

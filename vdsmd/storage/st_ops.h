@@ -404,6 +404,11 @@ char *st_chain_json(struct storage_state *s, const struct st_domain *d, const ch
 /* The same for the volume alone (its backing null): NBD's backing_chain=false. */
 char *st_chain_json_top(struct storage_state *s, const struct st_domain *d, const char *vol,
 			char *err, size_t errlen);
+/* A volume opened on fd 3 (/proc/self/fd/3), for qemu-img: raw, or qcow2
+ * whose backing is parent's chain from our metadata (st_chain_json), null
+ * when parent is NULL or blank.  NULL with err filled.  Caller holds no lock. */
+char *st_fd3_json(struct storage_state *s, const struct st_domain *d, int fmt,
+		  const char *parent, char *err, size_t errlen);
 
 /* ---- image copy between domains (st_imgcopy.c, st_imgcopy_run.c) ------- */
 
