@@ -128,6 +128,23 @@ START_TEST(test_strings)
 	for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++)
 		ck_assert_msg(dec(codec, bad[k], &v, &e) == VD_EPROTO, "%s accepted case %zu",
 			      codec, k);
+	/* an overlong form (yajl lets it through, cj_is_ascii must flag it) at
+	 * every place of keys and values of 1 to 17 bytes: the short paths
+	 * (bytewise, two overlapping 4-byte words, 8-byte words) */
+	for (size_t n = 2; n <= 17; n++) {
+		for (size_t at = 0; at + 2 <= n; at++) {
+			char str[20], doc[64];
+			memset(str, 'a', n);
+			memcpy(str + at, "\xc1\x81", 2);
+			str[n] = '\0';
+			snprintf(doc, sizeof(doc), "{\"%s\":1}", str);
+			ck_assert_msg(dec(codec, doc, &v, &e) == VD_EPROTO, "%s key %zu/%zu", codec, at, n);
+			ck_assert_uint_eq(e.offset, 2 + at);
+			snprintf(doc, sizeof(doc), "[\"%s\"]", str);
+			ck_assert_msg(dec(codec, doc, &v, &e) == VD_EPROTO, "%s value %zu/%zu", codec, at, n);
+			ck_assert_uint_eq(e.offset, 2 + at);
+		}
+	}
 	/* offset of the offending byte */
 	ck_assert_int_eq(dec(codec, "[\"ok\", \"a\x01\"]", &v, &e), VD_EPROTO);
 	ck_assert_ptr_nonnull(e.reason);
