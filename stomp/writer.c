@@ -33,12 +33,24 @@ char *stomp_put_escaped(char *w, const char *s, size_t n, bool esc)
 	return w;
 }
 
+/* Decimal digits of v without a division per digit: floor(log10) from the
+ * bit length (1233 / 4096 ~ log10(2)), corrected by one comparison. */
+static inline unsigned u64_digits(uint64_t v)
+{
+	static const uint64_t p10[20] = {
+		1ull, 10ull, 100ull, 1000ull, 10000ull, 100000ull, 1000000ull, 10000000ull,
+		100000000ull, 1000000000ull, 10000000000ull, 100000000000ull,
+		1000000000000ull, 10000000000000ull, 100000000000000ull,
+		1000000000000000ull, 10000000000000000ull, 100000000000000000ull,
+		1000000000000000000ull, 10000000000000000000ull,
+	};
+	unsigned t = ((unsigned)(64 - __builtin_clzll(v | 1)) * 1233) >> 12;
+	return t + ((v | 1) >= p10[t]);   /* v | 1: 0 has one digit */
+}
+
 unsigned stomp_u64_digits(uint64_t v)
 {
-	unsigned n = 1;
-	for (; v >= 10; v /= 10)
-		n++;
-	return n;
+	return u64_digits(v);
 }
 
 size_t stomp_pad_count(size_t flen, size_t blen, unsigned cln, size_t target, unsigned *dd)
@@ -47,11 +59,11 @@ size_t stomp_pad_count(size_t flen, size_t blen, unsigned cln, size_t target, un
 	if (target <= flen)
 		return 0;
 	size_t n = target - flen;
-	while (n > 0 && flen + n + stomp_u64_digits(blen + n) - cln > target)
+	while (n > 0 && flen + n + u64_digits(blen + n) - cln > target)
 		n--;
-	while (flen + n + stomp_u64_digits(blen + n) - cln < target)
+	while (flen + n + u64_digits(blen + n) - cln < target)
 		n++;
-	*dd = stomp_u64_digits(blen + n) - cln;
+	*dd = u64_digits(blen + n) - cln;
 	return n;
 }
 
@@ -68,9 +80,7 @@ char *stomp_put_u64(char *w, uint64_t v)
 		"00010203040506070809101112131415161718192021222324252627282930313233343536373839"
 		"40414243444546474849505152535455565758596061626364656667686970717273747576777879"
 		"8081828384858687888990919293949596979899";
-	unsigned n = 1;
-	for (uint64_t t = v; t >= 10; t /= 10)
-		n++;
+	unsigned n = u64_digits(v);
 	char *e = w + n;
 	while (v >= 100) {
 		unsigned r = (unsigned)(v % 100) * 2;
