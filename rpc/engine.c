@@ -225,10 +225,15 @@ static void write_head(struct vd_writer *w, const struct vd_value *id)
 	vw_keyz(w, "jsonrpc");
 	vw_string(w, "2.0", 3);
 	vw_keyz(w, "id");
-	if (id)
-		vw_value(w, id);
-	else
+	/* the usual ids without vw_value's walk: what it writes for them */
+	if (!id)
 		vw_null(w);
+	else if (id->type == VD_INT)
+		vw_int(w, id->v.i);
+	else if (id->type == VD_STRING)
+		vw_string(w, id->v.s.ptr, id->v.s.len);
+	else
+		vw_value(w, id);
 }
 
 /* A whole error response {"jsonrpc","id","error"} into out. */
