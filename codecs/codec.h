@@ -135,4 +135,52 @@ void vw_kstr_u64(struct vd_writer *w, const char *k, uint64_t v);
 /* Write a decoded value (any type, recursively). */
 void vw_value(struct vd_writer *w, const struct vd_value *v);
 
+/* A checkpoint of a writer at depth <= VW_MARK_DEPTH without copying the
+ * whole struct (its per-depth arrays are ~1.7 KiB; the copy was a tenth of
+ * the instructions of a Host.ping2 request): the scalar state and the
+ * per-depth entries 0..depth, the only ones a later rewind needs (deeper
+ * entries are set again by the begin_* that opens their container).
+ * vw_mark() returns false when w is deeper than that; the caller then
+ * copies the whole struct. */
+#define VW_MARK_DEPTH 7
+struct vd_writer_mark {
+	unsigned depth;
+	int error;
+	bool after_key;
+	uint8_t nonempty[VW_MARK_DEPTH + 1];
+	uint32_t count[VW_MARK_DEPTH + 1];
+	size_t hdr_pos[VW_MARK_DEPTH + 1];
+	size_t len;   /* out->len */
+};
+
+static inline bool vw_mark(const struct vd_writer *w, struct vd_writer_mark *m)
+{
+	m->depth = w->depth;
+	m->error = w->error;
+	m->after_key = w->after_key;
+	m->len = w->out->len;
+	if (w->depth > VW_MARK_DEPTH)
+		return false;
+	for (unsigned i = 0; i <= w->depth; i++) {
+		m->nonempty[i] = w->nonempty[i];
+		m->count[i] = w->count[i];
+		m->hdr_pos[i] = w->hdr_pos[i];
+	}
+	return true;
+}
+
+/* Back to the state of vw_mark(w, m), out->len included. */
+static inline void vw_rewind(struct vd_writer *w, const struct vd_writer_mark *m)
+{
+	w->depth = m->depth;
+	w->error = m->error;
+	w->after_key = m->after_key;
+	w->out->len = m->len;
+	for (unsigned i = 0; i <= m->depth; i++) {
+		w->nonempty[i] = m->nonempty[i];
+		w->count[i] = m->count[i];
+		w->hdr_pos[i] = m->hdr_pos[i];
+	}
+}
+
 #endif

@@ -63,6 +63,13 @@ static inline bool cj_is_ascii(const char *s, size_t n)
 		acc |= x;
 		return !(acc & 0x8080808080808080ull);
 	}
+	if (n >= 4) {
+		/* 4..7 bytes (most keys): the first and the last 4, overlapping */
+		uint32_t y, z;
+		memcpy(&y, s, 4);
+		memcpy(&z, s + n - 4, 4);
+		return !((y | z) & 0x80808080u);
+	}
 	for (size_t i = 0; i < n; i++)
 		acc |= (uint8_t)s[i];
 	return !(acc & 0x80);

@@ -225,10 +225,15 @@ static void write_head(struct vd_writer *w, const struct vd_value *id)
 	vw_keyz(w, "jsonrpc");
 	vw_string(w, "2.0", 3);
 	vw_keyz(w, "id");
-	if (id)
-		vw_value(w, id);
-	else
+	/* the usual ids without vw_value's walk: what it writes for them */
+	if (!id)
 		vw_null(w);
+	else if (id->type == VD_INT)
+		vw_int(w, id->v.i);
+	else if (id->type == VD_STRING)
+		vw_string(w, id->v.s.ptr, id->v.s.len);
+	else
+		vw_value(w, id);
 }
 
 /* A whole error response {"jsonrpc","id","error"} into out. */
@@ -273,28 +278,43 @@ void rpc_result_borrow(struct rpc_call *c, const char *bytes, size_t len,
 
 static enum rpc_err run_verb(const struct rpc_verb_rt *v, struct rpc_call *c, struct vd_writer *w)
 {
-	struct vd_writer saved = *w;
+	/* the checkpoint to rewind to on error: the writer's state at this
+	 * depth (codec.h), the whole struct only past VW_MARK_DEPTH */
+	struct vd_writer_mark mark;
+	struct vd_writer *saved = NULL;
 	size_t saved_len = w->out->len;
+	bool marked = vw_mark(w, &mark);
+	if (!marked) {
+		saved = xmalloc(sizeof(*saved));
+		*saved = *w;
+	}
+	unsigned saved_depth = w->depth;
 	vw_keyz(w, "result");
 	size_t result_at = w->out->len;
 	c->w = w;
 	c->err = RPC_OK;
 	c->err_detail[0] = '\0';
 	int rc = v->fn(c);
-	if (rc == 0 && (w->error || w->depth != saved.depth)) {
+	if (rc == 0 && (w->error || w->depth != saved_depth)) {
 		rpc_fail(c, RPC_E_INTERNAL, "handler of %s wrote an invalid result", v->decl->name);
 		rc = -1;
 	}
 	if (rc == 0) {
 		if (w->out->len == result_at && !(c->borrow && c->borrow->bytes))
 			vw_bool(w, true);
+		free(saved);
 		return RPC_OK;
 	}
 	borrow_drop(c->borrow);  /* the output it was part of is rewound */
 	if (c->err == RPC_OK)
 		rpc_fail(c, RPC_E_INTERNAL, "handler of %s failed", v->decl->name);
-	*w = saved;
-	w->out->len = saved_len;
+	if (marked) {
+		vw_rewind(w, &mark);
+	} else {
+		*w = *saved;
+		free(saved);
+		w->out->len = saved_len;
+	}
 	vw_keyz(w, "error");
 	rpc_write_error(w, c->err, c->err_detail);
 	return c->err;
@@ -455,6 +475,52 @@ static int submit_job(struct req_ctx *rq, struct rpc_verb_rt *v, const struct rp
 	return rc;
 }
 
+/* The envelope members of a request object in one pass over its members
+ * (four vd_obj_get calls were four passes, each with a strlen and a memcmp
+ * per member): the first member of each name, as vd_obj_get finds it, or
+ * NULL. */
+struct envelope {
+	const struct vd_value *id, *jsonrpc, *method, *params;
+};
+
+static void envelope_find(const struct vd_value *req, struct envelope *env)
+{
+	env->id = env->jsonrpc = env->method = env->params = NULL;
+	const struct vd_member *m = req->v.obj.members;
+	for (size_t i = 0, n = req->v.obj.n; i < n; i++) {
+		const struct vd_value **slot;
+		switch (m[i].klen) {
+		case 2:
+			if (memcmp(m[i].key, "id", 2))
+				continue;
+			slot = &env->id;
+			break;
+		case 6:
+			if (!memcmp(m[i].key, "method", 6))
+				slot = &env->method;
+			else if (!memcmp(m[i].key, "params", 6))
+				slot = &env->params;
+			else
+				continue;
+			break;
+		case 7:
+			if (memcmp(m[i].key, "jsonrpc", 7))
+				continue;
+			slot = &env->jsonrpc;
+			break;
+		default:
+			continue;
+		}
+		if (!*slot)
+			*slot = &m[i].val;
+	}
+}
+
+static bool is_jsonrpc_2(const struct vd_value *v)
+{
+	return v && v->type == VD_STRING && v->v.s.len == 3 && !memcmp(v->v.s.ptr, "2.0", 3);
+}
+
 /* Handle one request value; a response (if any) is appended to out.  Returns
  * REQ_ASYNC when a job was submitted (it answers later), else REQ_DONE with
  * *id_out set to the id answered (NULL when null or not readable). */
@@ -473,7 +539,9 @@ static int process_one(struct req_ctx *rq, const struct vd_value *req, struct vd
 		notify = false;
 		goto invalid;
 	}
-	const struct vd_value *idv = vd_obj_get(req, "id");
+	struct envelope env;
+	envelope_find(req, &env);
+	const struct vd_value *idv = env.id;
 	bool bad_id = false;
 	if (idv) {
 		switch (idv->type) {
@@ -488,17 +556,16 @@ static int process_one(struct req_ctx *rq, const struct vd_value *req, struct vd
 			break;
 		}
 	}
-	const struct vd_value *jv = vd_obj_get(req, "jsonrpc");
-	if (!vd_str_eq(jv, "2.0")) {
+	if (!is_jsonrpc_2(env.jsonrpc)) {
 		bad = "member 'jsonrpc' must be \"2.0\"";
 		goto invalid;
 	}
-	const struct vd_value *mv = vd_obj_get(req, "method");
+	const struct vd_value *mv = env.method;
 	if (!mv || mv->type != VD_STRING) {
 		bad = "member 'method' must be a string";
 		goto invalid;
 	}
-	const struct vd_value *pv = vd_obj_get(req, "params");
+	const struct vd_value *pv = env.params;
 	if (pv && pv->type != VD_OBJECT && pv->type != VD_ARRAY) {
 		snprintf(detail, sizeof(detail), "member 'params' of %.*s must be an object or an array",
 			 (int)VD_MIN(mv->v.s.len, 128), mv->v.s.ptr);

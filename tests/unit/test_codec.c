@@ -128,6 +128,23 @@ START_TEST(test_strings)
 	for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++)
 		ck_assert_msg(dec(codec, bad[k], &v, &e) == VD_EPROTO, "%s accepted case %zu",
 			      codec, k);
+	/* an overlong form (yajl lets it through, cj_is_ascii must flag it) at
+	 * every place of keys and values of 1 to 17 bytes: the short paths
+	 * (bytewise, two overlapping 4-byte words, 8-byte words) */
+	for (size_t n = 2; n <= 17; n++) {
+		for (size_t at = 0; at + 2 <= n; at++) {
+			char str[20], doc[64];
+			memset(str, 'a', n);
+			memcpy(str + at, "\xc1\x81", 2);
+			str[n] = '\0';
+			snprintf(doc, sizeof(doc), "{\"%s\":1}", str);
+			ck_assert_msg(dec(codec, doc, &v, &e) == VD_EPROTO, "%s key %zu/%zu", codec, at, n);
+			ck_assert_uint_eq(e.offset, 2 + at);
+			snprintf(doc, sizeof(doc), "[\"%s\"]", str);
+			ck_assert_msg(dec(codec, doc, &v, &e) == VD_EPROTO, "%s value %zu/%zu", codec, at, n);
+			ck_assert_uint_eq(e.offset, 2 + at);
+		}
+	}
 	/* offset of the offending byte */
 	ck_assert_int_eq(dec(codec, "[\"ok\", \"a\x01\"]", &v, &e), VD_EPROTO);
 	ck_assert_ptr_nonnull(e.reason);
@@ -261,6 +278,70 @@ START_TEST(test_writer_checkpoint)
 	ck_assert_int_eq(dec("fallback", "{\"a\":1,\"b\":2,\"raw\":[7]}", &expect, &e), 0);
 	ck_assert(vd_value_equal(v, expect));
 	buf_free(&r);
+	buf_free(&b);
+}
+END_TEST
+
+/* vw_mark/vw_rewind: the partial checkpoint run_verb uses.  Rewinding from
+ * inside nested containers (an object with a non-empty array, a msgpack
+ * header to be compacted) gives the same document as never writing them;
+ * a mark at depth 2 (inside an array of the object) too. */
+START_TEST(test_writer_mark)
+{
+	const struct vd_codec *c = codec_list()[_i];
+	struct vd_buf b = VD_BUF_INIT;
+	struct vd_writer w;
+	struct vd_writer_mark m, m2;
+	c->writer_init(&w, &b);
+	ck_assert(vw_mark(&w, &m));        /* depth 0: nothing written yet */
+	vw_begin_object(&w);
+	vw_keyz(&w, "gone");
+	vw_int(&w, 5);
+	vw_rewind(&w, &m);
+	ck_assert_uint_eq(b.len, 0);
+	vw_begin_object(&w);
+	vw_kint(&w, "a", 1);
+	ck_assert(vw_mark(&w, &m));
+	vw_keyz(&w, "dropped");
+	vw_begin_array(&w);
+	vw_strz(&w, "x");
+	vw_begin_object(&w);
+	vw_kint(&w, "deep", 3);
+	vw_rewind(&w, &m);
+	ck_assert_uint_eq(w.depth, 1);
+	vw_keyz(&w, "list");
+	vw_begin_array(&w);
+	vw_int(&w, 1);
+	ck_assert(vw_mark(&w, &m2));
+	vw_int(&w, 2);
+	vw_begin_array(&w);
+	vw_rewind(&w, &m2);
+	vw_int(&w, 3);
+	vw_end_array(&w);
+	vw_kint(&w, "b", 2);
+	vw_end_object(&w);
+	ck_assert_int_eq(w.error, 0);
+	ck_assert_uint_eq(w.depth, 0);
+	struct vd_value *v, *expect;
+	struct vd_codec_error e;
+	struct vd_limits lim = VD_LIMITS_DEFAULT;
+	ck_assert_int_eq(c->decode(&arena, b.data, b.len, &lim, &v, &e), 0);
+	ck_assert_int_eq(dec("fallback", "{\"a\":1,\"list\":[1,3],\"b\":2}", &expect, &e), 0);
+	ck_assert(vd_value_equal(v, expect));
+	/* an error set after the mark is cleared by the rewind; past
+	 * VW_MARK_DEPTH the mark refuses */
+	vw_begin_array(&w);
+	ck_assert(vw_mark(&w, &m));
+	vw_keyz(&w, "key in an array");
+	ck_assert_int_ne(w.error, 0);
+	vw_rewind(&w, &m);
+	ck_assert_int_eq(w.error, 0);
+	for (int i = 1; i < VW_MARK_DEPTH; i++)
+		vw_begin_array(&w);
+	ck_assert_uint_eq(w.depth, VW_MARK_DEPTH);
+	ck_assert(vw_mark(&w, &m));
+	vw_begin_array(&w);
+	ck_assert(!vw_mark(&w, &m));
 	buf_free(&b);
 }
 END_TEST
@@ -532,6 +613,7 @@ static Suite *codec_suite(void)
 	while (codec_list()[ncodecs])
 		ncodecs++;
 	tcase_add_loop_test(tc, test_writer_checkpoint, 0, ncodecs);
+	tcase_add_loop_test(tc, test_writer_mark, 0, ncodecs);
 	tcase_add_loop_test(tc, test_writer_large, 0, ncodecs);
 	tcase_add_loop_test(tc, test_hard_depth, 0, ncodecs);
 #ifdef WITH_MSGPACK

@@ -116,6 +116,25 @@ START_TEST(ids_of_every_type)
 		    "{\"jsonrpc\":\"2.0\",\"id\":18446744073709551615,\"result\":true}");
 	ck_dispatch(eng, "{\"jsonrpc\":\"2.0\",\"id\":1.5,\"method\":\"Test.ping\"}",
 		    "{\"jsonrpc\":\"2.0\",\"id\":1.5,\"result\":true}");
+	/* integers at the edges of y_number's short path (18 digits) and past it */
+	ck_dispatch(eng, "{\"jsonrpc\":\"2.0\",\"id\":-999999999999999999,\"method\":\"Test.ping\"}",
+		    "{\"jsonrpc\":\"2.0\",\"id\":-999999999999999999,\"result\":true}");
+	ck_dispatch(eng, "{\"jsonrpc\":\"2.0\",\"id\":9223372036854775807,\"method\":\"Test.ping\"}",
+		    "{\"jsonrpc\":\"2.0\",\"id\":9223372036854775807,\"result\":true}");
+	ck_dispatch(eng, "{\"jsonrpc\":\"2.0\",\"id\":-9223372036854775808,\"method\":\"Test.ping\"}",
+		    "{\"jsonrpc\":\"2.0\",\"id\":-9223372036854775808,\"result\":true}");
+	ck_dispatch(eng, "{\"jsonrpc\":\"2.0\",\"id\":-0,\"method\":\"Test.ping\"}",
+		    "{\"jsonrpc\":\"2.0\",\"id\":0,\"result\":true}");
+	ck_dispatch(eng, "{\"jsonrpc\":\"2.0\",\"id\":2e0,\"method\":\"Test.ping\"}",
+		    "{\"jsonrpc\":\"2.0\",\"id\":2.0,\"result\":true}");
+	check_error("{\"jsonrpc\":\"2.0\",\"id\":01,\"method\":\"Test.ping\"}", "null", -32700,
+		    "Invalid JSON was received by the server.");
+	/* duplicate envelope members: the first of each name counts */
+	ck_dispatch(eng, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"Test.ping\",\"id\":8,"
+		    "\"method\":\"X.y\",\"jsonrpc\":\"1.0\",\"params\":[],\"params\":5}",
+		    "{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":true}");
+	check_error("{\"jsonrpc\":\"1.0\",\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"Test.ping\"}", "9",
+		    -32600, "Invalid request: member 'jsonrpc'");
 	/* null and absent: notifications */
 	ck_dispatch(eng, "{\"jsonrpc\":\"2.0\",\"id\":null,\"method\":\"Test.ping\"}", NULL);
 	ck_dispatch(eng, "{\"jsonrpc\":\"2.0\",\"method\":\"Test.ping\"}", NULL);

@@ -358,6 +358,75 @@ START_TEST(test_writer_roundtrip)
 }
 END_TEST
 
+/* Header escapes at every place of values of 1 to 24 bytes (the 8-byte
+ * fast path of the escaper, its tail, a match past a plain word), against
+ * the escapes written out one byte at a time here. */
+START_TEST(test_writer_escapes_everywhere)
+{
+	static const char specials[] = "\\\n\r:";
+	struct vd_buf out = VD_BUF_INIT;
+	for (size_t n = 1; n <= 24; n++) {
+		for (size_t at = 0; at < n; at++) {
+			for (size_t k = 0; k < 4; k++) {
+				char v[32], want[80];
+				memset(v, 'a' + (char)(n % 7), n);
+				v[at] = specials[k];
+				size_t wl = 0;
+				memcpy(want, "SEND\nh:", 7);
+				wl = 7;
+				for (size_t i = 0; i < n; i++) {
+					switch (v[i]) {
+					case '\\': want[wl++] = '\\'; want[wl++] = '\\'; break;
+					case '\n': want[wl++] = '\\'; want[wl++] = 'n'; break;
+					case '\r': want[wl++] = '\\'; want[wl++] = 'r'; break;
+					case ':': want[wl++] = '\\'; want[wl++] = 'c'; break;
+					default: want[wl++] = v[i];
+					}
+				}
+				memcpy(want + wl, "\n\n", 3);   /* and the NUL */
+				wl += 3;
+				struct stomp_header h = { "h", 1, v, n };
+				buf_reset(&out);
+				stomp_write_frame(&out, STOMP_SEND, &h, 1, NULL, 0);
+				ck_assert_uint_eq(out.len, wl);
+				ck_assert_msg(!memcmp(out.data, want, wl), "n %zu at %zu char %zu", n, at, k);
+			}
+		}
+	}
+	buf_free(&out);
+}
+END_TEST
+
+/* stomp_u64_digits and stomp_put_u64 against printf at every power of ten
+ * and of two (each side of it), 0 and UINT64_MAX. */
+START_TEST(test_u64_digits)
+{
+	uint64_t vals[200];
+	size_t n = 0;
+	vals[n++] = 0;
+	vals[n++] = UINT64_MAX;
+	uint64_t p = 1;
+	for (int k = 0; k < 20; k++, p *= 10) {
+		vals[n++] = p - 1;
+		vals[n++] = p;
+		vals[n++] = p + 1;
+	}
+	for (int k = 1; k < 64; k++) {
+		vals[n++] = ((uint64_t)1 << k) - 1;
+		vals[n++] = (uint64_t)1 << k;
+	}
+	for (size_t i = 0; i < n; i++) {
+		char want[32], got[32];
+		int wl = snprintf(want, sizeof(want), "%llu", (unsigned long long)vals[i]);
+		ck_assert_uint_eq(stomp_u64_digits(vals[i]), (unsigned)wl);
+		char *e = stomp_put_u64(got, vals[i]);
+		ck_assert_int_eq((int)(e - got), wl);
+		*e = '\0';
+		ck_assert_str_eq(got, want);
+	}
+}
+END_TEST
+
 START_TEST(test_writer_content_length)
 {
 	static const size_t sizes[] = { 0, 1, 9, 10, 11, 99, 100, 101, 999, 1000, 10000, 12345, 99999 };
@@ -390,6 +459,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_resume_no_rescan);
 	tcase_add_test(tc, test_writer_roundtrip);
 	tcase_add_test(tc, test_writer_content_length);
+	tcase_add_test(tc, test_u64_digits);
+	tcase_add_test(tc, test_writer_escapes_everywhere);
 	suite_add_tcase(s, tc);
 	return s;
 }
