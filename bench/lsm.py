@@ -83,27 +83,6 @@ def make_disk(d, c, size):
     return img, base, leaf
 
 
-def migrate(d, c, size):
-    """One live storage migration: seconds from VM.snapshot to the pivot."""
-    img, base, leaf = make_disk(d, c, size)
-    vm, t0 = start_vm(c, img, base, leaf)
-    try:
-        src = {"device": "disk", "poolID": BLANK, "domainID": SD1, "imageID": img, "volumeID": leaf}
-        dst = dict(src, domainID=SD2)
-        task(c, ok(c.call("Image.cloneStructure", [img, BLANK, SD1, SD2])))
-        vt.open_for_qemu(d, [vt.volume_path(d, SD2, img, v) for v in (base, leaf)])
-        ok(c.call("VM.diskReplicateStart", {"vmID": vm, "srcDisk": src, "dstDisk": dst,
-                                            "needExtend": False}, timeout=60))
-        task(c, ok(c.call("Image.syncData", [img, BLANK, SD1, SD2, "INTERNAL"])))
-        finish(c, vm, src, dst)
-        secs = time.monotonic() - t0
-    finally:
-        c.call("VM.destroy", {"vmID": vm}, timeout=30)
-    for sd in (SD1, SD2):
-        shutil.rmtree(os.path.dirname(vt.volume_path(d, sd, img, leaf)), ignore_errors=True)
-    return secs
-
-
 def start_vm(c, img, base, leaf):
     """VM.create, then VM.snapshot onto the leaf; returns the VM id and t0."""
     vm = str(uuid.uuid4())
@@ -139,33 +118,31 @@ def finish(c, vm, src, dst):
     ok(r)
 
 
-def migrate_copy_data(d, c, size):
-    """The engine's current path: seconds from VM.snapshot to the pivot."""
+def migrate(d, c, size, path):
+    """One live storage migration by path ("syncData" or "copy_data"):
+    seconds from VM.snapshot to the pivot."""
     img, base, leaf = make_disk(d, c, size)
     vm, t0 = start_vm(c, img, base, leaf)
     try:
         src = {"device": "disk", "poolID": BLANK, "domainID": SD1, "imageID": img, "volumeID": leaf}
         dst = dict(src, domainID=SD2)
-        for vol, parent, seq in ((base, BLANK, 0), (leaf, base, 1)):
-            task(c, ok(c.call("Volume.create", {
-                "volumeID": vol, "storagepoolID": BLANK, "storagedomainID": SD2, "imageID": img,
-                "size": str(size), "volFormat": COW, "preallocate": SPARSE, "diskType": "DATA",
-                "desc": "", "srcImgUUID": img if parent != BLANK else BLANK,
-                "srcVolUUID": parent, "sequence": seq, "addBitmaps": False, "legal": True})))
+        if path == "syncData":
+            task(c, ok(c.call("Image.cloneStructure", [img, BLANK, SD1, SD2])))
+        else:
+            for vol, parent, seq in ((base, BLANK, 0), (leaf, base, 1)):
+                task(c, ok(c.call("Volume.create", {
+                    "volumeID": vol, "storagepoolID": BLANK, "storagedomainID": SD2,
+                    "imageID": img, "size": str(size), "volFormat": COW, "preallocate": SPARSE,
+                    "diskType": "DATA", "desc": "",
+                    "srcImgUUID": img if parent != BLANK else BLANK, "srcVolUUID": parent,
+                    "sequence": seq, "addBitmaps": False, "legal": True})))
         vt.open_for_qemu(d, [vt.volume_path(d, SD2, img, v) for v in (base, leaf)])
         ok(c.call("VM.diskReplicateStart", {"vmID": vm, "srcDisk": src, "dstDisk": dst,
                                             "needExtend": False}, timeout=60))
-        gen = int(ok(c.call("Volume.getInfo", {
-            "storagepoolID": BLANK, "storagedomainID": SD2, "imageID": img,
-            "volumeID": base}))["generation"])
-        job = str(uuid.uuid4())
-        ok(c.call("SDM.copy_data", {
-            "source": {"endpoint_type": "div", "sd_id": SD1, "img_id": img, "vol_id": base,
-                       "prepared": True},
-            "destination": {"endpoint_type": "div", "sd_id": SD2, "img_id": img,
-                            "vol_id": base, "prepared": True, "generation": gen},
-            "job_id": job, "copy_bitmaps": False, "legal": True}))
-        wait_job(c, "storage", job)
+        if path == "syncData":
+            task(c, ok(c.call("Image.syncData", [img, BLANK, SD1, SD2, "INTERNAL"])))
+        else:
+            copy_data(c, img, base)
         finish(c, vm, src, dst)
         secs = time.monotonic() - t0
     finally:
@@ -173,6 +150,21 @@ def migrate_copy_data(d, c, size):
     for sd in (SD1, SD2):
         shutil.rmtree(os.path.dirname(vt.volume_path(d, sd, img, leaf)), ignore_errors=True)
     return secs
+
+
+def copy_data(c, img, vol):
+    """SDM.copy_data of vol to SD2 as the engine sends it, its job waited for."""
+    gen = int(ok(c.call("Volume.getInfo", {
+        "storagepoolID": BLANK, "storagedomainID": SD2, "imageID": img,
+        "volumeID": vol}))["generation"])
+    job = str(uuid.uuid4())
+    ok(c.call("SDM.copy_data", {
+        "source": {"endpoint_type": "div", "sd_id": SD1, "img_id": img, "vol_id": vol,
+                   "prepared": True},
+        "destination": {"endpoint_type": "div", "sd_id": SD2, "img_id": img,
+                        "vol_id": vol, "prepared": True, "generation": gen},
+        "job_id": job, "copy_bitmaps": False, "legal": True}))
+    wait_job(c, "storage", job)
 
 
 def convert(d, c, size):
@@ -207,8 +199,8 @@ def main():
             ok(c.call("StorageDomain.create", [sd, 4, "", name, 1]))
         lsm, cpd, conv = [], [], []
         for i in range(rounds):
-            lsm.append(migrate(d, c, size))
-            cpd.append(migrate_copy_data(d, c, size))
+            lsm.append(migrate(d, c, size, "syncData"))
+            cpd.append(migrate(d, c, size, "copy_data"))
             conv.append(convert(d, c, size))
             print("lsm round %d: %d MiB disk, live storage migration %.2f s (syncData), "
                   "%.2f s (copy_data), qemu-img convert %.2f s"
