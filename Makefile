@@ -304,9 +304,12 @@ clean:
 # --- static analysis (cppcheck + clang-tidy; config in .clang-tidy and
 # tests/cppcheck-suppressions.txt; tests/lint-deps.py: no call or include
 # loops among the files of any production directory (each directory on its
-# own; vdsmd/ is its top level), from nm of the built objects) ----
+# own; vdsmd/ is its top level), nor through several of them (--tree), from
+# nm of the built objects) ----
+LINT_DIRS = vdsmd vdsmd/storage vdsmd/virt vdsmd/host vdsmd/net vdsmd/image \
+	client common rpc codecs stomp io
 .PHONY: lint
 lint: ensure-deps all
-	@BUILD=$(BUILD) tests/lint-deps.py vdsmd vdsmd/storage vdsmd/virt vdsmd/host vdsmd/net \
-		vdsmd/image client common rpc codecs stomp io
+	@BUILD=$(BUILD) tests/lint-deps.py $(LINT_DIRS)
+	@BUILD=$(BUILD) tests/lint-deps.py --tree $(LINT_DIRS)
 	@BUILD=$(BUILD) tests/lint.sh
