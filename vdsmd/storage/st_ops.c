@@ -121,7 +121,7 @@ int st_volume_set_description(struct storage_state *s, const char *sd, const cha
 	d->busy--;
 	pthread_mutex_unlock(&s->lock);
 	if (rc < 0)
-		return st_fail(e, RPC_E_GENERAL, "writing volume metadata: %s", strerror(-rc));
+		return st_fail_rc(e, RPC_E_GENERAL, rc, "writing volume metadata");
 	return 0;
 }
 
