@@ -112,6 +112,9 @@ struct st_domain;
 /* images/<img> of a domain as a directory fd (made first when create);
  * -errno on failure. */
 int st_img_open(const struct st_domain *d, const char *img, bool create);
+/* images/<img> removed when it is empty (then the directory synced); a
+ * failure (not empty, gone) is ignored. */
+void st_img_rmdir(const struct st_domain *d, const char *img);
 struct stat;
 /* The data file <vol> of images/<img>, openat(flags | O_NOFOLLOW |
  * O_CLOEXEC): the fd, or -errno (of the image directory or the file).

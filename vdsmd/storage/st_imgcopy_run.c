@@ -149,13 +149,7 @@ static int remove_volume(struct storage_state *s, struct st_domain *d, struct st
 		index_del_volume(d, v->uuid);
 		pthread_mutex_unlock(&s->lock);
 		/* an empty image directory goes too (fails harmlessly if not empty) */
-		int dfd = st_dom_open(d->dir);
-		if (dfd >= 0) {
-			char rel[64];
-			snprintf(rel, sizeof(rel), "images/%s", img);
-			unlinkat(dfd, rel, AT_REMOVEDIR);
-			close(dfd);
-		}
+		st_img_rmdir(d, img);
 	}
 	return rc;
 }

@@ -415,14 +415,8 @@ static size_t delete_rest(struct storage_state *s, struct st_domain *d, struct s
 		char img[37];
 		snprintf(img, sizeof(img), "%s", v->image);
 		index_del_volume(d, t->vols[i]);
-		if (!map_get(&d->images, img)) {
-			int images = st_dir_at(d->dir, "images");
-			if (images >= 0) {
-				if (unlinkat(images, img, AT_REMOVEDIR) == 0)
-					fsync(images);
-				close(images);
-			}
-		}
+		if (!map_get(&d->images, img))
+			st_img_rmdir(d, img);
 	}
 	return kept;
 }

@@ -67,26 +67,21 @@ int st_volume_extend(struct storage_state *s, const char *sd, const char *img, c
  * data step puts a RAW file back to its old size. */
 bool st_volume_grown(const struct st_domain *d, const struct st_volume *v, int64_t size)
 {
-	int ifd = st_img_open(d, v->image, false);
-	int fd = ifd < 0 ? -1 : openat(ifd, v->uuid, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (ifd >= 0)
-		close(ifd);
-	if (fd < 0)
-		return false;
 	struct stat st;
+	int fd = st_vol_open(d, v->image, v->uuid, O_RDONLY, &st);
+	if (fd < 0)
+		return false;   /* missing, a link or not a regular file */
 	int64_t have = -1;
-	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
-		if (v->format != ST_FMT_COW) {
-			have = st.st_size;
-		} else {   /* qcow2 header: magic, version, ..., size at 24 (BE) */
-			unsigned char h[32];
-			if (pread(fd, h, sizeof(h), 0) == (ssize_t)sizeof(h) &&
-			    memcmp(h, "QFI\xfb", 4) == 0) {
-				uint64_t vs = 0;
-				for (int i = 0; i < 8; i++)
-					vs = vs << 8 | h[24 + i];
-				have = vs > INT64_MAX ? -1 : (int64_t)vs;
-			}
+	if (v->format != ST_FMT_COW) {
+		have = st.st_size;
+	} else {   /* qcow2 header: magic, version, ..., size at 24 (BE) */
+		unsigned char h[32];
+		if (pread(fd, h, sizeof(h), 0) == (ssize_t)sizeof(h) &&
+		    memcmp(h, "QFI\xfb", 4) == 0) {
+			uint64_t vs = 0;
+			for (int i = 0; i < 8; i++)
+				vs = vs << 8 | h[24 + i];
+			have = vs > INT64_MAX ? -1 : (int64_t)vs;
 		}
 	}
 	close(fd);

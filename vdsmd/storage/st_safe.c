@@ -126,6 +126,16 @@ int st_img_open(const struct st_domain *d, const char *img, bool create)
 	return fd < 0 ? -e : fd;
 }
 
+void st_img_rmdir(const struct st_domain *d, const char *img)
+{
+	int images = st_dir_at(d->dir, "images");
+	if (images < 0)
+		return;
+	if (unlinkat(images, img, AT_REMOVEDIR) == 0)
+		fsync(images);
+	close(images);
+}
+
 int st_vol_open(const struct st_domain *d, const char *img, const char *vol, int flags,
 		struct stat *st)
 {
