@@ -1,6 +1,8 @@
 #!/bin/sh
 # tests/lint.sh - `make lint`: cppcheck and clang-tidy over our own C code
-# (common codecs stomp rpc vdsmd client tests bench).  Configuration:
+# (common codecs stomp rpc vdsmd client tests bench), and storage's error
+# idiom (vdsmd/storage/st_file.h: `strerror(-` and `-errno` only in the
+# file primitives).  Configuration:
 #   .clang-tidy (checks and why some are off; tests/ and bench/ add one more),
 #   tests/cppcheck-suppressions.txt (each false positive with its reason);
 # single false positives are silenced in place with NOLINT(check) + reason.
@@ -16,6 +18,19 @@ pkg-config --exists msgpack 2>/dev/null && PKGS="$PKGS msgpack" && MP=-DWITH_MSG
 FLAGS="-std=c11 -D_GNU_SOURCE ${MP:-} -DVDSMD_VERSION=\"lint\" -I. $(pkg-config --cflags $PKGS)"
 export FLAGS
 start=$(date +%s)
+
+# storage's error idiom: a failed system call becomes a value (-errno) or
+# text (strerror(-rc)) only in the file primitives that st_file.h's header
+# names; every other storage file hands their rc to st_fail_rc, st_errf or
+# st_rc_text.
+ST_PRIMITIVES="st_file.h st_meta.c st_safe.c st_volume.c"
+why="errno outside the file primitives (vdsmd/storage/st_file.h) [storage-errno]"
+for f in vdsmd/storage/*.[ch]; do
+	case " $ST_PRIMITIVES " in *" ${f##*/} "*) continue ;; esac
+	grep -Hn -e 'strerror(-' -e '-errno' "$f" | sed "s|\$|: error: $why|"
+done > "$out/errno.txt"
+errno_n=$(wc -l < "$out/errno.txt")
+echo "storage error idiom: $errno_n finding(s)"
 
 # cppcheck: warnings, portability, performance (style is left to review).
 # shellcheck disable=SC2086
@@ -39,8 +54,8 @@ grep -E ': (warning|error): .*\[[A-Za-z0-9.,-]+\]$' "$out/clang-tidy.raw" \
 tidy_n=$(wc -l < "$out/clang-tidy.txt")
 echo "clang-tidy: $tidy_n finding(s) in $(( $(date +%s) - t1 ))s"
 
-cat "$out/cppcheck.txt" "$out/clang-tidy.txt"
-bad=$((cpp_n + tidy_n))
+cat "$out/errno.txt" "$out/cppcheck.txt" "$out/clang-tidy.txt"
+bad=$((errno_n + cpp_n + tidy_n))
 echo "lint $([ $bad -eq 0 ] && echo 1 || echo 0) $([ $bad -eq 0 ] && echo 0 || echo 1)" > "$BUILD/results/lint.txt"
 echo "lint: $bad finding(s) in $(( $(date +%s) - start ))s"
 [ "$bad" -eq 0 ]

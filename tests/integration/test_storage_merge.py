@@ -371,7 +371,13 @@ class CrashAtStep(MergeBase, unittest.TestCase):
         g = self.info(self.base)["generation"]
         self.arm("merge.committing")
         jid = str(uuid.uuid4())
-        self.assertIs(result(call_ready(self.c, "SDM.merge", [jid, self.sc])), True)
+        try:
+            self.assertIs(result(call_ready(self.c, "SDM.merge", [jid, self.sc])), True)
+        except (EOFError, ConnectionError):
+            # the job's thread can reach the step (and vdsmd die) before the
+            # loop has written the verb's answer: the engine sees a dropped
+            # connection, as after any crash
+            pass
         self.died("merge.committing")
         self.wait_orphans()
         # the job ended with vdsmd; the generation says it did not finish

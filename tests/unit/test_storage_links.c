@@ -3,7 +3,8 @@
  * itself, dom_md/metadata and its .tmp, the SPM lease file and its .tmp,
  * the source volume of a copy (reading a file outside into a disk the
  * attacker can read), the task record directory, the mount root and a mount
- * point under it; and a qcow2 header whose backing file points outside.
+ * point under it, a volume's data file; and a qcow2 header whose backing
+ * file points outside.
  * Every case checks that nothing outside the domain is
  * written (or read into the domain) and that the operation fails cleanly. */
 #include <check.h>
@@ -441,6 +442,49 @@ START_TEST(mount_root_links)
 }
 END_TEST
 
+/* A volume's data file that is a link (to a file outside), a directory or
+ * missing: st_vol_open refuses it with the system's reason, and the error
+ * idiom tells it as "<context>: <system text>", truncated as snprintf. */
+START_TEST(volume_data_file_link)
+{
+	ck_assert_int_eq(create(SD1, IMG1, VOL1, ST_FMT_RAW).result, ST_TR_SUCCESS);
+	char *vol = st_pathf("%s/%s/images/%s/%s", export1, SD1, IMG1, VOL1);
+	ck_assert_int_eq(unlink(vol), 0);
+	ck_assert_int_eq(symlink(victim, vol), 0);
+	uint64_t before = tree_sum(outside);
+	pthread_mutex_lock(&S->lock);
+	const struct st_domain *d = map_get(&S->domains, SD1);
+	pthread_mutex_unlock(&S->lock);
+	struct stat st;
+	ck_assert_int_eq(st_vol_open(d, IMG1, VOL1, O_RDWR, &st), -ELOOP);
+	ck_assert_int_eq(st_vol_open(d, IMG1, VOL1, O_RDONLY, NULL), -ELOOP);
+	ck_assert_int_eq(st_vol_open(d, IMG1, VOL2, O_RDONLY, NULL), -ENOENT);
+	ck_assert_int_eq(st_vol_open(d, IMG2, VOL1, O_RDONLY, NULL), -ENOENT);
+	ck_assert_int_eq(unlink(vol), 0);
+	ck_assert_int_eq(mkdir(vol, 0755), 0);
+	ck_assert_int_eq(st_vol_open(d, IMG1, VOL1, O_RDONLY, &st), -EINVAL);
+	ck_assert_int_eq(rmdir(vol), 0);
+	ck_assert_uint_eq(tree_sum(outside), before);
+
+	struct st_err e = {0};
+	ck_assert_int_eq(st_fail_rc(&e, RPC_E_GENERAL, -ELOOP, "volume %s data file", VOL1), -1);
+	ck_assert_int_eq(e.code, RPC_E_GENERAL);
+	char want[300];
+	snprintf(want, sizeof(want), "volume %s data file: %s", VOL1, strerror(ELOOP));
+	ck_assert_str_eq(e.msg, want);
+	char small[20];
+	ck_assert_int_eq(st_errf(small, sizeof(small), -ENOENT, "creating %s", VOL1), -ENOENT);
+	snprintf(want, sizeof(want), "creating %s: %s", VOL1, strerror(ENOENT));
+	want[sizeof(small) - 1] = '\0';   /* the context alone fills it */
+	ck_assert_str_eq(small, want);
+	ck_assert_int_eq(st_errf(small, sizeof(small), -ENOENT, "mkdir"), -ENOENT);
+	snprintf(want, sizeof(want), "mkdir: %s", strerror(ENOENT));
+	want[sizeof(small) - 1] = '\0';   /* the system text cut */
+	ck_assert_str_eq(small, want);
+	free(vol);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("storage_links");
@@ -454,6 +498,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, copy_source_backing_outside);
 	tcase_add_test(tc, tasks_directory_link);
 	tcase_add_test(tc, mount_root_links);
+	tcase_add_test(tc, volume_data_file_link);
 	suite_add_tcase(s, tc);
 	return s;
 }

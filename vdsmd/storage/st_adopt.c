@@ -35,8 +35,7 @@ int st_domain_adopt(struct storage_state *s, const char *sd, struct st_err *e)
 	dom_free(d);
 	int rc = st_registry_save(s);
 	if (rc < 0)
-		return st_fail(e, RPC_E_GENERAL, "cannot update the domain registry: %s",
-			       strerror(-rc));
+		return st_fail_rc(e, RPC_E_GENERAL, rc, "cannot update the domain registry");
 	log_info("storage: domain %s found on connected storage and loaded", sd);
 	return 0;
 }

@@ -465,11 +465,11 @@ int st_conn_connect(struct storage_state *s, int domtype, const struct st_conn_r
 	char *mnt = st_path(s->root, "mnt");
 	int rc = st_mkdir_p(mnt, 0755);
 	bool linked = rc == 0 && !real_dir(mnt);
-	if (rc == 0 && !linked && mkdir(m.mountpoint, 0755) < 0 && errno != EEXIST)
-		rc = -errno;
+	if (rc == 0 && !linked && (rc = st_mkdir(m.mountpoint, 0755)) == -EEXIST)
+		rc = 0;
 	free(mnt);
 	if (rc < 0) {
-		snprintf(msg, msglen, "cannot create mount point %s: %s", m.mountpoint, strerror(-rc));
+		st_errf(msg, msglen, rc, "cannot create mount point %s", m.mountpoint);
 		status = ST_CONN_MOUNT;
 	} else if (linked || !mount_root_ok(s, m.mountpoint)) {
 		snprintf(msg, msglen, "mount point %s or the mount root is not a directory "
@@ -529,8 +529,9 @@ int st_conn_disconnect(struct storage_state *s, int domtype, const struct st_con
 			status = ST_CONN_DISC_ERR;
 		}
 	}
-	if (status == 0 && rmdir(mp) < 0 && errno != ENOENT)
-		log_warn("storage: disconnect: cannot remove %s: %s", mp, strerror(errno));
+	int rc = status == 0 ? st_rmdir(mp) : 0;
+	if (rc < 0 && rc != -ENOENT)
+		log_warn("storage: disconnect: cannot remove %s: %s", mp, st_rc_text(rc));
 	free(mp);
 	return status;
 }

@@ -103,7 +103,7 @@ static int write_dom_kv(const char *dir, const struct st_kv *kv)
 {
 	int md = st_dir_at(dir, "dom_md");
 	if (md < 0)
-		return -errno;
+		return md;
 	int rc = kv_write_at(kv, md, "metadata");
 	close(md);
 	return rc;
@@ -178,7 +178,7 @@ int st_dom_load(struct st_domain *d, const char *base)
 	d->dir = st_path(base, d->uuid);
 	int dfd = st_dom_open(d->dir);
 	if (dfd < 0)
-		return errno == ENOENT ? VD_ENOENT : VD_EPROTO;
+		return dfd == -ENOENT ? VD_ENOENT : VD_EPROTO;
 	int rc = kv_read_at(&kv, dfd, "dom_md/metadata");
 	close(dfd);
 	if (rc)

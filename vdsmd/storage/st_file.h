@@ -2,11 +2,29 @@
  * what wraps system calls and owns -errno.
  *
  * Owns: key=value files with a checksum and atomic replace (st_meta.c),
- * symlink-safe opens beneath a domain directory (st_safe.c), running a
- * tool such as qemu-img (st_volume.c, st_run_*) under a struct st_io, and
- * struct st_err, the failure a verb's core reports (an rpc_err and a
- * message; -errno never leaves the primitives but as such a message).
- * Knows nothing of domains but their directory (st_img_open). */
+ * symlink-safe opens beneath a domain directory (st_safe.c), the volume
+ * files and running a tool such as qemu-img (st_volume.c, st_run_*) under
+ * a struct st_io, and struct st_err, the failure a verb's core reports (an
+ * rpc_err and a message).  Knows nothing of domains but their directory
+ * (st_img_open, st_vol_open).
+ *
+ * The error idiom.  The primitive files are st_meta.c, st_safe.c and
+ * st_volume.c: they make the system calls on storage files whose failure
+ * matters, and only they turn a failed call into a value (-errno) or into
+ * text (strerror).  A primitive that fails returns rc < 0, the negative
+ * errno of the call that failed (documented per function; a few name one:
+ * -EEXIST, -ENOENT, -EINVAL, -ECANCELED).  Everywhere else in storage an
+ * rc is opaque: it is passed up, compared with the constants a primitive
+ * documents (an operation that stops or fails by itself uses the same
+ * vocabulary: -ECANCELED, -EIO, -EBUSY), or told with its context by
+ *     st_fail_rc(e, code, rc, "creating volume %s", vol)   -> struct st_err
+ *     st_errf(err, errlen, rc, "creating volume %s", vol)  -> a char buffer
+ * both giving "creating volume X: No such file or directory" (the system's
+ * text after ": "), or st_rc_text(rc) where the text sits inside a longer
+ * message or a log line.  `make lint` (tests/lint.sh) fails on `strerror(-`
+ * or `-errno` in storage outside the primitive files.  Left outside: child
+ * process bookkeeping (EINTR loops in st_nbd.c, st_jobs_sparsify.c) and
+ * best-effort clean-ups whose failure is only logged or ignored. */
 #ifndef VD_VDSMD_STORAGE_ST_FILE_H
 #define VD_VDSMD_STORAGE_ST_FILE_H
 
@@ -24,6 +42,14 @@ struct st_err {
 	char msg[256];
 };
 int st_fail(struct st_err *e, enum rpc_err code, const char *fmt, ...) VD_PRINTF(3, 4);
+/* st_fail with "<fmt...>: <system text of rc>" (rc a primitive's failure);
+ * -1 as st_fail. */
+int st_fail_rc(struct st_err *e, enum rpc_err code, int rc, const char *fmt, ...)
+	VD_PRINTF(4, 5);
+/* The same text into buf (len bytes, truncated as snprintf); returns rc. */
+int st_errf(char *buf, size_t len, int rc, const char *fmt, ...) VD_PRINTF(4, 5);
+/* The system's text for a primitive's rc (strerror(-rc)). */
+const char *st_rc_text(int rc);
 
 /* ---- st_meta.c ---------------------------------------------------------- */
 
@@ -55,6 +81,13 @@ int st_write_sync_close(int fd, const void *data, size_t len);
 /* CLOCK_REALTIME now + ms, for pthread_cond_timedwait. */
 void st_deadline(struct timespec *dl, unsigned ms);
 int st_fsync_dir(const char *dir);
+/* fsync(fd): 0 or -errno. */
+int st_fsync_fd(int fd);
+/* mkdir(path, mode), no parents: 0 or -errno (-EEXIST: already there). */
+int st_mkdir(const char *path, mode_t mode);
+/* unlink(path) / rmdir(path): 0 or -errno (-ENOENT: not there). */
+int st_unlink(const char *path);
+int st_rmdir(const char *path);
 /* Remove a tree without following symlinks; 0 or -errno. */
 int st_rmtree(const char *path);
 /* "<a>/<b>" into a fresh string. */
@@ -70,14 +103,25 @@ int st_mkdir_p(const char *path, mode_t mode);
 /* openat2(RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS) of rel under dfd (a symlink
  * anywhere fails, ELOOP/EXDEV); -1 with errno. */
 int st_open_beneath(int dfd, const char *rel, int flags, mode_t mode);
-/* The domain directory itself, O_NOFOLLOW; -1 with errno. */
+/* The domain directory itself, O_NOFOLLOW; -errno on failure. */
 int st_dom_open(const char *dir);
-/* dir (O_NOFOLLOW) then rel beneath it as a directory; -1 with errno. */
+/* dir (O_NOFOLLOW) then rel beneath it as a directory; -errno on failure
+ * (errno kept). */
 int st_dir_at(const char *dir, const char *rel);
 struct st_domain;
 /* images/<img> of a domain as a directory fd (made first when create);
  * -errno on failure. */
 int st_img_open(const struct st_domain *d, const char *img, bool create);
+/* images/<img> removed when it is empty (then the directory synced); a
+ * failure (not empty, gone) is ignored. */
+void st_img_rmdir(const struct st_domain *d, const char *img);
+struct stat;
+/* The data file <vol> of images/<img>, openat(flags | O_NOFOLLOW |
+ * O_CLOEXEC): the fd, or -errno (of the image directory or the file).
+ * With st non-NULL the file is fstat'ed into it and must be a regular
+ * file (-EINVAL otherwise). */
+int st_vol_open(const struct st_domain *d, const char *img, const char *vol, int flags,
+		struct stat *st);
 /* Atomic replace of dirfd/name (name.tmp, fsync, renameat, fsync dir). */
 int st_write_atomic_at(int dirfd, const char *name, const void *data, size_t len);
 int kv_write_at(const struct st_kv *kv, int dirfd, const char *name);
@@ -95,7 +139,13 @@ struct st_io {
 	void (*child)(void *ctx, pid_t pid);
 	const char *crash_step;    /* test builds: st_crash_point() once a tool is spawned */
 };
-/* ---- tools (st_volume.c) ------------------------------------------------- */
+/* ---- volume files and tools (st_volume.c) -------------------------------- */
+
+/* A data file fd of old bytes to size (ftruncate), the new part allocated
+ * when prealloc (a filesystem without fallocate leaves it sparse); on
+ * failure cut back to old (logged with name when that fails too).  0 or
+ * -errno. */
+int st_file_grow(int fd, const char *name, off_t old, off_t size, bool prealloc);
 
 /* Run qemu-img (posix_spawn); datafd, when >= 0, becomes the child's fd 3.
  * The pid goes to io->child while it runs (its owner kills it when the

@@ -110,8 +110,8 @@ int st_image_prepare2(struct storage_state *s, const char *sd, const char *sp, c
 		int64_t app, tru;
 		rc = st_vol_stat(d, ids[i][0], ids[i][1], &app, &tru);
 		if (rc < 0)
-			st_fail(e, RPC_E_GENERAL, "volume %s/%s: data file unusable: %s", ids[i][0],
-				ids[i][1], strerror(-rc));
+			st_fail_rc(e, RPC_E_GENERAL, rc, "volume %s/%s: data file unusable", ids[i][0],
+				   ids[i][1]);
 		else
 			out->paths[out->n++] = st_pathf("%s/images/%s/%s", dir, ids[i][0], ids[i][1]);
 	}
@@ -182,8 +182,8 @@ static char *chain_json(struct storage_state *s, const struct st_domain *d, cons
 		int64_t app, tru;
 		int rc = st_vol_stat(d, lv[i].img, lv[i].vol, &app, &tru);
 		if (rc < 0) {
-			snprintf(err, errlen, "volume %s/%s: data file unusable: %s", lv[i].img,
-				 lv[i].vol, strerror(-rc));
+			st_errf(err, errlen, rc, "volume %s/%s: data file unusable", lv[i].img,
+				lv[i].vol);
 			buf_free(&b);
 			goto done;
 		}

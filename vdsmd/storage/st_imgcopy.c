@@ -162,7 +162,7 @@ int st_image_copy(struct storage_state *s, const struct st_imgcopy_req *r, char 
 	if (rc < 0) {
 		st_image_copy_release(s, t);
 		st_task_free(t);
-		return st_fail(e, RPC_E_GENERAL, "cannot record the task: %s", strerror(-rc));
+		return st_fail_rc(e, RPC_E_GENERAL, rc, "cannot record the task");
 	}
 	ST_CRASH("imgcopy.record");
 	snprintf(task_id, 37, "%.36s", t->id);

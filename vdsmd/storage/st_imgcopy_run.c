@@ -84,8 +84,8 @@ static char *checked_path(const struct st_domain *d, const char *img, const char
 	int64_t app, tru;
 	int rc = st_vol_stat(d, img, vol, &app, &tru);
 	if (rc < 0) {
-		snprintf(err, errlen, "volume %s/%s on %s: data file unusable: %s", img, vol,
-			 d->uuid, strerror(-rc));
+		st_errf(err, errlen, rc, "volume %s/%s on %s: data file unusable", img, vol,
+			d->uuid);
 		return NULL;
 	}
 	return st_pathf("%s/images/%s/%s", d->dir, img, vol);
@@ -149,13 +149,7 @@ static int remove_volume(struct storage_state *s, struct st_domain *d, struct st
 		index_del_volume(d, v->uuid);
 		pthread_mutex_unlock(&s->lock);
 		/* an empty image directory goes too (fails harmlessly if not empty) */
-		int dfd = st_dom_open(d->dir);
-		if (dfd >= 0) {
-			char rel[64];
-			snprintf(rel, sizeof(rel), "images/%s", img);
-			unlinkat(dfd, rel, AT_REMOVEDIR);
-			close(dfd);
-		}
+		st_img_rmdir(d, img);
 	}
 	return rc;
 }
@@ -168,7 +162,7 @@ static int clone_one(struct storage_state *s, struct st_task *t, struct st_domai
 {
 	int ifd = st_img_open(dd, src->image, true);
 	if (ifd < 0) {
-		snprintf(err, errlen, "image directory on %s: %s", dd->uuid, strerror(-ifd));
+		st_errf(err, errlen, ifd, "image directory on %s", dd->uuid);
 		return ifd;
 	}
 	close(ifd);
@@ -204,8 +198,7 @@ static int clone_one(struct storage_state *s, struct st_task *t, struct st_domai
 	v->ctime = v->mtime = (int64_t)time(NULL);
 	rc = st_vol_write_meta(dd, v);
 	if (rc < 0) {
-		snprintf(err, errlen, "writing metadata of %s on %s: %s", v->uuid, dd->uuid,
-			 strerror(-rc));
+		st_errf(err, errlen, rc, "writing metadata of %s on %s", v->uuid, dd->uuid);
 		st_vol_unlink(dd, v->image, v->uuid, false);
 		vol_free(v);
 		return rc;
@@ -241,7 +234,7 @@ static int sync_one(struct storage_state *s, struct st_task *t, struct st_domain
 	if (!sync) {
 		rc = set_legal(s, dd, dv, false);
 		if (rc < 0) {
-			snprintf(err, errlen, "marking %s ILLEGAL: %s", dv->uuid, strerror(-rc));
+			st_errf(err, errlen, rc, "marking %s ILLEGAL", dv->uuid);
 			return rc;
 		}
 		ST_CRASH("imgcopy.sync-illegal");
@@ -286,23 +279,19 @@ static int sync_one(struct storage_state *s, struct st_task *t, struct st_domain
 	rc = st_run_qemu_img(&tio.io, argv, -1, err, errlen);
 	if (rc < 0)
 		goto out;
-	int ifd = st_img_open(dd, dv->image, false);
-	int fd = ifd < 0 ? -1 : openat(ifd, dv->uuid, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0 || fsync(fd) < 0) {
-		rc = fd < 0 && ifd < 0 ? ifd : -errno;
-		snprintf(err, errlen, "syncing %s: %s", dv->uuid, strerror(-rc));
-	}
+	int fd = st_vol_open(dd, dv->image, dv->uuid, O_RDONLY, NULL);
+	rc = fd < 0 ? fd : st_fsync_fd(fd);
+	if (rc < 0)
+		st_errf(err, errlen, rc, "syncing %s", dv->uuid);
 	if (fd >= 0)
 		close(fd);
-	if (ifd >= 0)
-		close(ifd);
 	if (rc == 0)
 		ST_CRASH("imgcopy.converted");
 	pthread_mutex_lock(&s->lock);
 	bool legal = dv->legal;
 	pthread_mutex_unlock(&s->lock);
 	if (rc == 0 && !legal && (rc = set_legal(s, dd, dv, true)) < 0)
-		snprintf(err, errlen, "marking %s LEGAL: %s", dv->uuid, strerror(-rc));
+		st_errf(err, errlen, rc, "marking %s LEGAL", dv->uuid);
 	int64_t app = 0, tru = 0;
 	if (st_vol_stat(dd, dv->image, dv->uuid, &app, &tru) == 0) {
 		pthread_mutex_lock(&s->lock);
@@ -417,8 +406,7 @@ void st_imgcopy_run(struct storage_state *s, struct st_task *t)
 			rc = sync_one(s, t, sdom, dd, ch[i], dst[i], err, sizeof(err));
 			if (rc == 0 && t->icop == ST_IC_SYNC &&
 			    (rc = record_synced(s, t, (int)(i + 1 - first))) < 0)
-				snprintf(err, sizeof(err), "recording the sync of %s: %s", ch[i]->uuid,
-					 strerror(-rc));
+				st_errf(err, sizeof(err), rc, "recording the sync of %s", ch[i]->uuid);
 			if (rc == 0)
 				ST_CRASH("imgcopy.synced-one");
 			pthread_mutex_lock(&s->lock);
@@ -440,7 +428,7 @@ void st_imgcopy_run(struct storage_state *s, struct st_task *t)
 			if (rc < 0)
 				snprintf(err, sizeof(err), "the image was copied to %s and verified, "
 					 "but removing source volume %s failed: %s (it is kept, "
-					 "ILLEGAL)", t->dst_sd, ch[i]->uuid, strerror(-rc));
+					 "ILLEGAL)", t->dst_sd, ch[i]->uuid, st_rc_text(rc));
 			else
 				ch[i] = NULL;
 			if (rc == 0)

@@ -139,10 +139,10 @@ static void *copy_main(void *arg)
 
 	struct st_chain ch = { 0 };
 	struct st_err e = { 0 };
-	int ifd = -1, fd = -1;
+	int fd = -1;
 	char *srcspec = NULL, *dstspec = NULL;
 	if ((rc = dst_meta(s, dd, j->dst[2], false, false)) < 0) {
-		snprintf(err, sizeof(err), "marking the destination ILLEGAL: %s", strerror(-rc));
+		st_errf(err, sizeof(err), rc, "marking the destination ILLEGAL");
 		goto out;
 	}
 	ST_CRASH("copy_data.dst-illegal");
@@ -152,12 +152,10 @@ static void *copy_main(void *arg)
 		rc = -EIO;
 		goto out;
 	}
-	ifd = st_img_open(dd, j->dst[1], false);
-	fd = ifd < 0 ? -1 : openat(ifd, j->dst[2], O_RDWR | O_NOFOLLOW | O_CLOEXEC);
 	struct stat st;
-	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		rc = fd < 0 ? (ifd < 0 ? ifd : -errno) : -EINVAL;
-		snprintf(err, sizeof(err), "destination data file: %s", strerror(-rc));
+	fd = st_vol_open(dd, j->dst[1], j->dst[2], O_RDWR, &st);
+	if (fd < 0) {
+		rc = st_errf(err, sizeof(err), fd, "destination data file");
 		goto out;
 	}
 	/* the source chain from our metadata, never from its qcow2 headers */
@@ -204,21 +202,17 @@ static void *copy_main(void *arg)
 #endif
 	rc = st_run_tool_cb(&io, "qemu-img", "qemu-utils", argv, fd, NULL, st_job_output, j,
 			    err, sizeof(err));
-	if (rc == 0 && fsync(fd) < 0) {
-		rc = -errno;
-		snprintf(err, sizeof(err), "syncing the destination: %s", strerror(-rc));
-	}
+	if (rc == 0 && (rc = st_fsync_fd(fd)) < 0)
+		st_errf(err, sizeof(err), rc, "syncing the destination");
 	if (rc == 0)
 		ST_CRASH("copy_data.converted");
 	if (rc == 0 && (rc = dst_meta(s, dd, j->dst[2], true, true)) < 0)
-		snprintf(err, sizeof(err), "marking the destination LEGAL: %s", strerror(-rc));
+		st_errf(err, sizeof(err), rc, "marking the destination LEGAL");
 out:
 	free(srcspec);
 	free(dstspec);
 	if (fd >= 0)
 		close(fd);
-	if (ifd >= 0)
-		close(ifd);
 	st_chain_free(&ch);
 	int64_t app = 0, tru = 0;
 	bool sized = st_vol_stat(dd, j->dst[1], j->dst[2], &app, &tru) == 0;
@@ -457,19 +451,10 @@ int st_job_open_data(struct st_domain *d, const struct st_job *j, struct st_err 
 int st_vol_open_data(const struct st_domain *d, const char *img, const char *vol,
 		     struct st_err *e)
 {
-	int ifd = st_img_open(d, img, false);
-	int fd = ifd < 0 ? -1 : openat(ifd, vol, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
-	int rc = fd < 0 ? (ifd < 0 ? ifd : -errno) : 0;
 	struct stat st;
-	if (fd >= 0 && (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)))
-		rc = -EINVAL;
-	if (ifd >= 0)
-		close(ifd);
-	if (rc < 0) {
-		if (fd >= 0)
-			close(fd);
-		return st_fail(e, RPC_E_GENERAL, "volume %s data file: %s", vol, strerror(-rc));
-	}
+	int fd = st_vol_open(d, img, vol, O_RDWR, &st);
+	if (fd < 0)
+		return st_fail_rc(e, RPC_E_GENERAL, fd, "volume %s data file", vol);
 	return fd;
 }
 

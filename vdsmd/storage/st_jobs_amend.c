@@ -118,10 +118,11 @@ static int intent_write(struct storage_state *s, const struct st_job *j)
 static void intent_clear(struct storage_state *s, const char *vol)
 {
 	char *path = intent_path(s, vol);
-	if (unlink(path) == 0)
+	int rc = st_unlink(path);
+	if (rc == 0)
 		st_fsync_dir(s->root);
-	else if (errno != ENOENT)
-		log_error("storage: cannot remove %s: %s", path, strerror(errno));
+	else if (rc != -ENOENT)
+		log_error("storage: cannot remove %s: %s", path, st_rc_text(rc));
 	free(path);
 }
 
@@ -145,7 +146,7 @@ static int amend_repair(const struct st_domain *d, const char *img, const char *
 	char err[256] = "";
 	int rc = st_run_tool_out(NULL, "qemu-img", "qemu-utils", argv, fd, &out, err, sizeof(err));
 	if (rc == 0)
-		rc = fsync(fd) < 0 ? -errno : 0;
+		rc = st_fsync_fd(fd);
 	close(fd);
 	buf_putc(&out, '\0');
 	if (rc < 0) {
@@ -155,7 +156,7 @@ static int amend_repair(const struct st_domain *d, const char *img, const char *
 			snprintf(why, whylen, "qemu-img check -r all: %.*sthe volume%s",
 				 (int)(at - err), err, at + strlen(spec));
 		else
-			snprintf(why, whylen, "qemu-img check -r all: %s", *err ? err : strerror(-rc));
+			snprintf(why, whylen, "qemu-img check -r all: %s", *err ? err : st_rc_text(rc));
 	}
 	else if (strstr(out.data, "Repairing") || strstr(out.data, "Rebuilding"))
 		log_warn("storage: volume %s of domain %s: repaired the qcow2 an interrupted amend "
@@ -221,7 +222,7 @@ static int amend_unrepaired(struct storage_state *s, struct st_domain *d, struct
 		log_error("storage: volume %s of domain %s: an interrupted amend left its qcow2 "
 			  "corrupt and the repair failed (%s); marking it ILLEGAL failed too: %s; "
 			  "the repair is tried again at the next start", vol, d->uuid, why,
-			  strerror(-rc));
+			  st_rc_text(rc));
 	else
 		log_error("storage: volume %s of domain %s: an interrupted amend left its qcow2 "
 			  "corrupt and the repair failed (%s); the volume is ILLEGAL, the repair is "
@@ -242,7 +243,7 @@ static void amend_repaired(struct storage_state *s, struct st_domain *d,
 	int rc = m && strcmp(m, "1") == 0 ? amend_set_legal(s, d, vol, true) : 0;
 	if (rc < 0) {
 		log_error("storage: volume %s of domain %s: repaired, but marking it LEGAL again "
-			  "failed: %s; tried again at the next start", vol, d->uuid, strerror(-rc));
+			  "failed: %s; tried again at the next start", vol, d->uuid, st_rc_text(rc));
 		return;
 	}
 	if (m)
@@ -300,8 +301,8 @@ static int run_amend(struct storage_state *s, struct st_job *j, struct st_domain
 	if (wrc < 0) {
 		free(spec);
 		close(fd);
-		return st_fail(e, RPC_E_GENERAL, "Cannot amend volume %s: recording it: %s",
-			       j->src[2], strerror(-wrc));
+		return st_fail_rc(e, RPC_E_GENERAL, wrc, "Cannot amend volume %s: recording it",
+				  j->src[2]);
 	}
 	char opt[32];
 	snprintf(opt, sizeof(opt), "compat=%s", j->compat);
@@ -334,10 +335,10 @@ static int run_amend(struct storage_state *s, struct st_job *j, struct st_domain
 		}
 		return st_fail(e, RPC_E_GENERAL, "Cannot amend volume %s: %s", j->src[2], err);
 	}
-	rc = fsync(fd) < 0 ? -errno : 0;
+	rc = st_fsync_fd(fd);
 	close(fd);
 	if (rc < 0)
-		return st_fail(e, RPC_E_GENERAL, "syncing volume %s: %s", j->src[2], strerror(-rc));
+		return st_fail_rc(e, RPC_E_GENERAL, rc, "syncing volume %s", j->src[2]);
 	intent_clear(s, j->src[2]);
 	return 0;
 }
@@ -372,7 +373,7 @@ static int amend_work(struct storage_state *s, struct st_job *j, struct st_err *
 		copy.mtime = (int64_t)time(NULL);
 		int wrc = st_vol_write_meta(d, &copy);
 		if (wrc < 0)
-			rc = st_fail(e, RPC_E_GENERAL, "writing volume metadata: %s", strerror(-wrc));
+			rc = st_fail_rc(e, RPC_E_GENERAL, wrc, "writing volume metadata");
 	}
 	if (rc == 0) {
 		ST_CRASH("amend.meta");

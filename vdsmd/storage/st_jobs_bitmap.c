@@ -120,15 +120,15 @@ static int modify(struct storage_state *s, struct st_job *j, struct st_domain *d
 			 j->info.id, j->bitmap, j->src[2]);
 	for (size_t i = 0; rc == 0 && j->kind == ST_JOB_CLEAR_BITMAPS && i < q->nbitmaps; i++)
 		rc = run_bitmap(j, fd, false, q->bitmaps[i].name, e);
-	if (rc == 0 && fsync(fd) < 0)
-		rc = st_fail(e, RPC_E_GENERAL, "syncing volume %s: %s", j->src[2], strerror(errno));
+	if (rc == 0 && (rc = st_fsync_fd(fd)) < 0)
+		rc = st_fail_rc(e, RPC_E_GENERAL, rc, "syncing volume %s", j->src[2]);
 	close(fd);
 	if (rc < 0)
 		return -1;
 	copy.generation = (copy.generation + 1) % (ST_MAX_GENERATION + 1);
 	copy.mtime = (int64_t)time(NULL);
 	if ((rc = st_vol_write_meta(d, &copy)) < 0)
-		return st_fail(e, RPC_E_GENERAL, "writing volume metadata: %s", strerror(-rc));
+		return st_fail_rc(e, RPC_E_GENERAL, rc, "writing volume metadata");
 	pthread_mutex_lock(&s->lock);
 	struct st_volume *v = map_get(&d->volumes, j->src[2]);
 	v->generation = copy.generation;

@@ -129,16 +129,12 @@ static int commit(struct storage_state *s, struct st_job *j, struct st_domain *d
 	free(spec);
 	if (rc < 0)
 		return st_fail(e, RPC_E_GENERAL, "qemu-img commit: %s", err);
-	int ifd = st_img_open(d, j->dst[1], false);
-	int fd = ifd < 0 ? -1 : openat(ifd, j->dst[2], O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	rc = fd < 0 || fsync(fd) < 0 ? -errno : 0;
+	int fd = st_vol_open(d, j->dst[1], j->dst[2], O_RDONLY, NULL);
+	rc = fd < 0 ? fd : st_fsync_fd(fd);
 	if (fd >= 0)
 		close(fd);
-	if (ifd >= 0)
-		close(ifd);
 	if (rc < 0)
-		return st_fail(e, RPC_E_GENERAL, "syncing base volume %s: %s", j->dst[2],
-			       strerror(-rc));
+		return st_fail_rc(e, RPC_E_GENERAL, rc, "syncing base volume %s", j->dst[2]);
 	ST_CRASH("merge.committed");
 	if (j->merge_bitmaps && base.format == ST_FMT_COW &&
 	    merge_bitmaps(s, j, d, strcmp(base.parent, ST_BLANK_UUID) ? base.parent : "", e) < 0)
@@ -146,7 +142,7 @@ static int commit(struct storage_state *s, struct st_job *j, struct st_domain *d
 	base.generation = (base.generation + 1) % (ST_MAX_GENERATION + 1);
 	base.mtime = (int64_t)time(NULL);
 	if ((rc = st_vol_write_meta(d, &base)) < 0)
-		return st_fail(e, RPC_E_GENERAL, "writing base volume metadata: %s", strerror(-rc));
+		return st_fail_rc(e, RPC_E_GENERAL, rc, "writing base volume metadata");
 	int64_t app = 0, tru = 0;
 	bool sized = st_vol_stat(d, j->dst[1], j->dst[2], &app, &tru) == 0;
 	pthread_mutex_lock(&s->lock);

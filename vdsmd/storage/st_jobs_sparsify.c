@@ -406,8 +406,8 @@ static int run_sparsify(struct storage_state *s, struct st_job *j, struct st_dom
 	int rc = strlen(sock) >= sizeof(sa.sun_path) ? -ENAMETOOLONG : st_mkdir_p(dir, 0700);
 	free(dir);
 	if (rc < 0) {
-		st_fail(e, RPC_E_GENERAL, "Cannot sparsify volume %s: socket %s: %s", j->src[2],
-			sock, strerror(-rc));
+		st_fail_rc(e, RPC_E_GENERAL, rc, "Cannot sparsify volume %s: socket %s", j->src[2],
+			   sock);
 		goto out_spec;
 	}
 	unlink(sock);
@@ -506,10 +506,10 @@ static int sync_data(struct st_domain *d, struct st_job *j, struct st_err *e)
 	int fd = st_job_open_data(d, j, e);
 	if (fd < 0)
 		return -1;
-	int rc = fsync(fd) < 0 ? -errno : 0;
+	int rc = st_fsync_fd(fd);
 	close(fd);
 	if (rc < 0)
-		return st_fail(e, RPC_E_GENERAL, "syncing volume %s: %s", j->src[2], strerror(-rc));
+		return st_fail_rc(e, RPC_E_GENERAL, rc, "syncing volume %s", j->src[2]);
 	return 0;
 }
 
@@ -535,7 +535,7 @@ static int sparsify_work(struct storage_state *s, struct st_job *j, struct st_er
 		copy.mtime = (int64_t)time(NULL);
 		int wrc = st_vol_write_meta(d, &copy);
 		if (wrc < 0)
-			rc = st_fail(e, RPC_E_GENERAL, "writing volume metadata: %s", strerror(-wrc));
+			rc = st_fail_rc(e, RPC_E_GENERAL, wrc, "writing volume metadata");
 	}
 	if (rc == 0)
 		ST_CRASH("sparsify.meta");

@@ -75,7 +75,7 @@ static int update_work(struct storage_state *s, struct st_job *j, struct st_err 
 			st_amend_unmark(s, j->src[2]);
 		int wrc = st_vol_write_meta(d, &copy);
 		if (wrc < 0)
-			rc = st_fail(e, RPC_E_GENERAL, "writing volume metadata: %s", strerror(-wrc));
+			rc = st_fail_rc(e, RPC_E_GENERAL, wrc, "writing volume metadata");
 	}
 	if (rc == 0) {
 		ST_CRASH("update_volume.written");

@@ -38,6 +38,62 @@ int st_fail(struct st_err *e, enum rpc_err code, const char *fmt, ...)
 	return -1;
 }
 
+const char *st_rc_text(int rc)
+{
+	return strerror(-rc);
+}
+
+/* "<context>: <system text>" into buf. */
+static void rc_msg(char *buf, size_t len, int rc, const char *fmt, va_list ap)
+{
+	int n = vsnprintf(buf, len, fmt, ap);
+	size_t at = n < 0 ? 0 : VD_MIN((size_t)n, len - 1);
+	snprintf(buf + at, len - at, ": %s", st_rc_text(rc));
+}
+
+int st_fail_rc(struct st_err *e, enum rpc_err code, int rc, const char *fmt, ...)
+{
+	if (e) {
+		va_list ap;
+		va_start(ap, fmt);
+		e->code = code;
+		rc_msg(e->msg, sizeof(e->msg), rc, fmt, ap);
+		va_end(ap);
+	}
+	return -1;
+}
+
+int st_errf(char *buf, size_t len, int rc, const char *fmt, ...)
+{
+	if (buf && len) {
+		va_list ap;
+		va_start(ap, fmt);
+		rc_msg(buf, len, rc, fmt, ap);
+		va_end(ap);
+	}
+	return rc;
+}
+
+int st_fsync_fd(int fd)
+{
+	return fsync(fd) < 0 ? -errno : 0;
+}
+
+int st_mkdir(const char *path, mode_t mode)
+{
+	return mkdir(path, mode) < 0 ? -errno : 0;
+}
+
+int st_unlink(const char *path)
+{
+	return unlink(path) < 0 ? -errno : 0;
+}
+
+int st_rmdir(const char *path)
+{
+	return rmdir(path) < 0 ? -errno : 0;
+}
+
 void kv_init(struct st_kv *kv)
 {
 	memset(kv, 0, sizeof(*kv));

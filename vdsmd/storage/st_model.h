@@ -111,7 +111,7 @@ void index_count_children(struct st_domain *d);
 int st_domain_write_meta(struct storage_state *s, struct st_domain *d);
 /* Write d's metadata as it would be with pool and role changed, and (when
  * pool_md) the pool's fields of pool_md; d itself is not touched (memory
- * follows once the disk has it).  0 or -errno. */
+ * follows once the disk has it).  0 or a primitive's rc (st_file.h). */
 int st_domain_write_meta_as(struct storage_state *s, struct st_domain *d, const char *pool,
 			    bool master, const struct st_domain *pool_md);
 /* Snapshot the registry under the lock, write it outside (caller holds

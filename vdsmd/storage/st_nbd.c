@@ -495,7 +495,7 @@ static struct st_nbd *reserve(struct storage_state *s, const char *id, struct st
 	int rc = st_mkdir_p(dir, 0750);
 	free(dir);
 	if (rc < 0) {
-		st_fail(e, RPC_E_GENERAL, "cannot make %s/nbd: %s", run_dir(s), strerror(-rc));
+		st_fail_rc(e, RPC_E_GENERAL, rc, "cannot make %s/nbd", run_dir(s));
 		free(sock);
 		return NULL;
 	}

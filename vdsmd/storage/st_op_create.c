@@ -161,7 +161,7 @@ int st_volume_create(struct storage_state *s, const struct st_volreq *r, char ta
 	if (rc == 0)
 		ST_CRASH("create.meta-illegal");
 	if (rc < 0) {
-		st_fail(e, RPC_E_GENERAL, "cannot prepare volume %s: %s", r->vol, strerror(-rc));
+		st_fail_rc(e, RPC_E_GENERAL, rc, "cannot prepare volume %s", r->vol);
 		/* The record goes only with the metadata: a .meta that stays
 		 * is rolled back by the next start. */
 		if (st_vol_unlink(d, r->img, r->vol, true) == 0) {
@@ -219,7 +219,7 @@ static void run_create(struct storage_state *s, struct st_task *t)
 		copy.legal = t->legal;
 		rc = st_vol_write_meta(d, &copy);
 		if (rc < 0)
-			snprintf(err, sizeof(err), "writing volume metadata: %s", strerror(-rc));
+			st_errf(err, sizeof(err), rc, "writing volume metadata");
 		else
 			ST_CRASH("create.meta-legal");
 	}
@@ -255,7 +255,7 @@ static void run_create(struct storage_state *s, struct st_task *t)
 		pthread_mutex_unlock(&s->lock);
 		char msg[256];
 		snprintf(msg, sizeof(msg), "%.120s; rollback failed (%s): volume kept ILLEGAL", err,
-			 strerror(-rr));
+			 st_rc_text(rr));
 		log_error("storage: task %s: volume %s/%s: %s", t->id, t->img, t->vol, msg);
 		st_task_finish(s, t, ST_TR_CLEAN_FAILURE, code, msg);
 		return;

@@ -39,9 +39,9 @@ static size_t restore_legal(struct storage_state *s, struct st_domain *d, char (
 		if (rc < 0) {
 			if (!failed)
 				snprintf(err, errlen, "volume %s could not be made LEGAL again (%s); "
-					 "kept ILLEGAL", ids[i], strerror(-rc));
+					 "kept ILLEGAL", ids[i], st_rc_text(rc));
 			log_error("storage: volume %s/%s: cannot restore LEGAL metadata: %s; kept "
-				  "ILLEGAL", copy.image, ids[i], strerror(-rc));
+				  "ILLEGAL", copy.image, ids[i], st_rc_text(rc));
 			failed++;
 		}
 	}
@@ -108,7 +108,7 @@ static int queue_delete(struct storage_state *s, struct st_domain *d, struct st_
 		}
 		st_task_free(t);
 		return st_fail(e, RPC_E_GENERAL, "cannot mark volumes for deletion: %s%s%s",
-			       strerror(-rc), why[0] ? "; " : "", why);
+			       st_rc_text(rc), why[0] ? "; " : "", why);
 	}
 	snprintf(task_id, 37, "%.36s", t->id);
 	st_task_submit(s, t);
@@ -360,8 +360,7 @@ static void run_delete(struct storage_state *s, struct st_task *t)
 				struct st_volume *v = map_get(&d->volumes, id);
 				v->busy = false;   /* stays ILLEGAL; the record says why */
 				if (!failed)
-					snprintf(err, sizeof(err), "removing volume %s: %s", id,
-						 strerror(-rc));
+					st_errf(err, sizeof(err), rc, "removing volume %s", id);
 				failed++;
 			}
 			pthread_mutex_unlock(&s->lock);
@@ -409,21 +408,15 @@ static size_t delete_rest(struct storage_state *s, struct st_domain *d, struct s
 			rc = st_vol_unlink(d, v->image, v->uuid, true);
 		if (rc < 0) {
 			log_error("storage: task %s: cannot finish removing volume %s: %s", t->id,
-				  v->uuid, strerror(-rc));
+				  v->uuid, st_rc_text(rc));
 			kept++;
 			continue;
 		}
 		char img[37];
 		snprintf(img, sizeof(img), "%s", v->image);
 		index_del_volume(d, t->vols[i]);
-		if (!map_get(&d->images, img)) {
-			int images = st_dir_at(d->dir, "images");
-			if (images >= 0) {
-				if (unlinkat(images, img, AT_REMOVEDIR) == 0)
-					fsync(images);
-				close(images);
-			}
-		}
+		if (!map_get(&d->images, img))
+			st_img_rmdir(d, img);
 	}
 	return kept;
 }

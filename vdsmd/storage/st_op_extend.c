@@ -55,7 +55,7 @@ int st_volume_extend(struct storage_state *s, const char *sd, const char *img, c
 		d->busy--;
 		pthread_mutex_unlock(&s->lock);
 		st_task_free(t);
-		return st_fail(e, RPC_E_GENERAL, "cannot record the task: %s", strerror(-rc));
+		return st_fail_rc(e, RPC_E_GENERAL, rc, "cannot record the task");
 	}
 	snprintf(task_id, 37, "%.36s", t->id);
 	st_task_submit(s, t);
@@ -67,26 +67,21 @@ int st_volume_extend(struct storage_state *s, const char *sd, const char *img, c
  * data step puts a RAW file back to its old size. */
 bool st_volume_grown(const struct st_domain *d, const struct st_volume *v, int64_t size)
 {
-	int ifd = st_img_open(d, v->image, false);
-	int fd = ifd < 0 ? -1 : openat(ifd, v->uuid, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (ifd >= 0)
-		close(ifd);
-	if (fd < 0)
-		return false;
 	struct stat st;
+	int fd = st_vol_open(d, v->image, v->uuid, O_RDONLY, &st);
+	if (fd < 0)
+		return false;   /* missing, a link or not a regular file */
 	int64_t have = -1;
-	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
-		if (v->format != ST_FMT_COW) {
-			have = st.st_size;
-		} else {   /* qcow2 header: magic, version, ..., size at 24 (BE) */
-			unsigned char h[32];
-			if (pread(fd, h, sizeof(h), 0) == (ssize_t)sizeof(h) &&
-			    memcmp(h, "QFI\xfb", 4) == 0) {
-				uint64_t vs = 0;
-				for (int i = 0; i < 8; i++)
-					vs = vs << 8 | h[24 + i];
-				have = vs > INT64_MAX ? -1 : (int64_t)vs;
-			}
+	if (v->format != ST_FMT_COW) {
+		have = st.st_size;
+	} else {   /* qcow2 header: magic, version, ..., size at 24 (BE) */
+		unsigned char h[32];
+		if (pread(fd, h, sizeof(h), 0) == (ssize_t)sizeof(h) &&
+		    memcmp(h, "QFI\xfb", 4) == 0) {
+			uint64_t vs = 0;
+			for (int i = 0; i < 8; i++)
+				vs = vs << 8 | h[24 + i];
+			have = vs > INT64_MAX ? -1 : (int64_t)vs;
 		}
 	}
 	close(fd);
@@ -101,19 +96,17 @@ static void run_extend(struct storage_state *s, struct st_task *t)
 	struct st_volume copy = *(struct st_volume *)map_get(&d->volumes, t->vol);
 	pthread_mutex_unlock(&s->lock);
 	int rc = 0;
-	int ifd = -1, fd = -1;
+	int fd = -1;
 	struct st_task_io tio;
 	st_task_io_init(&tio, s, t);
 	if (tio.io.stopped(tio.io.ctx, err, sizeof(err))) {
 		rc = -ECANCELED;
 		goto out;
 	}
-	ifd = st_img_open(d, t->img, false);
-	fd = ifd < 0 ? -1 : openat(ifd, t->vol, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
 	struct stat st;
-	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		rc = fd < 0 ? (ifd < 0 ? ifd : -errno) : -EINVAL;
-		snprintf(err, sizeof(err), "volume data file: %s", strerror(-rc));
+	fd = st_vol_open(d, t->img, t->vol, O_RDWR, &st);
+	if (fd < 0) {
+		rc = st_errf(err, sizeof(err), fd, "volume data file");
 		goto out;
 	}
 	if (copy.format == ST_FMT_COW) {
@@ -127,38 +120,24 @@ static void run_extend(struct storage_state *s, struct st_task *t)
 				 size, NULL };
 		rc = st_run_qemu_img(&tio.io, argv, fd, err, sizeof(err));
 	} else {
-		off_t old = st.st_size;
-		if (ftruncate(fd, t->size) < 0)
-			rc = -errno;
-		if (rc == 0 && copy.alloc == ST_PREALLOCATED && t->size > old &&
-		    fallocate(fd, 0, old, t->size - old) < 0 && errno != EOPNOTSUPP)
-			rc = -errno;
-		if (rc < 0) {
-			snprintf(err, sizeof(err), "growing to %lld bytes: %s", (long long)t->size,
-				 strerror(-rc));
-			if (ftruncate(fd, old) < 0)
-				log_error("storage: volume %s: cannot shrink back: %s", t->vol,
-					  strerror(errno));
-		}
+		rc = st_file_grow(fd, t->vol, st.st_size, t->size, copy.alloc == ST_PREALLOCATED);
+		if (rc < 0)
+			st_errf(err, sizeof(err), rc, "growing to %lld bytes", (long long)t->size);
 	}
-	if (rc == 0 && fsync(fd) < 0) {
-		rc = -errno;
-		snprintf(err, sizeof(err), "syncing: %s", strerror(-rc));
-	}
+	if (rc == 0 && (rc = st_fsync_fd(fd)) < 0)
+		st_errf(err, sizeof(err), rc, "syncing");
 	if (rc == 0) {
 		ST_CRASH("extend.grown");
 		copy.capacity = t->size;
 		copy.mtime = (int64_t)time(NULL);
 		if ((rc = st_vol_write_meta(d, &copy)) < 0)
-			snprintf(err, sizeof(err), "writing volume metadata: %s", strerror(-rc));
+			st_errf(err, sizeof(err), rc, "writing volume metadata");
 		else
 			ST_CRASH("extend.meta");
 	}
 out:
 	if (fd >= 0)
 		close(fd);
-	if (ifd >= 0)
-		close(ifd);
 	int64_t app = 0, tru = 0;
 	bool sized = st_vol_stat(d, t->img, t->vol, &app, &tru) == 0;
 	pthread_mutex_lock(&s->lock);

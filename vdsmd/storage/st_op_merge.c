@@ -146,7 +146,7 @@ static int queue_merge(struct storage_state *s, const struct st_task_op *op, con
 		d->busy--;
 		pthread_mutex_unlock(&s->lock);
 		st_task_free(t);
-		return st_fail(e, RPC_E_GENERAL, "cannot record the task: %s", strerror(-rc));
+		return st_fail_rc(e, RPC_E_GENERAL, rc, "cannot record the task");
 	}
 	ST_CRASH(prepare ? "prepare_merge.record" : "finalize_merge.record");
 	snprintf(task_id, 37, "%s", t->id);
@@ -213,31 +213,18 @@ static void set_parent(struct st_volume *v, const void *arg)
 static int grow_raw(struct st_domain *d, const struct st_volume *v, int64_t size, char *err,
 		    size_t errlen)
 {
-	int ifd = st_img_open(d, v->image, false);
-	int fd = ifd < 0 ? -1 : openat(ifd, v->uuid, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
-	int rc = fd < 0 ? (ifd < 0 ? ifd : -errno) : 0;
 	struct stat st;
-	if (rc == 0 && (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)))
-		rc = -EINVAL;
-	if (rc == 0 && st.st_size < size) {
-		if (ftruncate(fd, size) < 0)
-			rc = -errno;
-		if (rc == 0 && v->alloc == ST_PREALLOCATED &&
-		    fallocate(fd, 0, st.st_size, size - st.st_size) < 0 && errno != EOPNOTSUPP)
-			rc = -errno;
-		if (rc < 0 && ftruncate(fd, st.st_size) < 0)
-			log_error("storage: volume %s: cannot shrink back: %s", v->uuid,
-				  strerror(errno));
-	}
-	if (rc == 0 && fsync(fd) < 0)
-		rc = -errno;
+	int fd = st_vol_open(d, v->image, v->uuid, O_RDWR, &st);
+	int rc = fd < 0 ? fd : 0;
+	if (rc == 0 && st.st_size < size)
+		rc = st_file_grow(fd, v->uuid, st.st_size, size, v->alloc == ST_PREALLOCATED);
+	if (rc == 0)
+		rc = st_fsync_fd(fd);
 	if (rc < 0)
-		snprintf(err, errlen, "growing base volume %s to %lld bytes: %s", v->uuid,
-			 (long long)size, strerror(-rc));
+		st_errf(err, errlen, rc, "growing base volume %s to %lld bytes", v->uuid,
+			(long long)size);
 	if (fd >= 0)
 		close(fd);
-	if (ifd >= 0)
-		close(ifd);
 	return rc;
 }
 
@@ -329,7 +316,7 @@ static void run_prepare(struct storage_state *s, struct st_task *t)
 								sizeof(err))) == 0)
 			ST_CRASH("prepare_merge.base-grown");
 		if (rc == 0 && (rc = edit_meta(s, d, base.uuid, set_capacity, &t->size)) < 0)
-			snprintf(err, sizeof(err), "writing base volume metadata: %s", strerror(-rc));
+			st_errf(err, sizeof(err), rc, "writing base volume metadata");
 		if (rc == 0)
 			ST_CRASH("prepare_merge.base-capacity");
 	}
@@ -366,13 +353,12 @@ static void recover_prepare(struct storage_state *s, struct st_task *t)
 	st_op_recovered(t, done);
 }
 
-/* The backing file name in a qcow2 header ("" none); -errno. */
+/* The backing file name in a qcow2 header ("" none); 0 or a primitive's rc. */
 static int qcow2_backing(const struct st_domain *d, const char *img, const char *vol,
 			 char *out, size_t outlen)
 {
-	int ifd = st_img_open(d, img, false);
-	int fd = ifd < 0 ? -1 : openat(ifd, vol, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	int rc = fd < 0 ? (ifd < 0 ? ifd : -errno) : 0;
+	int fd = st_vol_open(d, img, vol, O_RDONLY, NULL);
+	int rc = fd < 0 ? fd : 0;
 	unsigned char h[20];
 	out[0] = '\0';
 	if (rc == 0 && (pread(fd, h, sizeof(h), 0) != (ssize_t)sizeof(h) ||
@@ -393,8 +379,6 @@ static int qcow2_backing(const struct st_domain *d, const char *img, const char 
 	}
 	if (fd >= 0)
 		close(fd);
-	if (ifd >= 0)
-		close(ifd);
 	return rc;
 }
 
@@ -402,11 +386,10 @@ static int qcow2_backing(const struct st_domain *d, const char *img, const char 
 static int rebase_child(struct st_domain *d, struct st_task *t, struct st_task_io *tio,
 			int base_fmt, char *err, size_t errlen)
 {
-	int ifd = st_img_open(d, t->img, false);
-	int fd = ifd < 0 ? -1 : openat(ifd, t->vols[2], O_RDWR | O_NOFOLLOW | O_CLOEXEC);
-	int rc = fd < 0 ? (ifd < 0 ? ifd : -errno) : 0;
+	int fd = st_vol_open(d, t->img, t->vols[2], O_RDWR, NULL);
+	int rc = fd < 0 ? fd : 0;
 	if (rc < 0) {
-		snprintf(err, errlen, "child volume %s data file: %s", t->vols[2], strerror(-rc));
+		st_errf(err, errlen, rc, "child volume %s data file", t->vols[2]);
 	} else {
 		/* the base's name, as VDSM: every volume of an image is in its
 		 * directory (getBackingVolumePath) */
@@ -416,16 +399,11 @@ static int rebase_child(struct st_domain *d, struct st_task *t, struct st_task_i
 				 (char *)"json:{\"driver\":\"qcow2\",\"backing\":null,\"file\":"
 				 "{\"driver\":\"file\",\"filename\":\"/proc/self/fd/3\"}}", NULL };
 		rc = st_run_qemu_img(&tio->io, argv, fd, err, errlen);
-		if (rc == 0 && fsync(fd) < 0) {
-			rc = -errno;
-			snprintf(err, errlen, "syncing child volume %s: %s", t->vols[2],
-				 strerror(-rc));
-		}
+		if (rc == 0 && (rc = st_fsync_fd(fd)) < 0)
+			st_errf(err, errlen, rc, "syncing child volume %s", t->vols[2]);
 	}
 	if (fd >= 0)
 		close(fd);
-	if (ifd >= 0)
-		close(ifd);
 	return rc;
 }
 
@@ -440,8 +418,7 @@ static void run_finalize(struct storage_state *s, struct st_task *t)
 	st_task_io_init(&tio, s, t);
 	int rc = tio.io.stopped(tio.io.ctx, err, sizeof(err)) ? -ECANCELED : 0;
 	if (rc == 0 && (rc = edit_meta(s, d, t->vols[0], set_legal, ILLEGAL)) < 0)
-		snprintf(err, sizeof(err), "marking top volume %s ILLEGAL: %s", t->vols[0],
-			 strerror(-rc));
+		st_errf(err, sizeof(err), rc, "marking top volume %s ILLEGAL", t->vols[0]);
 	if (rc == 0)
 		ST_CRASH("finalize_merge.top-illegal");
 	if (rc == 0 && t->nvols == 3) {
@@ -453,12 +430,12 @@ static void run_finalize(struct storage_state *s, struct st_task *t)
 			int r2 = edit_meta(s, d, t->vols[0], set_legal, LEGAL);
 			if (r2 < 0)
 				log_error("storage: task %s: top volume %s stays ILLEGAL: %s", t->id,
-					  t->vols[0], strerror(-r2));
+					  t->vols[0], st_rc_text(r2));
 		} else {
 			ST_CRASH("finalize_merge.child-rebased");
 			if ((rc = edit_meta(s, d, t->vols[2], set_parent, t->vols[1])) < 0)
-				snprintf(err, sizeof(err), "writing child volume %s metadata: %s",
-					 t->vols[2], strerror(-rc));
+				st_errf(err, sizeof(err), rc, "writing child volume %s metadata",
+					t->vols[2]);
 			else
 				ST_CRASH("finalize_merge.child-parent");
 		}

@@ -39,7 +39,7 @@ int st_spm_start(struct storage_state *s, const char *sp, char task_id[37], stru
 	int rc = st_task_persist(s, t);
 	if (rc < 0) {
 		st_task_free(t);
-		return st_fail(e, RPC_E_GENERAL, "cannot record the task: %s", strerror(-rc));
+		return st_fail_rc(e, RPC_E_GENERAL, rc, "cannot record the task");
 	}
 	snprintf(task_id, 37, "%.36s", t->id);
 	st_task_submit(s, t);

@@ -31,7 +31,7 @@ struct storage_state *st_open(const char *root_cfg, char *why, size_t whylen)
 		rc = -ENOTDIR;   /* a symlink: task records would be written elsewhere */
 	free(tasks);
 	if (rc < 0) {
-		snprintf(why, whylen, "storage_root %s: %s", root, strerror(-rc));
+		st_errf(why, whylen, rc, "storage_root %s", root);
 		free(real);
 		return NULL;
 	}

@@ -42,24 +42,13 @@ struct st_volume *st_find_volume(struct storage_state *s, const char *sd, const 
 	return v;
 }
 
-/* images/<img> goes when it is empty (rmdir fails otherwise). */
-static void img_rmdir(const struct st_domain *d, const char *img)
-{
-	int images = st_dir_at(d->dir, "images");
-	if (images < 0)
-		return;
-	if (unlinkat(images, img, AT_REMOVEDIR) == 0)
-		fsync(images);
-	close(images);
-}
-
 /* The end of a job on one image: its directory goes when the image has no
  * volume left (empty), and the domain is no longer busy with the job. */
 void st_op_job_release(struct storage_state *s, struct st_domain *d, const char *img,
 			bool empty)
 {
 	if (empty)
-		img_rmdir(d, img);
+		st_img_rmdir(d, img);
 	pthread_mutex_lock(&s->lock);
 	d->busy--;
 	pthread_mutex_unlock(&s->lock);
@@ -121,7 +110,7 @@ int st_volume_set_description(struct storage_state *s, const char *sd, const cha
 	d->busy--;
 	pthread_mutex_unlock(&s->lock);
 	if (rc < 0)
-		return st_fail(e, RPC_E_GENERAL, "writing volume metadata: %s", strerror(-rc));
+		return st_fail_rc(e, RPC_E_GENERAL, rc, "writing volume metadata");
 	return 0;
 }
 

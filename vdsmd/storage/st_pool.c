@@ -245,7 +245,7 @@ int st_pool_setup(struct storage_state *s, const char *sp, const char *name, con
 			 * old master, whose storage is why the engine rebuilds)
 			 * keeps its metadata; the new master's map is what counts */
 			log_warn("storage: reconstructMaster: domain %s not updated: %s",
-				 list[done]->uuid, strerror(-rc));
+				 list[done]->uuid, st_rc_text(rc));
 			skipped[done] = true;
 			rc = 0;
 			continue;
@@ -289,7 +289,7 @@ int st_pool_setup(struct storage_state *s, const char *sp, const char *name, con
 	free(old_pool);
 	free(old_master);
 	if (rc < 0)
-		return st_fail(e, RPC_E_GENERAL, "cannot write pool metadata: %s", strerror(-rc));
+		return st_fail_rc(e, RPC_E_GENERAL, rc, "cannot write pool metadata");
 	return 0;
 fail:
 	pthread_mutex_unlock(&s->lock);
@@ -352,7 +352,7 @@ static int pool_adopt(struct storage_state *s, const char *sp, const char *maste
 	pthread_mutex_unlock(&s->reg_lock);
 	free(nw.name);
 	if (rc < 0)
-		return st_fail(e, RPC_E_GENERAL, "cannot record pool %s: %s", sp, strerror(-rc));
+		return st_fail_rc(e, RPC_E_GENERAL, rc, "cannot record pool %s", sp);
 	return 0;
 }
 
@@ -400,7 +400,7 @@ int st_pool_connect(struct storage_state *s, const char *sp, bool connect, int h
 	pthread_mutex_unlock(&s->reg_lock);
 	free(nw.name);
 	if (rc < 0)
-		return st_fail(e, RPC_E_GENERAL, "cannot write pool metadata: %s", strerror(-rc));
+		return st_fail_rc(e, RPC_E_GENERAL, rc, "cannot write pool metadata");
 	if (connect) {
 		st_pool_reload(s);   /* the domain map as the SPM last wrote it */
 		st_pool_adopt_members(s);

@@ -62,7 +62,7 @@ int st_domain_attach(struct storage_state *s, const char *sd, const char *sp, bo
 	d->busy--;
 	pthread_mutex_unlock(&s->lock);
 	if (rc < 0)
-		return st_fail(e, RPC_E_GENERAL, "writing domain metadata: %s", strerror(-rc));
+		return st_fail_rc(e, RPC_E_GENERAL, rc, "writing domain metadata");
 	log_info("storage: domain %s %s pool %s", sd, attach ? "attached to" : "detached from", sp);
 	return 0;
 }
@@ -97,7 +97,7 @@ int st_domain_force_detach(struct storage_state *s, const char *sd, const char *
 		 * status; the domain's own metadata is left as it is */
 		rc = member ? st_pool_set_dom_status(s, sd, ST_DS_NONE) : 0;
 		if (rc < 0)
-			st_fail(e, RPC_E_GENERAL, "writing the pool metadata: %s", strerror(-rc));
+			st_fail_rc(e, RPC_E_GENERAL, rc, "writing the pool metadata");
 	} else {
 		/* VDSM's detach from "old pools" (the engine cleaning a domain
 		 * that still names a pool): the domain's metadata only, under
@@ -110,7 +110,7 @@ int st_domain_force_detach(struct storage_state *s, const char *sd, const char *
 		if (rc < 0)
 			st_fail(e, rc == -EBUSY ? RPC_E_SPM_ACQUIRE : RPC_E_GENERAL, "id=%s, %s", sd, err);
 		else if ((rc = st_domain_set_pool(s, d, "", false)) < 0)
-			st_fail(e, RPC_E_GENERAL, "writing domain metadata: %s", strerror(-rc));
+			st_fail_rc(e, RPC_E_GENERAL, rc, "writing domain metadata");
 		if (lver >= 0 && st_lease_drop(ddir, host, lver) < 0)
 			log_warn("storage: forced detach: cannot free the lease of %s", sd);
 	}
@@ -154,10 +154,10 @@ int st_pool_destroy(struct storage_state *s, const char *sp, struct st_err *e)
 	pthread_mutex_unlock(&s->lock);
 	free(doms);
 	if (rc < 0)
-		return st_fail(e, RPC_E_GENERAL, "detaching the pool's domains: %s", strerror(-rc));
+		return st_fail_rc(e, RPC_E_GENERAL, rc, "detaching the pool's domains");
 	st_spm_release(s);
 	if ((rc = st_pool_forget(s)) < 0)
-		return st_fail(e, RPC_E_GENERAL, "removing pool metadata: %s", strerror(-rc));
+		return st_fail_rc(e, RPC_E_GENERAL, rc, "removing pool metadata");
 	log_info("storage: pool %s destroyed", sp);
 	return 0;
 }
@@ -309,6 +309,6 @@ int st_domain_activate(struct storage_state *s, const char *sd, const char *sp, 
 	}
 	rc = st_pool_set_dom_status(s, sd, want);
 	if (rc < 0)
-		return st_fail(e, RPC_E_GENERAL, "writing the pool metadata: %s", strerror(-rc));
+		return st_fail_rc(e, RPC_E_GENERAL, rc, "writing the pool metadata");
 	return 0;
 }

@@ -53,10 +53,11 @@ int st_pool_intent_write(struct storage_state *s, const char *sp, const char *co
 void st_pool_intent_clear(struct storage_state *s)
 {
 	char *path = st_path(s->root, INTENT);
-	if (unlink(path) == 0)
+	int rc = st_unlink(path);
+	if (rc == 0)
 		st_fsync_dir(s->root);
-	else if (errno != ENOENT)
-		log_error("storage: cannot remove %s: %s", path, strerror(errno));
+	else if (rc != -ENOENT)
+		log_error("storage: cannot remove %s: %s", path, st_rc_text(rc));
 	free(path);
 }
 

@@ -84,26 +84,29 @@ int st_open_beneath(int dfd, const char *rel, int flags, mode_t mode)
 
 int st_dom_open(const char *dir)
 {
-	return open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
 }
 
 int st_dir_at(const char *dir, const char *rel)
 {
 	int dfd = st_dom_open(dir);
-	if (dfd < 0 || !rel)
+	if (dfd < 0)
+		return dfd;
+	if (!rel)
 		return dfd;
 	int fd = st_open_beneath(dfd, rel, O_RDONLY | O_DIRECTORY, 0);
 	int e = errno;
 	close(dfd);
 	errno = e;
-	return fd;
+	return fd < 0 ? -e : fd;
 }
 
 int st_img_open(const struct st_domain *d, const char *img, bool create)
 {
 	int images = st_dir_at(d->dir, "images");
 	if (images < 0)
-		return -errno;
+		return images;
 	if (create) {
 		if (mkdirat(images, img, 0755) == 0) {
 			if (fsync(images) < 0) {
@@ -121,6 +124,34 @@ int st_img_open(const struct st_domain *d, const char *img, bool create)
 	int e = errno;
 	close(images);
 	return fd < 0 ? -e : fd;
+}
+
+void st_img_rmdir(const struct st_domain *d, const char *img)
+{
+	int images = st_dir_at(d->dir, "images");
+	if (images < 0)
+		return;
+	if (unlinkat(images, img, AT_REMOVEDIR) == 0)
+		fsync(images);
+	close(images);
+}
+
+int st_vol_open(const struct st_domain *d, const char *img, const char *vol, int flags,
+		struct stat *st)
+{
+	int ifd = st_img_open(d, img, false);
+	if (ifd < 0)
+		return ifd;
+	int fd = openat(ifd, vol, flags | O_NOFOLLOW | O_CLOEXEC);
+	int e = errno;
+	close(ifd);
+	if (fd < 0)
+		return -e;
+	if (st && (fstat(fd, st) < 0 || !S_ISREG(st->st_mode))) {
+		close(fd);
+		return -EINVAL;
+	}
+	return fd;
 }
 
 int st_write_atomic_at(int dirfd, const char *name, const void *data, size_t len)

@@ -102,23 +102,21 @@ int st_domain_create(struct storage_state *s, const char *sd, int type, const ch
 
 	int rc = 0;
 	char *md = st_path(d->dir, "dom_md"), *im = st_path(d->dir, "images");
-	if (mkdir(d->dir, 0755) < 0) {
-		rc = -errno;
-		if (errno == EEXIST)
+	if ((rc = st_mkdir(d->dir, 0755)) < 0) {
+		if (rc == -EEXIST)
 			st_fail(e, RPC_E_DOMAIN_EXISTS, "%s already exists in %s", sd, base);
 		else
-			st_fail(e, RPC_E_GENERAL, "cannot create %s: %s", d->dir, strerror(-rc));
+			st_fail_rc(e, RPC_E_GENERAL, rc, "cannot create %s", d->dir);
 		goto fail;
 	}
-	if (mkdir(md, 0755) < 0 || mkdir(im, 0755) < 0) {
-		rc = -errno;
-		st_fail(e, RPC_E_GENERAL, "cannot create domain layout: %s", strerror(-rc));
+	if ((rc = st_mkdir(md, 0755)) < 0 || (rc = st_mkdir(im, 0755)) < 0) {
+		st_fail_rc(e, RPC_E_GENERAL, rc, "cannot create domain layout");
 		st_rmtree(d->dir);
 		goto fail;
 	}
 	if ((rc = st_domain_write_meta_as(s, d, d->pool, d->master, NULL)) < 0 || (rc = st_fsync_dir(d->dir)) < 0 ||
 	    (rc = st_fsync_dir(base)) < 0) {
-		st_fail(e, RPC_E_GENERAL, "cannot write domain metadata: %s", strerror(-rc));
+		st_fail_rc(e, RPC_E_GENERAL, rc, "cannot write domain metadata");
 		st_rmtree(d->dir);
 		goto fail;
 	}
@@ -130,7 +128,7 @@ int st_domain_create(struct storage_state *s, const char *sd, int type, const ch
 		pthread_mutex_lock(&s->lock);
 		d->formatting = true;
 		pthread_mutex_unlock(&s->lock);
-		st_fail(e, RPC_E_GENERAL, "cannot update the domain registry: %s", strerror(-rc));
+		st_fail_rc(e, RPC_E_GENERAL, rc, "cannot update the domain registry");
 		st_rmtree(d->dir);
 		goto fail;
 	}
@@ -168,13 +166,13 @@ int st_domain_format(struct storage_state *s, const char *sd, struct st_err *e)
 		pthread_mutex_lock(&s->lock);
 		d->formatting = false;
 		pthread_mutex_unlock(&s->lock);
-		return st_fail(e, RPC_E_GENERAL, "cannot update the domain registry: %s", strerror(-rc));
+		return st_fail_rc(e, RPC_E_GENERAL, rc, "cannot update the domain registry");
 	}
 	/* Unregistered first: a crash midway leaves an unknown directory,
 	 * never a half-removed domain that is still served. */
 	rc = st_rmtree(d->dir);
 	if (rc < 0)
-		log_warn("storage: format %s: removing %s: %s", sd, d->dir, strerror(-rc));
+		log_warn("storage: format %s: removing %s: %s", sd, d->dir, st_rc_text(rc));
 	pthread_mutex_lock(&s->lock);
 	map_del(&s->domains, sd);
 	pthread_mutex_unlock(&s->lock);

@@ -59,7 +59,7 @@ static int lease_read(const char *mdir, struct lease *l)
 	memset(l, 0, sizeof(*l));
 	int md = st_dir_at(mdir, "dom_md");
 	if (md < 0)
-		return -errno;
+		return md;
 	struct st_kv kv;
 	int rc = kv_read_at(&kv, md, LEASE_FILE);
 	close(md);
@@ -78,7 +78,7 @@ static int lease_write(const char *mdir, const struct lease *l)
 {
 	int md = st_dir_at(mdir, "dom_md");
 	if (md < 0)
-		return -errno;
+		return md;
 	struct st_kv kv;
 	kv_init(&kv);
 	kv_setf(&kv, "HOST_ID", "%d", l->holder);
@@ -156,7 +156,7 @@ static void *renewer(void *arg)
 		if (rc < 0 || slow) {
 			failures++;
 			log_warn("storage: SPM lease renewal %s (%u of %u)",
-				 rc < 0 ? strerror(-rc) : "too slow", failures, retries);
+				 rc < 0 ? st_rc_text(rc) : "too slow", failures, retries);
 			if (failures > retries) {
 				log_error("storage: SPM lease of pool %s could not be renewed: stepping "
 					  "down", s->pool_uuid);
@@ -236,12 +236,12 @@ static int lease_take(struct storage_state *s, const char *const *dirs, size_t n
 			 * storage is gone: why the engine reconstructs) holds
 			 * nothing back */
 			log_warn("storage: SPM lease of %s unreadable (%s): not watched", dirs[i],
-				 strerror(-rc));
+				 st_rc_text(rc));
 			held[i] = false;
 			continue;
 		}
 		if (rc < 0) {
-			snprintf(err, errlen, "reading the SPM lease of %s: %s", dirs[i], strerror(-rc));
+			st_errf(err, errlen, rc, "reading the SPM lease of %s", dirs[i]);
 			return rc;
 		}
 		seen[i] = cur[i];
@@ -261,8 +261,7 @@ static int lease_take(struct storage_state *s, const char *const *dirs, size_t n
 				continue;
 			}
 			if (rc < 0) {
-				snprintf(err, errlen, "reading the SPM lease of %s: %s", dirs[i],
-					 strerror(-rc));
+				st_errf(err, errlen, rc, "reading the SPM lease of %s", dirs[i]);
 				return rc;
 			}
 			if (cur[i].holder == 0) {   /* released meanwhile */
@@ -284,14 +283,14 @@ static int lease_take(struct storage_state *s, const char *const *dirs, size_t n
 	*mine = (struct lease){ me, cur[0].lver + 1,
 				((uint64_t)vd_now_ns() << 8) ^ (uint64_t)getpid() };
 	if ((rc = lease_write(dirs[0], mine)) < 0) {
-		snprintf(err, errlen, "writing the SPM lease: %s", strerror(-rc));
+		st_errf(err, errlen, rc, "writing the SPM lease");
 		return rc;
 	}
 	if (!wait_ms(io, renew, err, errlen))
 		return -ECANCELED;
 	struct lease back;
 	if ((rc = lease_read(dirs[0], &back)) < 0) {
-		snprintf(err, errlen, "reading the SPM lease: %s", strerror(-rc));
+		st_errf(err, errlen, rc, "reading the SPM lease");
 		return rc;
 	}
 	if (!lease_eq(&back, mine)) {
@@ -512,6 +511,6 @@ int st_spm_stop(struct storage_state *s, const char *sp, struct st_err *e)
 	pthread_mutex_unlock(&s->lock);
 	int rc = st_spm_release(s);
 	if (rc < 0)
-		return st_fail(e, RPC_E_GENERAL, "cannot free the SPM lease: %s", strerror(-rc));
+		return st_fail_rc(e, RPC_E_GENERAL, rc, "cannot free the SPM lease");
 	return 0;
 }

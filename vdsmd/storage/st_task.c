@@ -255,7 +255,7 @@ void st_task_finish(struct storage_state *s, struct st_task *t, enum st_task_res
 	snprintf(copy.message, sizeof(copy.message), "%s", msg);
 	int rc = st_task_persist(s, &copy);
 	if (rc < 0)
-		log_error("storage: task %s: cannot persist its result: %s", t->id, strerror(-rc));
+		log_error("storage: task %s: cannot persist its result: %s", t->id, st_rc_text(rc));
 	struct st_task_status st;
 	pthread_mutex_lock(&s->lock);
 	t->state = ST_TS_FINISHED;

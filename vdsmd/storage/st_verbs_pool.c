@@ -267,7 +267,7 @@ int vh_sp_get_spm_status(struct rpc_call *c)
 		int rc = st_spm_inspect(s, &holder, &lver);
 		if (rc < 0)
 			return rpc_fail(c, RPC_E_MASTER_ERR, "reading the SPM lease of pool %s: %s",
-					rpc_arg_str(c, "storagepoolID", NULL), strerror(-rc));
+					rpc_arg_str(c, "storagepoolID", NULL), st_rc_text(rc));
 	}
 	vw_begin_object(c->w);
 	vw_kstr(c->w, "spmStatus", state == ST_SPM_SPM ? "SPM" : state == ST_SPM_CONTEND ? "Contend"

@@ -79,7 +79,7 @@ int storage_set_volume_capacity(struct vdsmd *d, const char *sd, const char *img
 	dom->busy--;
 	pthread_mutex_unlock(&s->lock);
 	if (rc < 0) {
-		st_fail(&e, RPC_E_GENERAL, "writing volume metadata: %s", strerror(-rc));
+		st_fail_rc(&e, RPC_E_GENERAL, rc, "writing volume metadata");
 		return fail_out(&e, err, msg, msglen);
 	}
 	return 0;

@@ -47,7 +47,7 @@ int st_volume_set_legality(struct storage_state *s, const char *sd, const char *
 	d->busy--;
 	pthread_mutex_unlock(&s->lock);
 	if (rc < 0)
-		return st_fail(e, RPC_E_GENERAL, "writing volume metadata: %s", strerror(-rc));
+		return st_fail_rc(e, RPC_E_GENERAL, rc, "writing volume metadata");
 	return 0;
 }
 
@@ -73,7 +73,7 @@ int st_volume_refresh(struct storage_state *s, const char *sd, const char *img, 
 	d->busy--;
 	pthread_mutex_unlock(&s->lock);
 	if (rc < 0)
-		return st_fail(e, RPC_E_GENERAL, "volume %s: %s", vol, strerror(-rc));
+		return st_fail_rc(e, RPC_E_GENERAL, rc, "volume %s", vol);
 	return 0;
 }
 

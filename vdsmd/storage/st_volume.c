@@ -59,7 +59,7 @@ static int make_lease(int ifd, const char *vol, char *err, size_t errlen)
 		close(fd);
 	}
 	if (rc < 0)
-		snprintf(err, errlen, "creating volume lease %s: %s", name, strerror(-rc));
+		st_errf(err, errlen, rc, "creating volume lease %s", name);
 	return rc;
 }
 
@@ -224,6 +224,17 @@ int st_vol_scrub(const struct st_domain *d, const char *img, const char *vol, bo
 	return rc;
 }
 
+int st_file_grow(int fd, const char *name, off_t old, off_t size, bool prealloc)
+{
+	int rc = ftruncate(fd, size) < 0 ? -errno : 0;
+	if (rc == 0 && prealloc && size > old && fallocate(fd, 0, old, size - old) < 0 &&
+	    errno != EOPNOTSUPP)
+		rc = -errno;
+	if (rc < 0 && ftruncate(fd, old) < 0)
+		log_error("storage: volume %s: cannot shrink back: %s", name, strerror(errno));
+	return rc;
+}
+
 /* ---- data creation ------------------------------------------------------- */
 
 static bool io_stopped(const struct st_io *io, char *err, size_t errlen)
@@ -266,9 +277,7 @@ static int preallocate(const struct st_vol_spec *sp, const struct st_io *io, int
 				rc = write_zeros(fd, o, VD_MIN((off_t)ZERO_CHUNK, off + len - o));
 		}
 		if (rc < 0) {
-			snprintf(err, errlen, "preallocating %lld bytes: %s", (long long)size,
-				 strerror(-rc));
-			return rc;
+			return st_errf(err, errlen, rc, "preallocating %lld bytes", (long long)size);
 		}
 		off += len;
 		io_progress(io, off, size);
@@ -510,21 +519,18 @@ int st_vol_create_data(const struct st_domain *d, const struct st_vol_spec *t,
 		int64_t app, tru;
 		int prc = st_vol_stat(d, t->parent_img, t->parent, &app, &tru);
 		if (prc < 0) {
-			snprintf(err, errlen, "parent volume %s/%s: data file unusable: %s",
-				 t->parent_img, t->parent, strerror(-prc));
-			return prc;
+			return st_errf(err, errlen, prc, "parent volume %s/%s: data file unusable",
+				       t->parent_img, t->parent);
 		}
 	}
 	int ifd = st_img_open(d, t->img, false);
 	if (ifd < 0) {
-		snprintf(err, errlen, "opening image directory %s: %s", t->img, strerror(-ifd));
-		return ifd;
+		return st_errf(err, errlen, ifd, "opening image directory %s", t->img);
 	}
 	int rc = 0;
 	int fd = openat(ifd, t->vol, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0660);
 	if (fd < 0) {
-		rc = -errno;
-		snprintf(err, errlen, "creating volume %s: %s", t->vol, strerror(-rc));
+		rc = st_errf(err, errlen, -errno, "creating volume %s", t->vol);
 		close(ifd);
 		return rc;   /* not ours: nothing to remove */
 	}
@@ -538,18 +544,13 @@ int st_vol_create_data(const struct st_domain *d, const struct st_vol_spec *t,
 	} else if (t->alloc == ST_PREALLOCATED) {
 		rc = preallocate(t, io, fd, t->size, err, errlen);
 		if (rc == 0 && ftruncate(fd, t->size) < 0) {
-			rc = -errno;
-			snprintf(err, errlen, "sizing to %lld bytes: %s", (long long)t->size,
-				 strerror(-rc));
+			rc = st_errf(err, errlen, -errno, "sizing to %lld bytes", (long long)t->size);
 		}
 	} else if (ftruncate(fd, t->size) < 0) {
-		rc = -errno;
-		snprintf(err, errlen, "truncating to %lld bytes: %s", (long long)t->size,
-			 strerror(-rc));
+		rc = st_errf(err, errlen, -errno, "truncating to %lld bytes", (long long)t->size);
 	}
 	if (rc == 0 && fsync(fd) < 0) {
-		rc = -errno;
-		snprintf(err, errlen, "syncing volume %s: %s", t->vol, strerror(-rc));
+		rc = st_errf(err, errlen, -errno, "syncing volume %s", t->vol);
 	}
 	if (rc == 0)
 		ST_CRASH("create.data-synced");
@@ -557,8 +558,7 @@ int st_vol_create_data(const struct st_domain *d, const struct st_vol_spec *t,
 	if (rc == 0 && st_dom_has_volume_leases(d)) {
 		rc = make_lease(ifd, t->vol, err, errlen);
 		if (rc == 0 && fsync(ifd) < 0) {
-			rc = -errno;
-			snprintf(err, errlen, "syncing image directory %s: %s", t->img, strerror(-rc));
+			rc = st_errf(err, errlen, -errno, "syncing image directory %s", t->img);
 		}
 		if (rc == 0)
 			ST_CRASH("create.lease");

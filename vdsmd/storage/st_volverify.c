@@ -198,16 +198,11 @@ int st_volume_verify_untrusted(struct storage_state *s, const char *sp, const ch
 	pthread_mutex_unlock(&s->lock);
 	if (!v)
 		return -1;
-	int ifd = st_img_open(d, img, false);
-	int fd = ifd < 0 ? -1 : openat(ifd, vol, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	int rc = fd < 0 ? (ifd < 0 ? ifd : -errno) : 0;
 	struct stat st;
-	if (fd >= 0 && (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)))
-		rc = -EINVAL;
-	if (ifd >= 0)
-		close(ifd);
-	if (rc < 0)
-		rc = st_fail(e, RPC_E_GENERAL, "volume %s data file: %s", vol, strerror(-rc));
+	int fd = st_vol_open(d, img, vol, O_RDONLY, &st);
+	int rc;
+	if (fd < 0)
+		rc = st_fail_rc(e, RPC_E_GENERAL, fd, "volume %s data file", vol);
 	else
 		rc = verify(&m, fd, vol, e);
 	if (fd >= 0)
