@@ -174,8 +174,8 @@ class Bench:
             "require_consistency": False}})
         url = info["disks"][IMG]
         fig = read_export(url, context, out)
-        if call(self.c, "VM.stop_backup", {"vmID": VM, "backup_id": bid}) is not True:
-            raise SystemExit("backup: VM.stop_backup did not answer true")
+        if call(self.c, "VM.stop_backup", {"vmID": VM, "backup_id": bid}).get("code") != 0:
+            raise SystemExit("backup: VM.stop_backup did not answer its Done status")
         fig["backup_s"] = time.monotonic() - t0
         fig["url"] = url
         return fig

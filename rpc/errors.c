@@ -190,6 +190,17 @@ void rpc_write_error(struct vd_writer *w, enum rpc_err e, const char *detail)
 	vw_end_object(w);
 }
 
+void rpc_write_done(struct rpc_call *c)
+{
+	struct err_wire ew = err_lookup(RPC_OK);
+	vw_begin_object(c->w);
+	vw_keyz(c->w, "code");
+	vw_int(c->w, ew.code);
+	vw_keyz(c->w, "message");
+	vw_strz(c->w, ew.message);
+	vw_end_object(c->w);
+}
+
 int rpc_fail(struct rpc_call *c, enum rpc_err e, const char *fmt, ...)
 {
 	c->err = e == RPC_OK ? RPC_E_INTERNAL : e;

@@ -242,6 +242,13 @@ struct rpc_binding {
 	rpc_handler fn;
 };
 
+/* The result of a verb that VDSM's Bridge answers with the call's status
+ * ('ret': 'status': Host.setupNetworks, VM.setIoTune, VM.setBalloonTarget,
+ * VM.updateVmPolicy, VM.stop_backup): {"code": 0, "message": "Done"}, the
+ * api/ type CallStatus.  The engine reads setupNetworks' as a Map
+ * (JsonRpcVdsServer withResponseKey("status"), StatusOnlyReturn). */
+void rpc_write_done(struct rpc_call *c);
+
 /* Record an error for the response; returns -1 for `return rpc_fail(...)`.
  * The wire message is rpc_err_message(e) followed by ": " and the detail. */
 int rpc_fail(struct rpc_call *c, enum rpc_err e, const char *fmt, ...) VD_PRINTF(3, 4);

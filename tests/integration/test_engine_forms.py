@@ -389,6 +389,11 @@ class CorpusShape(unittest.TestCase):
             self.assertTrue(api["verbs"][e["verb"]]["implemented"], e["verb"])
             self.assertRegex(e["built"], r"Json(RpcVdsServer|RpcIIrsServer)\.java:\d+", e["verb"])
             self.assertIn(e["result_cast"][0], ("none", "Map", "Object[]", "String", "toString"), e)
+            if e.get("response_key") == "status":
+                # the result becomes the call's status: FutureVDSCommand's
+                # StatusOnlyReturn casts it to a Map and reads its code
+                self.assertEqual(e["result_cast"][0], "Map", e)
+                self.assertIn("code", [r[0] for r in e["reads"]], e)
             for read in e["reads"]:
                 self.assertEqual(len(read), 4, (e["verb"], read))
                 self.assertRegex(read[2], r"^(npe|skip|default:.*)$", (e["verb"], read))

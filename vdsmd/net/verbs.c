@@ -233,6 +233,7 @@ static int net_setup_networks(struct rpc_call *c)
 		vd_log_flow(VD_LOG_WARN, c->flow_id, "net: setupNetworks failed: %s", e.msg);
 		return rpc_fail(c, e.code, "%s", e.msg);
 	}
+	rpc_write_done(c);  /* VDSM's Bridge: 'ret': 'status' */
 	return 0;
 }
 

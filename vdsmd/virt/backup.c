@@ -8,7 +8,7 @@
  *     -> {disks: {imageID: "nbd:unix:<socket>:exportname=<dev>"},
  *         checkpoint?: <domaincheckpoint> XML of to_checkpoint_id}
  *   VM.backup_info {vmID, backup_id, checkpoint_id?}   the same result
- *   VM.stop_backup {vmID, backup_id}                   true
+ *   VM.stop_backup {vmID, backup_id}                   {code: 0, message: Done}
  *
  * libvirt's virDomainBackupBegin gets a <domainbackup mode='pull'> whose NBD
  * server is the unix socket <run_dir>/backup/<backup_id> (QEMU creates it),
@@ -522,7 +522,7 @@ static int act_stop(struct rpc_call *c, struct virt_state *s, virDomainPtr dom, 
 			 virt_last_error());
 	}
 	remove_scratch_disks(s, id, backup_id);
-	vw_bool(c->w, true);
+	rpc_write_done(c);  /* VDSM's Bridge: 'ret': 'status' */
 	return 0;
 }
 

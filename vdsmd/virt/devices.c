@@ -659,7 +659,7 @@ int virt_verb_set_balloon_target(struct rpc_call *c)
 {
 	if (virt_on_devices(c, act_balloon, false) < 0)
 		return -1;
-	virt_write_status_done(c);
+	rpc_write_done(c);
 	return 0;
 }
 
@@ -728,7 +728,7 @@ int virt_verb_set_iotune(struct rpc_call *c)
 {
 	if (virt_on_devices(c, act_set_iotune, false) < 0)
 		return -1;
-	virt_write_status_done(c);
+	rpc_write_done(c);
 	return 0;
 }
 

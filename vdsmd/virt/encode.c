@@ -11,8 +11,8 @@
  * of the link speed (VDSM's convention), rx/tx cumulative bytes.
  *
  * Also the VM objects other verbs answer with: the VmDefinition of
- * Host.getVMFullList / VM.getInfo and of the device verbs, VM.create's
- * status object, and {"code": 0, "message": "Done"}. */
+ * Host.getVMFullList / VM.getInfo and of the device verbs, and VM.create's
+ * status object. */
 #include "virt_int.h"
 
 #include <stdlib.h>
@@ -413,13 +413,5 @@ void virt_write_created(struct rpc_call *c, const char *id, const char *name,
 	vw_kstr(c->w, "acpiEnable", "true");
 	vw_kint(c->w, "memSize", mem_mib);
 	vw_kstrf(c->w, "smp", "%lld", (long long)smp);
-	vw_end_object(c->w);
-}
-
-void virt_write_status_done(struct rpc_call *c)
-{
-	vw_begin_object(c->w);
-	vw_kint(c->w, "code", 0);
-	vw_kstr(c->w, "message", "Done");
 	vw_end_object(c->w);
 }

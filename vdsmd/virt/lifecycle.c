@@ -28,11 +28,26 @@ static int act_pause(struct rpc_call *c, struct virt_state *s, virDomainPtr dom,
 	return virDomainSuspend(dom) < 0 ? virt_fail_libvirt(c, "pause", id) : 0;
 }
 
-/* VDSM refuses to resume a VM that is not running (Down after hibernate
- * or destroy) with 'unexpected' 16 (vm.py cont, _can_resume). */
+/* VDSM refuses to resume a VM that is saving its state, migrating away
+ * (unless paused on an I/O error: it cannot migrate then) or not running
+ * (Down after hibernate or destroy) with 'unexpected' 16 (vm.py cont,
+ * _can_resume). */
 static int act_cont(struct rpc_call *c, struct virt_state *s, virDomainPtr dom, const char *id)
 {
-	(void)s;
+	pthread_mutex_lock(&s->lock);
+	const struct virt_track *t = track_find(s, id);
+	const char *busy = NULL;
+	if (t && t->saving)
+		busy = "Saving State";
+	else if (t && t->migrating)
+		busy = "Migration Source";
+	pthread_mutex_unlock(&s->lock);
+	int state = 0, reason = 0;
+	if (busy && *busy == 'M' && virDomainGetState(dom, &state, &reason, 0) == 0 &&
+	    state == VIR_DOMAIN_PAUSED && reason == VIR_DOMAIN_PAUSED_IOERROR)
+		busy = NULL;
+	if (busy)
+		return rpc_fail(c, RPC_E_UNEXPECTED, "cannot cont %s while %s", id, busy);
 	if (virDomainIsActive(dom) == 0)
 		return rpc_fail(c, RPC_E_UNEXPECTED, "cannot cont %s while Down", id);
 	return virDomainResume(dom) < 0 ? virt_fail_libvirt(c, "cont", id) : 0;

@@ -516,7 +516,7 @@ static int act_update_policy(struct rpc_call *c, struct virt_state *s, virDomain
 		goto out;
 	}
 	virt_mark_xml_stale(s, id);
-	virt_write_status_done(c);
+	rpc_write_done(c);
 	rc = 0;
 out:
 	free(q.pol);

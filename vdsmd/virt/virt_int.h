@@ -482,10 +482,6 @@ void virt_encode_vm_full(struct vd_writer *w, const struct virt_snapshot *snap,
 /* VM.create's answer, VDSM's VM status object (the restore's too). */
 void virt_write_created(struct rpc_call *c, const char *id, const char *name,
 			enum virt_status st, int64_t mem_mib, int64_t smp);
-/* The result of the verbs VDSM's Bridge answers with the call's status
- * ('ret': 'status': setIoTune, setBalloonTarget, updateVmPolicy, ...):
- * {"code": 0, "message": "Done"}. */
-void virt_write_status_done(struct rpc_call *c);
 
 /* ---- resolve.c: what a verb resolves first ---------------------------- */
 
