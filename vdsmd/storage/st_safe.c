@@ -91,9 +91,7 @@ int st_dom_open(const char *dir)
 int st_dir_at(const char *dir, const char *rel)
 {
 	int dfd = st_dom_open(dir);
-	if (dfd < 0)
-		return dfd;
-	if (!rel)
+	if (dfd < 0 || !rel)
 		return dfd;
 	int fd = st_open_beneath(dfd, rel, O_RDONLY | O_DIRECTORY, 0);
 	int e = errno;
