@@ -36,18 +36,15 @@ static int act_cont(struct rpc_call *c, struct virt_state *s, virDomainPtr dom, 
 {
 	pthread_mutex_lock(&s->lock);
 	const struct virt_track *t = track_find(s, id);
-	const char *busy = NULL;
-	if (t && t->saving)
-		busy = "Saving State";
-	else if (t && t->migrating)
-		busy = "Migration Source";
+	bool saving = t && t->saving, migrating = t && t->migrating;
 	pthread_mutex_unlock(&s->lock);
 	int state = 0, reason = 0;
-	if (busy && *busy == 'M' && virDomainGetState(dom, &state, &reason, 0) == 0 &&
+	if (migrating && virDomainGetState(dom, &state, &reason, 0) == 0 &&
 	    state == VIR_DOMAIN_PAUSED && reason == VIR_DOMAIN_PAUSED_IOERROR)
-		busy = NULL;
-	if (busy)
-		return rpc_fail(c, RPC_E_UNEXPECTED, "cannot cont %s while %s", id, busy);
+		migrating = false;
+	if (saving || migrating)
+		return rpc_fail(c, RPC_E_UNEXPECTED, "cannot cont %s while %s", id,
+				virt_status_name(saving ? VS_SAVING_STATE : VS_MIGRATION_SOURCE));
 	if (virDomainIsActive(dom) == 0)
 		return rpc_fail(c, RPC_E_UNEXPECTED, "cannot cont %s while Down", id);
 	return virDomainResume(dom) < 0 ? virt_fail_libvirt(c, "cont", id) : 0;
