@@ -3,7 +3,7 @@
  * the one JSON emitter (json_emit.c) that yajl and fallback share, so the
  * bytes are those of either.
  *
- * A body under AUTO_SMALL_BODY (4 KiB: every request the engine polls with,
+ * A body under VD_AUTO_SMALL_BODY (4 KiB: every request the engine polls with,
  * Host.ping2 is ~100 bytes) is decoded by the fallback parser: yajl's
  * set-up per document (yajl_alloc, its lexer and state stack) and its lexer
  * taking a byte and a call at a time were a third of the instructions of a
@@ -19,13 +19,11 @@
 #include "codec_int.h"
 #include "codecs.h"
 
-#define AUTO_SMALL_BODY 4096
-
 static int auto_decode(struct vd_arena *a, const char *bytes, size_t len,
 		       const struct vd_limits *lim, struct vd_value **out,
 		       struct vd_codec_error *err)
 {
-	if (len < AUTO_SMALL_BODY && codec_fallback.decode(a, bytes, len, lim, out, err) == 0)
+	if (len < VD_AUTO_SMALL_BODY && codec_fallback.decode(a, bytes, len, lim, out, err) == 0)
 		return 0;
 	return codec_yajl.decode(a, bytes, len, lim, out, err);
 }

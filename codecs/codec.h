@@ -110,6 +110,9 @@ bool codec_known(const char *name);
 void codec_names(char *buf, size_t size);
 /* The codec a daemon runs when none is configured. */
 #define VD_CODEC_DEFAULT "auto"
+/* auto decodes bodies shorter than this with the fallback parser, the
+ * others with yajl (codecs/auto.c). */
+#define VD_AUTO_SMALL_BODY 4096
 
 /* Streaming writer entry points. */
 static inline void vw_begin_object(struct vd_writer *w) { w->ops->begin_object(w); }
