@@ -153,7 +153,7 @@ static void bench_dispatch(bool quick)
 	/* One budget of requests for the table (what three codecs had before
 	 * auto came), shared by its rows: a codec more does not make the run
 	 * longer. */
-	const size_t iters = (quick ? 100000 : 1000000) * 3 / ncodecs;
+	const size_t iters = (quick ? 100000 : 1000000) * 3 / (ncodecs ? ncodecs : 1);
 	printf("## rpc dispatch: decode -> dispatch -> encode, no sockets (best of %d x %zu requests)\n",
 	       REPEAT, iters);
 	printf("%-10s %-12s %10s %12s %14s\n", "codec", "verb", "req bytes", "ns/request", "requests/s");
