@@ -207,10 +207,10 @@ void conn_want_write(struct vd_conn *c, bool want_write)
 
 /* One write: plain send(), or SSL_write (one TLS record per frame, or
  * several of at most 16 KiB for a bigger frame, none shared).  send() with
- * MSG_NOSIGNAL rather than write(): a socket's own call is the shorter path
- * in the kernel (issue 25: 4466 -> 4398 ns a frame), and a peer gone
- * answers EPIPE without SIGPIPE even where the signal is not ignored (the
- * daemon still ignores it for OpenSSL's writes). */
+ * MSG_NOSIGNAL rather than write(): the socket's own call, which skips the
+ * generic file write path in the kernel (issue 25), and a peer gone answers
+ * EPIPE without SIGPIPE even where the signal is not ignored (the daemon
+ * still ignores it for OpenSSL's writes). */
 static long write_some(struct vd_conn *c, const char *p, size_t n)
 {
 	if (c->ssl) {
