@@ -709,6 +709,13 @@ int main(int argc, char **argv)
 		for (int k = 0; list[k]; k++) {
 			if (only && strcmp(only, list[k]->name))
 				continue;
+			/* auto hands a body of VD_AUTO_SMALL_BODY or more to yajl
+			 * (its decode there is the yajl row) and writes with the
+			 * emitter of yajl and fallback (their encode rows): only
+			 * its own path is measured, so the run stays as long */
+			bool is_auto = !strcmp(list[k]->name, "auto");
+			if (is_auto && f->json.len >= VD_AUTO_SMALL_BODY)
+				continue;
 			ctx_init(&c, list[k], f, tree);
 			ns = measure(f->is_request ? op_request : op_decode, &c, &sp);
 			add_row(list[k]->name, f, f->is_request ? "request" : "decode", ns, sp);
@@ -716,8 +723,10 @@ int main(int argc, char **argv)
 				ns = measure(op_decode, &c, &sp);
 				add_row(list[k]->name, f, "decode", ns, sp);
 			}
-			ns = measure(op_encode, &c, &sp);
-			add_row(list[k]->name, f, "encode", ns, sp);
+			if (!is_auto) {
+				ns = measure(op_encode, &c, &sp);
+				add_row(list[k]->name, f, "encode", ns, sp);
+			}
 			ctx_fini(&c);
 		}
 		arena_free(&ta);

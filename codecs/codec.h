@@ -82,7 +82,7 @@ struct vd_writer {
 };
 
 struct vd_codec {
-	const char *name;          /* "yajl", "fallback", "msgpack" */
+	const char *name;          /* "auto", "yajl", "fallback", "msgpack" */
 	const char *content_type;  /* "application/json", "application/msgpack" */
 	bool is_json;
 	/* Decode the whole input into a tree allocated in a.  Returns 0 and sets
@@ -97,13 +97,22 @@ struct vd_codec {
 /* Registry (codecs/registry.c). */
 const struct vd_codec *codec_find(const char *name);
 /* By content type; NULL/empty → NULL (callers pick their default). Ignores
- * parameters such as "; charset=utf-8". */
+ * parameters such as "; charset=utf-8".  application/json is auto (the
+ * first JSON codec of the list), application/msgpack msgpack. */
 const struct vd_codec *codec_find_content_type(const char *ct, size_t len);
 /* NULL-terminated list of the codecs compiled in. */
 const struct vd_codec *const *codec_list(void);
 /* Names of every codec known to the source, built in or not ("msgpack" is
  * listed even when absent), so callers can say "not built in". */
 bool codec_known(const char *name);
+/* Those names for a message or help text, "auto, yajl, fallback or
+ * msgpack", into buf (size > 0; cut to fit). */
+void codec_names(char *buf, size_t size);
+/* The codec a daemon runs when none is configured. */
+#define VD_CODEC_DEFAULT "auto"
+/* auto decodes bodies shorter than this with the fallback parser, the
+ * others with yajl (codecs/auto.c). */
+#define VD_AUTO_SMALL_BODY 4096
 
 /* Streaming writer entry points. */
 static inline void vw_begin_object(struct vd_writer *w) { w->ops->begin_object(w); }

@@ -5,6 +5,7 @@
 
 #include "codec.h"
 
+extern const struct vd_codec codec_auto;
 extern const struct vd_codec codec_yajl;
 extern const struct vd_codec codec_fallback;
 /* Defined only when the build has msgpack (WITH_MSGPACK): registry.c, the

@@ -1,6 +1,7 @@
-/* codecs/yajl.c - the default JSON codec: yajl's callback parser builds the
- * arena tree directly (never yajl_tree_parse); encoding uses our emitter
- * (json_emit.c), which bench/codec measures faster than yajl_gen.
+/* codecs/yajl.c - the yajl JSON codec (auto's decoder for large bodies):
+ * yajl's callback parser builds the arena tree directly (never
+ * yajl_tree_parse); encoding uses our emitter (json_emit.c), which
+ * bench/codec measures faster than yajl_gen.
  *
  * Where yajl is more lenient than RFC 8259 we restore the strict rules, so
  * that yajl and fallback accept the same documents and decode the same

@@ -15,6 +15,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "../codecs/codec.h"
 #include "../common/log.h"
 
 #define DEFAULT_CONFIG_FILE "/etc/vdsmd/vdsmd.conf"
@@ -89,8 +90,9 @@ static const struct key keys[] = {
 	{ "migration_libvirt_uri", K_STR, OFF(migration_libvirt_uri), "qemu+tls://%s/system", 0, 0,
 	  "libvirt URI of a migration's destination host, %s the host of VM.migrate's dst "
 	  "(VDSM's qemu+tls://%s/system; qemu+tcp://%s/system where libvirt listens on TCP)" },
-	{ "codec", K_CODEC, OFF(codec), "yajl", 0, 0,
-	  "JSON codec: yajl, fallback or msgpack (when built in)" },
+	{ "codec", K_CODEC, OFF(codec), VD_CODEC_DEFAULT, 0, 0,
+	  "(msgpack when built in); auto decodes request bodies under 4 KiB with fallback, "
+	  "faster on small bodies, and larger ones with yajl" },
 	{ "workers", K_UINT, OFF(workers), "4", 1, 256,
 	  "worker threads for blocking verbs" },
 	{ "worker_queue", K_UINT, OFF(worker_queue), "80", 1, 1000000,
@@ -232,11 +234,13 @@ static int key_set(struct vd_config *cfg, const struct key *k, const char *v,
 		return 0;
 	}
 	case K_CODEC:
-		/* The same names as codec_known(); whether one is built in is
+		/* Any name of the codec registry; whether one is built in is
 		 * checked at startup, where a clear message names it. */
-		if (strcmp(v, "yajl") && strcmp(v, "fallback") && strcmp(v, "msgpack")) {
-			snprintf(why, whylen, "%s: unknown codec \"%s\" (expected yajl, fallback or msgpack)",
-				 k->name, v);
+		if (!codec_known(v)) {
+			char names[128];
+			codec_names(names, sizeof(names));
+			snprintf(why, whylen, "%s: unknown codec \"%s\" (expected %s)", k->name, v,
+				 names);
 			return VD_EINVAL;
 		}
 		free(*(char **)p);
@@ -473,7 +477,14 @@ void config_usage(FILE *out)
 		for (char *c = flag + 2; *c; c++)
 			if (*c == '_')
 				*c = '-';
-		fprintf(out, "  %-24s %-22s %s (default: %s)\n", keys[i].name, flag,
+		/* the codec's names come from the codec registry, its one table */
+		char names[128] = "";
+		if (keys[i].type == K_CODEC) {
+			char list[96];
+			codec_names(list, sizeof(list));
+			snprintf(names, sizeof(names), "JSON codec: %s ", list);
+		}
+		fprintf(out, "  %-24s %-22s %s%s (default: %s)\n", keys[i].name, flag, names,
 			keys[i].help, keys[i].def);
 	}
 }

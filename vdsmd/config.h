@@ -38,7 +38,7 @@ struct vd_config {
 	unsigned incoming_migration_timeout;  /* 300 s until a migration arrives */
 	char *migration_libvirt_uri;          /* "qemu+tls://%s/system" (%s: the host) */
 	/* rpc */
-	char *codec;                /* "yajl" */
+	char *codec;                /* "auto" */
 	unsigned workers;           /* 4 */
 	unsigned worker_queue;      /* 80 */
 	unsigned max_depth;         /* 64 */

@@ -205,8 +205,12 @@ void conn_want_write(struct vd_conn *c, bool want_write)
 	}
 }
 
-/* One write: plain write(), or SSL_write (one TLS record per frame, or
- * several of at most 16 KiB for a bigger frame, none shared). */
+/* One write: plain send(), or SSL_write (one TLS record per frame, or
+ * several of at most 16 KiB for a bigger frame, none shared).  send() with
+ * MSG_NOSIGNAL rather than write(): the socket's own call, which skips the
+ * generic file write path in the kernel (issue 25), and a peer gone answers
+ * EPIPE without SIGPIPE even where the signal is not ignored (the daemon
+ * still ignores it for OpenSSL's writes). */
 static long write_some(struct vd_conn *c, const char *p, size_t n)
 {
 	if (c->ssl) {
@@ -217,7 +221,7 @@ static long write_some(struct vd_conn *c, const char *p, size_t n)
 			conn_want_write(c, true);
 		return w == 0 ? VD_EIO : w;
 	}
-	long w = write(c->fd, p, n);
+	long w = send(c->fd, p, n, MSG_NOSIGNAL);
 	if (w < 0)
 		w = (errno == EAGAIN || errno == EWOULDBLOCK) ? VD_AGAIN
 		    : errno == EINTR ? 0 : VD_EIO;
@@ -520,7 +524,8 @@ static void on_readable(struct vd_conn *c)
 			if (n == VD_AGAIN && tls_want_write(c))
 				conn_want_write(c, true);  /* TLS must write to read on */
 		} else {
-			n = read(c->fd, s->rbuf, VD_RBUF);
+			/* recv(), not read(): the socket's own call (issue 25) */
+			n = recv(c->fd, s->rbuf, VD_RBUF, 0);
 			if (n < 0 && errno == EINTR)
 				continue;
 			if (n < 0)

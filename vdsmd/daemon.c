@@ -49,9 +49,11 @@ static int select_codec(struct vdsmd *d, char *why, size_t whylen)
 	if (codec_known(d->cfg.codec))
 		snprintf(why, whylen, "codec \"%s\" is not built into this vdsmd "
 			 "(rebuild with its library installed, e.g. libmsgpack-dev)", d->cfg.codec);
-	else
-		snprintf(why, whylen, "unknown codec \"%s\" (expected yajl, fallback or msgpack)",
-			 d->cfg.codec);
+	else {
+		char names[128];
+		codec_names(names, sizeof(names));
+		snprintf(why, whylen, "unknown codec \"%s\" (expected %s)", d->cfg.codec, names);
+	}
 	return VD_EUNSUPP;
 }
 

@@ -11,14 +11,19 @@
  *
  * One documented exception: a document that is malformed AND too deep may be
  * classified differently when the two parsers meet the two faults in a
- * different order; both still refuse it. */
+ * different order; both still refuse it.
+ *
+ * auto (fallback under 4 KiB, yajl above, yajl again for what fallback
+ * refuses) is held to more: yajl's answer exactly, the same value or the
+ * same error code, offset and reason. */
 #include "fuzz_codec_common.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	const struct vd_codec *fb = codec_find("fallback"), *yj = codec_find("yajl");
+	const struct vd_codec *fb = codec_find("fallback"), *yj = codec_find("yajl"),
+			      *au = codec_find("auto");
 	struct vd_arena a;
 	struct vd_limits lim = VD_LIMITS_DEFAULT;
 	struct vd_codec_error e1, e2;
@@ -40,6 +45,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			   "fallback %d (%s at %zu), yajl %d (%s at %zu)", r1, e1.reason,
 			   e1.offset, r2, e2.reason, e2.offset);
 	}
+	struct vd_codec_error e3;
+	struct vd_value *v3 = NULL;
+	int r3 = au->decode(&a, copy, size, &lim, &v3, &e3);
+	FUZZ_CHECK(r3 == r2, "auto %d (%s), yajl %d (%s)", r3, r3 ? e3.reason : "-", r2,
+		   r2 ? e2.reason : "-");
+	if (r3 == 0)
+		FUZZ_CHECK(vd_value_equal(v3, v2), "auto and yajl decode different values");
+	else
+		FUZZ_CHECK(e3.code == e2.code && e3.offset == e2.offset &&
+				   strcmp(e3.reason, e2.reason) == 0,
+			   "auto '%s' at %zu, yajl '%s' at %zu", e3.reason, e3.offset, e2.reason,
+			   e2.offset);
 	arena_free(&a);
 	free(copy);
 	return 0;

@@ -38,7 +38,7 @@ class Http(unittest.TestCase):
         self.assertTrue(h["content-type"].startswith("text/plain"))
         text = body.decode()
         for name in ("vdsmd_connections ", "vdsmd_stomp_frames_received_total",
-                     "vdsmd_stomp_frames_sent_total", 'vdsmd_codec_info{codec="yajl"} 1',
+                     "vdsmd_stomp_frames_sent_total", 'vdsmd_codec_info{codec="auto"} 1',
                      "vdsmd_events_published_total", "vdsmd_events_dropped_total",
                      "vdsmd_http_requests_total", "Host.ping2"):
             self.assertIn(name, text)

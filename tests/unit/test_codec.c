@@ -9,8 +9,8 @@
 #include "codecs/codec.h"
 #include "check_main.h"
 
-static const char *const json_codecs[] = { "yajl", "fallback" };
-#define NJSON 2
+static const char *const json_codecs[] = { "yajl", "fallback", "auto" };
+#define NJSON 3
 
 static struct vd_arena arena;
 
@@ -507,9 +507,8 @@ START_TEST(test_max_elements)
 	struct vd_codec_error e;
 	const char *ok = "{\"a\":[1,2,3],\"s\":\"x,y,[z{,\\\",\",\"b\":null}";
 	const char *bad = "[0,1,2,3,4,5,6,7,8,9,10]";
-	const char *names[] = { "yajl", "fallback" };
-	for (size_t i = 0; i < 2; i++) {
-		const struct vd_codec *c = codec_find(names[i]);
+	for (size_t i = 0; i < NJSON; i++) {
+		const struct vd_codec *c = codec_find(json_codecs[i]);
 		ck_assert_int_eq(c->decode(&arena, ok, strlen(ok), &lim, &v, &e), 0);
 		ck_assert_int_eq(c->decode(&arena, bad, strlen(bad), &lim, &v, &e), VD_ETOOBIG);
 		ck_assert_ptr_eq(e.reason, vd_reason_too_many_values);
@@ -579,15 +578,94 @@ START_TEST(test_escape_heavy)
 }
 END_TEST
 
+/* auto: a small body is the fallback parser's, a large one yajl's; the
+ * error of a refused body is yajl's whatever its size (a small one the
+ * fallback refuses is decoded again by yajl); replies are written by the
+ * one JSON emitter, byte for byte yajl's. */
+START_TEST(test_auto)
+{
+	const struct vd_codec *au = codec_find("auto"), *yj = codec_find("yajl"),
+			      *fb = codec_find("fallback");
+	struct vd_limits lim = VD_LIMITS_DEFAULT;
+	struct vd_value *v1, *v2;
+	struct vd_codec_error ea, ey, ef;
+	static const char *const bad[] = { "[1,2,]", "{\"a\":1,}", "[1 2]", "{\"a\" 1}",
+					   "[tru]", "nul", "{'a':1}", "[\"\\x\"]", "[1,,2]", "",
+					   "{\"a\":[1}", "\"\\ud800\"", "[01]", "1 2" };
+	size_t differ = 0;
+	for (size_t k = 0; k < VD_ARRAY_SIZE(bad); k++) {
+		size_t n = strlen(bad[k]);
+		int ra = au->decode(&arena, bad[k], n, &lim, &v1, &ea);
+		int ry = yj->decode(&arena, bad[k], n, &lim, &v2, &ey);
+		int rf = fb->decode(&arena, bad[k], n, &lim, &v2, &ef);
+		ck_assert_msg(ra == ry && ra < 0 && rf < 0, "%s: auto %d yajl %d", bad[k], ra, ry);
+		ck_assert_msg(ea.code == ey.code && ea.offset == ey.offset &&
+			      strcmp(ea.reason, ey.reason) == 0,
+			      "%s: auto '%s' at %zu, yajl '%s' at %zu", bad[k], ea.reason, ea.offset,
+			      ey.reason, ey.offset);
+		if (ef.offset != ey.offset || strcmp(ef.reason, ey.reason) != 0)
+			differ++;
+	}
+	/* the two parsers word errors differently, so this test sees a
+	 * missing re-decode */
+	ck_assert_uint_ge(differ, 5);
+	/* a large refused body: yajl's error too */
+	size_t n = 8192;
+	char *big = malloc(n);
+	big[0] = '[';
+	for (size_t i = 1; i + 1 < n; i += 2)
+		memcpy(big + i, "1,", 2);
+	big[n - 1] = ']';   /* "...,1,]": a trailing comma */
+	ck_assert_int_eq(au->decode(&arena, big, n, &lim, &v1, &ea), VD_EPROTO);
+	ck_assert_int_eq(yj->decode(&arena, big, n, &lim, &v2, &ey), VD_EPROTO);
+	ck_assert(ea.offset == ey.offset && strcmp(ea.reason, ey.reason) == 0);
+	big[n - 2] = '1';
+	ck_assert_int_eq(au->decode(&arena, big, n, &lim, &v1, &ea), 0);
+	ck_assert_int_eq(yj->decode(&arena, big, n, &lim, &v2, &ey), 0);
+	ck_assert(vd_value_equal(v1, v2));
+	free(big);
+	/* accepted small bodies: the same values as both */
+	const char *ok = "{\"jsonrpc\":\"2.0\",\"method\":\"Host.ping2\",\"id\":\"a\\u00e9\","
+			 "\"params\":{\"x\":[1.5,-2,true,null]}}";
+	ck_assert_int_eq(au->decode(&arena, ok, strlen(ok), &lim, &v1, &ea), 0);
+	ck_assert_int_eq(yj->decode(&arena, ok, strlen(ok), &lim, &v2, &ey), 0);
+	ck_assert(vd_value_equal(v1, v2));
+	/* the limits answer as in the others: too deep, too many values */
+	struct vd_limits small = { 2, 1 << 20, 4 };
+	ck_assert_int_eq(au->decode(&arena, "[[[1]]]", 7, &small, &v1, &ea), VD_EDEPTH);
+	ck_assert_int_eq(au->decode(&arena, "[1,2,3,4,5]", 11, &small, &v1, &ea), VD_ETOOBIG);
+	ck_assert_ptr_eq(ea.reason, vd_reason_too_many_values);
+	/* one emitter: the writer auto sets up is yajl's and fallback's */
+	struct vd_buf b = VD_BUF_INIT;
+	struct vd_writer wa, wy, wf;
+	au->writer_init(&wa, &b);
+	yj->writer_init(&wy, &b);
+	fb->writer_init(&wf, &b);
+	ck_assert_ptr_eq(wa.ops, wy.ops);
+	ck_assert_ptr_eq(wa.ops, wf.ops);
+	buf_free(&b);
+}
+END_TEST
+
 START_TEST(test_registry)
 {
 	ck_assert_ptr_nonnull(codec_find("yajl"));
 	ck_assert_ptr_nonnull(codec_find("fallback"));
+	ck_assert_ptr_nonnull(codec_find("auto"));
 	ck_assert_ptr_null(codec_find("xml"));
-	ck_assert(codec_known("msgpack") && codec_known("yajl") && !codec_known("xml"));
+	ck_assert(codec_known("msgpack") && codec_known("yajl") && codec_known("auto") &&
+		  !codec_known("xml") && !codec_known(""));
+	ck_assert(codec_known(VD_CODEC_DEFAULT));
+	/* every name, built in or not, in one list for messages and --help */
+	char names[128];
+	codec_names(names, sizeof(names));
+	ck_assert_str_eq(names, "auto, yajl, fallback or msgpack");
+	codec_names(names, 10);   /* cut to fit, still a string */
+	ck_assert_str_eq(names, "auto, yaj");
+	/* one codec behind the JSON content type: auto, the default */
 	const char *ct = "application/json; charset=utf-8";
 	const struct vd_codec *c = codec_find_content_type(ct, strlen(ct));
-	ck_assert(c && c->is_json);
+	ck_assert_ptr_eq(c, codec_find("auto"));
 	ck_assert_ptr_null(codec_find_content_type("", 0));
 	ck_assert_ptr_null(codec_find_content_type("text/plain", 10));
 	for (const struct vd_codec *const *l = codec_list(); *l; l++)
@@ -601,6 +679,7 @@ static Suite *codec_suite(void)
 	TCase *tc = tcase_create("core");
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_registry);
+	tcase_add_test(tc, test_auto);
 	tcase_add_test(tc, test_max_elements);
 	tcase_add_test(tc, test_escape_heavy);
 	tcase_add_loop_test(tc, test_decode_object, 0, NJSON);

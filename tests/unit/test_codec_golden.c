@@ -18,7 +18,7 @@ static char *case_names[MAX_CASES];
 static int ncases;
 static const char *golden_dir;
 
-static const char *const json_codecs[] = { "yajl", "fallback" };
+static const char *const json_codecs[] = { "yajl", "fallback", "auto" };
 
 struct blob {
 	char *data;
@@ -126,6 +126,13 @@ static void check_invalid(const char *name, struct blob in, struct vd_arena *a, 
 		ck_assert_msg(e.reason && *e.reason, "%s: %s without a reason", c->name, name);
 		ck_assert_uint_le(e.offset, in.len);
 	}
+	/* auto refuses with yajl's very error, whatever the body's size */
+	struct vd_codec_error ey;
+	ck_assert_int_eq(codec_find("yajl")->decode(a, in.data, in.len, &lim, &v, &ey), want);
+	ck_assert_int_eq(codec_find("auto")->decode(a, in.data, in.len, &lim, &v, &e), want);
+	ck_assert_msg(e.offset == ey.offset && strcmp(e.reason, ey.reason) == 0,
+		      "auto: %s refused with '%s' at %zu, yajl with '%s' at %zu", name, e.reason,
+		      e.offset, ey.reason, ey.offset);
 }
 
 START_TEST(test_golden_case)

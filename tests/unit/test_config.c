@@ -41,7 +41,7 @@ START_TEST(defaults)
 	ck_assert_uint_eq(c.max_header_line, 8192);
 	ck_assert_uint_eq(c.detect_timeout, 10);
 	ck_assert_uint_eq(c.handshake_timeout, 10);
-	ck_assert_str_eq(c.codec, "yajl");
+	ck_assert_str_eq(c.codec, "auto");
 	ck_assert_uint_eq(c.workers, 4);
 	ck_assert_str_eq(c.log_level, "info");
 	ck_assert_str_eq(c.libvirt_uri, "qemu:///system");
@@ -120,6 +120,19 @@ START_TEST(bad_flags)
 	ck_assert_int_eq(load(&c, why, sizeof(why), 5, a1), VD_EINVAL);
 	ck_assert_str_eq(why, "--nope: unknown option (see --help)");
 	config_free(&c);
+	/* every codec name is accepted, an unknown one named with the list */
+	static const char *const codecs[] = { "auto", "yajl", "fallback", "msgpack" };
+	for (size_t i = 0; i < VD_ARRAY_SIZE(codecs); i++) {
+		const char *ac[] = { "vdsmd", "--config", "/dev/null", "--codec", codecs[i] };
+		ck_assert_int_eq(load(&c, why, sizeof(why), 5, ac), 0);
+		ck_assert_str_eq(c.codec, codecs[i]);
+		config_free(&c);
+	}
+	const char *ax[] = { "vdsmd", "--config", "/dev/null", "--codec", "xml" };
+	ck_assert_int_eq(load(&c, why, sizeof(why), 5, ax), VD_EINVAL);
+	ck_assert_str_eq(why, "--codec: codec: unknown codec \"xml\" "
+			 "(expected auto, yajl, fallback or msgpack)");
+	config_free(&c);
 	const char *a2[] = { "vdsmd", "--config", "/dev/null", "--port" };
 	ck_assert_int_eq(load(&c, why, sizeof(why), 4, a2), VD_EINVAL);
 	ck_assert_str_eq(why, "--port: missing value");
@@ -178,6 +191,9 @@ START_TEST(usage_lists_every_key)
 	};
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
 		ck_assert_msg(strstr(text, want[i]), "%s missing", want[i]);
+	/* the codec's names from the registry, and auto's threshold */
+	ck_assert(strstr(text, "JSON codec: auto, yajl, fallback or msgpack"));
+	ck_assert(strstr(text, "under 4 KiB"));
 	free(text);
 }
 END_TEST
