@@ -24,6 +24,13 @@ const char *vd_strerror(int err)
 	case VD_EBUSY: return "resource busy";
 	case VD_EUNSUPP: return "not supported";
 	case VD_EPERM: return "permission denied";
+	case VD_ECANCELED: return "cancelled";
+	}
+	int errnum = vd_sys_errno(err);
+	if (errnum) {
+		/* GNU strerror_r: the static text, or buf for an unknown number */
+		static _Thread_local char buf[64];
+		return strerror_r(errnum, buf, sizeof(buf));
 	}
 	return "unknown error";
 }

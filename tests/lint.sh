@@ -19,15 +19,18 @@ FLAGS="-std=c11 -D_GNU_SOURCE ${MP:-} -DVDSMD_VERSION=\"lint\" -I. $(pkg-config 
 export FLAGS
 start=$(date +%s)
 
-# storage's error idiom: a failed system call becomes a value (-errno) or
-# text (strerror(-rc)) only in the file primitives that st_file.h's header
-# names; every other storage file hands their rc to st_fail_rc, st_errf or
-# st_rc_text.
+# storage's error idiom: a failed system call becomes a value
+# (vd_sys(errno)) or text only in the file primitives that st_file.h's
+# header names; every other storage file returns named vd_err codes
+# (VD_ECANCELED, VD_ESYS(EEXIST), ...) and hands an rc to st_fail_rc,
+# st_errf or st_rc_text.  A literal -EXXX there is a bare errno, which
+# shares its numbers with enum vd_err (-ENOENT == VD_EPROTO).
 ST_PRIMITIVES="st_file.h st_meta.c st_safe.c st_volume.c"
 why="errno outside the file primitives (vdsmd/storage/st_file.h) [storage-errno]"
 for f in vdsmd/storage/*.[ch]; do
 	case " $ST_PRIMITIVES " in *" ${f##*/} "*) continue ;; esac
-	grep -Hn -e 'strerror(-' -e '-errno' "$f" | sed "s|\$|: error: $why|"
+	grep -HnE -e 'strerror\(-' -e '-errno' -e '(^|[^A-Za-z0-9_])-E[A-Z][A-Z0-9]*' "$f" |
+		sed "s|\$|: error: $why|"
 done > "$out/errno.txt"
 errno_n=$(wc -l < "$out/errno.txt")
 echo "storage error idiom: $errno_n finding(s)"

@@ -1,5 +1,7 @@
-/* tests/unit/test_common.c - byte buffer, arena, UUID helpers, log levels. */
+/* tests/unit/test_common.c - byte buffer, arena, UUID helpers, log levels,
+ * the error codes. */
 #include <check.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,6 +100,43 @@ START_TEST(log_levels)
 }
 END_TEST
 
+/* A system call's failure travels as vd_sys(errno): a range of its own,
+ * below every named code, decoded back to the errno and the system's
+ * text; nothing outside it decodes. */
+START_TEST(sys_error_range)
+{
+	ck_assert_int_eq(vd_sys(ENOENT), VD_ESYS(ENOENT));
+	ck_assert_int_eq(VD_ESYS(ENOENT), VD_ESYS_BASE - ENOENT);
+	ck_assert_int_lt(vd_sys(1), VD_ESYS_BASE);
+	ck_assert_int_ne(vd_sys(ENOENT), VD_EPROTO);   /* -ENOENT was */
+	ck_assert_int_ne(vd_sys(EAGAIN), VD_EBUSY);    /* -EAGAIN was */
+	ck_assert_int_ne(vd_sys(ENOEXEC), VD_EIO);     /* -ENOEXEC was */
+	ck_assert_int_eq(vd_sys_errno(vd_sys(ENOENT)), ENOENT);
+	ck_assert_int_eq(vd_sys_errno(vd_sys(EEXIST)), EEXIST);
+	ck_assert_int_eq(vd_sys_errno(VD_ESYS(VD_ESYS_MAX)), VD_ESYS_MAX);
+	/* a failure never reads as success or a named code */
+	ck_assert_int_eq(vd_sys(0), VD_ESYS(EIO));
+	ck_assert_int_eq(vd_sys(-3), VD_ESYS(EIO));
+	ck_assert_int_eq(vd_sys(VD_ESYS_MAX + 1), VD_ESYS(EIO));
+	for (int rc = 0; rc >= VD_ESYS_BASE; rc--)
+		ck_assert_int_eq(vd_sys_errno(rc), 0);
+	ck_assert_int_eq(vd_sys_errno(VD_ESYS(VD_ESYS_MAX) - 1), 0);
+	ck_assert_int_eq(vd_sys_errno(INT_MIN), 0);
+	ck_assert_int_eq(vd_sys_errno(1), 0);
+	switch (vd_sys(EEXIST)) {   /* a constant expression: case labels */
+	case VD_ESYS(EEXIST): break;
+	default: ck_abort_msg("VD_ESYS(EEXIST) is not vd_sys(EEXIST)");
+	}
+	ck_assert_str_eq(vd_strerror(vd_sys(ENOENT)), "No such file or directory");
+	ck_assert_str_eq(vd_strerror(VD_ESYS(ECANCELED)), "Operation canceled");
+	ck_assert_str_eq(vd_strerror(VD_ESYS(4000)), "Unknown error 4000");
+	ck_assert_str_eq(vd_strerror(VD_ECANCELED), "cancelled");
+	ck_assert_str_eq(vd_strerror(VD_EPROTO), "malformed input");
+	ck_assert_str_eq(vd_strerror(VD_ESYS_BASE), "unknown error");
+	ck_assert_str_eq(vd_strerror(-999), "unknown error");
+}
+END_TEST
+
 /* A repeated line: burst lines per 10 s window, the rest counted and
  * reported with the next line logged. */
 START_TEST(log_rate_limit)
@@ -192,6 +231,7 @@ int main(void)
 	tcase_add_test(tc, arena_alloc_reset);
 	tcase_add_test(tc, uuid_check_and_generate);
 	tcase_add_test(tc, log_levels);
+	tcase_add_test(tc, sys_error_range);
 	tcase_add_test(tc, clock_monotonic);
 	tcase_add_test(tc, log_rate_limit);
 	tcase_add_test(tc, log_sink_owned_by_caller);

@@ -166,11 +166,11 @@ START_TEST(task_io_stop_progress_child)
 	t->abort = true;
 	ck_assert(x.io.stopped(x.io.ctx, why, sizeof(why)));
 	ck_assert_str_eq(why, "Task is aborted: stopped by request");
-	/* a stopped task's tool is not run to its end: -ECANCELED */
+	/* a stopped task's tool is not run to its end: VD_ECANCELED */
 	char *argv[] = { (char *)"sleep", (char *)"5", NULL };
 	char err[256] = "";
 	ck_assert_int_eq(st_run_tool(&x.io, "sleep", "coreutils", argv, -1, err, sizeof(err)),
-			 -ECANCELED);
+			 VD_ECANCELED);
 	ck_assert_str_eq(err, "Task is aborted: stopped by request");
 	ck_assert_int_eq(t->child, 0);
 	st_task_free(t);

@@ -465,7 +465,7 @@ int st_conn_connect(struct storage_state *s, int domtype, const struct st_conn_r
 	char *mnt = st_path(s->root, "mnt");
 	int rc = st_mkdir_p(mnt, 0755);
 	bool linked = rc == 0 && !real_dir(mnt);
-	if (rc == 0 && !linked && (rc = st_mkdir(m.mountpoint, 0755)) == -EEXIST)
+	if (rc == 0 && !linked && (rc = st_mkdir(m.mountpoint, 0755)) == VD_ESYS(EEXIST))
 		rc = 0;
 	free(mnt);
 	if (rc < 0) {
@@ -530,7 +530,7 @@ int st_conn_disconnect(struct storage_state *s, int domtype, const struct st_con
 		}
 	}
 	int rc = status == 0 ? st_rmdir(mp) : 0;
-	if (rc < 0 && rc != -ENOENT)
+	if (rc < 0 && rc != VD_ESYS(ENOENT))
 		log_warn("storage: disconnect: cannot remove %s: %s", mp, st_rc_text(rc));
 	free(mp);
 	return status;

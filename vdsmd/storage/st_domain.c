@@ -178,7 +178,7 @@ int st_dom_load(struct st_domain *d, const char *base)
 	d->dir = st_path(base, d->uuid);
 	int dfd = st_dom_open(d->dir);
 	if (dfd < 0)
-		return dfd == -ENOENT ? VD_ENOENT : VD_EPROTO;
+		return dfd == VD_ESYS(ENOENT) ? VD_ENOENT : VD_EPROTO;
 	int rc = kv_read_at(&kv, dfd, "dom_md/metadata");
 	close(dfd);
 	if (rc)

@@ -239,7 +239,7 @@ static int sync_one(struct storage_state *s, struct st_task *t, struct st_domain
 		}
 		ST_CRASH("imgcopy.sync-illegal");
 	}
-	rc = -EIO;
+	rc = VD_EIO;
 	/* the source chain from our metadata, never from its qcow2 headers */
 	src = st_chain_json(s, sdom, sv->uuid, err, errlen);
 	dst = src ? checked_path(dd, dv->image, dv->uuid, err, errlen) : NULL;
@@ -333,13 +333,13 @@ static int verify_one(struct storage_state *s, struct st_task *t, struct st_doma
 {
 	char *src = st_chain_json(s, sdom, sv->uuid, err, errlen);
 	char *dst = src ? st_chain_json(s, dd, dv->uuid, err, errlen) : NULL;
-	int rc = -EIO;
+	int rc = VD_EIO;
 	if (dst) {
 		char *argv[] = { (char *)"qemu-img", (char *)"compare", src, dst, NULL };
 		struct st_task_io tio;
 		st_task_io_init(&tio, s, t);
 		rc = st_run_qemu_img(&tio.io, argv, -1, err, errlen);
-		if (rc < 0 && rc != -ECANCELED) {
+		if (rc < 0 && rc != VD_ECANCELED) {
 			char why[200];
 			snprintf(why, sizeof(why), "%.199s", err);
 			snprintf(err, errlen, "verifying %s: the copy differs or cannot be read: %s",
@@ -366,13 +366,13 @@ void st_imgcopy_run(struct storage_state *s, struct st_task *t)
 	struct st_volume **dst = xcalloc(n ? n : 1, sizeof(*dst));
 	if (!ch) {
 		snprintf(err, sizeof(err), "%s", e.msg[0] ? e.msg : "domain not available");
-		rc = -EIO;
+		rc = VD_EIO;
 		goto out;
 	}
 	/* 1. the structure */
 	for (size_t i = 0; t->icop != ST_IC_SYNC && i < n && rc == 0; i++) {
 		if (aborted(s, t, err, sizeof(err))) {
-			rc = -ECANCELED;
+			rc = VD_ECANCELED;
 			break;
 		}
 		pthread_mutex_lock(&s->lock);
@@ -400,7 +400,7 @@ void st_imgcopy_run(struct storage_state *s, struct st_task *t)
 			first = n - 1;
 		for (size_t i = first; i < last && rc == 0; i++) {
 			if (aborted(s, t, err, sizeof(err))) {
-				rc = -ECANCELED;
+				rc = VD_ECANCELED;
 				break;
 			}
 			rc = sync_one(s, t, sdom, dd, ch[i], dst[i], err, sizeof(err));
@@ -419,7 +419,7 @@ void st_imgcopy_run(struct storage_state *s, struct st_task *t)
 		for (size_t i = 0; i < n && rc == 0; i++)
 			rc = verify_one(s, t, sdom, dd, ch[i], dst[i], err, sizeof(err));
 		if (rc == 0 && aborted(s, t, err, sizeof(err)))
-			rc = -ECANCELED;
+			rc = VD_ECANCELED;
 		if (rc == 0)
 			ST_CRASH("imgcopy.verified");
 		for (size_t i = n; rc == 0 && i-- > 0;) {
@@ -436,7 +436,7 @@ void st_imgcopy_run(struct storage_state *s, struct st_task *t)
 		}
 	}
 out:;
-	bool was_aborted = rc == -ECANCELED;
+	bool was_aborted = rc == VD_ECANCELED;
 	/* roll the destination back when the source is untouched */
 	if (rc < 0 && !src_touched && t->icop != ST_IC_SYNC) {
 		size_t kept = 0;

@@ -149,7 +149,7 @@ static void *copy_main(void *arg)
 	/* the source is busy-free but LEGAL (checked when the job started) */
 	if (st_image_prepare2(s, j->src[0], NULL, j->src[1], j->src[2], false, &ch, &e) < 0) {
 		snprintf(err, sizeof(err), "source: %s", e.msg);
-		rc = -EIO;
+		rc = VD_EIO;
 		goto out;
 	}
 	struct stat st;
@@ -162,7 +162,7 @@ static void *copy_main(void *arg)
 	(void)sfmt;
 	srcspec = st_chain_json(s, sd, j->src[2], err, sizeof(err));
 	if (!srcspec) {
-		rc = -EIO;
+		rc = VD_EIO;
 		goto out;
 	}
 	/* the destination on fd 3 with its own backing chain, from our metadata
@@ -176,7 +176,7 @@ static void *copy_main(void *arg)
 	 * whole guest view is written (the base of a copied chain). */
 	dstspec = st_fd3_json(s, dd, dfmt, dparent, err, sizeof(err));
 	if (!dstspec) {
-		rc = -EIO;
+		rc = VD_EIO;
 		goto out;
 	}
 	bool backed = dfmt == ST_FMT_COW && strcmp(dparent, ST_BLANK_UUID) != 0;

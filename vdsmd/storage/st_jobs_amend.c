@@ -121,7 +121,7 @@ static void intent_clear(struct storage_state *s, const char *vol)
 	int rc = st_unlink(path);
 	if (rc == 0)
 		st_fsync_dir(s->root);
-	else if (rc != -ENOENT)
+	else if (rc != VD_ESYS(ENOENT))
 		log_error("storage: cannot remove %s: %s", path, st_rc_text(rc));
 	free(path);
 }
@@ -177,7 +177,7 @@ static int amend_set_legal(struct storage_state *s, struct st_domain *d, const c
 		copy = *v;
 	pthread_mutex_unlock(&s->lock);
 	if (!v)
-		return -ENOENT;
+		return VD_ENOENT;
 	if (copy.legal == legal)
 		return 0;
 	copy.legal = legal;
@@ -319,7 +319,7 @@ static int run_amend(struct storage_state *s, struct st_job *j, struct st_domain
 		/* killed half-way (the job aborted, or a signal): consistent again
 		 * before it is used; an amend that failed by itself (the volume in
 		 * use: no write lock) did not change it */
-		bool killed = rc == -ECANCELED || strstr(err, "killed by signal") != NULL;
+		bool killed = rc == VD_ECANCELED || strstr(err, "killed by signal") != NULL;
 		char why[320] = "";
 		if (!killed || amend_repair(d, j->src[1], j->src[2], why, sizeof(why)) == 0) {
 			intent_clear(s, j->src[2]);

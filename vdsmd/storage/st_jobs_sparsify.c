@@ -403,7 +403,7 @@ static int run_sparsify(struct storage_state *s, struct st_job *j, struct st_dom
 	char *dir = st_pathf("%s/sparsify", run_dir(s));
 	char *sock = st_pathf("%s/%s.sock", dir, j->info.id);
 	struct sockaddr_un sa;
-	int rc = strlen(sock) >= sizeof(sa.sun_path) ? -ENAMETOOLONG : st_mkdir_p(dir, 0700);
+	int rc = strlen(sock) >= sizeof(sa.sun_path) ? VD_ESYS(ENAMETOOLONG) : st_mkdir_p(dir, 0700);
 	free(dir);
 	if (rc < 0) {
 		st_fail_rc(e, RPC_E_GENERAL, rc, "Cannot sparsify volume %s: socket %s", j->src[2],

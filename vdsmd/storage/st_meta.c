@@ -38,9 +38,23 @@ int st_fail(struct st_err *e, enum rpc_err code, const char *fmt, ...)
 	return -1;
 }
 
+/* Storage's own outcomes replaced an errno that told them before
+ * (-ECANCELED, -EBUSY, -EIO, -ENOENT no pool or volume, -EINVAL a bad
+ * qcow2 header, a torn lease's -EBADMSG) and keep its text: what the wire
+ * and the logs say does not change with the encoding. */
+static const struct {
+	int rc, errnum;
+} own_text[] = {
+	{ VD_ECANCELED, ECANCELED }, { VD_EBUSY, EBUSY },   { VD_EIO, EIO },
+	{ VD_ENOENT, ENOENT },       { VD_EINVAL, EINVAL }, { VD_EPROTO, EBADMSG },
+};
+
 const char *st_rc_text(int rc)
 {
-	return strerror(-rc);
+	for (size_t i = 0; i < VD_ARRAY_SIZE(own_text); i++)
+		if (own_text[i].rc == rc)
+			return vd_strerror(VD_ESYS(own_text[i].errnum));
+	return vd_strerror(rc);   /* the system's text for the VD_ESYS range */
 }
 
 /* "<context>: <system text>" into buf. */
@@ -76,22 +90,22 @@ int st_errf(char *buf, size_t len, int rc, const char *fmt, ...)
 
 int st_fsync_fd(int fd)
 {
-	return fsync(fd) < 0 ? -errno : 0;
+	return fsync(fd) < 0 ? vd_sys(errno) : 0;
 }
 
 int st_mkdir(const char *path, mode_t mode)
 {
-	return mkdir(path, mode) < 0 ? -errno : 0;
+	return mkdir(path, mode) < 0 ? vd_sys(errno) : 0;
 }
 
 int st_unlink(const char *path)
 {
-	return unlink(path) < 0 ? -errno : 0;
+	return unlink(path) < 0 ? vd_sys(errno) : 0;
 }
 
 int st_rmdir(const char *path)
 {
-	return rmdir(path) < 0 ? -errno : 0;
+	return rmdir(path) < 0 ? vd_sys(errno) : 0;
 }
 
 void kv_init(struct st_kv *kv)
@@ -278,8 +292,8 @@ int st_fsync_dir(const char *dir)
 {
 	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
-		return -errno;
-	int rc = fsync(fd) < 0 ? -errno : 0;
+		return vd_sys(errno);
+	int rc = fsync(fd) < 0 ? vd_sys(errno) : 0;
 	close(fd);
 	return rc;
 }
@@ -293,16 +307,16 @@ int st_write_sync_close(int fd, const void *data, size_t len)
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w < 0) {
-			rc = -errno;
+			rc = vd_sys(errno);
 			break;
 		}
 		p += w;
 		len -= (size_t)w;
 	}
 	if (rc == 0 && fsync(fd) < 0)
-		rc = -errno;
+		rc = vd_sys(errno);
 	if (close(fd) < 0 && rc == 0)
-		rc = -errno;
+		rc = vd_sys(errno);
 	return rc;
 }
 
@@ -323,12 +337,12 @@ int st_write_atomic(const char *path, const void *data, size_t len)
 	int rc = 0;
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
 	if (fd < 0) {
-		rc = -errno;
+		rc = vd_sys(errno);
 		goto out;
 	}
 	rc = st_write_sync_close(fd, data, len);
 	if (rc == 0 && rename(tmp, path) < 0)
-		rc = -errno;
+		rc = vd_sys(errno);
 	if (rc) {
 		unlink(tmp);
 		goto out;
@@ -355,18 +369,19 @@ static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ft
 	(void)sb;
 	(void)ftw;
 	int r = (flag == FTW_DP || flag == FTW_D) ? rmdir(p) : unlink(p);
-	return r < 0 && errno != ENOENT ? -errno : 0;
+	return r < 0 && errno != ENOENT ? vd_sys(errno) : 0;
 }
 
 int st_rmtree(const char *path)
 {
 	struct stat st;
 	if (lstat(path, &st) < 0)
-		return errno == ENOENT ? 0 : -errno;
+		return errno == ENOENT ? 0 : vd_sys(errno);
 	if (!S_ISDIR(st.st_mode))
-		return unlink(path) < 0 ? -errno : 0;
+		return unlink(path) < 0 ? vd_sys(errno) : 0;
+	/* rm_one's failure comes back as it is; -1 is nftw's own */
 	int rc = nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
-	return rc < 0 ? -errno : rc;
+	return rc == -1 ? vd_sys(errno) : rc;
 }
 
 char *st_path(const char *a, const char *b)
@@ -413,7 +428,7 @@ int st_mkdir_p(const char *path, mode_t mode)
 			char c = *q;
 			*q = '\0';
 			if (mkdir(p, mode) < 0 && errno != EEXIST) {
-				rc = -errno;
+				rc = vd_sys(errno);
 				break;
 			}
 			*q = c;

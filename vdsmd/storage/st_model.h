@@ -164,7 +164,7 @@ struct st_vol_spec {
 	bool prealloc_force_write;
 #endif
 };
-/* Allocate the data file of sp on d (O_EXCL: -EEXIST when one is there),
+/* Allocate the data file of sp on d (O_EXCL: VD_ESYS(EEXIST) when one is there),
  * then its <vol>.lease where d has volume leases; io is polled for a stop
  * and told the progress.  A failure leaves neither file. */
 int st_vol_create_data(const struct st_domain *d, const struct st_vol_spec *sp,

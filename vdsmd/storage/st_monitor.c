@@ -47,7 +47,7 @@ void st_monitor_once(struct storage_state *s)
 		uint64_t t0 = vd_now_ns();
 		struct st_kv kv;
 		int dfd = st_dom_open(pr[i].dir);
-		int rc = dfd < 0 ? (dfd == -ENOENT ? VD_ENOENT : VD_EPROTO)
+		int rc = dfd < 0 ? (dfd == VD_ESYS(ENOENT) ? VD_ENOENT : VD_EPROTO)
 				 : kv_read_at(&kv, dfd, "dom_md/metadata");
 		if (dfd >= 0)
 			close(dfd);

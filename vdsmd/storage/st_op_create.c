@@ -198,7 +198,7 @@ static void run_create(struct storage_state *s, struct st_task *t)
 	struct st_task_io tio;
 	st_task_io_init(&tio, s, t);
 	if (tio.io.stopped(tio.io.ctx, err, sizeof(err))) {
-		rc = -ECANCELED;
+		rc = VD_ECANCELED;
 	} else {
 		struct st_vol_spec sp = {
 			.img = t->img, .vol = t->vol, .format = t->format, .alloc = t->alloc,
@@ -241,11 +241,11 @@ static void run_create(struct storage_state *s, struct st_task *t)
 	 * volume stays, ILLEGAL, and the finished record says why (the scan
 	 * keeps what no unfinished task claims). */
 	int rr = 0;
-	if (rc != -EEXIST)   /* a file already there was not made by us */
+	if (rc != VD_ESYS(EEXIST))   /* a file already there was not made by us */
 		rr = st_vol_unlink(d, t->img, t->vol, false);
 	if (rr == 0)
 		rr = st_vol_unlink(d, t->img, t->vol, true);
-	int code = rpc_err_code(rc == -ECANCELED ? RPC_E_TASK_ABORTED : RPC_E_GENERAL);
+	int code = rpc_err_code(rc == VD_ECANCELED ? RPC_E_TASK_ABORTED : RPC_E_GENERAL);
 	if (rr < 0) {
 		pthread_mutex_lock(&s->lock);
 		struct st_volume *v = map_get(&d->volumes, t->vol);

@@ -100,7 +100,7 @@ static void run_extend(struct storage_state *s, struct st_task *t)
 	struct st_task_io tio;
 	st_task_io_init(&tio, s, t);
 	if (tio.io.stopped(tio.io.ctx, err, sizeof(err))) {
-		rc = -ECANCELED;
+		rc = VD_ECANCELED;
 		goto out;
 	}
 	struct stat st;
@@ -157,7 +157,7 @@ out:
 		st_task_finish(s, t, ST_TR_SUCCESS, 0, "1 jobs completed successfully");
 	else
 		st_task_finish(s, t, ST_TR_CLEAN_SUCCESS,
-			       rpc_err_code(rc == -ECANCELED ? RPC_E_TASK_ABORTED : RPC_E_GENERAL), err);
+			       rpc_err_code(rc == VD_ECANCELED ? RPC_E_TASK_ABORTED : RPC_E_GENERAL), err);
 }
 
 static void recover_extend(struct storage_state *s, struct st_task *t)

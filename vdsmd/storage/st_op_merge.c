@@ -247,7 +247,7 @@ static void finish(struct storage_state *s, struct st_task *t, int rc, enum rpc_
 		st_task_finish(s, t, ST_TR_SUCCESS, 0, "1 jobs completed successfully");
 	else
 		st_task_finish(s, t, ST_TR_CLEAN_SUCCESS,
-			       rpc_err_code(rc == -ECANCELED ? RPC_E_TASK_ABORTED : code), err);
+			       rpc_err_code(rc == VD_ECANCELED ? RPC_E_TASK_ABORTED : code), err);
 }
 
 static bool valid_in(const struct st_qinfo *q, const char *name)
@@ -305,7 +305,7 @@ static void run_prepare(struct storage_state *s, struct st_task *t)
 	st_task_io_init(&tio, s, t);
 	enum rpc_err code = RPC_E_GENERAL;
 	if (tio.io.stopped(tio.io.ctx, err, sizeof(err)))
-		rc = -ECANCELED;
+		rc = VD_ECANCELED;
 	if (rc == 0 && base.format == ST_FMT_COW &&
 	    (rc = prune_bitmaps(t, &tio, d, err, sizeof(err))) < 0)
 		code = RPC_E_REMOVE_BITMAP;
@@ -363,7 +363,7 @@ static int qcow2_backing(const struct st_domain *d, const char *img, const char 
 	out[0] = '\0';
 	if (rc == 0 && (pread(fd, h, sizeof(h), 0) != (ssize_t)sizeof(h) ||
 			memcmp(h, "QFI\xfb", 4) != 0))
-		rc = -EINVAL;
+		rc = VD_EINVAL;
 	if (rc == 0) {
 		uint64_t off = 0;
 		for (int i = 0; i < 8; i++)
@@ -371,9 +371,9 @@ static int qcow2_backing(const struct st_domain *d, const char *img, const char 
 		uint32_t len = (uint32_t)h[16] << 24 | (uint32_t)h[17] << 16 |
 			       (uint32_t)h[18] << 8 | h[19];
 		if (off && (len >= outlen || off > INT64_MAX))
-			rc = -EINVAL;
+			rc = VD_EINVAL;
 		else if (off && pread(fd, out, len, (off_t)off) != (ssize_t)len)
-			rc = -EIO;
+			rc = VD_EIO;
 		else
 			out[off ? len : 0] = '\0';
 	}
@@ -416,7 +416,7 @@ static void run_finalize(struct storage_state *s, struct st_task *t)
 	pthread_mutex_unlock(&s->lock);
 	struct st_task_io tio;
 	st_task_io_init(&tio, s, t);
-	int rc = tio.io.stopped(tio.io.ctx, err, sizeof(err)) ? -ECANCELED : 0;
+	int rc = tio.io.stopped(tio.io.ctx, err, sizeof(err)) ? VD_ECANCELED : 0;
 	if (rc == 0 && (rc = edit_meta(s, d, t->vols[0], set_legal, ILLEGAL)) < 0)
 		st_errf(err, sizeof(err), rc, "marking top volume %s ILLEGAL", t->vols[0]);
 	if (rc == 0)

@@ -17,7 +17,7 @@ static void run_start(struct storage_state *s, struct st_task *t)
 		st_task_finish(s, t, ST_TR_SUCCESS, 0, "1 jobs completed successfully");
 	else
 		st_task_finish(s, t, ST_TR_CLEAN_SUCCESS,
-			       rc == -ECANCELED ? rpc_err_code(RPC_E_TASK_ABORTED)
+			       rc == VD_ECANCELED ? rpc_err_code(RPC_E_TASK_ABORTED)
 						: rpc_err_code(RPC_E_SPM_ACQUIRE), err);
 }
 

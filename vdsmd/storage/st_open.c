@@ -28,7 +28,7 @@ struct storage_state *st_open(const char *root_cfg, char *why, size_t whylen)
 		rc = st_mkdir_p(tasks, 0755);
 	struct stat tsb;
 	if (rc == 0 && (lstat(tasks, &tsb) < 0 || !S_ISDIR(tsb.st_mode)))
-		rc = -ENOTDIR;   /* a symlink: task records would be written elsewhere */
+		rc = VD_ESYS(ENOTDIR);   /* a symlink: task records would be written elsewhere */
 	free(tasks);
 	if (rc < 0) {
 		st_errf(why, whylen, rc, "storage_root %s", root);

@@ -165,7 +165,7 @@ int st_pool_dom_status(struct storage_state *s, const char *sd);
 /* Caller holds the lock: the connected pool's encoded map ("" none). */
 const char *st_pool_dommap(struct storage_state *s);
 /* Set sd's status in the master's metadata, then in memory; caller holds
- * neither lock.  0 or a primitive's rc (-ENOENT: no master here). */
+ * neither lock.  0 or a primitive's rc (VD_ENOENT: no master here). */
 int st_pool_set_dom_status(struct storage_state *s, const char *sd, int status);
 /* Re-read the master's POOL_DOMAINS and MASTER_VERSION (another host may
  * have changed them); caller holds neither lock. */
@@ -186,11 +186,12 @@ int st_domain_activate(struct storage_state *s, const char *sd, const char *sp, 
 /* Lease timing of the connected pool from its master domain (st_open). */
 void st_pool_lease_from_master(struct storage_state *s);
 /* Contend for the pool's SPM lease (may wait up to the lease time); 0,
- * -EBUSY held by a live host, -ECANCELED task stopped, a primitive's rc. */
+ * VD_EBUSY held by a live host, VD_ECANCELED task stopped, VD_ENOENT no pool or
+ * master domain, a primitive's rc. */
 int st_spm_acquire(struct storage_state *s, const struct st_io *io, char *err, size_t errlen);
 /* StoragePool.reconstructMaster: hold the lease in dirs[0] (a domain
  * directory) for host me, by the spmStart protocol, while no live host
- * holds dirs[1..n-1] (n <= 4) either; 0 (*lver the version taken), -EBUSY
+ * holds dirs[1..n-1] (n <= 4) either; 0 (*lver the version taken), VD_EBUSY
  * (err names the holder), a primitive's rc.  Blocks up to ltime + renew ms. */
 int st_lease_hold(struct storage_state *s, const char *const *dirs, size_t n, int me,
 		  unsigned renew, unsigned ltime, int64_t *lver, char *err, size_t errlen);
@@ -205,8 +206,9 @@ void st_spm_observe(struct storage_state *s);
  * the hostID holding it (-1: free, or a holder that has not renewed for the
  * lease time, as sanlock reports a dead host's lease), *lver its version
  * (-1: never taken);
- * a host that is not contending keeps them as the last seen.  0, -ENOENT
- * without a pool or master domain, or the read's negative errno.  Caller
+ * a host that is not contending keeps them as the last seen.  0, VD_ENOENT
+ * without a pool or master domain, or the read's failure (a primitive's rc;
+ * VD_EPROTO a torn lease record, VD_EIO an unreadable one).  Caller
  * holds no lock. */
 int st_spm_inspect(struct storage_state *s, int *holder, int64_t *lver);
 /* Caller holds the lock: this host holds the SPM lease and its last

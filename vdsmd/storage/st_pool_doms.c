@@ -152,7 +152,7 @@ int st_pool_set_dom_status(struct storage_state *s, const char *sd, int status)
 	if (m)
 		m->busy++;
 	pthread_mutex_unlock(&s->lock);
-	int rc = m ? st_master_write_map(s, m, map) : -ENOENT;
+	int rc = m ? st_master_write_map(s, m, map) : VD_ENOENT;
 	if (m) {
 		pthread_mutex_lock(&s->lock);
 		m->busy--;

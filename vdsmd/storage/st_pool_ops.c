@@ -108,7 +108,7 @@ int st_domain_force_detach(struct storage_state *s, const char *sd, const char *
 		char err[256] = "";
 		rc = st_lease_hold(s, dirs, 1, host, renew, ltime, &lver, err, sizeof(err));
 		if (rc < 0)
-			st_fail(e, rc == -EBUSY ? RPC_E_SPM_ACQUIRE : RPC_E_GENERAL, "id=%s, %s", sd, err);
+			st_fail(e, rc == VD_EBUSY ? RPC_E_SPM_ACQUIRE : RPC_E_GENERAL, "id=%s, %s", sd, err);
 		else if ((rc = st_domain_set_pool(s, d, "", false)) < 0)
 			st_fail_rc(e, RPC_E_GENERAL, rc, "writing domain metadata");
 		if (lver >= 0 && st_lease_drop(ddir, host, lver) < 0)
@@ -253,7 +253,7 @@ int st_pool_reconstruct(struct storage_state *s, const char *sp, int host_id, co
 		rc = st_lease_hold(s, ldirs, nl, host_id, lease ? lease->renew_ms : 0,
 				   lease ? lease->lease_ms : 0, &lver, err, sizeof(err));
 		if (rc < 0)
-			rc = st_fail(e, rc == -EBUSY ? RPC_E_SPM_ACQUIRE : RPC_E_GENERAL,
+			rc = st_fail(e, rc == VD_EBUSY ? RPC_E_SPM_ACQUIRE : RPC_E_GENERAL,
 				     "id=%s, %s", master, err);
 	}
 	if (rc == 0)

@@ -56,7 +56,7 @@ void st_pool_intent_clear(struct storage_state *s)
 	int rc = st_unlink(path);
 	if (rc == 0)
 		st_fsync_dir(s->root);
-	else if (rc != -ENOENT)
+	else if (rc != VD_ESYS(ENOENT))
 		log_error("storage: cannot remove %s: %s", path, st_rc_text(rc));
 	free(path);
 }

@@ -85,7 +85,7 @@ int st_open_beneath(int dfd, const char *rel, int flags, mode_t mode)
 int st_dom_open(const char *dir)
 {
 	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	return fd < 0 ? -errno : fd;
+	return fd < 0 ? vd_sys(errno) : fd;
 }
 
 int st_dir_at(const char *dir, const char *rel)
@@ -97,7 +97,7 @@ int st_dir_at(const char *dir, const char *rel)
 	int e = errno;
 	close(dfd);
 	errno = e;
-	return fd < 0 ? -e : fd;
+	return fd < 0 ? vd_sys(e) : fd;
 }
 
 int st_img_open(const struct st_domain *d, const char *img, bool create)
@@ -110,18 +110,18 @@ int st_img_open(const struct st_domain *d, const char *img, bool create)
 			if (fsync(images) < 0) {
 				int e = errno;
 				close(images);
-				return -e;
+				return vd_sys(e);
 			}
 		} else if (errno != EEXIST) {
 			int e = errno;
 			close(images);
-			return -e;
+			return vd_sys(e);
 		}
 	}
 	int fd = openat(images, img, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	int e = errno;
 	close(images);
-	return fd < 0 ? -e : fd;
+	return fd < 0 ? vd_sys(e) : fd;
 }
 
 void st_img_rmdir(const struct st_domain *d, const char *img)
@@ -144,10 +144,10 @@ int st_vol_open(const struct st_domain *d, const char *img, const char *vol, int
 	int e = errno;
 	close(ifd);
 	if (fd < 0)
-		return -e;
+		return vd_sys(e);
 	if (st && (fstat(fd, st) < 0 || !S_ISREG(st->st_mode))) {
 		close(fd);
-		return -EINVAL;
+		return VD_ESYS(EINVAL);
 	}
 	return fd;
 }
@@ -156,21 +156,21 @@ int st_write_atomic_at(int dirfd, const char *name, const void *data, size_t len
 {
 	char tmp[300];
 	if (snprintf(tmp, sizeof(tmp), "%s.tmp", name) >= (int)sizeof(tmp))
-		return -ENAMETOOLONG;
+		return VD_ESYS(ENAMETOOLONG);
 	/* A planted <name>.tmp (a symlink, say) is removed, never followed. */
 	if (unlinkat(dirfd, tmp, 0) < 0 && errno != ENOENT)
-		return -errno;
+		return vd_sys(errno);
 	int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 	if (fd < 0)
-		return -errno;
+		return vd_sys(errno);
 	int rc = st_write_sync_close(fd, data, len);
 	if (rc == 0 && renameat(dirfd, tmp, dirfd, name) < 0)
-		rc = -errno;
+		rc = vd_sys(errno);
 	if (rc) {
 		unlinkat(dirfd, tmp, 0);
 		return rc;
 	}
-	return fsync(dirfd) < 0 ? -errno : 0;
+	return fsync(dirfd) < 0 ? vd_sys(errno) : 0;
 }
 
 int kv_write_at(const struct st_kv *kv, int dirfd, const char *name)

@@ -103,7 +103,7 @@ int st_domain_create(struct storage_state *s, const char *sd, int type, const ch
 	int rc = 0;
 	char *md = st_path(d->dir, "dom_md"), *im = st_path(d->dir, "images");
 	if ((rc = st_mkdir(d->dir, 0755)) < 0) {
-		if (rc == -EEXIST)
+		if (rc == VD_ESYS(EEXIST))
 			st_fail(e, RPC_E_DOMAIN_EXISTS, "%s already exists in %s", sd, base);
 		else
 			st_fail_rc(e, RPC_E_GENERAL, rc, "cannot create %s", d->dir);

@@ -66,7 +66,7 @@ static int lease_read(const char *mdir, struct lease *l)
 	if (rc == VD_ENOENT)
 		return 0;   /* never taken */
 	if (rc)
-		return rc == VD_EPROTO ? -EBADMSG : -EIO;
+		return rc == VD_EPROTO ? rc : VD_EIO;   /* texts: Bad message, Input/output error */
 	l->holder = (int)kv_get_int(&kv, "HOST_ID", 0);
 	l->lver = kv_get_int(&kv, "LVER", 0);
 	l->seq = (uint64_t)kv_get_int(&kv, "SEQ", 0);
@@ -138,7 +138,7 @@ static void *renewer(void *arg)
 		pthread_mutex_unlock(&s->lock);
 		uint64_t t0 = vd_now_ms();
 		struct lease cur;
-		int rc = mdir ? lease_read(mdir, &cur) : -ENOENT;
+		int rc = mdir ? lease_read(mdir, &cur) : VD_ENOENT;
 		bool lost = rc == 0 && (cur.holder != mine.holder || cur.lver != mine.lver);
 		if (rc == 0 && !lost)
 			rc = lease_write(mdir, &mine);
@@ -217,9 +217,9 @@ static bool wait_ms(const struct st_io *io, unsigned ms, char *err, size_t errle
  * for host me.  dirs[1..n-1] are other leases that must not be held by a
  * live host either (watched the same way, never written).  A lease held
  * by another host is watched for ltime: any change means that host is
- * alive (-EBUSY, *busy says who); no change means it expired.  Then our
+ * alive (VD_EBUSY, *busy says who); no change means it expired.  Then our
  * record is written with the version + 1, and read back after renew ms.
- * io (may be NULL) is polled for Task.stop (-ECANCELED). */
+ * io (may be NULL) is polled for Task.stop (VD_ECANCELED). */
 static int lease_take(struct storage_state *s, const char *const *dirs, size_t n, int me,
 		      unsigned renew, unsigned ltime, const struct st_io *io, struct lease *mine,
 		      struct lease *busy, char *err, size_t errlen)
@@ -251,7 +251,7 @@ static int lease_take(struct storage_state *s, const char *const *dirs, size_t n
 	uint64_t end = vd_now_ms() + ltime;
 	while (nheld && vd_now_ms() < end) {
 		if (!wait_ms(io, renew / 2 ? renew / 2 : 1, err, errlen))
-			return -ECANCELED;
+			return VD_ECANCELED;
 		for (size_t i = 0; i < n; i++) {
 			if (!held[i])
 				continue;
@@ -272,7 +272,7 @@ static int lease_take(struct storage_state *s, const char *const *dirs, size_t n
 					 i ? " of " : "", i ? dirs[i] : "", cur[i].holder,
 					 (long long)cur[i].lver);
 				*busy = cur[i];
-				return -EBUSY;
+				return VD_EBUSY;
 			}
 		}
 	}
@@ -287,7 +287,7 @@ static int lease_take(struct storage_state *s, const char *const *dirs, size_t n
 		return rc;
 	}
 	if (!wait_ms(io, renew, err, errlen))
-		return -ECANCELED;
+		return VD_ECANCELED;
 	struct lease back;
 	if ((rc = lease_read(dirs[0], &back)) < 0) {
 		st_errf(err, errlen, rc, "reading the SPM lease");
@@ -296,7 +296,7 @@ static int lease_take(struct storage_state *s, const char *const *dirs, size_t n
 	if (!lease_eq(&back, mine)) {
 		snprintf(err, errlen, "lost the SPM lease to host %d", back.holder);
 		*busy = back;
-		return -EBUSY;
+		return VD_EBUSY;
 	}
 	return 0;
 }
@@ -330,7 +330,7 @@ int st_spm_acquire(struct storage_state *s, const struct st_io *io, char *err, s
 	if (!s->pool_connected) {
 		pthread_mutex_unlock(&s->lock);
 		snprintf(err, errlen, "pool is not connected");
-		return -ENOENT;
+		return VD_ENOENT;
 	}
 	if (s->spm_state == ST_SPM_SPM) {
 		pthread_mutex_unlock(&s->lock);
@@ -345,7 +345,7 @@ int st_spm_acquire(struct storage_state *s, const struct st_io *io, char *err, s
 	struct lease mine = { 0 }, busy = { .holder = -1, .lver = -1 };
 	if (!mdir) {
 		snprintf(err, errlen, "the master domain is not available");
-		rc = -ENOENT;
+		rc = VD_ENOENT;
 		goto out;
 	}
 	const char *dirs[1] = { mdir };
@@ -353,7 +353,7 @@ int st_spm_acquire(struct storage_state *s, const struct st_io *io, char *err, s
 	/* our record went out at least one renewal interval ago (it was read
 	 * back after waiting renew ms) */
 	uint64_t now = vd_now_ms(), written = now > renew ? now - renew : 0;
-	if (rc == -EBUSY) {
+	if (rc == VD_EBUSY) {
 		pthread_mutex_lock(&s->lock);
 		s->spm_holder = busy.holder;
 		s->spm_lver = busy.lver;
@@ -371,7 +371,7 @@ int st_spm_acquire(struct storage_state *s, const struct st_io *io, char *err, s
 	s->spm_thread_started = pthread_create(&s->spm_thread, NULL, renewer, s) == 0;
 	if (!s->spm_thread_started) {
 		s->spm_state = ST_SPM_FREE;
-		rc = -EAGAIN;
+		rc = VD_ESYS(EAGAIN);   /* pthread_create's */
 		snprintf(err, errlen, "cannot start the lease renewal thread");
 	}
 	pthread_mutex_unlock(&s->lock);
@@ -429,7 +429,7 @@ int st_spm_inspect(struct storage_state *s, int *holder, int64_t *lver)
 	char *mdir = s->pool_connected ? master_dir(s) : NULL;
 	pthread_mutex_unlock(&s->lock);
 	if (!mdir)
-		return -ENOENT;
+		return VD_ENOENT;
 	struct lease cur;
 	int rc = lease_read(mdir, &cur);
 	free(mdir);

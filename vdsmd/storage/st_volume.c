@@ -52,10 +52,10 @@ static int make_lease(int ifd, const char *vol, char *err, size_t errlen)
 	char name[48];
 	snprintf(name, sizeof(name), "%.36s" ST_LEASE_EXT, vol);
 	int fd = openat(ifd, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0660);
-	int rc = fd < 0 ? -errno : 0;
+	int rc = fd < 0 ? vd_sys(errno) : 0;
 	if (fd >= 0) {
 		if (fsync(fd) < 0)
-			rc = -errno;
+			rc = vd_sys(errno);
 		close(fd);
 	}
 	if (rc < 0)
@@ -72,7 +72,7 @@ static int write_zeros(int fd, off_t off, off_t len)
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w < 0)
-			return -errno;
+			return vd_sys(errno);
 		off += w;
 		len -= w;
 	}
@@ -154,8 +154,8 @@ int st_vol_stat(const struct st_domain *d, const char *img, const char *vol, int
 	if (ifd < 0)
 		return ifd;
 	struct stat st;
-	int rc = fstatat(ifd, vol, &st, AT_SYMLINK_NOFOLLOW) < 0 ? -errno
-		 : S_ISREG(st.st_mode) ? 0 : -ELOOP;
+	int rc = fstatat(ifd, vol, &st, AT_SYMLINK_NOFOLLOW) < 0 ? vd_sys(errno)
+		 : S_ISREG(st.st_mode) ? 0 : VD_ESYS(ELOOP);
 	close(ifd);
 	if (rc == 0) {
 		*apparent = st.st_size;
@@ -168,16 +168,16 @@ int st_vol_unlink(const struct st_domain *d, const char *img, const char *vol, b
 {
 	int ifd = st_img_open(d, img, false);
 	if (ifd < 0)
-		return ifd == -ENOENT ? 0 : ifd;
+		return ifd == VD_ESYS(ENOENT) ? 0 : ifd;
 	char name[48];
 	snprintf(name, sizeof(name), "%.36s%s", vol, meta ? ".meta" : "");
-	int rc = unlinkat(ifd, name, 0) < 0 && errno != ENOENT ? -errno : 0;
+	int rc = unlinkat(ifd, name, 0) < 0 && errno != ENOENT ? vd_sys(errno) : 0;
 	/* the lease goes with the data (fileVolume.delete: rmFile of both) */
 	snprintf(name, sizeof(name), "%.36s" ST_LEASE_EXT, vol);
 	if (rc == 0 && !meta && unlinkat(ifd, name, 0) < 0 && errno != ENOENT)
-		rc = -errno;
+		rc = vd_sys(errno);
 	if (rc == 0 && fsync(ifd) < 0)
-		rc = -errno;
+		rc = vd_sys(errno);
 	close(ifd);
 	return rc;
 }
@@ -189,14 +189,14 @@ int st_vol_scrub(const struct st_domain *d, const char *img, const char *vol, bo
 	if (ifd < 0)
 		return ifd;
 	int fd = openat(ifd, vol, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
-	int rc = fd < 0 ? (errno == ENOENT ? 0 : -errno) : 0;
+	int rc = fd < 0 ? (errno == ENOENT ? 0 : vd_sys(errno)) : 0;
 	close(ifd);
 	if (fd < 0)
 		return rc;
 	struct stat st;
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
 		close(fd);
-		return -EINVAL;
+		return VD_ESYS(EINVAL);
 	}
 	if (zero) {
 		/* Only what is allocated holds data: holes read as zeros
@@ -214,22 +214,22 @@ int st_vol_scrub(const struct st_domain *d, const char *img, const char *vol, bo
 			o = hole;
 		}
 		if (rc == 0 && fdatasync(fd) < 0)
-			rc = -errno;
+			rc = vd_sys(errno);
 	}
 	if (rc == 0 && discard && st.st_size > 0 &&
 	    fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, st.st_size) < 0 &&
 	    errno != EOPNOTSUPP)
-		rc = -errno;
+		rc = vd_sys(errno);
 	close(fd);
 	return rc;
 }
 
 int st_file_grow(int fd, const char *name, off_t old, off_t size, bool prealloc)
 {
-	int rc = ftruncate(fd, size) < 0 ? -errno : 0;
+	int rc = ftruncate(fd, size) < 0 ? vd_sys(errno) : 0;
 	if (rc == 0 && prealloc && size > old && fallocate(fd, 0, old, size - old) < 0 &&
 	    errno != EOPNOTSUPP)
-		rc = -errno;
+		rc = vd_sys(errno);
 	if (rc < 0 && ftruncate(fd, old) < 0)
 		log_error("storage: volume %s: cannot shrink back: %s", name, strerror(errno));
 	return rc;
@@ -260,13 +260,13 @@ static int preallocate(const struct st_vol_spec *sp, const struct st_io *io, int
 #endif
 	for (off_t off = 0; off < size;) {
 		if (io_stopped(io, err, errlen))
-			return -ECANCELED;
+			return VD_ECANCELED;
 		off_t len = VD_MIN(PREALLOC_CHUNK, (off_t)size - off);
 		int rc = 0;
 		if (!use_write) {
 			if (fallocate(fd, 0, off, len) < 0) {
-				rc = -errno;
-				if (rc == -EOPNOTSUPP) {
+				rc = vd_sys(errno);
+				if (rc == VD_ESYS(EOPNOTSUPP)) {
 					use_write = true;
 					rc = 0;
 					continue;
@@ -375,14 +375,14 @@ int st_run_tool_cb(const struct st_io *io, const char *tool, const char *pkg,
 	char *exe = st_find_exe(tool);
 	if (!exe) {
 		snprintf(err, errlen, "%s not found in PATH (install %s)", tool, pkg);
-		return -ENOENT;
+		return VD_ESYS(ENOENT);
 	}
 	int pfd[2];
 	if (pipe2(pfd, O_CLOEXEC) < 0) {
 		int e = errno;
 		free(exe);
 		snprintf(err, errlen, "pipe: %s", strerror(e));
-		return -e;
+		return vd_sys(e);
 	}
 	pid_t pid = -1;
 	int serr = st_spawn_tool(exe, argv, pfd[1], datafd, &pid);
@@ -391,7 +391,7 @@ int st_run_tool_cb(const struct st_io *io, const char *tool, const char *pkg,
 	if (serr != 0) {
 		close(pfd[0]);
 		snprintf(err, errlen, "cannot run qemu-img: %s", strerror(serr));
-		return -serr;
+		return vd_sys(serr);
 	}
 	set_child(io, pid);
 #ifdef VD_TEST_HOOKS
@@ -426,7 +426,7 @@ int st_run_tool_cb(const struct st_io *io, const char *tool, const char *pkg,
 	if (w != pid) {
 		snprintf(err, errlen, "%s %s: cannot get its exit status: %s", tool, what,
 			 strerror(errno));
-		return -EIO;
+		return VD_EIO;
 	}
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
 		return 0;
@@ -436,13 +436,13 @@ int st_run_tool_cb(const struct st_io *io, const char *tool, const char *pkg,
 		if (*p == '\n')
 			*p = ' ';
 	if (io_stopped(io, err, errlen))
-		return -ECANCELED;
+		return VD_ECANCELED;
 	/* "-p" progress lines end in '\r': the message is what follows */
 	const char *msg = strrchr(out, '\r') ? strrchr(out, '\r') + 1 : out;
 	if (WIFSIGNALED(status) && WTERMSIG(status) == SIGXFSZ) {
 		/* past RLIMIT_FSIZE (a tool that does not ignore SIGXFSZ) */
 		snprintf(err, errlen, "%s %s: file size limit exceeded: File too large", tool, what);
-		return -EFBIG;
+		return VD_ESYS(EFBIG);
 	}
 	if (WIFSIGNALED(status))
 		snprintf(err, errlen, "%s %s killed by signal %d: %s", tool, what, WTERMSIG(status),
@@ -451,10 +451,10 @@ int st_run_tool_cb(const struct st_io *io, const char *tool, const char *pkg,
 		snprintf(err, errlen, "%s %s failed (exit %d): %s", tool, what, WEXITSTATUS(status),
 			 *msg ? msg : "(no output)");
 	if (strstr(out, "No space left"))
-		return -ENOSPC;
+		return VD_ESYS(ENOSPC);   /* what the tool's own call failed with */
 	if (strstr(out, "too large"))
-		return -EFBIG;
-	return -EIO;
+		return VD_ESYS(EFBIG);
+	return VD_EIO;   /* the tool failed: err says how */
 }
 
 /* The qcow2 header says what qemu-img made: magic, version, virtual size. */
@@ -468,7 +468,7 @@ static int check_qcow2(int fd, int64_t size, char *err, size_t errlen)
 	if (r != (ssize_t)sizeof(h) || memcmp(h, "QFI\xfb", 4) != 0 || vsize != (uint64_t)size) {
 		snprintf(err, errlen, "qemu-img create did not produce a %lld-byte qcow2 image",
 			 (long long)size);
-		return -EIO;
+		return VD_EIO;
 	}
 	return 0;
 }
@@ -530,7 +530,7 @@ int st_vol_create_data(const struct st_domain *d, const struct st_vol_spec *t,
 	int rc = 0;
 	int fd = openat(ifd, t->vol, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0660);
 	if (fd < 0) {
-		rc = st_errf(err, errlen, -errno, "creating volume %s", t->vol);
+		rc = st_errf(err, errlen, vd_sys(errno), "creating volume %s", t->vol);
 		close(ifd);
 		return rc;   /* not ours: nothing to remove */
 	}
@@ -544,13 +544,13 @@ int st_vol_create_data(const struct st_domain *d, const struct st_vol_spec *t,
 	} else if (t->alloc == ST_PREALLOCATED) {
 		rc = preallocate(t, io, fd, t->size, err, errlen);
 		if (rc == 0 && ftruncate(fd, t->size) < 0) {
-			rc = st_errf(err, errlen, -errno, "sizing to %lld bytes", (long long)t->size);
+			rc = st_errf(err, errlen, vd_sys(errno), "sizing to %lld bytes", (long long)t->size);
 		}
 	} else if (ftruncate(fd, t->size) < 0) {
-		rc = st_errf(err, errlen, -errno, "truncating to %lld bytes", (long long)t->size);
+		rc = st_errf(err, errlen, vd_sys(errno), "truncating to %lld bytes", (long long)t->size);
 	}
 	if (rc == 0 && fsync(fd) < 0) {
-		rc = st_errf(err, errlen, -errno, "syncing volume %s", t->vol);
+		rc = st_errf(err, errlen, vd_sys(errno), "syncing volume %s", t->vol);
 	}
 	if (rc == 0)
 		ST_CRASH("create.data-synced");
@@ -558,7 +558,7 @@ int st_vol_create_data(const struct st_domain *d, const struct st_vol_spec *t,
 	if (rc == 0 && st_dom_has_volume_leases(d)) {
 		rc = make_lease(ifd, t->vol, err, errlen);
 		if (rc == 0 && fsync(ifd) < 0) {
-			rc = st_errf(err, errlen, -errno, "syncing image directory %s", t->img);
+			rc = st_errf(err, errlen, vd_sys(errno), "syncing image directory %s", t->img);
 		}
 		if (rc == 0)
 			ST_CRASH("create.lease");

@@ -70,7 +70,7 @@ static int untrusted_json(char *const *args, size_t nargs, int fd, bool check,
 	argv[n] = NULL;
 	char err[256];
 	int rc = st_run_tool_out(NULL, "prlimit", "util-linux", argv, fd, b, err, sizeof(err));
-	bool report = check && rc == -EIO && (strstr(err, "(exit 2)") || strstr(err, "(exit 3)"));
+	bool report = check && rc == VD_EIO && (strstr(err, "(exit 2)") || strstr(err, "(exit 3)"));
 	if (rc < 0 && !report)
 		return st_fail(e, RPC_E_GENERAL, "%s", err);
 	const char *start = b->data ? memchr(b->data, '{', b->len) : NULL;
