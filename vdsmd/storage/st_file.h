@@ -101,10 +101,11 @@ int st_fsync_fd(int fd);
 /* mkdir(path, mode), no parents: 0 or vd_sys(errno) (VD_ESYS(EEXIST):
  * already there). */
 int st_mkdir(const char *path, mode_t mode);
-/* unlink(path) / rmdir(path): 0 or vd_sys(errno) (VD_ESYS(ENOENT): not
- * there). */
-int st_unlink(const char *path);
+/* rmdir(path): 0 or vd_sys(errno) (VD_ESYS(ENOENT): not there). */
 int st_rmdir(const char *path);
+/* A record file removed for good: unlink(path), then dir synced; one
+ * already gone is no failure, any other is logged. */
+void st_remove_record(const char *path, const char *dir);
 /* Remove a tree without following symlinks; 0 or vd_sys(errno). */
 int st_rmtree(const char *path);
 /* "<a>/<b>" into a fresh string. */

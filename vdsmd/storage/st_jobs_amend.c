@@ -118,11 +118,7 @@ static int intent_write(struct storage_state *s, const struct st_job *j)
 static void intent_clear(struct storage_state *s, const char *vol)
 {
 	char *path = intent_path(s, vol);
-	int rc = st_unlink(path);
-	if (rc == 0)
-		st_fsync_dir(s->root);
-	else if (rc != VD_ESYS(ENOENT))
-		log_error("storage: cannot remove %s: %s", path, st_rc_text(rc));
+	st_remove_record(path, s->root);
 	free(path);
 }
 

@@ -8,6 +8,7 @@
  * A file without a valid checksum line is rejected (VD_EPROTO): a torn or
  * tampered file is never served. */
 #include "st_file.h"
+#include "../../common/log.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -98,9 +99,12 @@ int st_mkdir(const char *path, mode_t mode)
 	return mkdir(path, mode) < 0 ? vd_sys(errno) : 0;
 }
 
-int st_unlink(const char *path)
+void st_remove_record(const char *path, const char *dir)
 {
-	return unlink(path) < 0 ? vd_sys(errno) : 0;
+	if (unlink(path) == 0)
+		st_fsync_dir(dir);
+	else if (errno != ENOENT)
+		log_error("storage: cannot remove %s: %s", path, st_rc_text(vd_sys(errno)));
 }
 
 int st_rmdir(const char *path)

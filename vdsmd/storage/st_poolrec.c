@@ -53,11 +53,7 @@ int st_pool_intent_write(struct storage_state *s, const char *sp, const char *co
 void st_pool_intent_clear(struct storage_state *s)
 {
 	char *path = st_path(s->root, INTENT);
-	int rc = st_unlink(path);
-	if (rc == 0)
-		st_fsync_dir(s->root);
-	else if (rc != VD_ESYS(ENOENT))
-		log_error("storage: cannot remove %s: %s", path, st_rc_text(rc));
+	st_remove_record(path, s->root);
 	free(path);
 }
 
